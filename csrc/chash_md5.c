@@ -1,0 +1,170 @@
+/*
+ * chash_md5.c - MD5 message digest, as specified by RFC 1321.
+ *
+ * One-shot only: the whole message is in memory, so there is no streaming
+ * context.  Full 64-byte blocks are compressed straight from the caller's
+ * buffer; only the last one or two (padded) blocks are built on the stack.
+ * A message of at most 55 bytes fits, with its padding and length, in a
+ * single block, which is the common case for ring keys.
+ */
+#include "chash_hash.h"
+
+#include <string.h>
+
+/* Words are little-endian (RFC 1321 section 2); decode byte by byte so the
+ * result does not depend on the host's byte order or alignment. */
+static inline uint32_t md5_load32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+static inline void md5_store32le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* The four auxiliary functions of section 3.4.  F and G are written in the
+ * equivalent select form, which needs one operation fewer than the RFC's
+ * and/or/not form. */
+#define MD5_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+#define MD5_G(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
+#define MD5_H(x, y, z) ((x) ^ (y) ^ (z))
+#define MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
+
+/* a = b + ((a + f(b,c,d) + X[k] + T[i]) <<< s); every shift is 4..23. */
+#define MD5_STEP(f, a, b, c, d, xk, t, s)                      \
+    do {                                                       \
+        (a) += f((b), (c), (d)) + (xk) + (uint32_t)(t);        \
+        (a) = ((a) << (s)) | ((a) >> (32 - (s)));              \
+        (a) += (b);                                            \
+    } while (0)
+
+/* Applies the compression function to one 64-byte block. */
+static inline void md5_block(uint32_t st[4], const uint8_t *blk)
+{
+    uint32_t x[16];
+    uint32_t a = st[0], b = st[1], c = st[2], d = st[3];
+    int i;
+
+    for (i = 0; i < 16; i++)
+        x[i] = md5_load32le(blk + 4 * i);
+
+    /* T[i] = floor(2^32 * |sin(i)|), i = 1..64 (section 3.4). */
+    /* Round 1: X[k] in order, shifts 7 12 17 22. */
+    MD5_STEP(MD5_F, a, b, c, d, x[0], 0xd76aa478u, 7);
+    MD5_STEP(MD5_F, d, a, b, c, x[1], 0xe8c7b756u, 12);
+    MD5_STEP(MD5_F, c, d, a, b, x[2], 0x242070dbu, 17);
+    MD5_STEP(MD5_F, b, c, d, a, x[3], 0xc1bdceeeu, 22);
+    MD5_STEP(MD5_F, a, b, c, d, x[4], 0xf57c0fafu, 7);
+    MD5_STEP(MD5_F, d, a, b, c, x[5], 0x4787c62au, 12);
+    MD5_STEP(MD5_F, c, d, a, b, x[6], 0xa8304613u, 17);
+    MD5_STEP(MD5_F, b, c, d, a, x[7], 0xfd469501u, 22);
+    MD5_STEP(MD5_F, a, b, c, d, x[8], 0x698098d8u, 7);
+    MD5_STEP(MD5_F, d, a, b, c, x[9], 0x8b44f7afu, 12);
+    MD5_STEP(MD5_F, c, d, a, b, x[10], 0xffff5bb1u, 17);
+    MD5_STEP(MD5_F, b, c, d, a, x[11], 0x895cd7beu, 22);
+    MD5_STEP(MD5_F, a, b, c, d, x[12], 0x6b901122u, 7);
+    MD5_STEP(MD5_F, d, a, b, c, x[13], 0xfd987193u, 12);
+    MD5_STEP(MD5_F, c, d, a, b, x[14], 0xa679438eu, 17);
+    MD5_STEP(MD5_F, b, c, d, a, x[15], 0x49b40821u, 22);
+
+    /* Round 2: k = (1 + 5i) mod 16, shifts 5 9 14 20. */
+    MD5_STEP(MD5_G, a, b, c, d, x[1], 0xf61e2562u, 5);
+    MD5_STEP(MD5_G, d, a, b, c, x[6], 0xc040b340u, 9);
+    MD5_STEP(MD5_G, c, d, a, b, x[11], 0x265e5a51u, 14);
+    MD5_STEP(MD5_G, b, c, d, a, x[0], 0xe9b6c7aau, 20);
+    MD5_STEP(MD5_G, a, b, c, d, x[5], 0xd62f105du, 5);
+    MD5_STEP(MD5_G, d, a, b, c, x[10], 0x02441453u, 9);
+    MD5_STEP(MD5_G, c, d, a, b, x[15], 0xd8a1e681u, 14);
+    MD5_STEP(MD5_G, b, c, d, a, x[4], 0xe7d3fbc8u, 20);
+    MD5_STEP(MD5_G, a, b, c, d, x[9], 0x21e1cde6u, 5);
+    MD5_STEP(MD5_G, d, a, b, c, x[14], 0xc33707d6u, 9);
+    MD5_STEP(MD5_G, c, d, a, b, x[3], 0xf4d50d87u, 14);
+    MD5_STEP(MD5_G, b, c, d, a, x[8], 0x455a14edu, 20);
+    MD5_STEP(MD5_G, a, b, c, d, x[13], 0xa9e3e905u, 5);
+    MD5_STEP(MD5_G, d, a, b, c, x[2], 0xfcefa3f8u, 9);
+    MD5_STEP(MD5_G, c, d, a, b, x[7], 0x676f02d9u, 14);
+    MD5_STEP(MD5_G, b, c, d, a, x[12], 0x8d2a4c8au, 20);
+
+    /* Round 3: k = (5 + 3i) mod 16, shifts 4 11 16 23. */
+    MD5_STEP(MD5_H, a, b, c, d, x[5], 0xfffa3942u, 4);
+    MD5_STEP(MD5_H, d, a, b, c, x[8], 0x8771f681u, 11);
+    MD5_STEP(MD5_H, c, d, a, b, x[11], 0x6d9d6122u, 16);
+    MD5_STEP(MD5_H, b, c, d, a, x[14], 0xfde5380cu, 23);
+    MD5_STEP(MD5_H, a, b, c, d, x[1], 0xa4beea44u, 4);
+    MD5_STEP(MD5_H, d, a, b, c, x[4], 0x4bdecfa9u, 11);
+    MD5_STEP(MD5_H, c, d, a, b, x[7], 0xf6bb4b60u, 16);
+    MD5_STEP(MD5_H, b, c, d, a, x[10], 0xbebfbc70u, 23);
+    MD5_STEP(MD5_H, a, b, c, d, x[13], 0x289b7ec6u, 4);
+    MD5_STEP(MD5_H, d, a, b, c, x[0], 0xeaa127fau, 11);
+    MD5_STEP(MD5_H, c, d, a, b, x[3], 0xd4ef3085u, 16);
+    MD5_STEP(MD5_H, b, c, d, a, x[6], 0x04881d05u, 23);
+    MD5_STEP(MD5_H, a, b, c, d, x[9], 0xd9d4d039u, 4);
+    MD5_STEP(MD5_H, d, a, b, c, x[12], 0xe6db99e5u, 11);
+    MD5_STEP(MD5_H, c, d, a, b, x[15], 0x1fa27cf8u, 16);
+    MD5_STEP(MD5_H, b, c, d, a, x[2], 0xc4ac5665u, 23);
+
+    /* Round 4: k = 7i mod 16, shifts 6 10 15 21. */
+    MD5_STEP(MD5_I, a, b, c, d, x[0], 0xf4292244u, 6);
+    MD5_STEP(MD5_I, d, a, b, c, x[7], 0x432aff97u, 10);
+    MD5_STEP(MD5_I, c, d, a, b, x[14], 0xab9423a7u, 15);
+    MD5_STEP(MD5_I, b, c, d, a, x[5], 0xfc93a039u, 21);
+    MD5_STEP(MD5_I, a, b, c, d, x[12], 0x655b59c3u, 6);
+    MD5_STEP(MD5_I, d, a, b, c, x[3], 0x8f0ccc92u, 10);
+    MD5_STEP(MD5_I, c, d, a, b, x[10], 0xffeff47du, 15);
+    MD5_STEP(MD5_I, b, c, d, a, x[1], 0x85845dd1u, 21);
+    MD5_STEP(MD5_I, a, b, c, d, x[8], 0x6fa87e4fu, 6);
+    MD5_STEP(MD5_I, d, a, b, c, x[15], 0xfe2ce6e0u, 10);
+    MD5_STEP(MD5_I, c, d, a, b, x[6], 0xa3014314u, 15);
+    MD5_STEP(MD5_I, b, c, d, a, x[13], 0x4e0811a1u, 21);
+    MD5_STEP(MD5_I, a, b, c, d, x[4], 0xf7537e82u, 6);
+    MD5_STEP(MD5_I, d, a, b, c, x[11], 0xbd3af235u, 10);
+    MD5_STEP(MD5_I, c, d, a, b, x[2], 0x2ad7d2bbu, 15);
+    MD5_STEP(MD5_I, b, c, d, a, x[9], 0xeb86d391u, 21);
+
+    st[0] += a;
+    st[1] += b;
+    st[2] += c;
+    st[3] += d;
+}
+
+void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
+{
+    /* Initial buffer, words A B C D of section 3.3. */
+    uint32_t st[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+    const uint8_t *p = (const uint8_t *)data;
+    uint8_t tail[128];
+    size_t rest = len;
+    size_t ntail;
+    uint64_t bits;
+    int i;
+
+    while (rest >= 64) {
+        md5_block(st, p);
+        p += 64;
+        rest -= 64;
+    }
+
+    /* Padding (section 3.1): a 1 bit, zeros up to 56 mod 64, then the bit
+     * length modulo 2^64 (section 3.2), little-endian.  With rest <= 55 it
+     * all fits in one block, otherwise it spills into a second one. */
+    ntail = rest <= 55 ? 64 : 128;
+    if (rest > 0)
+        memcpy(tail, p, rest);
+    tail[rest] = 0x80;
+    memset(tail + rest + 1, 0, ntail - 8 - rest - 1);
+    bits = (uint64_t)len << 3;
+    md5_store32le(tail + ntail - 8, (uint32_t)bits);
+    md5_store32le(tail + ntail - 4, (uint32_t)(bits >> 32));
+
+    md5_block(st, tail);
+    if (ntail == 128)
+        md5_block(st, tail + 64);
+
+    for (i = 0; i < 4; i++)
+        md5_store32le(out + 4 * i, st[i]);
+}
