@@ -107,6 +107,7 @@ def unseeded(name, fn):
 
 SECTIONS = [
     lambda: digest("md5", hashlib.md5),
+    lambda: digest("sha1", hashlib.sha1),
 ]
 
 

@@ -132,6 +132,90 @@ static const struct vecdig md5_vectors[] = {
     {8191, "c04d05bd5758c5a699535c8417dd05ff"},
     {10000, "314dd3f43f14d74757f9da9344a35317"},
 };
+
+static const struct vecdig sha1_vectors[] = {
+    {0, "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+    {1, "5ba93c9db0cff93f52b521d7420e43f6eda2784f"},
+    {2, "d2f7c10caa261421bd30a00e736a603713e3097f"},
+    {3, "9b9701ce48ea72e1a3f9d9ab77cd635e328d627c"},
+    {4, "b2799b6030427bf5f9869c12fa102c7a0b23b535"},
+    {5, "ce4f458d5b4b36bfa14e0d5d836d2a78826456c6"},
+    {6, "6001a56081905db9f9f10123aadbb91623125c34"},
+    {7, "3c47cbbcb02afda400d8e60dfa1b600b33f95c89"},
+    {8, "2b624914cc76d192756a6d3d84bdb1c95e3d73f8"},
+    {9, "e72df34c7c488e8f70ed2a4d3297a1928977177f"},
+    {10, "0be5c5206eab89c528d76e714a18149f23f98763"},
+    {11, "cc2a686fc21407fa7d0261dfa6890d44694e26ae"},
+    {12, "9a3db44eca1a739f6db2e7dd032dedd9a9c96fa3"},
+    {13, "e953c9227fc3b70485a68efcb979e521ecaecc64"},
+    {14, "095c51dde4b110e6cfd1043ad75e01b330222b21"},
+    {15, "f502c6254f9c9571943de04fee88ea781813574d"},
+    {16, "4930407a82e2533480acc1c2350b51ee04b53a34"},
+    {17, "9c1f1a7728cdf2aaf07a2af8975280dc88295dbd"},
+    {18, "e0b555ae9f350b953dcf3539742dcf78aa230e54"},
+    {19, "06bffec797b0c3edf09dbe0294307f484d659dbf"},
+    {20, "262737494519a22119e5acb6c28557f4755da683"},
+    {21, "2f416219637a51957d766338feed9773e1c5d4f8"},
+    {22, "59d9803da7da8da52ec233286e3104e8912b0cef"},
+    {23, "d4304e69edd412198689539e47cee9e48eb6c4b0"},
+    {24, "77d8b221fd42ca45ae9f9af5733b9e6cdae21410"},
+    {25, "ef025b9436a7cbdd1d4e0f410c3a4b9820d66976"},
+    {26, "3749fd60a6b3a70bdc93b21e84c8d7d43c26a014"},
+    {27, "9974b3005b51b19bd5959671093438d88d6cbffd"},
+    {28, "eb92d893b7a9023773fbf28f5b2f33f508cdf9af"},
+    {29, "608d6641584be16f4b260ea66ba0ba1a053468e0"},
+    {30, "f7d49d6f4546f0e26d6b7c5354a40e2a056a0f01"},
+    {31, "dd5665cd5f03646e885a3f10dd1f4fb24d7534ab"},
+    {32, "201479ba3f44d467cc00fe76abc013955c14dfee"},
+    {33, "b4003bc494636a12cccdafac63febc61d2c99a6d"},
+    {47, "c5d0c81a99ab66024a9123af0e22e0a3f6434832"},
+    {48, "de073673bce9d2ff3f6bbb5837b40c63a6eb0c46"},
+    {55, "e7e036d462c840b6d8d00a5a056200c48e92b308"},
+    {56, "ba20bee37bc324bd95849d903be9173f49f8915b"},
+    {57, "c704042ae19e5d7ff94b723b6141cc5505938738"},
+    {63, "a99c0a984b1c4837d91731c8777b091e85ff104d"},
+    {64, "2dc6bbd1960538a79c4f4e55d9e1c0aa91c5fa0d"},
+    {65, "a67dc545e2f6e8ac566519cffeadf2904064db15"},
+    {95, "be45228332b59dcbbecf48b4eb664325a6a5c377"},
+    {96, "d16eef42c31b0dcc5dd69bfac93340f10f45c780"},
+    {97, "778d3cbe449e0db601f8f5b8d2910c891e02bf3c"},
+    {100, "a00ac8d00a30204a5b7cecb109de363e663fc50a"},
+    {119, "4978ef272e1dbb722b4d168dfff76e4437f834ad"},
+    {120, "da1294e323c8b3cd697be9b4cf42d08047b2559a"},
+    {127, "d31a56dab47090800742b17bc277d775652c7a44"},
+    {128, "c83672c79a39719e517f410584e87c520cc38dcb"},
+    {129, "0138a47cb9e968168c11170855fcdfe4fe15da7f"},
+    {130, "7129e0d3ae9cf8b0b2cb81758b26b619d30864da"},
+    {143, "bd623537f6705d7e82d06fbff9728e1d871a38e9"},
+    {144, "4050cc6beddff40d536608a88ad2aadd59bf93ac"},
+    {200, "97f9545c4b45105cb108ebf0a66e0ea02871d89c"},
+    {239, "ce86c7ac760e25502e1719fb93ae2474f984932e"},
+    {240, "8200fc513e8abb4a36fd407a6b0ebf6b8b7c1c6e"},
+    {241, "f662373216c3bece17b32306d8e876054588c801"},
+    {242, "072e20481c29ac23953702a09aec1bd04fd602a5"},
+    {255, "43b5db35a59c3de65bd06a378be1757f460f451a"},
+    {256, "7be7ecd665283f79dd3a50da4507c8b17d5485b2"},
+    {257, "1227967013cf58cc49dce1d4a72c8533fd37d938"},
+    {300, "7f577abd3efa9fd54950df39dc8905b0c18e814f"},
+    {511, "5de7c011e9acbf622bf1a51780522c026f96f4b9"},
+    {512, "d2547a3564ee46728d7c7e513ac3af88795a1009"},
+    {513, "30b95f2f73b52a497dc212389b21a05b1e4e2b77"},
+    {1000, "07bef519eb3f0d63ef6c999d1c7f80c7c404032e"},
+    {1023, "9914fa711bc1b825d7cca983ab382f39509cf278"},
+    {1024, "27f5437d5dd60a0b696464ec473256dda66f0059"},
+    {1025, "4e6ee14ccc4316b018f3db59e214518e69082876"},
+    {1087, "d58505bb10d5198746a9a556b9e12505f5e3608b"},
+    {1088, "c301fe96b24c128180a0f7cbabb1a35e2bf636a5"},
+    {1089, "ab41ff5794c33329ca63715e9698372bba604720"},
+    {2047, "8c42f0bd11e9d649d6a53b56876695c9f4e1d483"},
+    {2048, "93c2329bee11e3821784ab814453f5572ce74648"},
+    {2049, "0f2f7682961c8dca23637716055444c4f980ada5"},
+    {3000, "aca492e07d8e63d5392fbfcf057b068a6d9d7d90"},
+    {4096, "a06ff8678d5b1e70f1fc91d97f48ff3c4e456a92"},
+    {5000, "76a22691a2ea20adf2bb886249109c0092b71047"},
+    {8191, "2f8e6de838a849b000bf9a0ae5a8d69ef00210c4"},
+    {10000, "cd501894443293ad297a6d7772a6e6820c96a856"},
+};
 /* END GENERATED VECTORS */
 
 /* The pattern of hash_vectors_gen.py: byte i is the top byte of
@@ -177,6 +261,13 @@ static size_t run_md5(const void *d, size_t n, uint64_t seed, uint8_t out[32])
     (void)seed;
     chash_md5(d, n, out);
     return CHASH_MD5_DIGEST_SIZE;
+}
+
+static size_t run_sha1(const void *d, size_t n, uint64_t seed, uint8_t out[32])
+{
+    (void)seed;
+    chash_sha1(d, n, out);
+    return CHASH_SHA1_DIGEST_SIZE;
 }
 
 /* Hashing the same bytes from every offset 0..7 of a buffer must give the
@@ -255,12 +346,59 @@ static void test_md5(const uint8_t *pat)
     }
 }
 
+/* ---- SHA-1 ------------------------------------------------------------- */
+
+static void test_sha1(const uint8_t *pat)
+{
+    /* The FIPS 180 / NIST example messages: "abc", the 448-bit and 896-bit
+     * messages, and the empty string. */
+    static const struct strdig nist[] = {
+        {"", "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+        {"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "84983e441c3bd26ebaae4aa1f95129e5e54670f1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
+         "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+         "a49b2446a02c645bf419f995b67091253a04a259"},
+    };
+    uint8_t d[CHASH_SHA1_DIGEST_SIZE];
+    uint8_t *big;
+    size_t i;
+
+    for (i = 0; i < COUNT(nist); i++) {
+        size_t n = strlen(nist[i].msg);
+        chash_sha1(nist[i].msg, n, d);
+        check_hex("sha1 fips180", n, d, sizeof d, nist[i].hex);
+    }
+
+    chash_sha1(NULL, 0, d);
+    check_hex("sha1 NULL", 0, d, sizeof d,
+              "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+
+    big = malloc(1000000);
+    if (big != NULL) {
+        memset(big, 'a', 1000000);
+        chash_sha1(big, 1000000, d);
+        check_hex("sha1 a*10^6", 1000000, d, sizeof d,
+                  "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+        free(big);
+    }
+
+    for (i = 0; i < COUNT(sha1_vectors); i++) {
+        chash_sha1(pat, sha1_vectors[i].len, d);
+        check_hex("sha1", sha1_vectors[i].len, d, sizeof d,
+                  sha1_vectors[i].hex);
+        check_alignment("sha1", run_sha1, pat, sha1_vectors[i].len, 0);
+    }
+}
+
 int main(void)
 {
     static uint8_t pat[PATTERN_MAX];
 
     fill_pattern(pat, sizeof pat);
     test_md5(pat);
+    test_sha1(pat);
 
     printf("%lu passed, %lu failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
