@@ -108,6 +108,9 @@ def unseeded(name, fn):
 SECTIONS = [
     lambda: digest("md5", hashlib.md5),
     lambda: digest("sha1", hashlib.sha1),
+    lambda: seeded("murmur2", murmur2, SEEDS32, 32),
+    lambda: seeded("murmur3", lambda d, s: mmh3.hash(d, s, signed=False),
+                   SEEDS32, 32),
 ]
 
 
