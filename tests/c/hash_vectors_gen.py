@@ -111,6 +111,12 @@ SECTIONS = [
     lambda: seeded("murmur2", murmur2, SEEDS32, 32),
     lambda: seeded("murmur3", lambda d, s: mmh3.hash(d, s, signed=False),
                    SEEDS32, 32),
+    lambda: seeded("xxh32", lambda d, s: xxhash.xxh32_intdigest(d, s),
+                   SEEDS32, 32),
+    lambda: seeded("xxh64", lambda d, s: xxhash.xxh64_intdigest(d, s),
+                   SEEDS64, 64),
+    lambda: seeded("xxh3", lambda d, s: xxhash.xxh3_64_intdigest(d, s),
+                   SEEDS64, 64),
 ]
 
 
