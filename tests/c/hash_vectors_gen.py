@@ -117,6 +117,8 @@ SECTIONS = [
                    SEEDS64, 64),
     lambda: seeded("xxh3", lambda d, s: xxhash.xxh3_64_intdigest(d, s),
                    SEEDS64, 64),
+    lambda: unseeded("fnv1a", fnv1a32),
+    lambda: unseeded("crc32", lambda d: zlib.crc32(d) & M32),
 ]
 
 

@@ -2013,6 +2013,174 @@ static const struct vec64 xxh3_vectors[] = {
     {10000, 0x0123456789abcdefu, 0x0e58436d24ddd98au},
     {10000, 0xffffffffffffffffu, 0xa0e8940a0f6089ffu},
 };
+
+static const struct vec32 fnv1a_vectors[] = {
+    {0, 0, 0x811c9dc5u},
+    {1, 0, 0x050c5d1fu},
+    {2, 0, 0x73773213u},
+    {3, 0, 0xf3a3fffdu},
+    {4, 0, 0xb22aaa65u},
+    {5, 0, 0x9629cba7u},
+    {6, 0, 0x13cba610u},
+    {7, 0, 0xce9755bfu},
+    {8, 0, 0x243c4284u},
+    {9, 0, 0x7fdc9e2fu},
+    {10, 0, 0xe84db5e0u},
+    {11, 0, 0x8055334au},
+    {12, 0, 0x8c201bf2u},
+    {13, 0, 0x2e8b7048u},
+    {14, 0, 0x8581b4c0u},
+    {15, 0, 0x922efe25u},
+    {16, 0, 0x7ffa7120u},
+    {17, 0, 0x3a4115f9u},
+    {18, 0, 0x2c74cbe8u},
+    {19, 0, 0xf2dd15d5u},
+    {20, 0, 0xbd08b771u},
+    {21, 0, 0xc1b85bd7u},
+    {22, 0, 0x223787d7u},
+    {23, 0, 0x2c6a015du},
+    {24, 0, 0x55e03b71u},
+    {25, 0, 0xd3fde32cu},
+    {26, 0, 0x17acee8du},
+    {27, 0, 0xe13b9f94u},
+    {28, 0, 0xcbdba9e1u},
+    {29, 0, 0x99cc1e7du},
+    {30, 0, 0xad541e43u},
+    {31, 0, 0xa46c766bu},
+    {32, 0, 0x19be2b79u},
+    {33, 0, 0x455eddadu},
+    {47, 0, 0x881da31cu},
+    {48, 0, 0x56a7b230u},
+    {55, 0, 0xc6ad68fcu},
+    {56, 0, 0xc3fab993u},
+    {57, 0, 0x92b1529du},
+    {63, 0, 0xe50739b6u},
+    {64, 0, 0xe35f471bu},
+    {65, 0, 0x84fdb122u},
+    {95, 0, 0xb5a725d2u},
+    {96, 0, 0x5a1fdc6cu},
+    {97, 0, 0x1827ac28u},
+    {100, 0, 0x5026a20du},
+    {119, 0, 0x48b40bb0u},
+    {120, 0, 0xae6dade1u},
+    {127, 0, 0x5eed3a0du},
+    {128, 0, 0xdf72fe50u},
+    {129, 0, 0x0d065011u},
+    {130, 0, 0x28f0f878u},
+    {143, 0, 0x6078089bu},
+    {144, 0, 0xd7f62321u},
+    {200, 0, 0x7b901a1bu},
+    {239, 0, 0x4ff060c2u},
+    {240, 0, 0x4e67db55u},
+    {241, 0, 0x6e7dc293u},
+    {242, 0, 0x50f8feb3u},
+    {255, 0, 0x6f0355a9u},
+    {256, 0, 0xf23f1a90u},
+    {257, 0, 0x0056f4e5u},
+    {300, 0, 0xe6abef9bu},
+    {511, 0, 0xb338f8c2u},
+    {512, 0, 0x34ae8456u},
+    {513, 0, 0x26ba2428u},
+    {1000, 0, 0x8ee6abb0u},
+    {1023, 0, 0x099f7426u},
+    {1024, 0, 0x3f03c35bu},
+    {1025, 0, 0xb8eccbf2u},
+    {1087, 0, 0x909ff115u},
+    {1088, 0, 0x83c9b708u},
+    {1089, 0, 0xd98bb0d9u},
+    {2047, 0, 0xe5704b25u},
+    {2048, 0, 0x67c66928u},
+    {2049, 0, 0xf0583269u},
+    {3000, 0, 0xf8c12006u},
+    {4096, 0, 0xcbc3f122u},
+    {5000, 0, 0x9316d193u},
+    {8191, 0, 0xc5caabf6u},
+    {10000, 0, 0x7a5d3d1fu},
+};
+
+static const struct vec32 crc32_vectors[] = {
+    {0, 0, 0x00000000u},
+    {1, 0, 0xd202ef8du},
+    {2, 0, 0x566eacbcu},
+    {3, 0, 0x3fec0201u},
+    {4, 0, 0xc33c08d3u},
+    {5, 0, 0x93c5a9e5u},
+    {6, 0, 0x8122b914u},
+    {7, 0, 0x73525e4au},
+    {8, 0, 0xb61a1513u},
+    {9, 0, 0x9cb076ccu},
+    {10, 0, 0x3d4b4fd1u},
+    {11, 0, 0xff3d4b4fu},
+    {12, 0, 0xa64c005cu},
+    {13, 0, 0x1d1e3614u},
+    {14, 0, 0xc61eadf4u},
+    {15, 0, 0x20a6f16eu},
+    {16, 0, 0x7e9eb03cu},
+    {17, 0, 0xc410be78u},
+    {18, 0, 0x16a7b58bu},
+    {19, 0, 0x25761f65u},
+    {20, 0, 0xc32692ceu},
+    {21, 0, 0xccc03b77u},
+    {22, 0, 0x41c7d02bu},
+    {23, 0, 0x802bca6bu},
+    {24, 0, 0xc758e90eu},
+    {25, 0, 0xc3c4bc38u},
+    {26, 0, 0x33cfb329u},
+    {27, 0, 0xfa3398a0u},
+    {28, 0, 0x4247c184u},
+    {29, 0, 0xa9f183e2u},
+    {30, 0, 0x35133309u},
+    {31, 0, 0xa6862e24u},
+    {32, 0, 0xdb122588u},
+    {33, 0, 0x43bd913fu},
+    {47, 0, 0xab0cbe5fu},
+    {48, 0, 0x20cbe37du},
+    {55, 0, 0xd00953c9u},
+    {56, 0, 0xf366126bu},
+    {57, 0, 0xf128ee20u},
+    {63, 0, 0x6b53518cu},
+    {64, 0, 0x06d28c3eu},
+    {65, 0, 0x806cdf37u},
+    {95, 0, 0xb1b76fd0u},
+    {96, 0, 0x76629c8fu},
+    {97, 0, 0xc375864du},
+    {100, 0, 0xbebc36b7u},
+    {119, 0, 0x7a1eb1c0u},
+    {120, 0, 0x33766924u},
+    {127, 0, 0x37fd09fdu},
+    {128, 0, 0x3f8d91a4u},
+    {129, 0, 0x89e3cc01u},
+    {130, 0, 0x173137ffu},
+    {143, 0, 0xbce575beu},
+    {144, 0, 0xb3d5f52bu},
+    {200, 0, 0xa63b71c4u},
+    {239, 0, 0x716f3c52u},
+    {240, 0, 0xec1df76au},
+    {241, 0, 0x138fefd1u},
+    {242, 0, 0x70761110u},
+    {255, 0, 0xb9b45bdeu},
+    {256, 0, 0x3a038fe5u},
+    {257, 0, 0xbae55ffau},
+    {300, 0, 0xac12e9d4u},
+    {511, 0, 0x50566d0eu},
+    {512, 0, 0xb3394633u},
+    {513, 0, 0xc76bfb82u},
+    {1000, 0, 0x77b6fa33u},
+    {1023, 0, 0xbc3e07d3u},
+    {1024, 0, 0x7b027fd9u},
+    {1025, 0, 0xd51429ebu},
+    {1087, 0, 0x99648903u},
+    {1088, 0, 0xae4764b3u},
+    {1089, 0, 0x5aa4f20fu},
+    {2047, 0, 0x9c38394bu},
+    {2048, 0, 0x50962375u},
+    {2049, 0, 0xae8e9619u},
+    {3000, 0, 0xac00c4d0u},
+    {4096, 0, 0x3d270474u},
+    {5000, 0, 0x8a6e226fu},
+    {8191, 0, 0xff64a55fu},
+    {10000, 0, 0x5e42f6b9u},
+};
 /* END GENERATED VECTORS */
 
 /* The pattern of hash_vectors_gen.py: byte i is the top byte of
@@ -2140,6 +2308,22 @@ static size_t run_xxh3(const void *d, size_t n, uint64_t seed,
 {
     store64le(out, chash_xxh3_64(d, n, seed));
     return 8;
+}
+
+static size_t run_fnv1a(const void *d, size_t n, uint64_t seed,
+                        uint8_t out[32])
+{
+    (void)seed;
+    store32le(out, chash_fnv1a_32(d, n));
+    return 4;
+}
+
+static size_t run_crc32(const void *d, size_t n, uint64_t seed,
+                        uint8_t out[32])
+{
+    (void)seed;
+    store32le(out, chash_crc32(d, n));
+    return 4;
 }
 
 /* Hashing the same bytes from every offset 0..7 of a buffer must give the
@@ -2344,6 +2528,60 @@ static void test_xxhash(const uint8_t *pat)
               COUNT(xxh3_vectors), pat);
 }
 
+/* ---- FNV-1a / CRC-32 --------------------------------------------------- */
+
+/* CRC-32 straight from its definition, one bit at a time: an independent
+ * check of every entry of the implementation's byte table. */
+static uint32_t crc32_bitwise(const uint8_t *p, size_t n)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ ((crc & 1u) ? 0xEDB88320u : 0u);
+    }
+    return crc ^ 0xFFFFFFFFu;
+}
+
+static void test_fnv_crc(const uint8_t *pat)
+{
+    static const char fox[] = "The quick brown fox jumps over the lazy dog";
+    const size_t nfox = sizeof fox - 1;
+    uint8_t byte[1];
+    size_t i;
+
+    /* FNV-1a 32-bit values from the FNV test suite. */
+    check_u32("fnv1a empty", 0, 0, chash_fnv1a_32(NULL, 0), 0x811c9dc5u);
+    check_u32("fnv1a a", 1, 0, chash_fnv1a_32("a", 1), 0xe40c292cu);
+    check_u32("fnv1a foobar", 6, 0, chash_fnv1a_32("foobar", 6), 0xbf9cf968u);
+
+    /* The CRC-32 check value, and two more well-known ones. */
+    check_u32("crc32 check", 9, 0, chash_crc32("123456789", 9), 0xcbf43926u);
+    check_u32("crc32 empty", 0, 0, chash_crc32(NULL, 0), 0);
+    check_u32("crc32 fox", nfox, 0, chash_crc32(fox, nfox), 0x414fa339u);
+
+    for (i = 0; i < 256; i++) {
+        byte[0] = (uint8_t)i;
+        check_u32("crc32 byte", 1, 0, chash_crc32(byte, 1),
+                  crc32_bitwise(byte, 1));
+    }
+
+    for (i = 0; i < COUNT(fnv1a_vectors); i++) {
+        check_u32("fnv1a", fnv1a_vectors[i].len, 0,
+                  chash_fnv1a_32(pat, fnv1a_vectors[i].len),
+                  fnv1a_vectors[i].want);
+        check_alignment("fnv1a", run_fnv1a, pat, fnv1a_vectors[i].len, 0);
+    }
+    for (i = 0; i < COUNT(crc32_vectors); i++) {
+        check_u32("crc32", crc32_vectors[i].len, 0,
+                  chash_crc32(pat, crc32_vectors[i].len),
+                  crc32_vectors[i].want);
+        check_alignment("crc32", run_crc32, pat, crc32_vectors[i].len, 0);
+    }
+}
+
 int main(void)
 {
     static uint8_t pat[PATTERN_MAX];
@@ -2353,6 +2591,7 @@ int main(void)
     test_sha1(pat);
     test_murmur(pat);
     test_xxhash(pat);
+    test_fnv_crc(pat);
 
     printf("%lu passed, %lu failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
