@@ -1,0 +1,177 @@
+"""The C hash functions, through chash._chash._hash, against oracles.
+
+Oracles: hashlib (md5, sha1), zlib.crc32, mmh3 (MurmurHash3 x86_32),
+xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
+reference implementations below, written from the algorithm descriptions.
+
+_hash(name, data, seed=0) returns an int: the digest read as a big-endian
+integer for "md5" and "sha1", the hash value itself for the others.
+"""
+import hashlib
+import random
+import zlib
+
+import pytest
+
+_chash = pytest.importorskip("chash._chash")
+if not hasattr(_chash, "_hash"):
+    pytest.skip("chash._chash does not expose _hash", allow_module_level=True)
+
+import mmh3  # noqa: E402
+import xxhash  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_hash = _chash._hash
+
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def murmur2_ref(data, seed):
+    """MurmurHash2, 32-bit: m = 0x5bd1e995, r = 24, little-endian blocks."""
+    m = 0x5BD1E995
+    h = (seed ^ len(data)) & M32
+    nblocks = len(data) // 4
+    for i in range(nblocks):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & M32
+        k ^= k >> 24
+        k = (k * m) & M32
+        h = ((h * m) & M32) ^ k
+    tail = data[4 * nblocks:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & M32
+    h ^= h >> 13
+    h = (h * m) & M32
+    h ^= h >> 15
+    return h
+
+
+def fnv1a32_ref(data):
+    """FNV-1a, 32-bit: xor each byte in, then multiply by the FNV prime."""
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & M32
+    return h
+
+
+# name -> (oracle(data, seed), seed width in bits or 0 when unseeded,
+#          result width in bits)
+ORACLES = {
+    "md5": (lambda d, s: int.from_bytes(hashlib.md5(d).digest(), "big"),
+            0, 128),
+    "sha1": (lambda d, s: int.from_bytes(hashlib.sha1(d).digest(), "big"),
+             0, 160),
+    "murmur2": (murmur2_ref, 32, 32),
+    "murmur3": (lambda d, s: mmh3.hash(d, s, signed=False), 32, 32),
+    "xxh32": (lambda d, s: xxhash.xxh32_intdigest(d, s), 32, 32),
+    "xxh64": (lambda d, s: xxhash.xxh64_intdigest(d, s), 64, 64),
+    "xxh3": (lambda d, s: xxhash.xxh3_64_intdigest(d, s), 64, 64),
+    "fnv1a": (lambda d, s: fnv1a32_ref(d), 0, 32),
+    "crc32": (lambda d, s: zlib.crc32(d) & M32, 0, 32),
+}
+NAMES = sorted(ORACLES)
+SEEDED = [n for n in NAMES if ORACLES[n][1]]
+
+# Every length class and boundary: tails of 0-3 and 0-7 bytes, MD5/SHA-1
+# padding (55/56/63/64/119/120), XXH32 16, XXH64 32, XXH3 0 | 1-3 | 4-8 |
+# 9-16 | 17-128 | 129-240 | >240, its 64-byte stripes and 1024-byte
+# blocks, and inputs of several kilobytes.
+FIXED_LENGTHS = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 47, 48, 55, 56,
+    57, 63, 64, 65, 96, 97, 119, 120, 127, 128, 129, 143, 144, 200, 239, 240,
+    241, 255, 256, 257, 511, 512, 1023, 1024, 1025, 1087, 1088, 1089, 2047,
+    2048, 2049, 4096, 5000, 8191, 10000, 65539,
+]
+
+
+def seeds_for(name):
+    bits = ORACLES[name][1]
+    if bits == 32:
+        return [0, 1, 0x9747B28C, M32]
+    if bits == 64:
+        return [0, 1, 0x9747B28C, 0x0123456789ABCDEF, M32 + 1, M64]
+    return [0]
+
+
+def check(name, data, seed=0):
+    oracle, seed_bits, out_bits = ORACLES[name]
+    want = oracle(data, seed)
+    got = _hash(name, data, seed) if seed_bits else _hash(name, data)
+    assert isinstance(got, int)
+    assert 0 <= got < (1 << out_bits)
+    assert got == want, (name, len(data), seed, hex(got), hex(want))
+
+
+def random_bytes(n, salt):
+    return random.Random(n * 1000003 + salt).randbytes(n)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_published_values(name):
+    # One or two values each family is commonly published with.
+    known = {
+        "md5": [(b"abc", 0x900150983CD24FB0D6963F7D28E17F72),
+                (b"", 0xD41D8CD98F00B204E9800998ECF8427E)],
+        "sha1": [(b"abc", 0xA9993E364706816ABA3E25717850C26C9CD0D89D)],
+        "crc32": [(b"123456789", 0xCBF43926)],
+        "fnv1a": [(b"", 0x811C9DC5), (b"foobar", 0xBF9CF968)],
+        "murmur3": [(b"The quick brown fox jumps over the lazy dog",
+                     0x2E4FF723)],
+        "murmur2": [(b"", 0)],
+        "xxh32": [(b"", 0x02CC5D05)],
+        "xxh64": [(b"", 0xEF46DB3751D8E999)],
+        "xxh3": [(b"", 0x2D06800538D394C2)],
+    }
+    for data, want in known[name]:
+        assert _hash(name, data) == want
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fixed_lengths(name):
+    for n in FIXED_LENGTHS:
+        data = random_bytes(n, 1)
+        for seed in seeds_for(name):
+            check(name, data, seed)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_length_to_300(name):
+    for n in range(301):
+        check(name, random_bytes(n, 2))
+        if name in SEEDED:
+            check(name, random_bytes(n, 3), 0xDEADBEEF)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_seed_is_zero(name):
+    data = random_bytes(100, 4)
+    assert _hash(name, data) == _hash(name, data, 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constant_and_repeated_inputs(name):
+    # Runs of one byte value and exact repetitions of a block.
+    for n in (1, 3, 4, 8, 16, 64, 240, 241, 1024, 3000):
+        for b in (0x00, 0x61, 0xFF):
+            check(name, bytes([b]) * n)
+    check(name, random_bytes(64, 5) * 40)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(deadline=None, derandomize=True, max_examples=200)
+@given(data=st.binary(max_size=300), seed=st.integers(0, M64))
+def test_random_short(name, data, seed):
+    bits = ORACLES[name][1]
+    check(name, data, seed & ((1 << bits) - 1) if bits else 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(deadline=None, derandomize=True, max_examples=40)
+@given(n=st.integers(241, 12000), salt=st.integers(0, 2**32),
+       seed=st.integers(0, M64))
+def test_random_long(name, n, salt, seed):
+    bits = ORACLES[name][1]
+    check(name, random_bytes(n, salt), seed & ((1 << bits) - 1) if bits else 0)
