@@ -1,0 +1,1198 @@
+/*
+ * _chashmodule.c - chash._chash, the only Python-aware C file.
+ *
+ * A thin heap type, ConsistentHashRouter, over the ring engine (chash.h) and
+ * the point schemes (chash_scheme.h).  The engine stores, for every node, a
+ * pointer to a NodeEntry holding the node's str (an exact str, so releasing
+ * it never runs Python code) and its weight.
+ *
+ * Thread safety rests on the GIL: every engine call runs with the GIL held
+ * and no Python code runs between computing a node's points and handing them
+ * to the engine, so no thread ever sees a half-changed ring.  A Python hash
+ * callable is only ever called before the engine is touched.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "chash.h"
+#include "chash_scheme.h"
+
+#include <math.h>
+#include <string.h>
+
+/* virtual_node_count must lie in [1, MAX_VIRTUAL_NODES]. */
+#define MAX_VIRTUAL_NODES 1000000
+
+typedef struct {
+    PyTypeObject *router_type;
+} module_state;
+
+typedef struct {
+    PyObject *name; /* exact str */
+    double weight;
+} NodeEntry;
+
+typedef struct {
+    PyObject_HEAD
+    chash_ring *ring;
+    chash_scheme scheme;
+    PyObject *hash_fn;     /* a Python callable bytes -> int, or NULL */
+    size_t base_points;    /* virtual_node_count: points at weight 1 */
+} RouterObject;
+
+static struct PyModuleDef chash_module;
+
+static inline module_state *get_state(PyObject *module)
+{
+    return (module_state *)PyModule_GetState(module);
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                             */
+
+/* The one place engine status codes become Python exceptions. */
+static void *set_status_error(int status, PyObject *node)
+{
+    switch (status) {
+    case CHASH_ENOMEM:
+        PyErr_NoMemory();
+        break;
+    case CHASH_ENOENT:
+        if (node)
+            PyErr_SetObject(PyExc_KeyError, node);
+        else
+            PyErr_SetString(PyExc_KeyError, chash_strerror(status));
+        break;
+    case CHASH_ERANGE:
+        PyErr_Format(PyExc_ValueError,
+                     "ring size limit exceeded: at most %zu points and %zu nodes",
+                     (size_t)CHASH_MAX_POINTS, (size_t)CHASH_MAX_NODES);
+        break;
+    case CHASH_ECORRUPT:
+        PyErr_SetString(PyExc_AssertionError, "ring invariant broken");
+        break;
+    default:
+        PyErr_Format(PyExc_ValueError, "%s", chash_strerror(status));
+        break;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Keys and node ids                                                  */
+
+/* The UTF-8 bytes of a str key, or a bytes key as is; 0 or -1. */
+static int key_bytes(PyObject *key, const char **buf, Py_ssize_t *len)
+{
+    if (PyUnicode_Check(key)) {
+        /* CPython caches the UTF-8 form inside the str: no copy. */
+        *buf = PyUnicode_AsUTF8AndSize(key, len);
+        return *buf ? 0 : -1;
+    }
+    if (PyBytes_Check(key)) {
+        *buf = PyBytes_AS_STRING(key);
+        *len = PyBytes_GET_SIZE(key);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
+    return -1;
+}
+
+static int node_id(PyObject *node, const char **buf, Py_ssize_t *len)
+{
+    if (!PyUnicode_Check(node)) {
+        PyErr_Format(PyExc_TypeError, "node id must be str, not %.200s", Py_TYPE(node)->tp_name);
+        return -1;
+    }
+    *buf = PyUnicode_AsUTF8AndSize(node, len);
+    return *buf ? 0 : -1;
+}
+
+/* Calls the user's hash on data; the ring position is its value mod 2**32. */
+static int call_hash_fn(PyObject *fn, const char *data, Py_ssize_t len, uint32_t *out)
+{
+    PyObject *arg = PyBytes_FromStringAndSize(data, len);
+    if (!arg)
+        return -1;
+    PyObject *value = PyObject_CallOneArg(fn, arg);
+    Py_DECREF(arg);
+    if (!value)
+        return -1;
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "hash function must return int, not %.200s",
+                     Py_TYPE(value)->tp_name);
+        Py_DECREF(value);
+        return -1;
+    }
+    unsigned long long low = PyLong_AsUnsignedLongLongMask(value);
+    Py_DECREF(value);
+    if (low == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = chash_scheme_cut_int(low);
+    return 0;
+}
+
+/* The ring position of a key (str or bytes); 0 or -1. */
+static int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
+{
+    const char *buf;
+    Py_ssize_t len;
+    if (key_bytes(key, &buf, &len) < 0)
+        return -1;
+    if (self->hash_fn)
+        return call_hash_fn(self->hash_fn, buf, len, out);
+    *out = chash_scheme_key_hash(&self->scheme, buf, (size_t)len);
+    return 0;
+}
+
+/*
+ * Points first .. first + count - 1 of a node, in a PyMem buffer the caller
+ * frees, or NULL with an exception set.
+ */
+static uint32_t *node_points(RouterObject *self, const char *id, Py_ssize_t id_len,
+                             size_t first, size_t count)
+{
+    uint32_t *points = PyMem_New(uint32_t, count);
+    if (!points) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (!self->hash_fn) {
+        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, points);
+        if (status != CHASH_OK) {
+            PyMem_Free(points);
+            return set_status_error(status, NULL);
+        }
+        return points;
+    }
+    size_t cap = (size_t)id_len + 40;
+    char *vkey = PyMem_Malloc(cap);
+    if (!vkey) {
+        PyMem_Free(points);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (size_t k = 0; k < count; k++) {
+        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
+        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &points[k]) < 0) {
+            PyMem_Free(vkey);
+            PyMem_Free(points);
+            return NULL;
+        }
+    }
+    PyMem_Free(vkey);
+    return points;
+}
+
+static inline NodeEntry *entry_at(RouterObject *self, size_t index)
+{
+    return (NodeEntry *)chash_ring_node(self->ring, index).data;
+}
+
+static void free_entry(NodeEntry *entry)
+{
+    Py_DECREF(entry->name);
+    PyMem_Free(entry);
+}
+
+/* ------------------------------------------------------------------ */
+/* Construction and lifetime                                          */
+
+static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given,
+                               PyObject *hash, const char *layout_name)
+{
+    chash_layout_id layout;
+    if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
+        PyErr_Format(PyExc_ValueError,
+                     "unknown layout '%s': expected 'python', 'node' or 'ketama'", layout_name);
+        return NULL;
+    }
+    size_t base = chash_layout_default_points(layout);
+    if (vnodes_given) {
+        if (vnodes_arg < 1 || vnodes_arg > MAX_VIRTUAL_NODES) {
+            PyErr_Format(PyExc_ValueError,
+                         "virtual_node_count must be between 1 and %d, not %zd",
+                         MAX_VIRTUAL_NODES, vnodes_arg);
+            return NULL;
+        }
+        base = (size_t)vnodes_arg;
+    }
+    chash_hash_id hash_id = CHASH_HASH_MD5;
+    PyObject *hash_fn = NULL;
+    if (PyUnicode_Check(hash)) {
+        const char *name = PyUnicode_AsUTF8(hash);
+        if (!name)
+            return NULL;
+        if (chash_hash_by_name(name, &hash_id) != CHASH_OK) {
+            PyErr_Format(PyExc_ValueError,
+                         "unknown hash %R: expected one of md5, sha1, murmur2, murmur3, "
+                         "xxh32, xxh64, xxh3, fnv1a, crc32, or a callable", hash);
+            return NULL;
+        }
+    } else if (PyCallable_Check(hash)) {
+        hash_fn = hash;
+    } else {
+        PyErr_Format(PyExc_TypeError, "hash must be a str or a callable, not %.200s",
+                     Py_TYPE(hash)->tp_name);
+        return NULL;
+    }
+    if (layout == CHASH_LAYOUT_KETAMA && (hash_fn || hash_id != CHASH_HASH_MD5)) {
+        PyErr_SetString(PyExc_ValueError, "the ketama layout is defined over md5 only");
+        return NULL;
+    }
+    RouterObject *self = (RouterObject *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->ring = chash_ring_new();
+    if (!self->ring) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    (void)chash_scheme_init(&self->scheme, layout, hash_id);
+    self->hash_fn = Py_XNewRef(hash_fn);
+    self->base_points = base;
+    return (PyObject *)self;
+}
+
+static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"virtual_node_count", "hash", "layout", NULL};
+    PyObject *vnodes = Py_None, *hash = NULL;
+    const char *layout = "python";
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$Os:ConsistentHashRouter", kwlist,
+                                     &vnodes, &hash, &layout))
+        return NULL;
+    Py_ssize_t count = 0;
+    int given = vnodes != Py_None;
+    if (given) {
+        if (!PyLong_Check(vnodes) || PyBool_Check(vnodes)) {
+            PyErr_Format(PyExc_TypeError, "virtual_node_count must be int, not %.200s",
+                         Py_TYPE(vnodes)->tp_name);
+            return NULL;
+        }
+        count = PyLong_AsSsize_t(vnodes);
+        if (count == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return NULL;
+            PyErr_Clear();
+            count = PY_SSIZE_T_MAX; /* reported as out of range below */
+        }
+    }
+    PyObject *default_hash = NULL;
+    if (!hash) {
+        default_hash = PyUnicode_FromString("md5");
+        if (!default_hash)
+            return NULL;
+        hash = default_hash;
+    }
+    PyObject *self = router_create(type, count, given, hash, layout);
+    Py_XDECREF(default_hash);
+    return self;
+}
+
+static void clear_nodes(RouterObject *self)
+{
+    if (!self->ring)
+        return;
+    chash_ring *ring = self->ring;
+    self->ring = NULL;
+    size_t n = chash_ring_node_count(ring);
+    NodeEntry **entries = PyMem_New(NodeEntry *, n ? n : 1);
+    /* Collect first, free the ring, then release: no Python object is
+     * released while the ring still points at it. */
+    if (entries) {
+        for (size_t i = 0; i < n; i++)
+            entries[i] = (NodeEntry *)chash_ring_node(ring, i).data;
+        chash_ring_free(ring);
+        for (size_t i = 0; i < n; i++)
+            free_entry(entries[i]);
+        PyMem_Free(entries);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            free_entry((NodeEntry *)chash_ring_node(ring, i).data);
+        chash_ring_free(ring);
+    }
+}
+
+static int router_traverse(RouterObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->hash_fn);
+    return 0;
+}
+
+static int router_clear(RouterObject *self)
+{
+    Py_CLEAR(self->hash_fn);
+    return 0;
+}
+
+static void router_dealloc(RouterObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    router_clear(self);
+    clear_nodes(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Membership                                                         */
+
+/* Moves an existing node to a new weight: only its own points change. */
+static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_t id_len,
+                   size_t old_count, size_t new_count)
+{
+    int status = CHASH_OK;
+    if (new_count > old_count) {
+        uint32_t *points = node_points(self, id, id_len, old_count, new_count - old_count);
+        if (!points)
+            return -1;
+        long k = chash_ring_find(self->ring, id, (size_t)id_len);
+        /* A Python hash may have let another thread change this node. */
+        if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
+            status = CHASH_EINVAL;
+        else
+            status = chash_ring_grow(self->ring, id, (size_t)id_len, points, new_count - old_count);
+        PyMem_Free(points);
+    } else if (new_count < old_count) {
+        uint32_t *points = node_points(self, id, id_len, new_count, old_count - new_count);
+        if (!points)
+            return -1;
+        long k = chash_ring_find(self->ring, id, (size_t)id_len);
+        if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
+            status = CHASH_EINVAL;
+        else
+            status = chash_ring_shrink(self->ring, id, (size_t)id_len, points, old_count - new_count);
+        PyMem_Free(points);
+    }
+    if (status == CHASH_EINVAL) {
+        PyErr_Format(PyExc_RuntimeError, "node %R changed while its points were computed", node);
+        return -1;
+    }
+    if (status != CHASH_OK) {
+        set_status_error(status, node);
+        return -1;
+    }
+    return 0;
+}
+
+static void weight_error(PyObject *node, double weight)
+{
+    if (!(weight > 0.0) || !isfinite(weight)) {
+        PyObject *value = PyFloat_FromDouble(weight);
+        if (value) {
+            PyErr_Format(PyExc_ValueError, "weight must be a finite number > 0, not %R", value);
+            Py_DECREF(value);
+        }
+        return;
+    }
+    PyErr_Format(PyExc_ValueError, "weight gives node %R more than %zu points",
+                 node, (size_t)CHASH_MAX_NODE_POINTS);
+}
+
+static int add_node(RouterObject *self, PyObject *node, double weight)
+{
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0)
+        return -1;
+    size_t count;
+    if (chash_points_for_weight(self->base_points, weight, CHASH_MAX_NODE_POINTS, &count) != CHASH_OK) {
+        weight_error(node, weight);
+        return -1;
+    }
+    long k = chash_ring_find(self->ring, id, (size_t)id_len);
+    if (k >= 0) {
+        size_t old_count = chash_ring_node(self->ring, (size_t)k).npoints;
+        if (reweigh(self, node, id, id_len, old_count, count) < 0)
+            return -1;
+        /* Found again: the node table may have moved meanwhile. */
+        k = chash_ring_find(self->ring, id, (size_t)id_len);
+        entry_at(self, (size_t)k)->weight = weight;
+        return 0;
+    }
+    uint32_t *points = node_points(self, id, id_len, 0, count);
+    if (!points)
+        return -1;
+    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!entry || !name) {
+        PyMem_Free(points);
+        PyMem_Free(entry);
+        Py_XDECREF(name);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    entry->name = name;
+    entry->weight = weight;
+    int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
+    PyMem_Free(points);
+    if (status != CHASH_OK) {
+        free_entry(entry);
+        if (status == CHASH_EEXIST) /* added meanwhile by a thread a Python hash let run */
+            return 0;
+        set_status_error(status, node);
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 removed, 0 absent, -1 error. */
+static int remove_node(RouterObject *self, PyObject *node)
+{
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0)
+        return -1;
+    void *data = NULL;
+    if (chash_ring_remove(self->ring, id, (size_t)id_len, &data) != CHASH_OK)
+        return 0;
+    free_entry((NodeEntry *)data);
+    return 1;
+}
+
+PyDoc_STRVAR(add_doc,
+"add_service_node($self, /, real_node_id, weight=1.0)\n--\n\n"
+"Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
+"Adding a node already present with the same weight does nothing; with\n"
+"another weight, the node gains or loses only points of its own, so keys\n"
+"move only onto or off that node.");
+
+static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"real_node_id", "weight", NULL};
+    PyObject *node;
+    PyObject *weight_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_node", kwlist, &node, &weight_obj))
+        return NULL;
+    double weight = 1.0;
+    if (weight_obj) {
+        if (PyBool_Check(weight_obj) || !(PyFloat_Check(weight_obj) || PyLong_Check(weight_obj))) {
+            PyErr_Format(PyExc_TypeError, "weight must be int or float, not %.200s",
+                         Py_TYPE(weight_obj)->tp_name);
+            return NULL;
+        }
+        weight = PyFloat_AsDouble(weight_obj);
+        if (weight == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    if (add_node(self, node, weight) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(remove_doc,
+"remove_service_node($self, real_node_id, /)\n--\n\n"
+"Remove a node and all its points; KeyError if it is not in the ring.");
+
+static PyObject *router_remove(RouterObject *self, PyObject *node)
+{
+    int removed = remove_node(self, node);
+    if (removed < 0)
+        return NULL;
+    if (!removed)
+        return set_status_error(CHASH_ENOENT, node);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(discard_doc,
+"discard_service_node($self, real_node_id, /)\n--\n\n"
+"Remove a node if it is in the ring; do nothing otherwise.");
+
+static PyObject *router_discard(RouterObject *self, PyObject *node)
+{
+    if (remove_node(self, node) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookups                                                            */
+
+PyDoc_STRVAR(get_doc,
+"get_target_node($self, request_key, /)\n--\n\n"
+"The node owning the first ring point >= the key's hash, wrapping around;\n"
+"None when the ring is empty.  request_key is a str or bytes.");
+
+static PyObject *router_get(RouterObject *self, PyObject *key)
+{
+    uint32_t hash;
+    if (key_hash(self, key, &hash) < 0)
+        return NULL;
+    NodeEntry *entry = chash_ring_lookup(self->ring, hash);
+    if (!entry)
+        Py_RETURN_NONE;
+    return Py_NewRef(entry->name);
+}
+
+PyDoc_STRVAR(get_many_doc,
+"get_target_nodes($self, keys, /)\n--\n\n"
+"get_target_node for every key of an iterable, as a list.");
+
+static PyObject *router_get_many(RouterObject *self, PyObject *keys)
+{
+    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyList_New(n);
+    if (!result) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t hash;
+        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hash) < 0) {
+            Py_DECREF(result);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        NodeEntry *entry = chash_ring_lookup(self->ring, hash);
+        PyList_SET_ITEM(result, i, Py_NewRef(entry ? entry->name : Py_None));
+    }
+    Py_DECREF(seq);
+    return result;
+}
+
+PyDoc_STRVAR(preference_doc,
+"get_preference_list($self, key, n, /)\n--\n\n"
+"The first n distinct nodes met clockwise from the key, its owner first.\n"
+"Fewer when the ring has fewer nodes; [] on an empty ring.");
+
+static PyObject *router_preference(RouterObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "get_preference_list expected 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (!PyLong_Check(args[1]) || PyBool_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError, "n must be int, not %.200s", Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    if (n == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+        PyObject *zero = PyLong_FromLong(0);
+        int negative = zero ? PyObject_RichCompareBool(args[1], zero, Py_LT) : -1;
+        Py_XDECREF(zero);
+        if (negative < 0)
+            return NULL;
+        n = negative ? -1 : PY_SSIZE_T_MAX;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    uint32_t hash;
+    if (key_hash(self, args[0], &hash) < 0)
+        return NULL;
+    size_t want = (size_t)n < chash_ring_node_count(self->ring) ? (size_t)n
+                                                                  : chash_ring_node_count(self->ring);
+    size_t *owners = PyMem_New(size_t, want ? want : 1);
+    if (!owners)
+        return PyErr_NoMemory();
+    long found = chash_ring_preference(self->ring, hash, want, owners);
+    if (found < 0) {
+        PyMem_Free(owners);
+        return set_status_error((int)found, NULL);
+    }
+    PyObject *result = PyList_New(found);
+    if (result)
+        for (long i = 0; i < found; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, owners[i])->name));
+    PyMem_Free(owners);
+    return result;
+}
+
+PyDoc_STRVAR(calc_doc,
+"_calculate_hash($self, key, /)\n--\n\n"
+"The ring position (0 <= h < 2**32) of a str or bytes key.");
+
+static PyObject *router_calculate_hash(RouterObject *self, PyObject *key)
+{
+    uint32_t hash;
+    if (key_hash(self, key, &hash) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(hash);
+}
+
+/* ------------------------------------------------------------------ */
+/* Introspection                                                      */
+
+PyDoc_STRVAR(check_doc,
+"_check($self, /)\n--\n\n"
+"Verify every invariant of the ring; AssertionError if one is broken.");
+
+static PyObject *router_check(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    int status = chash_ring_check(self->ring);
+    if (status != CHASH_OK)
+        return set_status_error(status, NULL);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(ownership_doc,
+"ownership($self, /)\n--\n\n"
+"{node: fraction of the 2**32 ring positions it owns}; the values sum to 1.");
+
+static PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    size_t n = chash_ring_node_count(self->ring);
+    double *share = PyMem_New(double, n ? n : 1);
+    if (!share)
+        return PyErr_NoMemory();
+    chash_ring_ownership(self->ring, share);
+    PyObject *result = PyDict_New();
+    for (size_t i = 0; result && i < n; i++) {
+        PyObject *value = PyFloat_FromDouble(share[i]);
+        if (!value || PyDict_SetItem(result, entry_at(self, i)->name, value) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(value);
+    }
+    PyMem_Free(share);
+    return result;
+}
+
+PyDoc_STRVAR(distribution_doc,
+"key_distribution($self, keys, /)\n--\n\n"
+"{node: how many of the keys route to it}, every node listed (0 included).");
+
+/*
+ * The ring positions of every key of seq, in a PyMem buffer the caller
+ * frees, or NULL with an exception set.  Hashing all keys before reading the
+ * ring lets a Python hash run without the ring changing under a count.
+ */
+static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
+{
+    uint32_t *hashes = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    if (!hashes) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
+            PyMem_Free(hashes);
+            return NULL;
+        }
+    }
+    return hashes;
+}
+
+static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
+{
+    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    uint32_t *hashes = hash_all(self, seq, n);
+    Py_DECREF(seq);
+    if (!hashes)
+        return NULL;
+    size_t nnodes = chash_ring_node_count(self->ring);
+    Py_ssize_t *counts = PyMem_New(Py_ssize_t, nnodes ? nnodes : 1);
+    if (!counts) {
+        PyMem_Free(hashes);
+        return PyErr_NoMemory();
+    }
+    memset(counts, 0, (nnodes ? nnodes : 1) * sizeof *counts);
+    for (Py_ssize_t i = 0; nnodes && i < n; i++)
+        counts[chash_ring_point_owner(self->ring, chash_ring_successor(self->ring, hashes[i]))]++;
+    PyMem_Free(hashes);
+    PyObject *result = PyDict_New();
+    for (size_t k = 0; result && k < nnodes; k++) {
+        PyObject *count = PyLong_FromSsize_t(counts[k]);
+        if (!count || PyDict_SetItem(result, entry_at(self, k)->name, count) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(count);
+    }
+    PyMem_Free(counts);
+    return result;
+}
+
+static PyObject *router_get_hash_ring(RouterObject *self, void *Py_UNUSED(closure))
+{
+    size_t n = chash_ring_point_count(self->ring);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *value = PyLong_FromUnsignedLong(chash_ring_point(self->ring, i));
+        if (!value) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, value);
+    }
+    return list;
+}
+
+static PyObject *router_get_node_map(RouterObject *self, void *Py_UNUSED(closure))
+{
+    size_t n = chash_ring_point_count(self->ring);
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < n; i++) {
+        uint32_t value = chash_ring_point(self->ring, i);
+        /* Points sharing a value: the first (smallest node id) owns it. */
+        if (i && chash_ring_point(self->ring, i - 1) == value)
+            continue;
+        PyObject *key = PyLong_FromUnsignedLong(value);
+        NodeEntry *entry = entry_at(self, chash_ring_point_owner(self->ring, i));
+        if (!key || PyDict_SetItem(dict, key, entry->name) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(key);
+    }
+    return dict;
+}
+
+static PyObject *router_get_nodes(RouterObject *self, void *Py_UNUSED(closure))
+{
+    size_t n = chash_ring_node_count(self->ring);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++)
+        PyList_SET_ITEM(list, (Py_ssize_t)i, Py_NewRef(entry_at(self, i)->name));
+    return list;
+}
+
+static PyObject *router_get_weights(RouterObject *self, void *Py_UNUSED(closure))
+{
+    size_t n = chash_ring_node_count(self->ring);
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < n; i++) {
+        NodeEntry *entry = entry_at(self, i);
+        PyObject *weight = PyFloat_FromDouble(entry->weight);
+        if (!weight || PyDict_SetItem(dict, entry->name, weight) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(weight);
+    }
+    return dict;
+}
+
+static PyObject *router_get_points(RouterObject *self, void *Py_UNUSED(closure))
+{
+    size_t n = chash_ring_node_count(self->ring);
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < n; i++) {
+        PyObject *count = PyLong_FromSize_t(chash_ring_node(self->ring, i).npoints);
+        if (!count || PyDict_SetItem(dict, entry_at(self, i)->name, count) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(count);
+    }
+    return dict;
+}
+
+static PyObject *router_get_vnodes(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSize_t(self->base_points);
+}
+
+static PyObject *router_get_hash(RouterObject *self, void *Py_UNUSED(closure))
+{
+    if (self->hash_fn)
+        return Py_NewRef(self->hash_fn);
+    return PyUnicode_FromString(chash_hash_name(self->scheme.hash));
+}
+
+static PyObject *router_get_layout(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return PyUnicode_FromString(chash_layout_name(self->scheme.layout));
+}
+
+static PyObject *router_get_memory(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSize_t(chash_ring_memory(self->ring));
+}
+
+PyDoc_STRVAR(fingerprint_doc,
+"fingerprint($self, /)\n--\n\n"
+"A 16-digit hex checksum of what decides routing: layout, hash, virtual\n"
+"node count and every ring point with its owner.  Equal on every process\n"
+"that holds the same ring, whatever the order nodes were added in.");
+
+static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    /* The sorted points and their owners decide every route, so they are
+     * what is summed; MD5 keeps the result the same on every platform. */
+    PyObject *hash_name;
+    if (self->hash_fn) {
+        hash_name = PyObject_GetAttrString(self->hash_fn, "__qualname__");
+        if (!hash_name) {
+            PyErr_Clear();
+            hash_name = PyUnicode_FromString("callable");
+        }
+    } else {
+        hash_name = PyUnicode_FromString(chash_hash_name(self->scheme.hash));
+    }
+    if (!hash_name)
+        return NULL;
+    PyObject *parts = PyUnicode_FromFormat("%s|%U|%zu", chash_layout_name(self->scheme.layout),
+                                           hash_name, self->base_points);
+    Py_DECREF(hash_name);
+    if (!parts)
+        return NULL;
+    Py_ssize_t head_len;
+    const char *head = PyUnicode_AsUTF8AndSize(parts, &head_len);
+    if (!head) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    size_t n = chash_ring_point_count(self->ring);
+    size_t total = (size_t)head_len;
+    for (size_t k = 0; k < chash_ring_node_count(self->ring); k++)
+        total += chash_ring_node(self->ring, k).id_len + 1;
+    total += n * 8;
+    unsigned char *buf = PyMem_Malloc(total ? total : 1);
+    if (!buf) {
+        Py_DECREF(parts);
+        return PyErr_NoMemory();
+    }
+    size_t at = 0;
+    memcpy(buf, head, (size_t)head_len);
+    at += (size_t)head_len;
+    Py_DECREF(parts);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = chash_ring_point(self->ring, i);
+        chash_node_view owner = chash_ring_node(self->ring, chash_ring_point_owner(self->ring, i));
+        /* The owner by a digest of its id: its index would depend on the
+         * order nodes were added in. */
+        uint8_t digest[CHASH_MAX_DIGEST];
+        chash_digest(CHASH_HASH_MD5, owner.id, owner.id_len, 0, digest);
+        buf[at++] = (unsigned char)(v >> 24);
+        buf[at++] = (unsigned char)(v >> 16);
+        buf[at++] = (unsigned char)(v >> 8);
+        buf[at++] = (unsigned char)v;
+        memcpy(buf + at, digest, 4);
+        at += 4;
+    }
+    uint8_t digest[CHASH_MAX_DIGEST];
+    chash_digest(CHASH_HASH_MD5, buf, at, 0, digest);
+    PyMem_Free(buf);
+    char hex[17];
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 8; i++) {
+        hex[2 * i] = digits[digest[i] >> 4];
+        hex[2 * i + 1] = digits[digest[i] & 15];
+    }
+    return PyUnicode_FromStringAndSize(hex, 16);
+}
+
+/* ------------------------------------------------------------------ */
+/* Protocols: len, in, iter, repr, ==, pickle                         */
+
+static Py_ssize_t router_len(RouterObject *self)
+{
+    return (Py_ssize_t)chash_ring_node_count(self->ring);
+}
+
+static int router_contains(RouterObject *self, PyObject *node)
+{
+    if (!PyUnicode_Check(node))
+        return 0;
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0) {
+        /* A str with a lone surrogate cannot be a node. */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return chash_ring_find(self->ring, id, (size_t)id_len) >= 0;
+}
+
+static PyObject *router_iter(RouterObject *self)
+{
+    PyObject *nodes = router_get_nodes(self, NULL);
+    if (!nodes)
+        return NULL;
+    PyObject *it = PyObject_GetIter(nodes);
+    Py_DECREF(nodes);
+    return it;
+}
+
+static PyObject *router_repr(RouterObject *self)
+{
+    PyObject *hash = router_get_hash(self, NULL);
+    if (!hash)
+        return NULL;
+    PyObject *type_name = PyType_GetName(Py_TYPE(self));
+    PyObject *repr = NULL;
+    if (type_name)
+        repr = PyUnicode_FromFormat(
+            "%U(virtual_node_count=%zu, hash=%R, layout='%s', nodes=%zu, points=%zu)",
+            type_name, self->base_points, hash, chash_layout_name(self->scheme.layout),
+            chash_ring_node_count(self->ring), chash_ring_point_count(self->ring));
+    Py_XDECREF(type_name);
+    Py_DECREF(hash);
+    return repr;
+}
+
+static PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    RouterObject *x = (RouterObject *)a, *y = (RouterObject *)b;
+    int equal = x->base_points == y->base_points && x->scheme.layout == y->scheme.layout
+        && x->hash_fn == y->hash_fn && (x->hash_fn || x->scheme.hash == y->scheme.hash);
+    if (equal) {
+        PyObject *wa = router_get_weights(x, NULL);
+        PyObject *wb = wa ? router_get_weights(y, NULL) : NULL;
+        if (!wb) {
+            Py_XDECREF(wa);
+            return NULL;
+        }
+        equal = PyObject_RichCompareBool(wa, wb, Py_EQ);
+        Py_DECREF(wa);
+        Py_DECREF(wb);
+        if (equal < 0)
+            return NULL;
+    }
+    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+}
+
+PyDoc_STRVAR(reduce_doc, "__reduce__($self, /)\n--\n\nPickle support: rebuilt node by node.");
+
+static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *hash = router_get_hash(self, NULL);
+    if (!hash)
+        return NULL;
+    size_t n = chash_ring_node_count(self->ring);
+    PyObject *nodes = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; nodes && i < n; i++) {
+        NodeEntry *entry = entry_at(self, i);
+        PyObject *item = Py_BuildValue("(Od)", entry->name, entry->weight);
+        if (!item)
+            Py_CLEAR(nodes);
+        else
+            PyList_SET_ITEM(nodes, (Py_ssize_t)i, item);
+    }
+    PyObject *result = NULL;
+    /* Walks the MRO, so subclasses find the module too. */
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
+    PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
+    if (rebuild)
+        result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
+                               (Py_ssize_t)self->base_points, hash,
+                               chash_layout_name(self->scheme.layout), nodes);
+    Py_XDECREF(rebuild);
+    Py_XDECREF(nodes);
+    Py_DECREF(hash);
+    return result;
+}
+
+PyDoc_STRVAR(rebuild_doc,
+"_rebuild(cls, virtual_node_count, hash, layout, nodes, /)\n--\n\n"
+"A router of class cls holding nodes, a list of (node, weight) pairs.");
+
+static PyObject *module_rebuild(PyObject *module, PyObject *args)
+{
+    PyTypeObject *cls;
+    Py_ssize_t vnodes;
+    PyObject *hash, *nodes;
+    const char *layout;
+    if (!PyArg_ParseTuple(args, "O!nOsO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
+        return NULL;
+    if (!PyType_IsSubtype(cls, get_state(module)->router_type)) {
+        PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
+        return NULL;
+    }
+    PyObject *self = router_create(cls, vnodes, 1, hash, layout);
+    if (!self)
+        return NULL;
+    PyObject *seq = PySequence_Fast(nodes, "nodes must be a sequence of (node, weight)");
+    if (!seq) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *node;
+        double weight;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Od", &node, &weight)
+            || add_node((RouterObject *)self, node, weight) < 0) {
+            Py_DECREF(seq);
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    return self;
+}
+
+/* ------------------------------------------------------------------ */
+/* Type and module                                                    */
+
+static PyMethodDef router_methods[] = {
+    {"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, add_doc},
+    {"remove_service_node", (PyCFunction)router_remove, METH_O, remove_doc},
+    {"discard_service_node", (PyCFunction)router_discard, METH_O, discard_doc},
+    {"get_target_node", (PyCFunction)router_get, METH_O, get_doc},
+    {"get_target_nodes", (PyCFunction)router_get_many, METH_O, get_many_doc},
+    {"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL, preference_doc},
+    {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
+    {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
+    {"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, fingerprint_doc},
+    {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
+    {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
+    {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef router_getset[] = {
+    {"virtual_node_count", (getter)router_get_vnodes, NULL,
+     "Points a node of weight 1 owns.", NULL},
+    {"hash_ring", (getter)router_get_hash_ring, NULL,
+     "Every ring point, sorted (a new list each time).", NULL},
+    {"node_map", (getter)router_get_node_map, NULL,
+     "{point: node} (a new dict each time); a point shared by several nodes\n"
+     "maps to the node with the smallest id.", NULL},
+    {"nodes", (getter)router_get_nodes, NULL, "The nodes, in the order they were added.", NULL},
+    {"weights", (getter)router_get_weights, NULL, "{node: weight}.", NULL},
+    {"points", (getter)router_get_points, NULL, "{node: number of ring points it owns}.", NULL},
+    {"hash", (getter)router_get_hash, NULL, "The hash: its name, or the callable.", NULL},
+    {"layout", (getter)router_get_layout, NULL, "The layout: 'python', 'node' or 'ketama'.", NULL},
+    {"memory_bytes", (getter)router_get_memory, NULL, "Heap bytes the ring engine holds.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(router_doc,
+"ConsistentHashRouter(virtual_node_count=None, *, hash='md5', layout='python')\n--\n\n"
+"A consistent-hash ring routing keys to nodes.\n\n"
+"With the defaults it routes exactly like the documented pure-Python\n"
+"ConsistentHashRouter: MD5 of the key's UTF-8 bytes mod 2**32, virtual keys\n"
+"'{node}_virtual_{i}', the first point >= the key's hash, wrapping around.\n"
+"virtual_node_count defaults to the layout's own (python 100, node 150,\n"
+"ketama 160) and must lie in [1, 1000000].");
+
+static PyType_Slot router_slots[] = {
+    {Py_tp_doc, (void *)router_doc},
+    {Py_tp_new, router_new},
+    {Py_tp_dealloc, router_dealloc},
+    {Py_tp_traverse, router_traverse},
+    {Py_tp_clear, router_clear},
+    {Py_tp_methods, router_methods},
+    {Py_tp_getset, router_getset},
+    {Py_tp_repr, router_repr},
+    {Py_tp_richcompare, router_richcompare},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_iter, router_iter},
+    {Py_sq_length, router_len},
+    {Py_sq_contains, router_contains},
+    {Py_mp_length, router_len},
+    {0, NULL},
+};
+
+static PyType_Spec router_spec = {
+    .name = "chash.ConsistentHashRouter",
+    .basicsize = sizeof(RouterObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = router_slots,
+};
+
+PyDoc_STRVAR(hash_fn_doc,
+"_hash(name, data, seed=0, /)\n--\n\n"
+"The named hash of bytes as an int (digests read big-endian); for tests.");
+
+static PyObject *module_hash(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    const char *name;
+    Py_buffer data;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "sy*|K:_hash", &name, &data, &seed))
+        return NULL;
+    chash_hash_id id;
+    PyObject *result = NULL;
+    if (chash_hash_by_name(name, &id) != CHASH_OK) {
+        PyErr_Format(PyExc_ValueError, "unknown hash %s", name);
+    } else {
+        uint8_t digest[CHASH_MAX_DIGEST];
+        size_t size = chash_digest(id, data.buf, (size_t)data.len, (uint64_t)seed, digest);
+        result = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "y#s",
+                                     (const char *)digest, (Py_ssize_t)size, "big");
+    }
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
+    {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *module)
+{
+    module_state *state = get_state(module);
+    state->router_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
+    if (!state->router_type)
+        return -1;
+    if (PyModule_AddType(module, state->router_type) < 0)
+        return -1;
+    PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
+    if (!hashes)
+        return -1;
+    for (int i = 0; i < CHASH_HASH_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(chash_hash_name((chash_hash_id)i));
+        if (!name) {
+            Py_DECREF(hashes);
+            return -1;
+        }
+        PyTuple_SET_ITEM(hashes, i, name);
+    }
+    if (PyModule_AddObject(module, "HASHES", hashes) < 0) {
+        Py_DECREF(hashes);
+        return -1;
+    }
+    PyObject *layouts = Py_BuildValue("(sss)", "python", "node", "ketama");
+    if (!layouts || PyModule_AddObject(module, "LAYOUTS", layouts) < 0) {
+        Py_XDECREF(layouts);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "MAX_VIRTUAL_NODES", MAX_VIRTUAL_NODES) < 0
+        || PyModule_AddIntConstant(module, "MAX_NODE_POINTS", (long)CHASH_MAX_NODE_POINTS) < 0
+        || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
+        || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    Py_VISIT(get_state(module)->router_type);
+    return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+    Py_CLEAR(get_state(module)->router_type);
+    return 0;
+}
+
+static void module_free(void *module)
+{
+    module_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef chash_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "chash._chash",
+    .m_doc = "The C ring engine behind chash.ConsistentHashRouter.",
+    .m_size = sizeof(module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__chash(void)
+{
+    return PyModuleDef_Init(&chash_module);
+}

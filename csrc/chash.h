@@ -1,0 +1,149 @@
+/*
+ * chash.h - the consistent-hash ring engine.
+ *
+ * A ring is a sorted array of 32-bit points, each owned by one node.  A key
+ * is routed to the owner of the first point whose value is >= the key's
+ * hash, wrapping around to the first point of the ring (the successor rule;
+ * it lives in one place, chash_ring_successor()).
+ *
+ * The engine is plain C11 and knows nothing of Python: nodes are byte
+ * strings (their ids) carrying an opaque pointer that the caller owns.  How
+ * a node's points are derived from its id (hash function, virtual-key
+ * format) is chash_scheme.h's business; this file only keeps them sorted.
+ *
+ * Invariants (checked by chash_ring_check()):
+ *  - points are sorted by (value, owner id bytes), so the owner of a value
+ *    shared by several nodes is the node with the smallest id, whatever the
+ *    order in which nodes were added or removed;
+ *  - every point's owner is a live node, and each node owns exactly as many
+ *    points as it declares;
+ *  - node ids are distinct; nodes are kept in the order they were added;
+ *  - the bucket index maps the top bits of a value to the first point whose
+ *    top bits are not smaller.
+ *
+ * Every mutation is all-or-nothing: when a call returns an error the ring is
+ * exactly as it was before the call.
+ *
+ * Not thread-safe by itself: callers serialise mutations against lookups
+ * (the Python binding relies on the GIL and never calls back into Python
+ * while a mutation is under way).
+ */
+#ifndef CHASH_H
+#define CHASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status codes: 0 for success, a negative value for each failure. */
+typedef enum chash_status {
+    CHASH_OK = 0,
+    CHASH_ENOMEM = -1, /* an allocation failed; nothing was changed */
+    CHASH_EINVAL = -2, /* an argument is out of its documented range */
+    CHASH_EEXIST = -3, /* the node is already in the ring */
+    CHASH_ENOENT = -4, /* the node (or one of its points) is not in the ring */
+    CHASH_ERANGE = -5, /* the ring would exceed CHASH_MAX_POINTS or CHASH_MAX_NODES */
+    CHASH_ECORRUPT = -6 /* chash_ring_check() found a broken invariant */
+} chash_status;
+
+/* Largest ring this engine builds: 2**28 points (8 bytes each, 2 GiB). */
+#define CHASH_MAX_POINTS ((size_t)1 << 28)
+/* Largest number of points one node may own. */
+#define CHASH_MAX_NODE_POINTS ((size_t)1 << 24)
+/* Largest number of nodes in one ring. */
+#define CHASH_MAX_NODES ((size_t)1 << 20)
+
+typedef struct chash_ring chash_ring;
+
+/* A node as the engine sees it; valid until the next mutation. */
+typedef struct chash_node_view {
+    const char *id;
+    size_t id_len;
+    void *data;       /* the caller's pointer, never touched by the engine */
+    size_t npoints;   /* how many points the node owns */
+} chash_node_view;
+
+/* Human-readable name of a status code (a static string). */
+const char *chash_strerror(int status);
+
+/* A new empty ring, or NULL when out of memory.  Free with chash_ring_free(). */
+chash_ring *chash_ring_new(void);
+
+/* Frees the ring and its copies of node ids; never touches nodes' data. */
+void chash_ring_free(chash_ring *ring);
+
+size_t chash_ring_node_count(const chash_ring *ring);
+size_t chash_ring_point_count(const chash_ring *ring);
+
+/* Bytes the ring holds on the heap (points, index, node table, ids). */
+size_t chash_ring_memory(const chash_ring *ring);
+
+/*
+ * Adds a node with the given points (any order, duplicates allowed).
+ * The engine copies id and points; data is stored as is.
+ * Returns 0, CHASH_EEXIST, CHASH_EINVAL (npoints == 0 or above
+ * CHASH_MAX_NODE_POINTS), CHASH_ERANGE or CHASH_ENOMEM; on error the ring
+ * is unchanged.
+ */
+int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
+                   const uint32_t *points, size_t npoints);
+
+/*
+ * Removes a node and all its points; *data_out (if not NULL) receives the
+ * node's data so the caller can release it.  Cannot fail but for
+ * CHASH_ENOENT, and never allocates.
+ */
+int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out);
+
+/*
+ * Gives an existing node more points (a higher weight).  Same errors as
+ * chash_ring_add but CHASH_ENOENT for an absent node; all-or-nothing.
+ */
+int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
+                    const uint32_t *points, size_t npoints);
+
+/*
+ * Takes the given points (a multiset; each must be owned by the node) away
+ * from an existing node, which must keep at least one point.  Returns 0,
+ * CHASH_ENOENT (node or a point absent), CHASH_EINVAL (would leave no
+ * point) or CHASH_ENOMEM; all-or-nothing.
+ */
+int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
+                      const uint32_t *points, size_t npoints);
+
+/* Index of the node with this id in insertion order, or -1 when absent. */
+long chash_ring_find(const chash_ring *ring, const char *id, size_t id_len);
+
+/* The node at position index (0 <= index < node count), in insertion order. */
+chash_node_view chash_ring_node(const chash_ring *ring, size_t index);
+
+/*
+ * The successor rule: index of the first point whose value is >= hash,
+ * wrapping to 0.  The ring must not be empty.
+ */
+size_t chash_ring_successor(const chash_ring *ring, uint32_t hash);
+
+/* Data of the node owning the successor of hash; NULL on an empty ring. */
+void *chash_ring_lookup(const chash_ring *ring, uint32_t hash);
+
+/* Value and owner (node index) of point i, 0 <= i < point count. */
+uint32_t chash_ring_point(const chash_ring *ring, size_t i);
+size_t chash_ring_point_owner(const chash_ring *ring, size_t i);
+
+/*
+ * The first n distinct nodes met walking clockwise from hash, owner first.
+ * Writes node indices to out (room for n) and returns how many were found:
+ * min(n, node count).  Returns a negative status (CHASH_ENOMEM) on failure.
+ */
+long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out);
+
+/*
+ * Fraction of the 2**32 values each node owns, written to share[node index]
+ * (room for the node count).  A value v belongs to the owner of its
+ * successor, so the arc (previous point, point] goes to that point's owner.
+ */
+void chash_ring_ownership(const chash_ring *ring, double *share);
+
+/* Checks every invariant above in O(points + nodes); 0 or CHASH_ECORRUPT. */
+int chash_ring_check(const chash_ring *ring);
+
+#endif /* CHASH_H */

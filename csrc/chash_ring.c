@@ -1,0 +1,521 @@
+/*
+ * chash_ring.c - the sorted ring of points behind chash.h.
+ *
+ * Layout: two parallel arrays sorted by (value, owner id): value[] holds the
+ * 32-bit points and owner[] the index of the node owning each, 8 bytes a
+ * point.  A bucket index over the top bits of the value (about one bucket
+ * per four points) narrows every search to a handful of points, so lookup
+ * cost stays flat as the ring grows.
+ *
+ * Mutations that add points build the new arrays first and swap them in only
+ * once nothing can fail any more; mutations that only remove points compact
+ * in place and never allocate.  Either way a failed call changes nothing.
+ *
+ * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_FREE),
+ * which the C tests use to make allocations fail on purpose.
+ */
+#include "chash.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CHASH_MALLOC
+#define CHASH_MALLOC malloc
+#endif
+#ifndef CHASH_FREE
+#define CHASH_FREE free
+#endif
+
+typedef struct chash_node {
+    char *id;
+    size_t id_len;
+    void *data;
+    size_t npoints;
+} chash_node;
+
+struct chash_ring {
+    uint32_t *value;     /* npoints point values, sorted */
+    uint32_t *owner;     /* npoints node indices, parallel to value */
+    size_t npoints;
+    uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into value */
+    size_t bucket_cap;   /* entries allocated in bucket */
+    unsigned bucket_bits;
+    chash_node *nodes;   /* in insertion order */
+    size_t nnodes;
+    size_t node_cap;
+};
+
+/* About four points a bucket keeps the index near one byte a point. */
+#define POINTS_PER_BUCKET 4
+#define MAX_BUCKET_BITS 24
+
+const char *chash_strerror(int status)
+{
+    switch (status) {
+    case CHASH_OK: return "success";
+    case CHASH_ENOMEM: return "out of memory";
+    case CHASH_EINVAL: return "invalid argument";
+    case CHASH_EEXIST: return "node already in the ring";
+    case CHASH_ENOENT: return "node not in the ring";
+    case CHASH_ERANGE: return "ring size limit exceeded";
+    case CHASH_ECORRUPT: return "ring invariant broken";
+    default: return "unknown status";
+    }
+}
+
+static unsigned bucket_bits_for(size_t npoints)
+{
+    unsigned bits = 0;
+    while (bits < MAX_BUCKET_BITS && ((size_t)1 << (bits + 1)) * POINTS_PER_BUCKET <= npoints)
+        bits++;
+    return bits;
+}
+
+static size_t bucket_of(uint32_t value, unsigned bits)
+{
+    /* Widened first: a shift by 32 (bits == 0) is undefined on uint32_t. */
+    return (size_t)((uint64_t)value >> (32u - bits));
+}
+
+/* bucket[b] = first index whose value's top bits are >= b; bucket[nb] = n. */
+static void build_buckets(uint32_t *bucket, unsigned bits, const uint32_t *value, size_t n)
+{
+    size_t nb = (size_t)1 << bits;
+    size_t i = 0;
+    for (size_t b = 0; b < nb; b++) {
+        while (i < n && bucket_of(value[i], bits) < b)
+            i++;
+        bucket[b] = (uint32_t)i;
+    }
+    bucket[nb] = (uint32_t)n;
+}
+
+/* Byte-wise order of ids; a proper prefix sorts first. */
+static int compare_ids(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t common = alen < blen ? alen : blen;
+    int c = common ? memcmp(a, b, common) : 0;
+    if (c != 0)
+        return c;
+    return (alen > blen) - (alen < blen);
+}
+
+static int compare_u32(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+chash_ring *chash_ring_new(void)
+{
+    chash_ring *ring = CHASH_MALLOC(sizeof *ring);
+    if (!ring)
+        return NULL;
+    memset(ring, 0, sizeof *ring);
+    ring->bucket = CHASH_MALLOC(2 * sizeof *ring->bucket);
+    if (!ring->bucket) {
+        CHASH_FREE(ring);
+        return NULL;
+    }
+    ring->bucket_cap = 2;
+    build_buckets(ring->bucket, 0, NULL, 0);
+    return ring;
+}
+
+void chash_ring_free(chash_ring *ring)
+{
+    if (!ring)
+        return;
+    for (size_t i = 0; i < ring->nnodes; i++)
+        CHASH_FREE(ring->nodes[i].id);
+    CHASH_FREE(ring->nodes);
+    CHASH_FREE(ring->value);
+    CHASH_FREE(ring->owner);
+    CHASH_FREE(ring->bucket);
+    CHASH_FREE(ring);
+}
+
+size_t chash_ring_node_count(const chash_ring *ring) { return ring->nnodes; }
+size_t chash_ring_point_count(const chash_ring *ring) { return ring->npoints; }
+
+size_t chash_ring_memory(const chash_ring *ring)
+{
+    size_t bytes = sizeof *ring
+        + ring->npoints * (sizeof *ring->value + sizeof *ring->owner)
+        + ring->bucket_cap * sizeof *ring->bucket
+        + ring->node_cap * sizeof *ring->nodes;
+    for (size_t i = 0; i < ring->nnodes; i++)
+        bytes += ring->nodes[i].id_len + 1;
+    return bytes;
+}
+
+long chash_ring_find(const chash_ring *ring, const char *id, size_t id_len)
+{
+    for (size_t i = 0; i < ring->nnodes; i++) {
+        const chash_node *node = &ring->nodes[i];
+        if (node->id_len == id_len && (id_len == 0 || memcmp(node->id, id, id_len) == 0))
+            return (long)i;
+    }
+    return -1;
+}
+
+chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
+{
+    const chash_node *node = &ring->nodes[index];
+    chash_node_view view = {node->id, node->id_len, node->data, node->npoints};
+    return view;
+}
+
+uint32_t chash_ring_point(const chash_ring *ring, size_t i) { return ring->value[i]; }
+size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->owner[i]; }
+
+/* True when point (value, owner a) sorts before point (value, owner b). */
+static int owner_before(const chash_ring *ring, size_t a, size_t b)
+{
+    const chash_node *na = &ring->nodes[a], *nb = &ring->nodes[b];
+    return compare_ids(na->id, na->id_len, nb->id, nb->id_len) < 0;
+}
+
+/* Room for the index of a ring of n points; 0 or CHASH_ENOMEM. */
+static int reserve_buckets(const chash_ring *ring, size_t n, uint32_t **fresh)
+{
+    size_t need = ((size_t)1 << bucket_bits_for(n)) + 1;
+    *fresh = NULL;
+    if (need <= ring->bucket_cap)
+        return CHASH_OK;
+    *fresh = CHASH_MALLOC(need * sizeof **fresh);
+    return *fresh ? CHASH_OK : CHASH_ENOMEM;
+}
+
+static void install_buckets(chash_ring *ring, uint32_t *fresh)
+{
+    if (fresh) {
+        CHASH_FREE(ring->bucket);
+        ring->bucket = fresh;
+        ring->bucket_cap = ((size_t)1 << bucket_bits_for(ring->npoints)) + 1;
+    }
+    ring->bucket_bits = bucket_bits_for(ring->npoints);
+    build_buckets(ring->bucket, ring->bucket_bits, ring->value, ring->npoints);
+}
+
+/*
+ * Merges the sorted points add[0..n) owned by node k into the ring, building
+ * new arrays; swaps them in only when every allocation has succeeded.
+ * The caller has already registered node k (so owner_before can read it).
+ */
+static int merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n)
+{
+    size_t total = ring->npoints + n;
+    uint32_t *value = CHASH_MALLOC(total * sizeof *value);
+    uint32_t *owner = CHASH_MALLOC(total * sizeof *owner);
+    uint32_t *fresh_bucket = NULL;
+    if (!value || !owner || reserve_buckets(ring, total, &fresh_bucket) != CHASH_OK) {
+        CHASH_FREE(value);
+        CHASH_FREE(owner);
+        return CHASH_ENOMEM;
+    }
+    size_t i = 0, j = 0, out = 0;
+    while (i < ring->npoints && j < n) {
+        uint32_t v = ring->value[i];
+        if (v < add[j] || (v == add[j] && owner_before(ring, ring->owner[i], k))) {
+            value[out] = v;
+            owner[out++] = ring->owner[i++];
+        } else {
+            value[out] = add[j++];
+            owner[out++] = (uint32_t)k;
+        }
+    }
+    for (; i < ring->npoints; i++, out++) {
+        value[out] = ring->value[i];
+        owner[out] = ring->owner[i];
+    }
+    for (; j < n; j++, out++) {
+        value[out] = add[j];
+        owner[out] = (uint32_t)k;
+    }
+    CHASH_FREE(ring->value);
+    CHASH_FREE(ring->owner);
+    ring->value = value;
+    ring->owner = owner;
+    ring->npoints = total;
+    install_buckets(ring, fresh_bucket);
+    return CHASH_OK;
+}
+
+/* A sorted private copy of points, or NULL when out of memory. */
+static uint32_t *sorted_copy(const uint32_t *points, size_t n)
+{
+    uint32_t *copy = CHASH_MALLOC(n * sizeof *copy);
+    if (!copy)
+        return NULL;
+    memcpy(copy, points, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, compare_u32);
+    return copy;
+}
+
+static int check_growth(const chash_ring *ring, size_t already, size_t n)
+{
+    if (n == 0 || n > CHASH_MAX_NODE_POINTS || already > CHASH_MAX_NODE_POINTS - n)
+        return CHASH_EINVAL;
+    if (ring->npoints + n > CHASH_MAX_POINTS)
+        return CHASH_ERANGE;
+    return CHASH_OK;
+}
+
+int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
+                   const uint32_t *points, size_t npoints)
+{
+    if (!id && id_len)
+        return CHASH_EINVAL;
+    int status = check_growth(ring, 0, npoints);
+    if (status != CHASH_OK)
+        return status;
+    if (chash_ring_find(ring, id, id_len) >= 0)
+        return CHASH_EEXIST;
+    if (ring->nnodes >= CHASH_MAX_NODES)
+        return CHASH_ERANGE;
+
+    if (ring->nnodes == ring->node_cap) {
+        /* Growing the table first is harmless: a bigger table holding the
+         * same nodes is the same ring. */
+        size_t cap = ring->node_cap ? ring->node_cap * 2 : 8;
+        chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
+        if (!nodes)
+            return CHASH_ENOMEM;
+        if (ring->nnodes)
+            memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
+        CHASH_FREE(ring->nodes);
+        ring->nodes = nodes;
+        ring->node_cap = cap;
+    }
+    char *copy = CHASH_MALLOC(id_len + 1);
+    uint32_t *sorted = sorted_copy(points, npoints);
+    if (!copy || !sorted) {
+        CHASH_FREE(copy);
+        CHASH_FREE(sorted);
+        return CHASH_ENOMEM;
+    }
+    if (id_len)
+        memcpy(copy, id, id_len);
+    copy[id_len] = '\0';
+
+    size_t k = ring->nnodes;
+    ring->nodes[k] = (chash_node){copy, id_len, data, npoints};
+    ring->nnodes++;
+    status = merge_points(ring, k, sorted, npoints);
+    CHASH_FREE(sorted);
+    if (status != CHASH_OK) {
+        ring->nnodes--;
+        CHASH_FREE(copy);
+    }
+    return status;
+}
+
+int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
+                    const uint32_t *points, size_t npoints)
+{
+    long k = chash_ring_find(ring, id, id_len);
+    if (k < 0)
+        return CHASH_ENOENT;
+    chash_node *node = &ring->nodes[k];
+    int status = check_growth(ring, node->npoints, npoints);
+    if (status != CHASH_OK)
+        return status;
+    uint32_t *sorted = sorted_copy(points, npoints);
+    if (!sorted)
+        return CHASH_ENOMEM;
+    status = merge_points(ring, (size_t)k, sorted, npoints);
+    CHASH_FREE(sorted);
+    if (status == CHASH_OK)
+        node->npoints += npoints;
+    return status;
+}
+
+int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
+                      const uint32_t *points, size_t npoints)
+{
+    long found = chash_ring_find(ring, id, id_len);
+    if (found < 0)
+        return CHASH_ENOENT;
+    size_t k = (size_t)found;
+    if (npoints == 0)
+        return CHASH_OK;
+    if (npoints >= ring->nodes[k].npoints)
+        return CHASH_EINVAL;
+    uint32_t *drop = sorted_copy(points, npoints);
+    if (!drop)
+        return CHASH_ENOMEM;
+
+    /* First pass: every point to drop must be there, or nothing changes.
+     * The node's own points appear in increasing value order, as drop does. */
+    size_t j = 0;
+    for (size_t i = 0; i < ring->npoints && j < npoints; i++) {
+        if (ring->owner[i] != k)
+            continue;
+        if (drop[j] < ring->value[i])
+            break;
+        if (drop[j] == ring->value[i])
+            j++;
+    }
+    if (j != npoints) {
+        CHASH_FREE(drop);
+        return CHASH_ENOENT;
+    }
+    /* Second pass: compact in place; cannot fail. */
+    size_t out = 0;
+    j = 0;
+    for (size_t i = 0; i < ring->npoints; i++) {
+        if (ring->owner[i] == k && j < npoints && drop[j] == ring->value[i]) {
+            j++;
+            continue;
+        }
+        ring->value[out] = ring->value[i];
+        ring->owner[out++] = ring->owner[i];
+    }
+    CHASH_FREE(drop);
+    ring->npoints = out;
+    ring->nodes[k].npoints -= npoints;
+    install_buckets(ring, NULL);
+    return CHASH_OK;
+}
+
+int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out)
+{
+    long found = chash_ring_find(ring, id, id_len);
+    if (found < 0)
+        return CHASH_ENOENT;
+    size_t k = (size_t)found;
+    /* Drop k's points and renumber the owners after it: nodes stay dense
+     * and in insertion order. */
+    size_t out = 0;
+    for (size_t i = 0; i < ring->npoints; i++) {
+        uint32_t o = ring->owner[i];
+        if (o == k)
+            continue;
+        ring->value[out] = ring->value[i];
+        ring->owner[out++] = o > k ? o - 1 : o;
+    }
+    ring->npoints = out;
+    if (data_out)
+        *data_out = ring->nodes[k].data;
+    CHASH_FREE(ring->nodes[k].id);
+    memmove(&ring->nodes[k], &ring->nodes[k + 1], (ring->nnodes - k - 1) * sizeof *ring->nodes);
+    ring->nnodes--;
+    install_buckets(ring, NULL);
+    return CHASH_OK;
+}
+
+size_t chash_ring_successor(const chash_ring *ring, uint32_t hash)
+{
+    size_t b = bucket_of(hash, ring->bucket_bits);
+    size_t lo = ring->bucket[b], hi = ring->bucket[b + 1];
+    /* Half-open [lo, hi): every point before lo is < hash, every point from
+     * hi on is >= hash (it lies in a later bucket). */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ring->value[mid] < hash)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == ring->npoints ? 0 : lo;
+}
+
+void *chash_ring_lookup(const chash_ring *ring, uint32_t hash)
+{
+    if (ring->npoints == 0)
+        return NULL;
+    return ring->nodes[ring->owner[chash_ring_successor(ring, hash)]].data;
+}
+
+long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out)
+{
+    if (n > ring->nnodes)
+        n = ring->nnodes;
+    if (n == 0 || ring->npoints == 0)
+        return 0;
+    unsigned char *seen = CHASH_MALLOC(ring->nnodes);
+    if (!seen)
+        return CHASH_ENOMEM;
+    memset(seen, 0, ring->nnodes);
+    size_t found = 0;
+    size_t i = chash_ring_successor(ring, hash);
+    for (size_t steps = 0; steps < ring->npoints && found < n; steps++) {
+        uint32_t o = ring->owner[i];
+        if (!seen[o]) {
+            seen[o] = 1;
+            out[found++] = o;
+        }
+        if (++i == ring->npoints)
+            i = 0;
+    }
+    CHASH_FREE(seen);
+    return (long)found;
+}
+
+void chash_ring_ownership(const chash_ring *ring, double *share)
+{
+    for (size_t k = 0; k < ring->nnodes; k++)
+        share[k] = 0.0;
+    size_t n = ring->npoints;
+    for (size_t i = 0; i < n; i++) {
+        /* Arc (previous point, this point]; the first point's arc wraps. */
+        uint64_t prev = i ? ring->value[i - 1] : (uint64_t)ring->value[n - 1];
+        uint64_t arc = i ? ring->value[i] - prev : ring->value[0] + ((uint64_t)1 << 32) - prev;
+        share[ring->owner[i]] += (double)arc / 4294967296.0;
+    }
+}
+
+int chash_ring_check(const chash_ring *ring)
+{
+    size_t *counted = NULL;
+    if (ring->nnodes) {
+        counted = CHASH_MALLOC(ring->nnodes * sizeof *counted);
+        if (!counted)
+            return CHASH_ENOMEM;
+        memset(counted, 0, ring->nnodes * sizeof *counted);
+    }
+    int status = CHASH_OK;
+    size_t declared = 0;
+    for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++) {
+        const chash_node *node = &ring->nodes[k];
+        declared += node->npoints;
+        if (!node->id || node->npoints == 0 || node->id[node->id_len] != '\0')
+            status = CHASH_ECORRUPT;
+        for (size_t m = 0; m < k && status == CHASH_OK; m++)
+            if (compare_ids(node->id, node->id_len, ring->nodes[m].id, ring->nodes[m].id_len) == 0)
+                status = CHASH_ECORRUPT;
+    }
+    if (declared != ring->npoints || ring->nnodes > ring->node_cap)
+        status = CHASH_ECORRUPT;
+    for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
+        if (ring->owner[i] >= ring->nnodes) {
+            status = CHASH_ECORRUPT;
+            break;
+        }
+        counted[ring->owner[i]]++;
+        if (i && (ring->value[i - 1] > ring->value[i]
+                  || (ring->value[i - 1] == ring->value[i]
+                      && owner_before(ring, ring->owner[i], ring->owner[i - 1]))))
+            status = CHASH_ECORRUPT;
+    }
+    for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++)
+        if (counted[k] != ring->nodes[k].npoints)
+            status = CHASH_ECORRUPT;
+    if (status == CHASH_OK) {
+        unsigned bits = ring->bucket_bits;
+        size_t nb = (size_t)1 << bits;
+        if (bits != bucket_bits_for(ring->npoints) || nb + 1 > ring->bucket_cap
+            || ring->bucket[0] != 0 || ring->bucket[nb] != ring->npoints)
+            status = CHASH_ECORRUPT;
+        for (size_t b = 0; b < nb && status == CHASH_OK; b++) {
+            if (ring->bucket[b] > ring->bucket[b + 1])
+                status = CHASH_ECORRUPT;
+            for (size_t i = ring->bucket[b]; i < ring->bucket[b + 1] && status == CHASH_OK; i++)
+                if (bucket_of(ring->value[i], bits) != b)
+                    status = CHASH_ECORRUPT;
+        }
+    }
+    CHASH_FREE(counted);
+    return status;
+}

@@ -1,0 +1,208 @@
+/*
+ * chash_scheme.c - hash functions and layouts turned into ring points.
+ * See chash_scheme.h for the rules; this file only spells them out.
+ */
+#include "chash_scheme.h"
+
+#include "chash.h"
+#include "chash_hash.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hash_names[CHASH_HASH_COUNT] = {
+    "md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
+};
+
+static const char *const layout_names[CHASH_LAYOUT_COUNT] = {"python", "node", "ketama"};
+
+/* Virtual-key infixes: "{node}{infix}{i}". */
+static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-"};
+
+static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160};
+
+/* libketama takes four points out of each MD5 digest. */
+#define KETAMA_POINTS_PER_DIGEST 4
+
+int chash_hash_by_name(const char *name, chash_hash_id *out)
+{
+    for (int i = 0; i < CHASH_HASH_COUNT; i++) {
+        if (strcmp(name, hash_names[i]) == 0) {
+            *out = (chash_hash_id)i;
+            return CHASH_OK;
+        }
+    }
+    return CHASH_EINVAL;
+}
+
+const char *chash_hash_name(chash_hash_id hash)
+{
+    return (unsigned)hash < CHASH_HASH_COUNT ? hash_names[hash] : NULL;
+}
+
+int chash_layout_by_name(const char *name, chash_layout_id *out)
+{
+    for (int i = 0; i < CHASH_LAYOUT_COUNT; i++) {
+        if (strcmp(name, layout_names[i]) == 0) {
+            *out = (chash_layout_id)i;
+            return CHASH_OK;
+        }
+    }
+    return CHASH_EINVAL;
+}
+
+const char *chash_layout_name(chash_layout_id layout)
+{
+    return (unsigned)layout < CHASH_LAYOUT_COUNT ? layout_names[layout] : NULL;
+}
+
+size_t chash_layout_default_points(chash_layout_id layout)
+{
+    return (unsigned)layout < CHASH_LAYOUT_COUNT ? layout_points[layout] : 0;
+}
+
+int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash)
+{
+    if ((unsigned)layout >= CHASH_LAYOUT_COUNT || (unsigned)hash >= CHASH_HASH_COUNT)
+        return CHASH_EINVAL;
+    if (layout == CHASH_LAYOUT_KETAMA && hash != CHASH_HASH_MD5)
+        return CHASH_EINVAL;
+    scheme->layout = layout;
+    scheme->hash = hash;
+    return CHASH_OK;
+}
+
+static void store_be32(uint8_t *out, uint32_t v)
+{
+    out[0] = (uint8_t)(v >> 24);
+    out[1] = (uint8_t)(v >> 16);
+    out[2] = (uint8_t)(v >> 8);
+    out[3] = (uint8_t)v;
+}
+
+static void store_be64(uint8_t *out, uint64_t v)
+{
+    store_be32(out, (uint32_t)(v >> 32));
+    store_be32(out + 4, (uint32_t)v);
+}
+
+static uint32_t load_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static uint32_t load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[0];
+}
+
+size_t chash_digest(chash_hash_id hash, const void *data, size_t len, uint64_t seed,
+                    uint8_t out[CHASH_MAX_DIGEST])
+{
+    switch (hash) {
+    case CHASH_HASH_MD5: chash_md5(data, len, out); return CHASH_MD5_DIGEST_SIZE;
+    case CHASH_HASH_SHA1: chash_sha1(data, len, out); return CHASH_SHA1_DIGEST_SIZE;
+    case CHASH_HASH_MURMUR2: store_be32(out, chash_murmur2(data, len, (uint32_t)seed)); return 4;
+    case CHASH_HASH_MURMUR3: store_be32(out, chash_murmur3_32(data, len, (uint32_t)seed)); return 4;
+    case CHASH_HASH_XXH32: store_be32(out, chash_xxh32(data, len, (uint32_t)seed)); return 4;
+    case CHASH_HASH_XXH64: store_be64(out, chash_xxh64(data, len, seed)); return 8;
+    case CHASH_HASH_XXH3: store_be64(out, chash_xxh3_64(data, len, seed)); return 8;
+    case CHASH_HASH_FNV1A: store_be32(out, chash_fnv1a_32(data, len)); return 4;
+    case CHASH_HASH_CRC32: store_be32(out, chash_crc32(data, len)); return 4;
+    default: break;
+    }
+    return 0;
+}
+
+/* Point `group` of a digest under the layout's cut. */
+static uint32_t cut(chash_layout_id layout, const uint8_t *digest, size_t size, size_t group)
+{
+    switch (layout) {
+    case CHASH_LAYOUT_NODE: return load_be32(digest);
+    case CHASH_LAYOUT_KETAMA: return load_le32(digest + 4 * group);
+    case CHASH_LAYOUT_PYTHON:
+    default: return load_be32(digest + size - 4);
+    }
+}
+
+uint32_t chash_scheme_key_hash(const chash_scheme *scheme, const void *key, size_t len)
+{
+    uint8_t digest[CHASH_MAX_DIGEST];
+    size_t size = chash_digest(scheme->hash, key, len, 0, digest);
+    return cut(scheme->layout, digest, size, 0);
+}
+
+uint32_t chash_scheme_cut_int(uint64_t low_bits) { return (uint32_t)low_bits; }
+
+/* Decimal digits of v, written backwards into the end of buf[20]. */
+static size_t format_decimal(size_t v, char *end)
+{
+    size_t n = 0;
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+        n++;
+    } while (v);
+    return n;
+}
+
+size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
+                         size_t index, char *buf, size_t cap)
+{
+    const char *infix = layout_infix[scheme->layout];
+    size_t infix_len = strlen(infix);
+    if (scheme->layout == CHASH_LAYOUT_KETAMA)
+        index /= KETAMA_POINTS_PER_DIGEST;
+    char digits[20];
+    size_t ndigits = format_decimal(index, digits + sizeof digits);
+    size_t total = id_len + infix_len + ndigits;
+    if (total <= cap) {
+        if (id_len)
+            memcpy(buf, id, id_len);
+        memcpy(buf + id_len, infix, infix_len);
+        memcpy(buf + id_len + infix_len, digits + sizeof digits - ndigits, ndigits);
+    }
+    return total;
+}
+
+int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
+                        size_t first, size_t count, uint32_t *out)
+{
+    char stack[256];
+    char *buf = stack;
+    size_t cap = sizeof stack;
+    if (id_len > cap - 40) {
+        /* Room for the id, the longest infix and 20 digits. */
+        cap = id_len + 40;
+        buf = malloc(cap);
+        if (!buf)
+            return CHASH_ENOMEM;
+    }
+    uint8_t digest[CHASH_MAX_DIGEST];
+    size_t size = 0;
+    for (size_t k = 0; k < count; k++) {
+        size_t index = first + k;
+        size_t group = scheme->layout == CHASH_LAYOUT_KETAMA ? index % KETAMA_POINTS_PER_DIGEST : 0;
+        /* Ketama's four points share one digest: hash only on a new one. */
+        if (group == 0 || k == 0) {
+            size_t len = chash_scheme_vkey(scheme, id, id_len, index, buf, cap);
+            size = chash_digest(scheme->hash, buf, len, 0, digest);
+        }
+        out[k] = cut(scheme->layout, digest, size, group);
+    }
+    if (buf != stack)
+        free(buf);
+    return CHASH_OK;
+}
+
+int chash_points_for_weight(size_t base, double weight, size_t max_points, size_t *out)
+{
+    if (!(weight > 0.0) || !isfinite(weight))
+        return CHASH_EINVAL;
+    double want = nearbyint((double)base * weight); /* ties to even, as Python's round() */
+    if (!(want <= (double)max_points))
+        return CHASH_EINVAL;
+    *out = want < 1.0 ? 1 : (size_t)want;
+    return CHASH_OK;
+}

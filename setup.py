@@ -1,0 +1,48 @@
+"""Declares the C extension; all metadata lives in pyproject.toml.
+
+Build switches (environment variables, read at build time):
+  CHASH_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer, -O1 -g
+  CHASH_DEBUG=1     -O0 -g with asserts
+  CHASH_WERROR=1    warnings are errors
+"""
+import os
+import sysconfig
+from glob import glob
+
+from setuptools import Extension, setup
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wconversion", "-Wshadow"]
+link_args: list[str] = []
+undef: list[str] = []
+if _flag("CHASH_SANITIZE"):
+    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+    compile_args += sanitize + ["-O1", "-g"]
+    link_args += sanitize
+elif _flag("CHASH_DEBUG"):
+    compile_args += ["-O0", "-g"]
+    undef.append("NDEBUG")
+else:
+    compile_args += ["-O3"]
+if _flag("CHASH_WERROR"):
+    compile_args.append("-Werror")
+if sysconfig.get_platform().startswith("win"):
+    compile_args, link_args = [], []
+
+setup(
+    ext_modules=[
+        Extension(
+            "chash._chash",
+            sources=sorted(glob("csrc/*.c")),
+            include_dirs=["csrc"],
+            depends=sorted(glob("csrc/*.h")),
+            extra_compile_args=compile_args,
+            extra_link_args=link_args,
+            undef_macros=undef,
+        )
+    ]
+)
