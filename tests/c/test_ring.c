@@ -1,0 +1,318 @@
+/*
+ * test_ring.c - the ring engine on its own: successor rule, collisions,
+ * incremental add/remove/grow/shrink against a brute-force model, and
+ * all-or-nothing mutations under injected allocation failures.
+ *
+ * The engine is included directly so its allocator can be swapped for one
+ * that fails on demand.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long fail_countdown = -1; /* < 0: never fail */
+
+static void *test_malloc(size_t size)
+{
+    if (fail_countdown == 0)
+        return NULL;
+    if (fail_countdown > 0)
+        fail_countdown--;
+    return malloc(size);
+}
+
+#define CHASH_MALLOC test_malloc
+#include "../../csrc/chash_ring.c"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (cond) {                                                          \
+            passed++;                                                        \
+        } else {                                                             \
+            failed++;                                                        \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
+        }                                                                    \
+    } while (0)
+
+/* xorshift64*: deterministic pseudo-random points. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static uint32_t next_u32(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Du) >> 32);
+}
+
+static int add_str(chash_ring *ring, const char *id, const uint32_t *points, size_t n)
+{
+    return chash_ring_add(ring, id, strlen(id), (void *)id, points, n);
+}
+
+/* Brute force: owner (as data) of the first point >= h, smallest id on ties. */
+static const char *model_lookup(const chash_ring *ring, uint32_t h)
+{
+    const char *best = NULL, *first = NULL;
+    uint32_t best_v = 0, first_v = 0;
+    for (size_t i = 0; i < ring->npoints; i++) {
+        uint32_t v = ring->value[i];
+        const chash_node *node = &ring->nodes[ring->owner[i]];
+        const char *id = node->data;
+        if (v >= h && (!best || v < best_v || (v == best_v && strcmp(id, best) < 0))) {
+            best = id;
+            best_v = v;
+        }
+        if (!first || v < first_v || (v == first_v && strcmp(id, first) < 0)) {
+            first = id;
+            first_v = v;
+        }
+    }
+    return best ? best : first;
+}
+
+static void test_empty(void)
+{
+    chash_ring *ring = chash_ring_new();
+    CHECK(ring != NULL);
+    CHECK(chash_ring_lookup(ring, 123) == NULL);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    size_t out[1];
+    CHECK(chash_ring_preference(ring, 5, 1, out) == 0);
+    CHECK(chash_ring_remove(ring, "x", 1, NULL) == CHASH_ENOENT);
+    uint32_t p = 1;
+    CHECK(add_str(ring, "x", &p, 0) == CHASH_EINVAL);
+    chash_ring_free(ring);
+}
+
+static void test_successor_rule(void)
+{
+    chash_ring *ring = chash_ring_new();
+    uint32_t a[] = {100, 300}, b[] = {200};
+    CHECK(add_str(ring, "a", a, 2) == CHASH_OK);
+    CHECK(add_str(ring, "b", b, 1) == CHASH_OK);
+    CHECK(strcmp(chash_ring_lookup(ring, 0), "a") == 0);
+    CHECK(strcmp(chash_ring_lookup(ring, 100), "a") == 0);   /* equal: that point */
+    CHECK(strcmp(chash_ring_lookup(ring, 101), "b") == 0);
+    CHECK(strcmp(chash_ring_lookup(ring, 200), "b") == 0);
+    CHECK(strcmp(chash_ring_lookup(ring, 201), "a") == 0);
+    CHECK(strcmp(chash_ring_lookup(ring, 301), "a") == 0);   /* wraps */
+    CHECK(strcmp(chash_ring_lookup(ring, UINT32_MAX), "a") == 0);
+    CHECK(add_str(ring, "a", a, 2) == CHASH_EEXIST);
+    size_t pref[3];
+    CHECK(chash_ring_preference(ring, 150, 3, pref) == 2);
+    CHECK(pref[0] == 1 && pref[1] == 0);
+    double share[2];
+    chash_ring_ownership(ring, share);
+    CHECK(share[1] == 100.0 / 4294967296.0);
+    CHECK(share[0] + share[1] == 1.0);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    chash_ring_free(ring);
+}
+
+static void test_collisions_independent_of_order(void)
+{
+    uint32_t shared[] = {7, 7, 9000};
+    const char *ids[] = {"zeta", "alpha", "mid", "alph"};
+    for (int order = 0; order < 4; order++) {
+        chash_ring *ring = chash_ring_new();
+        for (int i = 0; i < 4; i++)
+            CHECK(add_str(ring, ids[(i + order) % 4], shared, 3) == CHASH_OK);
+        CHECK(strcmp(chash_ring_lookup(ring, 7), "alph") == 0); /* a prefix sorts first */
+        CHECK(chash_ring_remove(ring, "alph", 4, NULL) == CHASH_OK);
+        CHECK(strcmp(chash_ring_lookup(ring, 3), "alpha") == 0);
+        CHECK(strcmp(chash_ring_lookup(ring, 8999), "alpha") == 0);
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        chash_ring_free(ring);
+    }
+}
+
+static void test_ids_with_nul_and_empty(void)
+{
+    chash_ring *ring = chash_ring_new();
+    uint32_t p = 42, q = 42;
+    CHECK(chash_ring_add(ring, "a\0b", 3, "a\\0b", &p, 1) == CHASH_OK);
+    CHECK(chash_ring_add(ring, "a", 1, "a", &q, 1) == CHASH_OK);
+    CHECK(chash_ring_add(ring, "", 0, "", &q, 1) == CHASH_OK);
+    CHECK(chash_ring_find(ring, "a\0b", 3) == 0);
+    CHECK(chash_ring_find(ring, "a\0c", 3) == -1);
+    CHECK(strcmp(chash_ring_lookup(ring, 42), "") == 0); /* the empty id is smallest */
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    chash_ring_free(ring);
+}
+
+static void test_random_against_model(void)
+{
+    enum { NODES = 40, MAXP = 64 };
+    static char names[NODES][16];
+    static uint32_t pts[NODES][MAXP];
+    static size_t npts[NODES];
+    chash_ring *ring = chash_ring_new();
+    for (int i = 0; i < NODES; i++)
+        snprintf(names[i], sizeof names[i], "n%d", i);
+    for (int step = 0; step < 3000; step++) {
+        int i = (int)(next_u32() % NODES);
+        const char *id = names[i];
+        size_t len = strlen(id);
+        int present = chash_ring_find(ring, id, len) >= 0;
+        uint32_t op = next_u32() % 4;
+        if (!present) {
+            npts[i] = 1 + next_u32() % 32;
+            for (size_t k = 0; k < npts[i]; k++)
+                pts[i][k] = next_u32() % 5000; /* a small range: many collisions */
+            CHECK(chash_ring_add(ring, id, len, names[i], pts[i], npts[i]) == CHASH_OK);
+        } else if (op == 0) {
+            void *data = NULL;
+            CHECK(chash_ring_remove(ring, id, len, &data) == CHASH_OK);
+            CHECK(data == names[i]);
+        } else if (op == 1 && npts[i] < MAXP) {
+            size_t extra = 1 + next_u32() % (MAXP - npts[i]);
+            for (size_t k = 0; k < extra; k++)
+                pts[i][npts[i] + k] = next_u32() % 5000;
+            CHECK(chash_ring_grow(ring, id, len, pts[i] + npts[i], extra) == CHASH_OK);
+            npts[i] += extra;
+        } else if (op == 2 && npts[i] > 1) {
+            size_t drop = 1 + next_u32() % (npts[i] - 1);
+            CHECK(chash_ring_shrink(ring, id, len, pts[i] + npts[i] - drop, drop) == CHASH_OK);
+            npts[i] -= drop;
+        } else {
+            uint32_t missing = 6000; /* outside the range: never a point */
+            int want = npts[i] > 1 ? CHASH_ENOENT : CHASH_EINVAL; /* must keep one */
+            CHECK(chash_ring_shrink(ring, id, len, &missing, 1) == want);
+        }
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        for (int q = 0; q < 8; q++) {
+            uint32_t h = next_u32() % 5200;
+            const char *got = chash_ring_lookup(ring, h);
+            const char *want = model_lookup(ring, h);
+            CHECK(got == want);
+        }
+    }
+    chash_ring_free(ring);
+}
+
+/* A snapshot of everything observable, to prove failed calls change nothing. */
+typedef struct {
+    size_t npoints, nnodes;
+    uint32_t value[512], owner[512];
+    const void *data[64];
+} snapshot;
+
+static void take(const chash_ring *ring, snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->npoints = ring->npoints;
+    s->nnodes = ring->nnodes;
+    if (ring->npoints) {
+        memcpy(s->value, ring->value, ring->npoints * sizeof *ring->value);
+        memcpy(s->owner, ring->owner, ring->npoints * sizeof *ring->owner);
+    }
+    for (size_t i = 0; i < ring->nnodes; i++)
+        s->data[i] = ring->nodes[i].data;
+}
+
+static int same(const snapshot *a, const snapshot *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+static void test_failed_allocations_change_nothing(void)
+{
+    static char names[12][16];
+    uint32_t points[24];
+    chash_ring *ring = chash_ring_new();
+    int failures_seen = 0;
+    for (int i = 0; i < 12; i++) {
+        snprintf(names[i], sizeof names[i], "f%d", i);
+        for (int k = 0; k < 24; k++)
+            points[k] = next_u32();
+        for (long budget = 0;; budget++) {
+            snapshot before, after;
+            take(ring, &before);
+            fail_countdown = budget;
+            int status = i % 3 == 2
+                ? chash_ring_grow(ring, names[i - 1], strlen(names[i - 1]), points, 12)
+                : chash_ring_add(ring, names[i], strlen(names[i]), names[i], points, 24);
+            fail_countdown = -1;
+            if (status == CHASH_OK)
+                break;
+            CHECK(status == CHASH_ENOMEM);
+            take(ring, &after);
+            CHECK(same(&before, &after));
+            CHECK(chash_ring_check(ring) == CHASH_OK);
+            failures_seen++;
+        }
+    }
+    CHECK(failures_seen > 12);
+    /* Shrinking allocates once (its sorted copy); failing there changes nothing. */
+    snapshot before, after;
+    take(ring, &before);
+    fail_countdown = 0;
+    CHECK(chash_ring_shrink(ring, names[0], strlen(names[0]), &ring->value[0], 1) == CHASH_ENOMEM);
+    fail_countdown = -1;
+    take(ring, &after);
+    CHECK(same(&before, &after));
+    /* Removal never allocates. */
+    fail_countdown = 0;
+    CHECK(chash_ring_remove(ring, names[1], strlen(names[1]), NULL) == CHASH_OK);
+    fail_countdown = -1;
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    fail_countdown = 0;
+    CHECK(chash_ring_new() == NULL);
+    fail_countdown = -1;
+    chash_ring_free(ring);
+}
+
+static void test_limits(void)
+{
+    chash_ring *ring = chash_ring_new();
+    uint32_t p = 1;
+    CHECK(add_str(ring, "x", &p, CHASH_MAX_NODE_POINTS + 1) == CHASH_EINVAL);
+    CHECK(add_str(ring, "x", &p, 1) == CHASH_OK);
+    CHECK(chash_ring_shrink(ring, "x", 1, &p, 1) == CHASH_EINVAL); /* would leave none */
+    CHECK(chash_ring_grow(ring, "y", 1, &p, 1) == CHASH_ENOENT);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    chash_ring_free(ring);
+}
+
+static void test_bucket_index_large(void)
+{
+    enum { N = 200000 };
+    uint32_t *points = malloc(N * sizeof *points);
+    CHECK(points != NULL);
+    if (!points)
+        return;
+    for (size_t i = 0; i < N; i++)
+        points[i] = next_u32();
+    chash_ring *ring = chash_ring_new();
+    CHECK(chash_ring_add(ring, "big", 3, "big", points, N / 2) == CHASH_OK);
+    CHECK(chash_ring_add(ring, "bag", 3, "bag", points + N / 2, N / 2) == CHASH_OK);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    CHECK(ring->bucket_bits > 10);
+    int wrong = 0;
+    for (int q = 0; q < 20000; q++) {
+        uint32_t h = next_u32();
+        size_t i = chash_ring_successor(ring, h);
+        int ok = ring->value[i] >= h ? (i == 0 || ring->value[i - 1] < h)
+                                     : (i == 0 && ring->value[ring->npoints - 1] < h);
+        wrong += !ok;
+    }
+    CHECK(wrong == 0);
+    CHECK(chash_ring_memory(ring) < 10 * ring->npoints);
+    CHECK(chash_ring_remove(ring, "big", 3, NULL) == CHASH_OK);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    chash_ring_free(ring);
+    free(points);
+}
+
+int main(void)
+{
+    test_empty();
+    test_successor_rule();
+    test_collisions_independent_of_order();
+    test_ids_with_nul_and_empty();
+    test_random_against_model();
+    test_failed_allocations_change_nothing();
+    test_limits();
+    test_bucket_index_large();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

@@ -1,0 +1,138 @@
+/*
+ * test_scheme.c - the point schemes: virtual-key spelling and digest cuts
+ * for each layout, checked against values computed with Python's hashlib
+ * (the commands are beside each vector), and weight-to-point rounding.
+ */
+#include "chash.h"
+#include "chash_scheme.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (cond) {                                                          \
+            passed++;                                                        \
+        } else {                                                             \
+            failed++;                                                        \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
+        }                                                                    \
+    } while (0)
+
+static chash_scheme scheme(chash_layout_id layout, chash_hash_id hash)
+{
+    chash_scheme s;
+    int status = chash_scheme_init(&s, layout, hash);
+    CHECK(status == CHASH_OK);
+    return s;
+}
+
+static void test_python_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_PYTHON, CHASH_HASH_MD5);
+    uint32_t p[1];
+    CHECK(chash_scheme_points(&s, "order-service-v1", 16, 0, 1, p) == CHASH_OK);
+    /* int(md5(b"order-service-v1_virtual_0").hexdigest(), 16) % 2**32 */
+    CHECK(p[0] == 2434236162u);
+    /* int(md5(b"user_7").hexdigest(), 16) % 2**32 */
+    CHECK(chash_scheme_key_hash(&s, "user_7", 6) == 2838848089u);
+    char buf[64];
+    size_t n = chash_scheme_vkey(&s, "n", 1, 12345, buf, sizeof buf);
+    CHECK(n == 15 && memcmp(buf, "n_virtual_12345", n) == 0);
+    CHECK(chash_scheme_vkey(&s, "n", 1, 0, buf, 3) == 11); /* too small: length only */
+
+    chash_scheme sha = scheme(CHASH_LAYOUT_PYTHON, CHASH_HASH_SHA1);
+    CHECK(chash_scheme_points(&sha, "n", 1, 3, 1, p) == CHASH_OK);
+    /* int(sha1(b"n_virtual_3").hexdigest(), 16) % 2**32 */
+    CHECK(p[0] == 1058680566u);
+}
+
+static void test_node_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_NODE, CHASH_HASH_MD5);
+    uint32_t p[1];
+    CHECK(chash_scheme_points(&s, "api-1", 5, 0, 1, p) == CHASH_OK);
+    /* int(md5(b"api-1#vnode0").hexdigest()[:8], 16) */
+    CHECK(p[0] == 1553728596u);
+    CHECK(chash_scheme_key_hash(&s, "user:10086:profile", 18) == 1587001264u);
+}
+
+static void test_ketama_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_KETAMA, CHASH_HASH_MD5);
+    uint32_t p[6];
+    CHECK(chash_scheme_points(&s, "10.0.0.1:11211", 14, 0, 4, p) == CHASH_OK);
+    /* d = md5(b"10.0.0.1:11211-0").digest(); int.from_bytes(d[4g:4g+4], "little") */
+    CHECK(p[0] == 1644766326u && p[1] == 266575842u && p[2] == 1549369152u && p[3] == 2004188753u);
+    /* Starting mid-digest gives the same points as starting at 0. */
+    uint32_t q[3];
+    CHECK(chash_scheme_points(&s, "10.0.0.1:11211", 14, 1, 3, q) == CHASH_OK);
+    CHECK(q[0] == p[1] && q[1] == p[2] && q[2] == p[3]);
+    CHECK(chash_scheme_key_hash(&s, "key", 3) == 2316004924u);
+    chash_scheme bad;
+    CHECK(chash_scheme_init(&bad, CHASH_LAYOUT_KETAMA, CHASH_HASH_XXH3) == CHASH_EINVAL);
+}
+
+static void test_prefix_property(void)
+{
+    /* Point i depends only on (node, i): the first 10 of 30 equal the 10. */
+    for (int layout = 0; layout < CHASH_LAYOUT_COUNT; layout++) {
+        chash_scheme s = scheme((chash_layout_id)layout, CHASH_HASH_MD5);
+        uint32_t many[30], few[10];
+        CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_OK);
+        CHECK(chash_scheme_points(&s, "node-a", 6, 0, 10, few) == CHASH_OK);
+        CHECK(memcmp(many, few, sizeof few) == 0);
+    }
+}
+
+static void test_long_ids(void)
+{
+    static char id[5000];
+    memset(id, 'x', sizeof id);
+    chash_scheme s = scheme(CHASH_LAYOUT_PYTHON, CHASH_HASH_MURMUR3);
+    uint32_t p[2];
+    CHECK(chash_scheme_points(&s, id, sizeof id, 0, 2, p) == CHASH_OK);
+    CHECK(p[0] != p[1]);
+}
+
+static void test_weights(void)
+{
+    size_t n = 0;
+    CHECK(chash_points_for_weight(100, 1.0, 1000, &n) == CHASH_OK && n == 100);
+    CHECK(chash_points_for_weight(100, 0.025, 1000, &n) == CHASH_OK && n == 2); /* 2.5: to even */
+    CHECK(chash_points_for_weight(100, 0.035, 1000, &n) == CHASH_OK && n == 4); /* 3.5 */
+    CHECK(chash_points_for_weight(100, 0.001, 1000, &n) == CHASH_OK && n == 1); /* at least one */
+    CHECK(chash_points_for_weight(100, 0.0, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_points_for_weight(100, -1.0, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_points_for_weight(100, NAN, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_points_for_weight(100, INFINITY, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_points_for_weight(100, 10.01, 1000, &n) == CHASH_EINVAL);
+}
+
+static void test_names(void)
+{
+    chash_hash_id h;
+    chash_layout_id l;
+    for (int i = 0; i < CHASH_HASH_COUNT; i++)
+        CHECK(chash_hash_by_name(chash_hash_name((chash_hash_id)i), &h) == CHASH_OK && (int)h == i);
+    for (int i = 0; i < CHASH_LAYOUT_COUNT; i++)
+        CHECK(chash_layout_by_name(chash_layout_name((chash_layout_id)i), &l) == CHASH_OK && (int)l == i);
+    CHECK(chash_hash_by_name("md6", &h) == CHASH_EINVAL);
+    CHECK(chash_layout_by_name("java", &l) == CHASH_EINVAL);
+}
+
+int main(void)
+{
+    test_python_layout();
+    test_node_layout();
+    test_ketama_layout();
+    test_prefix_property();
+    test_long_ids();
+    test_weights();
+    test_names();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
