@@ -2531,7 +2531,7 @@ static void test_xxhash(const uint8_t *pat)
 /* ---- FNV-1a / CRC-32 --------------------------------------------------- */
 
 /* CRC-32 straight from its definition, one bit at a time: an independent
- * check of every entry of the implementation's byte table. */
+ * check of the implementation's lookup tables. */
 static uint32_t crc32_bitwise(const uint8_t *p, size_t n)
 {
     uint32_t crc = 0xFFFFFFFFu;
@@ -2549,7 +2549,7 @@ static void test_fnv_crc(const uint8_t *pat)
 {
     static const char fox[] = "The quick brown fox jumps over the lazy dog";
     const size_t nfox = sizeof fox - 1;
-    uint8_t byte[1];
+    uint8_t eight[8];
     size_t i;
 
     /* FNV-1a 32-bit values from the FNV test suite. */
@@ -2562,11 +2562,22 @@ static void test_fnv_crc(const uint8_t *pat)
     check_u32("crc32 empty", 0, 0, chash_crc32(NULL, 0), 0);
     check_u32("crc32 fox", nfox, 0, chash_crc32(fox, nfox), 0x414fa339u);
 
+    /* Every byte value at every position of an 8-byte step, and alone:
+     * between them these look up every entry of every table. */
     for (i = 0; i < 256; i++) {
-        byte[0] = (uint8_t)i;
-        check_u32("crc32 byte", 1, 0, chash_crc32(byte, 1),
-                  crc32_bitwise(byte, 1));
+        size_t pos;
+        for (pos = 0; pos < 8; pos++) {
+            memset(eight, 0, sizeof eight);
+            eight[pos] = (uint8_t)i;
+            check_u32("crc32 slice", 8, 0, chash_crc32(eight, 8),
+                      crc32_bitwise(eight, 8));
+        }
+        check_u32("crc32 byte", 1, 0, chash_crc32(eight + 7, 1),
+                  crc32_bitwise(eight + 7, 1));
     }
+    for (i = 0; i <= 300; i++)
+        check_u32("crc32 bitwise", i, 0, chash_crc32(pat, i),
+                  crc32_bitwise(pat, i));
 
     for (i = 0; i < COUNT(fnv1a_vectors); i++) {
         check_u32("fnv1a", fnv1a_vectors[i].len, 0,
