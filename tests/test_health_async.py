@@ -1,0 +1,189 @@
+"""Tests of AsyncHealthChecker's lifecycle: the asyncio task, its prompt
+cancellation, and the optional aiohttp dependency.
+
+Verdicts and ring effects are shared with the thread runner and tested for
+both runners in test_health.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import sys
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+import pytest
+
+from _http_backends import Backend
+from chash import ConsistentHashRouter
+from chash.health import NodeState
+
+pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
+
+from chash.health import AsyncHealthChecker  # noqa: E402
+
+
+@pytest.fixture
+def backends() -> Iterator[Callable[..., Backend]]:
+    made: list[Backend] = []
+
+    def make(code: int = 200) -> Backend:
+        backend = Backend(code)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.stop()
+
+
+def ring_of(backends: list[Backend]) -> ConsistentHashRouter:
+    router = ConsistentHashRouter(100)
+    for backend in backends:
+        router.add_service_node(backend.node, 1.0)
+    return router
+
+
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    async def bounded() -> None:
+        async with asyncio.timeout(30.0):  # in this task: other_tasks() stays exact
+            await coro
+
+    asyncio.run(bounded())
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    current = asyncio.current_task()
+    return {task for task in asyncio.all_tasks() if task is not current}
+
+
+def test_background_task_takes_out_and_brings_back(backends: Callable[..., Backend]) -> None:
+    group = [backends() for _ in range(3)]
+    router = ring_of(group)
+    before = {f"user:{i}": router.get_target_node(f"user:{i}") for i in range(2000)}
+    changes: list[tuple[str, NodeState, NodeState]] = []
+
+    async def main() -> None:
+        async with AsyncHealthChecker(
+                router, interval=0.05, timeout=2.0, fall=2, rise=2,
+                on_change=lambda node, old, new, reason: changes.append((node, old, new)),
+        ) as checker:
+            assert checker.running
+            await asyncio.to_thread(group[1].stop)
+            await until(lambda: group[1].node not in router)
+            await asyncio.to_thread(group[1].start)
+            await until(lambda: group[1].node in router)
+        assert not checker.running
+        assert other_tasks() == set()
+
+    run(main())
+    assert changes == [(group[1].node, NodeState.UP, NodeState.DOWN),
+                       (group[1].node, NodeState.DOWN, NodeState.UP)]
+    assert {key: router.get_target_node(key) for key in before} == before
+
+
+def test_stop_is_prompt_and_leaves_no_task(backends: Callable[..., Backend]) -> None:
+    backend = backends()
+
+    async def main() -> None:
+        checker = AsyncHealthChecker(ring_of([backend]), interval=30.0)
+        await checker.start()
+        with pytest.raises(RuntimeError):
+            await checker.start()
+        await until(lambda: checker.status().get(backend.node) is not None
+                    and checker.status()[backend.node].consecutive_successes == 1)
+        started = time.monotonic()
+        await checker.stop()
+        assert time.monotonic() - started < 2.0
+        assert other_tasks() == set()
+        await checker.aclose()  # idempotent
+        await checker.start()  # and restartable
+        await until(lambda: backend.hits >= 2)
+        await checker.aclose()
+        assert other_tasks() == set()
+
+    run(main())
+
+
+def test_stop_cancels_a_hanging_probe_without_counting_it(
+        backends: Callable[..., Backend]) -> None:
+    backend = backends().hang()
+
+    async def main() -> None:
+        checker = AsyncHealthChecker(ring_of([backend]), interval=30.0, timeout=30.0)
+        await checker.start()
+        await until(lambda: backend.hits >= 1)
+        started = time.monotonic()
+        await checker.stop()
+        assert time.monotonic() - started < 2.0
+        assert other_tasks() == set()
+        assert checker.status()[backend.node].consecutive_failures == 0
+
+    run(main())
+
+
+def test_check_now_without_start(backends: Callable[..., Backend]) -> None:
+    good, bad = backends(), backends(500)
+    router = ring_of([good, bad])
+
+    async def main() -> None:
+        checker = AsyncHealthChecker(router, fall=1, rise=1)
+        try:
+            await checker.check_now()
+        finally:
+            await checker.aclose()
+        assert other_tasks() == set()
+
+    run(main())
+    assert router.nodes == [good.node]
+
+
+def test_a_round_failing_does_not_stop_the_task(backends: Callable[..., Backend]) -> None:
+    backend = backends()
+    calls = 0
+
+    class Broken:
+        def watched_nodes(self) -> dict[str, float]:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise ConnectionError("store unavailable")
+            return {backend.node: 1.0}
+
+        def mark_down(self, node: str, reason: str) -> None:
+            pass
+
+        def mark_up(self, node: str) -> None:
+            pass
+
+    async def main() -> None:
+        async with AsyncHealthChecker(None, membership=Broken(), interval=0.05) as checker:
+            await until(lambda: backend.node in checker.status()
+                        and checker.status()[backend.node].consecutive_successes >= 1)
+
+    run(main())
+    assert calls >= 2
+
+
+def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_aiohttp(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "aiohttp" or name.startswith("aiohttp."):
+            raise ImportError("No module named 'aiohttp'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "aiohttp")
+    monkeypatch.setattr(builtins, "__import__", no_aiohttp)
+    with pytest.raises(ImportError, match=r"pip install 'chash\[async\]'"):
+        AsyncHealthChecker(ConsistentHashRouter())
