@@ -528,6 +528,47 @@ static PyObject *router_get(RouterObject *self, PyObject *key)
     return Py_NewRef(entry->name);
 }
 
+/*
+ * The ring positions of every key of seq, in a PyMem buffer the caller
+ * frees, or NULL with an exception set.  All keys are hashed before the
+ * ring is read, so a batch sees one ring even when a Python hash lets other
+ * threads run; MD5 keys are hashed four at a time.
+ */
+static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
+{
+    uint32_t *hashes = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    if (!hashes) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t i = 0;
+    if (!self->hash_fn) {
+        for (; i + 4 <= n; i += 4) {
+            const void *keys[4];
+            size_t lens[4];
+            for (int l = 0; l < 4; l++) {
+                const char *buf;
+                Py_ssize_t len;
+                if (key_bytes(items[i + l], &buf, &len) < 0) {
+                    PyMem_Free(hashes);
+                    return NULL;
+                }
+                keys[l] = buf;
+                lens[l] = (size_t)len;
+            }
+            chash_scheme_key_hash_x4(&self->scheme, keys, lens, hashes + i);
+        }
+    }
+    for (; i < n; i++) {
+        if (key_hash(self, items[i], &hashes[i]) < 0) {
+            PyMem_Free(hashes);
+            return NULL;
+        }
+    }
+    return hashes;
+}
+
 PyDoc_STRVAR(get_many_doc,
 "get_target_nodes($self, keys, /)\n--\n\n"
 "get_target_node for every key of an iterable, as a list.");
@@ -538,22 +579,16 @@ static PyObject *router_get_many(RouterObject *self, PyObject *keys)
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *result = PyList_New(n);
-    if (!result) {
-        Py_DECREF(seq);
+    uint32_t *hashes = hash_all(self, seq, n);
+    Py_DECREF(seq);
+    if (!hashes)
         return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint32_t hash;
-        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hash) < 0) {
-            Py_DECREF(result);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        NodeEntry *entry = chash_ring_lookup(self->ring, hash);
+    PyObject *result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        NodeEntry *entry = chash_ring_lookup(self->ring, hashes[i]);
         PyList_SET_ITEM(result, i, Py_NewRef(entry ? entry->name : Py_None));
     }
-    Py_DECREF(seq);
+    PyMem_Free(hashes);
     return result;
 }
 
@@ -661,27 +696,6 @@ static PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignore
 PyDoc_STRVAR(distribution_doc,
 "key_distribution($self, keys, /)\n--\n\n"
 "{node: how many of the keys route to it}, every node listed (0 included).");
-
-/*
- * The ring positions of every key of seq, in a PyMem buffer the caller
- * frees, or NULL with an exception set.  Hashing all keys before reading the
- * ring lets a Python hash run without the ring changing under a count.
- */
-static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
-{
-    uint32_t *hashes = PyMem_New(uint32_t, n ? (size_t)n : 1);
-    if (!hashes) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            return NULL;
-        }
-    }
-    return hashes;
-}
 
 static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
 {

@@ -21,6 +21,11 @@
 /* RFC 1321.  Writes the 16-byte digest to out. */
 void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE]);
 
+/* Four MD5 digests at once (out[i] = MD5 of data[i]); several times the
+ * throughput of four chash_md5 calls when every message is <= 55 bytes. */
+void chash_md5_x4(const void *const data[4], const size_t len[4],
+                  uint8_t out[4][CHASH_MD5_DIGEST_SIZE]);
+
 /* FIPS 180-4 SHA-1.  Writes the 20-byte digest to out. */
 void chash_sha1(const void *data, size_t len, uint8_t out[CHASH_SHA1_DIGEST_SIZE]);
 

@@ -133,6 +133,20 @@ uint32_t chash_scheme_key_hash(const chash_scheme *scheme, const void *key, size
     return cut(scheme->layout, digest, size, 0);
 }
 
+void chash_scheme_key_hash_x4(const chash_scheme *scheme, const void *const keys[4],
+                              const size_t lens[4], uint32_t out[4])
+{
+    if (scheme->hash != CHASH_HASH_MD5) {
+        for (int l = 0; l < 4; l++)
+            out[l] = chash_scheme_key_hash(scheme, keys[l], lens[l]);
+        return;
+    }
+    uint8_t digest[4][CHASH_MD5_DIGEST_SIZE];
+    chash_md5_x4(keys, lens, digest);
+    for (int l = 0; l < 4; l++)
+        out[l] = cut(scheme->layout, digest[l], CHASH_MD5_DIGEST_SIZE, 0);
+}
+
 uint32_t chash_scheme_cut_int(uint64_t low_bits) { return (uint32_t)low_bits; }
 
 /* Decimal digits of v, written backwards into the end of buf[20]. */
@@ -166,30 +180,56 @@ size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_l
     return total;
 }
 
+/* Points of the python and node layouts, four virtual keys per MD5 call. */
+static void md5_points_x4(const chash_scheme *scheme, const char *id, size_t id_len,
+                          size_t first, size_t count, uint32_t *out, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+        const void *keys[4];
+        size_t lens[4];
+        for (int l = 0; l < 4; l++) {
+            char *lane = buf + (size_t)l * cap;
+            lens[l] = chash_scheme_vkey(scheme, id, id_len, first + k + (size_t)l, lane, cap);
+            keys[l] = lane;
+        }
+        chash_scheme_key_hash_x4(scheme, keys, lens, out + k);
+    }
+    for (; k < count; k++) {
+        size_t len = chash_scheme_vkey(scheme, id, id_len, first + k, buf, cap);
+        out[k] = chash_scheme_key_hash(scheme, buf, len);
+    }
+}
+
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out)
 {
-    char stack[256];
+    /* Room for four virtual keys: the id, the longest infix, 20 digits. */
+    char stack[4 * 128];
+    size_t cap = id_len + 40;
     char *buf = stack;
-    size_t cap = sizeof stack;
-    if (id_len > cap - 40) {
-        /* Room for the id, the longest infix and 20 digits. */
-        cap = id_len + 40;
-        buf = malloc(cap);
+    if (4 * cap > sizeof stack) {
+        buf = malloc(4 * cap);
         if (!buf)
             return CHASH_ENOMEM;
+    } else {
+        cap = sizeof stack / 4;
     }
-    uint8_t digest[CHASH_MAX_DIGEST];
-    size_t size = 0;
-    for (size_t k = 0; k < count; k++) {
-        size_t index = first + k;
-        size_t group = scheme->layout == CHASH_LAYOUT_KETAMA ? index % KETAMA_POINTS_PER_DIGEST : 0;
-        /* Ketama's four points share one digest: hash only on a new one. */
-        if (group == 0 || k == 0) {
-            size_t len = chash_scheme_vkey(scheme, id, id_len, index, buf, cap);
-            size = chash_digest(scheme->hash, buf, len, 0, digest);
+    if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
+        md5_points_x4(scheme, id, id_len, first, count, out, buf, cap);
+    } else {
+        uint8_t digest[CHASH_MAX_DIGEST];
+        size_t size = 0;
+        for (size_t k = 0; k < count; k++) {
+            size_t index = first + k;
+            size_t group = scheme->layout == CHASH_LAYOUT_KETAMA ? index % KETAMA_POINTS_PER_DIGEST : 0;
+            /* Ketama's four points share one digest: hash only on a new one. */
+            if (group == 0 || k == 0) {
+                size_t len = chash_scheme_vkey(scheme, id, id_len, index, buf, cap);
+                size = chash_digest(scheme->hash, buf, len, 0, digest);
+            }
+            out[k] = cut(scheme->layout, digest, size, group);
         }
-        out[k] = cut(scheme->layout, digest, size, group);
     }
     if (buf != stack)
         free(buf);
