@@ -2,7 +2,7 @@
 
 Each ``Backend`` is a ThreadingHTTPServer on an OS-chosen port whose every
 GET answers according to its current behaviour, which a test may change at
-any time:
+any time (the body names the backend: ``200 from 127.0.0.1:PORT``):
 
 * ``answer(code)``: answer ``code`` (200 by default);
 * ``answer_cycle([200, 500])``: flap, answering the codes in turn;
@@ -34,7 +34,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         code = backend._respond()
         if code is None:
             return
-        body = b"ok\n" if 200 <= code < 300 else b"not ok\n"
+        body = f"{code} from {backend.node}\n".encode()
         try:
             self.send_response(code)
             self.send_header("Content-Type", "text/plain")

@@ -9,10 +9,15 @@ poll for conditions with generous deadlines.
 from __future__ import annotations
 
 import asyncio
+import http.server
 import logging
+import re
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -895,3 +900,67 @@ def test_check_now_threads_are_released_by_stop(backends: Callable[..., Backend]
     checker.stop()
     assert chash_threads() == []
 
+
+# -- the documentation ------------------------------------------------------
+
+
+def docs_examples() -> list[str]:
+    text = (Path(__file__).parent.parent / "docs" / "health.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_documentation_examples_compile() -> None:
+    blocks = docs_examples()
+    assert len(blocks) == 4
+    for i, block in enumerate(blocks):
+        compile(block, f"docs/health.md block {i}", "exec")
+
+
+def test_documentation_sync_gateway(backends: Callable[..., Backend]) -> None:
+    (block,) = [b for b in docs_examples() if "class Gateway" in b]
+    example: dict[str, Any] = {"__name__": "gateway_example"}
+    exec(compile(block, "docs/health.md", "exec"), example)
+    router, checker = example["router"], example["checker"]
+    for node in router.nodes:
+        router.remove_service_node(node)
+    group = [backends() for _ in range(3)]
+    for backend in group:
+        router.add_service_node(backend.node, 1.0)
+    base: type[http.server.BaseHTTPRequestHandler] = example["Gateway"]
+
+    class QuietGateway(base):  # type: ignore[valid-type,misc]
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    gateway = http.server.ThreadingHTTPServer(("127.0.0.1", 0), QuietGateway)
+    thread = threading.Thread(target=gateway.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+
+    def get(user: str) -> tuple[int, str]:
+        request = urllib.request.Request(f"http://127.0.0.1:{gateway.server_port}/profile",
+                                         headers={"X-User-Id": user})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return exc.code, ""
+
+    try:
+        checker.check_now()
+        users = [str(i) for i in range(40)]
+        for user in users:
+            assert get(user) == (200, f"200 from {router.get_target_node(f'user:{user}')}\n")
+        victim = group[0]
+        user = next(u for u in users if router.get_target_node(f"user:{u}") == victim.node)
+        successor = router.get_preference_list(f"user:{user}", 2)[1]
+        victim.stop()
+        assert [get(user)[0] for _ in range(3)] == [502, 502, 502]  # reported: out
+        assert victim.node not in router
+        assert get(user) == (200, f"200 from {successor}\n")
+    finally:
+        gateway.shutdown()
+        gateway.server_close()
+        thread.join()
+        checker.stop()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import re
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,3 +189,50 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(builtins, "__import__", no_aiohttp)
     with pytest.raises(ImportError, match=r"pip install 'chash\[async\]'"):
         AsyncHealthChecker(ConsistentHashRouter())
+
+
+def test_documentation_async_gateway(backends: Callable[..., Backend]) -> None:
+    from aiohttp import ClientSession, web
+
+    text = (Path(__file__).parent.parent / "docs" / "health.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+                if "AsyncHealthChecker(router" in b]
+    example: dict[str, Any] = {"__name__": "async_gateway_example"}
+    exec(compile(block, "docs/health.md", "exec"), example)
+    router = example["router"]
+    for node in router.nodes:
+        router.remove_service_node(node)
+    group = [backends() for _ in range(3)]
+    for backend in group:
+        router.add_service_node(backend.node, 1.0)
+
+    async def main() -> None:
+        runner = web.AppRunner(example["make_app"]())
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with ClientSession() as client:
+                async def get(user: str) -> tuple[int, str]:
+                    async with client.get(f"http://127.0.0.1:{port}/profile",
+                                          headers={"X-User-Id": user}) as response:
+                        return response.status, await response.text()
+
+                users = [str(i) for i in range(40)]
+                for user in users:
+                    owner = router.get_target_node(f"user:{user}")
+                    assert await get(user) == (200, f"200 from {owner}\n")
+                victim = group[0]
+                user = next(u for u in users
+                            if router.get_target_node(f"user:{u}") == victim.node)
+                successor = router.get_preference_list(f"user:{user}", 2)[1]
+                await asyncio.to_thread(victim.stop)
+                assert [(await get(user))[0] for _ in range(3)] == [502, 502, 502]
+                assert victim.node not in router
+                assert await get(user) == (200, f"200 from {successor}\n")
+        finally:
+            await runner.cleanup()
+        assert other_tasks() == set()
+
+    run(main())
