@@ -13,8 +13,10 @@ from chash._chash import (
     MAX_VIRTUAL_NODES,
     ConsistentHashRouter,
 )
+from chash.bounded import BoundedLoadRouter
 
 __all__ = [
+    "BoundedLoadRouter",
     "ConsistentHashRouter",
     "HASHES",
     "LAYOUTS",
