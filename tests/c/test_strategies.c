@@ -1,0 +1,426 @@
+/*
+ * test_strategies.c - the strategies of chash_strategies.h on their own:
+ * jump's published known answers and its monotonicity, rendezvous moving
+ * only the keys it must, Maglev's table shares and disruption, the
+ * bounded-loads guarantee, argument checks, and allocation failures.
+ *
+ * The strategies are included directly so their allocator can be swapped
+ * for one that fails on demand.  Ends with "N passed, M failed"; the exit
+ * status is non-zero when anything failed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long fail_countdown = -1; /* < 0: never fail */
+
+static void *test_malloc(size_t size)
+{
+    if (fail_countdown == 0)
+        return NULL;
+    if (fail_countdown > 0)
+        fail_countdown--;
+    return malloc(size);
+}
+
+#define CHASH_MALLOC test_malloc
+#include "../../csrc/chash_strategies.c"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (cond) {                                                          \
+            passed++;                                                        \
+        } else {                                                             \
+            failed++;                                                        \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
+        }                                                                    \
+    } while (0)
+
+/* xorshift64*: deterministic pseudo-random key hashes. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static uint64_t next_u64(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1Du;
+}
+
+static uint64_t *random_keys(size_t n)
+{
+    uint64_t *keys = malloc(n * sizeof *keys);
+    if (!keys) {
+        printf("out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = next_u64();
+    return keys;
+}
+
+static uint32_t *new_out(size_t n)
+{
+    uint32_t *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) {
+        printf("out of memory\n");
+        exit(2);
+    }
+    return out;
+}
+
+static size_t count_moved(const uint32_t *a, const uint32_t *b, size_t n)
+{
+    size_t moved = 0;
+    for (size_t i = 0; i < n; i++)
+        moved += a[i] != b[i];
+    return moved;
+}
+
+static int popcount64(uint64_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+static void test_mix64(void)
+{
+    CHECK(chash_mix64(0) == 0); /* fmix64 fixes zero */
+    CHECK(chash_mix64(1) != 1);
+    CHECK(chash_mix64(1) != chash_mix64(2));
+    /* One flipped input bit flips about half the output bits. */
+    int bits = 0;
+    for (int b = 0; b < 64; b++)
+        bits += popcount64(chash_mix64(12345) ^ chash_mix64(12345 ^ ((uint64_t)1 << b)));
+    CHECK(bits > 64 * 24 && bits < 64 * 40);
+}
+
+/* Values published by two independent implementations of the paper's
+ * algorithm (Guava's consistentHash tests, ClickHouse's
+ * jumpConsistentHash tests). */
+static void test_jump_known_answers(void)
+{
+    static const struct {
+        uint64_t key;
+        size_t buckets;
+        uint32_t bucket;
+    } cases[] = {
+        {UINT64_C(10863919174838991), 11, 6},
+        {UINT64_C(2016238256797177309), 11, 3},
+        {UINT64_C(1673758223894951030), 11, 5},
+        {UINT64_C(1), 1, 0},
+        {UINT64_C(42), 57, 43},
+        {UINT64_C(256), 1024, 520},
+        {UINT64_C(3735883980), 1, 0},
+        {UINT64_C(3735883980), 666, 361},
+        {UINT64_C(16045690984833335023), 255, 237},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t got = chash_jump(cases[i].key, cases[i].buckets);
+        if (got != cases[i].bucket)
+            printf("  jump(%llu, %zu) = %u, expected %u\n", (unsigned long long)cases[i].key,
+                   cases[i].buckets, got, cases[i].bucket);
+        CHECK(got == cases[i].bucket);
+    }
+}
+
+static void test_jump_properties(void)
+{
+    enum { KEYS = 5000, MAX_N = 300 };
+    uint64_t *keys = random_keys(KEYS);
+    int monotone = 1, in_range = 1;
+    for (size_t i = 0; i < KEYS; i++) {
+        uint32_t prev = chash_jump(keys[i], 1);
+        in_range &= prev == 0;
+        for (size_t n = 2; n <= MAX_N; n++) {
+            uint32_t b = chash_jump(keys[i], n);
+            /* Growing to n buckets moves a key to the new bucket or not at all. */
+            monotone &= b == prev || b == n - 1;
+            in_range &= b < n;
+            prev = b;
+        }
+    }
+    CHECK(monotone);
+    CHECK(in_range);
+    free(keys);
+
+    /* Balance: 200,000 keys over 10 buckets, each within 2% of 20,000
+     * (the binomial standard deviation is 134 keys, 0.7%). */
+    enum { BKEYS = 200000, BUCKETS = 10 };
+    uint64_t *bkeys = random_keys(BKEYS);
+    uint32_t *out = new_out(BKEYS);
+    size_t counts[BUCKETS] = {0};
+    CHECK(chash_jump_assign(bkeys, BKEYS, BUCKETS, out) == CHASH_OK);
+    for (size_t i = 0; i < BKEYS; i++)
+        counts[out[i]]++;
+    for (size_t b = 0; b < BUCKETS; b++)
+        CHECK(counts[b] > 19600 && counts[b] < 20400);
+
+    /* 10 -> 11 buckets moves about 1/11 of the keys, all to bucket 10. */
+    uint32_t *grown = new_out(BKEYS);
+    CHECK(chash_jump_assign(bkeys, BKEYS, BUCKETS + 1, grown) == CHASH_OK);
+    size_t moved = count_moved(out, grown, BKEYS);
+    CHECK(fabs((double)moved / BKEYS - 1.0 / 11) < 0.005);
+    int only_to_new = 1;
+    for (size_t i = 0; i < BKEYS; i++)
+        only_to_new &= out[i] == grown[i] || grown[i] == BUCKETS;
+    CHECK(only_to_new);
+    free(grown);
+    free(out);
+    free(bkeys);
+
+    /* Extremes of the bucket count. */
+    CHECK(chash_jump(99, 0) == 0);
+    CHECK(chash_jump(99, (size_t)CHASH_JUMP_MAX_BUCKETS + 1) == 0);
+    CHECK(chash_jump(UINT64_MAX, CHASH_JUMP_MAX_BUCKETS) < CHASH_JUMP_MAX_BUCKETS);
+    uint32_t one;
+    uint64_t key = 7;
+    CHECK(chash_jump_assign(&key, 1, 0, &one) == CHASH_EINVAL);
+    CHECK(chash_jump_assign(&key, 1, (size_t)CHASH_JUMP_MAX_BUCKETS + 1, &one) == CHASH_EINVAL);
+    CHECK(chash_jump_assign(NULL, 0, 5, NULL) == CHASH_OK);
+}
+
+static void test_modulo(void)
+{
+    uint64_t keys[] = {0, 1, 2, 3, 10, UINT64_MAX};
+    uint32_t out[6];
+    CHECK(chash_modulo_assign(keys, 6, 3, out) == CHASH_OK);
+    CHECK(out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 0 && out[4] == 1);
+    CHECK(out[5] == (uint32_t)(UINT64_MAX % 3));
+    CHECK(chash_modulo_assign(keys, 6, 0, out) == CHASH_EINVAL);
+    CHECK(chash_modulo_assign(keys, 6, (size_t)UINT32_MAX + 1, out) == CHASH_EINVAL);
+}
+
+static void test_rendezvous(void)
+{
+    enum { KEYS = 50000, NODES = 12 };
+    uint64_t *keys = random_keys(KEYS);
+    uint64_t nodes[NODES + 1];
+    for (size_t k = 0; k < NODES + 1; k++)
+        nodes[k] = next_u64();
+    uint32_t *before = new_out(KEYS), *after = new_out(KEYS);
+    CHECK(chash_rendezvous_assign(keys, KEYS, nodes, NODES, before) == CHASH_OK);
+
+    /* Adding node 12 moves keys only onto it, about 1/13 of them. */
+    CHECK(chash_rendezvous_assign(keys, KEYS, nodes, NODES + 1, after) == CHASH_OK);
+    int only_to_new = 1;
+    for (size_t i = 0; i < KEYS; i++)
+        only_to_new &= before[i] == after[i] || after[i] == NODES;
+    CHECK(only_to_new);
+    CHECK(fabs((double)count_moved(before, after, KEYS) / KEYS - 1.0 / 13) < 0.01);
+
+    /* Removing node 5 (the others listed in order) moves exactly its keys. */
+    uint64_t fewer[NODES - 1];
+    uint32_t label[NODES - 1];
+    for (size_t k = 0, j = 0; k < NODES; k++)
+        if (k != 5) {
+            fewer[j] = nodes[k];
+            label[j++] = (uint32_t)k;
+        }
+    CHECK(chash_rendezvous_assign(keys, KEYS, fewer, NODES - 1, after) == CHASH_OK);
+    int exact = 1;
+    for (size_t i = 0; i < KEYS; i++)
+        exact &= (before[i] == 5) == (label[after[i]] != before[i]);
+    CHECK(exact);
+
+    /* Listing order does not matter: reversed, the same node hash wins. */
+    uint64_t reversed[NODES];
+    for (size_t k = 0; k < NODES; k++)
+        reversed[k] = nodes[NODES - 1 - k];
+    CHECK(chash_rendezvous_assign(keys, KEYS, reversed, NODES, after) == CHASH_OK);
+    int same = 1;
+    for (size_t i = 0; i < KEYS; i++)
+        same &= reversed[after[i]] == nodes[before[i]];
+    CHECK(same);
+
+    /* Equal node hashes: the smaller index wins every key. */
+    uint64_t twins[2] = {42, 42};
+    CHECK(chash_rendezvous_assign(keys, 100, twins, 2, after) == CHASH_OK);
+    int first = 1;
+    for (size_t i = 0; i < 100; i++)
+        first &= after[i] == 0;
+    CHECK(first);
+
+    CHECK(chash_rendezvous_assign(keys, KEYS, nodes, 0, after) == CHASH_EINVAL);
+    free(before);
+    free(after);
+    free(keys);
+}
+
+static void test_is_prime(void)
+{
+    CHECK(!chash_is_prime(0) && !chash_is_prime(1) && chash_is_prime(2) && chash_is_prime(3));
+    CHECK(!chash_is_prime(4) && !chash_is_prime(9) && !chash_is_prime(65536));
+    CHECK(chash_is_prime(65537) && chash_is_prime(251) && chash_is_prime(2147483647));
+    CHECK(!chash_is_prime((size_t)65537 * 65537));
+}
+
+static void test_maglev(void)
+{
+    enum { NODES = 20 };
+    const size_t m = CHASH_MAGLEV_DEFAULT_TABLE;
+    uint64_t nodes[NODES];
+    for (size_t k = 0; k < NODES; k++)
+        nodes[k] = next_u64();
+    uint32_t *table = new_out(m), *smaller = new_out(m);
+    CHECK(chash_maglev_build(nodes, NODES, table, m) == CHASH_OK);
+    size_t counts[NODES] = {0};
+    int in_range = 1;
+    for (size_t e = 0; e < m; e++) {
+        in_range &= table[e] < NODES;
+        if (table[e] < NODES)
+            counts[table[e]]++;
+    }
+    CHECK(in_range);
+    /* Round-robin filling: every node holds floor(M/n) or ceil(M/n) entries. */
+    for (size_t k = 0; k < NODES; k++)
+        CHECK(counts[k] == m / NODES || counts[k] == m / NODES + 1);
+
+    /* Node 7 fails: its entries change hands, and only a few others do. */
+    uint64_t fewer[NODES - 1];
+    uint32_t label[NODES - 1];
+    for (size_t k = 0, j = 0; k < NODES; k++)
+        if (k != 7) {
+            fewer[j] = nodes[k];
+            label[j++] = (uint32_t)k;
+        }
+    CHECK(chash_maglev_build(fewer, NODES - 1, smaller, m) == CHASH_OK);
+    size_t lost = 0, disturbed = 0;
+    for (size_t e = 0; e < m; e++) {
+        if (table[e] == 7)
+            lost++;
+        else if (label[smaller[e]] != table[e])
+            disturbed++;
+    }
+    CHECK(lost == counts[7]);
+    CHECK((double)disturbed / (double)m < 0.01); /* about 0.3% */
+
+    /* The smallest tables, and the lookup. */
+    uint32_t tiny[3];
+    CHECK(chash_maglev_build(nodes, 1, tiny, 2) == CHASH_OK && tiny[0] == 0 && tiny[1] == 0);
+    CHECK(chash_maglev_build(nodes, 3, tiny, 3) == CHASH_OK);
+    CHECK(tiny[0] != tiny[1] && tiny[1] != tiny[2] && tiny[0] != tiny[2]);
+    uint64_t keys[4] = {0, 1, 2, 5};
+    uint32_t out[4];
+    CHECK(chash_table_assign(keys, 4, tiny, 3, out) == CHASH_OK);
+    CHECK(out[0] == tiny[0] && out[1] == tiny[1] && out[2] == tiny[2] && out[3] == tiny[2]);
+    CHECK(chash_table_assign(keys, 4, tiny, 0, out) == CHASH_EINVAL);
+
+    /* Bad arguments: no nodes, a table that is not prime, too small, too big. */
+    CHECK(chash_maglev_build(nodes, 0, table, m) == CHASH_EINVAL);
+    CHECK(chash_maglev_build(nodes, NODES, table, 65536) == CHASH_EINVAL);
+    CHECK(chash_maglev_build(nodes, NODES, table, 1) == CHASH_EINVAL);
+    CHECK(chash_maglev_build(nodes, NODES, table, 19) == CHASH_EINVAL);
+    CHECK(chash_maglev_build(nodes, 3, tiny, 2) == CHASH_EINVAL);
+    CHECK(chash_maglev_build(nodes, NODES, table, 1073741827) == CHASH_EINVAL);
+
+    fail_countdown = 0;
+    CHECK(chash_maglev_build(nodes, NODES, table, m) == CHASH_ENOMEM);
+    fail_countdown = -1;
+    free(table);
+    free(smaller);
+}
+
+/* A ring of npoints random points over nnodes nodes, each owning some. */
+static void random_ring(uint32_t *points, uint32_t *owners, size_t npoints, size_t nnodes)
+{
+    for (size_t i = 0; i < npoints; i++)
+        points[i] = (uint32_t)(next_u64() >> 32);
+    /* Insertion sort keeps the test free of qsort's comparator casts. */
+    for (size_t i = 1; i < npoints; i++) {
+        uint32_t v = points[i];
+        size_t j = i;
+        for (; j > 0 && points[j - 1] > v; j--)
+            points[j] = points[j - 1];
+        points[j] = v;
+    }
+    for (size_t i = 0; i < npoints; i++)
+        owners[i] = (uint32_t)(i % nnodes);
+}
+
+static void test_bounded(void)
+{
+    enum { KEYS = 60000, NODES = 7, POINTS = NODES * 40 };
+    uint32_t points[POINTS], owners[POINTS];
+    random_ring(points, owners, POINTS, NODES);
+    uint64_t *keys = random_keys(KEYS);
+    uint32_t *out = new_out(KEYS), *plain = new_out(KEYS);
+
+    /* With a huge balance every key stays on its successor (the plain ring). */
+    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 1e300, keys, KEYS, out) == CHASH_OK);
+    int ring = 1;
+    for (size_t i = 0; i < KEYS; i++)
+        ring &= out[i] == owners[successor(points, POINTS, (uint32_t)keys[i])];
+    CHECK(ring);
+    memcpy(plain, out, KEYS * sizeof *out);
+
+    /* The guarantee: no node above ceil(c * keys / n), at every prefix too. */
+    const double factors[] = {1.0, 1.05, 1.25, 2.0};
+    size_t diverted[4];
+    for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++) {
+        CHECK(chash_bounded_assign(points, owners, POINTS, NODES, factors[f], keys, KEYS, out)
+              == CHASH_OK);
+        size_t load[NODES] = {0};
+        int bounded = 1;
+        for (size_t m = 0; m < KEYS; m++) {
+            load[out[m]]++;
+            bounded &= (double)load[out[m]] <= ceil(factors[f] * (double)(m + 1) / NODES);
+        }
+        CHECK(bounded);
+        diverted[f] = count_moved(out, plain, KEYS);
+    }
+    /* A tighter bound diverts more keys from their successor. */
+    CHECK(diverted[0] > diverted[2] && diverted[2] > diverted[3]);
+
+    /* Ties on the ring: equal points keep their order, the first one is
+     * the successor. */
+    uint32_t tie_points[3] = {100, 100, 200}, tie_owners[3] = {1, 0, 0};
+    uint64_t tie_key = 50;
+    uint32_t tie_out;
+    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(tie_out == 1);
+    /* Wrapping: a key past the last point goes to the first. */
+    tie_key = 201;
+    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(tie_out == 1);
+    /* Only the low 32 bits of a key hash are its ring position. */
+    tie_key = ((uint64_t)1 << 40) | 150;
+    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(tie_out == 0);
+
+    /* Bad arguments. */
+    uint32_t unsorted[3] = {5, 3, 9}, bad_owner[3] = {0, 2, 1};
+    CHECK(chash_bounded_assign(points, owners, 0, NODES, 1.25, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(points, owners, POINTS, 0, 1.25, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(unsorted, tie_owners, 3, 2, 1.25, keys, 1, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(tie_points, bad_owner, 3, 2, 1.25, keys, 1, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 3, 1.25, keys, 1, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 0.99, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, NAN, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, INFINITY, keys, KEYS, out) == CHASH_EINVAL);
+
+    fail_countdown = 0;
+    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 1.25, keys, KEYS, out) == CHASH_ENOMEM);
+    fail_countdown = -1;
+    free(keys);
+    free(out);
+    free(plain);
+}
+
+int main(void)
+{
+    test_mix64();
+    test_jump_known_answers();
+    test_jump_properties();
+    test_modulo();
+    test_rendezvous();
+    test_is_prime();
+    test_maglev();
+    test_bounded();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
