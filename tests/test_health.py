@@ -379,13 +379,13 @@ def test_hanging_backend_times_out_without_holding_up_the_others(
     hung = [backends().hang(), backends().hang()]
     fine = backends()
     router = ring_of([*hung, fine])
-    # One probe at a time: the healthy node is probed after both hung ones
-    # and still gets its full timeout.
-    driver = make_driver(router, timeout=0.3, fall=1, rise=1, panic_threshold=0.0,
-                         max_concurrency=1)
+    # Two probes at a time: the healthy node is probed once the hung ones
+    # have timed out, and still gets its full timeout.
+    driver = make_driver(router, timeout=1.0, fall=1, rise=1, panic_threshold=0.0,
+                         max_concurrency=2)
     driver.round()
     status = driver.checker.status()
-    assert [status[b.node].last_error for b in hung] == ["timed out after 0.3s"] * 2
+    assert [status[b.node].last_error for b in hung] == ["timed out after 1s"] * 2
     assert status[fine.node].state is UP
     assert router.nodes == [fine.node]
 
