@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_chash_strategies.h"
 #include "chash.h"
 #include "chash_scheme.h"
 
@@ -1168,6 +1169,8 @@ static int module_exec(PyObject *module)
         || PyModule_AddIntConstant(module, "MAX_NODE_POINTS", (long)CHASH_MAX_NODE_POINTS) < 0
         || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
         || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, chash_strategy_methods) < 0)
         return -1;
     return 0;
 }
