@@ -1,0 +1,185 @@
+"""``chash route``: where keys go on a given ring, with their preference lists.
+
+The nodes come from ``--nodes a,b,c``, from ``--nodes-file FILE``, or from
+standard input (``--nodes -``); a file holds node names separated by new
+lines or commas, with ``#`` comments.  The ring is built exactly as a
+router with the same options would build it, so the answer is the one a
+gateway using those options gives.
+
+Also holds the argument helpers the other ring-building subcommands share.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
+
+__all__ = ["add_ring_arguments", "build_router", "parse_node_list", "positive_int", "register",
+           "run", "weight_arg"]
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def _vnodes(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_VIRTUAL_NODES:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_VIRTUAL_NODES:,}, not {value:,}")
+    return value
+
+
+def weight_arg(text: str) -> tuple[str, float]:
+    """An ``argparse`` type: ``NODE=WEIGHT`` with a positive, finite weight."""
+    node, sep, weight = text.rpartition("=")
+    node = node.strip()
+    if not sep or not node:
+        raise argparse.ArgumentTypeError(f"expected NODE=WEIGHT, not {text!r}")
+    try:
+        value = float(weight)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"in {text!r}: the weight is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"in {text!r}: the weight must be positive")
+    return node, value
+
+
+def parse_node_list(lines: Iterable[str]) -> list[str]:
+    """Node names from lines of text: split on commas, ``#`` starts a
+    comment, blanks ignored.  ValueError on a duplicate."""
+    nodes: list[str] = []
+    seen: set[str] = set()
+    for line in lines:
+        for item in line.split("#", 1)[0].split(","):
+            node = item.strip()
+            if not node:
+                continue
+            if node in seen:
+                raise ValueError(f"node {node!r} is listed twice")
+            seen.add(node)
+            nodes.append(node)
+    return nodes
+
+
+def add_ring_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--vnodes``, ``--hash``, ``--layout`` and ``--weight``."""
+    parser.add_argument("--vnodes", type=_vnodes, default=None, metavar="N",
+                        help="virtual nodes per node of weight 1 "
+                             "(default: the layout's, 100 for python)")
+    parser.add_argument("--hash", choices=HASHES, default="md5",
+                        help="hash function (default md5)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="python",
+                        help="how virtual nodes are named and placed (default python)")
+    parser.add_argument("--weight", type=weight_arg, action="append", default=[],
+                        metavar="NODE=WEIGHT",
+                        help="give NODE this weight (default 1); repeatable")
+
+
+def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 nodes: list[str]) -> ConsistentHashRouter:
+    """The ring the arguments describe; ``parser.error`` (exit 2) if they do
+    not make one."""
+    weights = dict(args.weight)
+    unknown = sorted(set(weights) - set(nodes))
+    if unknown:
+        parser.error(f"--weight names unknown node(s): {', '.join(unknown)}")
+    try:
+        router = ConsistentHashRouter(args.vnodes, hash=args.hash, layout=args.layout)
+        for node in nodes:
+            router.add_service_node(node, weights.get(node, 1.0))
+    except (ValueError, OverflowError, MemoryError) as exc:
+        parser.error(f"cannot build the ring: {exc}")
+    return router
+
+
+def _read_nodes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    source = args.nodes_file if args.nodes_file is not None else args.nodes
+    try:
+        if args.nodes == "-" or args.nodes_file == "-":
+            nodes = parse_node_list(sys.stdin)
+        elif args.nodes_file is not None:
+            try:
+                with open(args.nodes_file, encoding="utf-8") as stream:
+                    nodes = parse_node_list(stream)
+            except (OSError, UnicodeDecodeError) as exc:
+                parser.error(f"cannot read nodes file {args.nodes_file!r}: "
+                             f"{getattr(exc, 'strerror', None) or exc}")
+        else:
+            nodes = parse_node_list([args.nodes])
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not nodes:
+        parser.error(f"no nodes in {'standard input' if source == '-' else repr(source)}")
+    return nodes
+
+
+def route(router: ConsistentHashRouter, keys: Iterable[str], n: int) -> list[dict[str, Any]]:
+    """For each key: its ring point, owner and preference list of ``n``."""
+    return [{
+        "key": key,
+        "point": router._calculate_hash(key),
+        "owner": router.get_target_node(key),
+        "preference": router.get_preference_list(key, n),
+    } for key in keys]
+
+
+def render(router: ConsistentHashRouter, answers: list[dict[str, Any]]) -> str:
+    """The answers as short readable blocks."""
+    ring = (f"{len(router)} nodes, {router.virtual_node_count} virtual nodes per weight 1, "
+            f"{router.hash} hash, {router.layout} layout")
+    blocks = []
+    for answer in answers:
+        preference = "  ".join(f"{i}. {node}" for i, node in enumerate(answer["preference"], 1))
+        blocks.append("\n".join([
+            f"key         {answer['key']}",
+            f"ring point  {answer['point']:,} of 2**32 ({ring})",
+            f"owner       {answer['owner']}",
+            f"preference  {preference}",
+        ]))
+    return "\n\n".join(blocks)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``chash route``."""
+    parser: argparse.ArgumentParser = args.route_parser
+    nodes = _read_nodes(parser, args)
+    router = build_router(parser, args, nodes)
+    answers = route(router, args.keys, args.n)
+    if args.json:
+        print(json.dumps(answers, indent=2))
+    else:
+        print(render(router, answers))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``route`` to the ``chash`` command."""
+    parser = subparsers.add_parser(
+        "route", help="where keys go on a ring, with their preference lists",
+        description="Print the owner and preference list of each KEY on the ring "
+                    "made of the given nodes.")
+    parser.add_argument("keys", nargs="+", metavar="KEY", help="the key(s) to route")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--nodes", metavar="A,B,C",
+                        help="comma-separated node names, or - to read them from stdin")
+    source.add_argument("--nodes-file", metavar="FILE",
+                        help="a file of node names, one a line (or comma-separated; "
+                             "# comments); - for stdin")
+    add_ring_arguments(parser)
+    parser.add_argument("-n", type=positive_int, default=3, metavar="N",
+                        help="length of the preference list (default 3)")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON list, one object per key")
+    parser.set_defaults(func=run, route_parser=parser)
