@@ -7,12 +7,15 @@
  * per four points) narrows every search to a handful of points, so lookup
  * cost stays flat as the ring grows.
  *
- * Mutations that add points build the new arrays first and swap them in only
- * once nothing can fail any more; mutations that only remove points compact
- * in place and never allocate.  Either way a failed call changes nothing.
+ * Adding points first grows the arrays to their exact new size (realloc:
+ * large blocks are remapped, not copied) and every other buffer the call
+ * needs; only then, when nothing can fail any more, are the new points
+ * merged in from the back and the bucket index shifted.  Removing points
+ * compacts in place and never allocates.  Either way a failed call leaves
+ * the ring as it was (at most with more room).
  *
- * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_FREE),
- * which the C tests use to make allocations fail on purpose.
+ * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_REALLOC,
+ * CHASH_FREE), which the C tests use to make allocations fail on purpose.
  */
 #include "chash.h"
 
@@ -24,6 +27,9 @@
 #endif
 #ifndef CHASH_FREE
 #define CHASH_FREE free
+#endif
+#ifndef CHASH_REALLOC
+#define CHASH_REALLOC realloc
 #endif
 
 typedef struct chash_node {
@@ -37,6 +43,7 @@ struct chash_ring {
     uint32_t *value;     /* npoints point values, sorted */
     uint32_t *owner;     /* npoints node indices, parallel to value */
     size_t npoints;
+    size_t point_cap;    /* entries allocated in value and owner */
     uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into value */
     size_t bucket_cap;   /* entries allocated in bucket */
     unsigned bucket_bits;
@@ -77,17 +84,29 @@ static size_t bucket_of(uint32_t value, unsigned bits)
     return (size_t)((uint64_t)value >> (32u - bits));
 }
 
-/* bucket[b] = first index whose value's top bits are >= b; bucket[nb] = n. */
+/* bucket[b] = first index whose value's top bits are >= b; bucket[nb] = n.
+ * Counted, then summed: no data-dependent branch per bucket. */
 static void build_buckets(uint32_t *bucket, unsigned bits, const uint32_t *value, size_t n)
 {
     size_t nb = (size_t)1 << bits;
-    size_t i = 0;
-    for (size_t b = 0; b < nb; b++) {
-        while (i < n && bucket_of(value[i], bits) < b)
-            i++;
-        bucket[b] = (uint32_t)i;
+    memset(bucket, 0, (nb + 1) * sizeof *bucket);
+    for (size_t i = 0; i < n; i++)
+        bucket[bucket_of(value[i], bits) + 1]++;
+    for (size_t b = 1; b <= nb; b++)
+        bucket[b] += bucket[b - 1];
+}
+
+/* After sorted points add[0..n) were merged in: each bucket starts later by
+ * the number of added points in the buckets before it. */
+static void shift_buckets_up(uint32_t *bucket, unsigned bits, const uint32_t *add, size_t n)
+{
+    size_t nb = (size_t)1 << bits;
+    size_t j = 0;
+    for (size_t b = 0; b <= nb; b++) {
+        while (j < n && bucket_of(add[j], bits) < b)
+            j++;
+        bucket[b] += (uint32_t)j;
     }
-    bucket[nb] = (uint32_t)n;
 }
 
 /* Byte-wise order of ids; a proper prefix sorts first. */
@@ -141,7 +160,7 @@ size_t chash_ring_point_count(const chash_ring *ring) { return ring->npoints; }
 size_t chash_ring_memory(const chash_ring *ring)
 {
     size_t bytes = sizeof *ring
-        + ring->npoints * (sizeof *ring->value + sizeof *ring->owner)
+        + ring->point_cap * (sizeof *ring->value + sizeof *ring->owner)
         + ring->bucket_cap * sizeof *ring->bucket
         + ring->node_cap * sizeof *ring->nodes;
     for (size_t i = 0; i < ring->nnodes; i++)
@@ -187,59 +206,76 @@ static int reserve_buckets(const chash_ring *ring, size_t n, uint32_t **fresh)
     return *fresh ? CHASH_OK : CHASH_ENOMEM;
 }
 
-static void install_buckets(chash_ring *ring, uint32_t *fresh)
+/* Points arrays big enough for total points.  On failure the ring is the
+ * same ring, perhaps with one array larger: harmless. */
+static int reserve_points(chash_ring *ring, size_t total)
 {
+    if (total <= ring->point_cap)
+        return CHASH_OK;
+    uint32_t *value = CHASH_REALLOC(ring->value, total * sizeof *value);
+    if (!value)
+        return CHASH_ENOMEM;
+    ring->value = value;
+    uint32_t *owner = CHASH_REALLOC(ring->owner, total * sizeof *owner);
+    if (!owner)
+        return CHASH_ENOMEM;
+    ring->owner = owner;
+    ring->point_cap = total;
+    return CHASH_OK;
+}
+
+/* Installs the index for the current points: shifted in place when its size
+ * stays, else rebuilt (into fresh when the caller had to allocate one). */
+static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *add, size_t n)
+{
+    unsigned bits = bucket_bits_for(ring->npoints);
     if (fresh) {
         CHASH_FREE(ring->bucket);
         ring->bucket = fresh;
-        ring->bucket_cap = ((size_t)1 << bucket_bits_for(ring->npoints)) + 1;
+        ring->bucket_cap = ((size_t)1 << bits) + 1;
     }
-    ring->bucket_bits = bucket_bits_for(ring->npoints);
-    build_buckets(ring->bucket, ring->bucket_bits, ring->value, ring->npoints);
+    if (bits == ring->bucket_bits && add && !fresh) {
+        shift_buckets_up(ring->bucket, bits, add, n);
+        return;
+    }
+    ring->bucket_bits = bits;
+    build_buckets(ring->bucket, bits, ring->value, ring->npoints);
 }
 
 /*
- * Merges the sorted points add[0..n) owned by node k into the ring, building
- * new arrays; swaps them in only when every allocation has succeeded.
- * The caller has already registered node k (so owner_before can read it).
+ * Merges the sorted points add[0..n) owned by node k into the ring from the
+ * back, in place: the arrays must already hold room for them (no failure is
+ * possible here).  Node k must be registered (owner_before reads its id).
  */
-static int merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n)
+static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n, uint32_t *fresh)
 {
-    size_t total = ring->npoints + n;
-    uint32_t *value = CHASH_MALLOC(total * sizeof *value);
-    uint32_t *owner = CHASH_MALLOC(total * sizeof *owner);
-    uint32_t *fresh_bucket = NULL;
-    if (!value || !owner || reserve_buckets(ring, total, &fresh_bucket) != CHASH_OK) {
-        CHASH_FREE(value);
-        CHASH_FREE(owner);
-        return CHASH_ENOMEM;
-    }
-    size_t i = 0, j = 0, out = 0;
-    while (i < ring->npoints && j < n) {
-        uint32_t v = ring->value[i];
-        if (v < add[j] || (v == add[j] && owner_before(ring, ring->owner[i], k))) {
-            value[out] = v;
-            owner[out++] = ring->owner[i++];
+    uint32_t *value = ring->value, *owner = ring->owner;
+    size_t i = ring->npoints, j = n, out = ring->npoints + n;
+    while (j > 0) {
+        if (i > 0 && (value[i - 1] > add[j - 1]
+                      || (value[i - 1] == add[j - 1] && owner_before(ring, k, owner[i - 1])))) {
+            out--;
+            i--;
+            value[out] = value[i];
+            owner[out] = owner[i];
         } else {
-            value[out] = add[j++];
-            owner[out++] = (uint32_t)k;
+            out--;
+            j--;
+            value[out] = add[j];
+            owner[out] = (uint32_t)k;
         }
     }
-    for (; i < ring->npoints; i++, out++) {
-        value[out] = ring->value[i];
-        owner[out] = ring->owner[i];
-    }
-    for (; j < n; j++, out++) {
-        value[out] = add[j];
-        owner[out] = (uint32_t)k;
-    }
-    CHASH_FREE(ring->value);
-    CHASH_FREE(ring->owner);
-    ring->value = value;
-    ring->owner = owner;
-    ring->npoints = total;
-    install_buckets(ring, fresh_bucket);
-    return CHASH_OK;
+    ring->npoints += n;
+    update_buckets(ring, fresh, add, n);
+}
+
+/* Everything merge_points needs for n more points; 0 or CHASH_ENOMEM. */
+static int reserve_merge(chash_ring *ring, size_t n, uint32_t **fresh)
+{
+    int status = reserve_points(ring, ring->npoints + n);
+    if (status == CHASH_OK)
+        status = reserve_buckets(ring, ring->npoints + n, fresh);
+    return status;
 }
 
 /* A sorted private copy of points, or NULL when out of memory. */
@@ -290,7 +326,8 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     }
     char *copy = CHASH_MALLOC(id_len + 1);
     uint32_t *sorted = sorted_copy(points, npoints);
-    if (!copy || !sorted) {
+    uint32_t *fresh = NULL;
+    if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
         CHASH_FREE(copy);
         CHASH_FREE(sorted);
         return CHASH_ENOMEM;
@@ -302,13 +339,9 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     size_t k = ring->nnodes;
     ring->nodes[k] = (chash_node){copy, id_len, data, npoints};
     ring->nnodes++;
-    status = merge_points(ring, k, sorted, npoints);
+    merge_points(ring, k, sorted, npoints, fresh);
     CHASH_FREE(sorted);
-    if (status != CHASH_OK) {
-        ring->nnodes--;
-        CHASH_FREE(copy);
-    }
-    return status;
+    return CHASH_OK;
 }
 
 int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
@@ -322,13 +355,15 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
     if (status != CHASH_OK)
         return status;
     uint32_t *sorted = sorted_copy(points, npoints);
-    if (!sorted)
+    uint32_t *fresh = NULL;
+    if (!sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
+        CHASH_FREE(sorted);
         return CHASH_ENOMEM;
-    status = merge_points(ring, (size_t)k, sorted, npoints);
+    }
+    merge_points(ring, (size_t)k, sorted, npoints, fresh);
+    node->npoints += npoints;
     CHASH_FREE(sorted);
-    if (status == CHASH_OK)
-        node->npoints += npoints;
-    return status;
+    return CHASH_OK;
 }
 
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
@@ -375,7 +410,7 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     CHASH_FREE(drop);
     ring->npoints = out;
     ring->nodes[k].npoints -= npoints;
-    install_buckets(ring, NULL);
+    update_buckets(ring, NULL, NULL, 0);
     return CHASH_OK;
 }
 
@@ -385,23 +420,44 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
     if (found < 0)
         return CHASH_ENOENT;
     size_t k = (size_t)found;
-    /* Drop k's points and renumber the owners after it: nodes stay dense
-     * and in insertion order. */
-    size_t out = 0;
-    for (size_t i = 0; i < ring->npoints; i++) {
-        uint32_t o = ring->owner[i];
-        if (o == k)
+    unsigned bits = ring->bucket_bits;
+    int same_index = bucket_bits_for(ring->npoints - ring->nodes[k].npoints) == bits;
+    /* Compact; at each dropped point, the buckets up to its own start one
+     * point earlier from then on (runs of buckets, not a branch per bucket). */
+    uint32_t *value = ring->value, *owner = ring->owner, *bucket = ring->bucket;
+    size_t out = 0, n = ring->npoints, b = 0;
+    uint32_t dropped = 0;
+    while (out < n && owner[out] != k)
+        out++;
+    for (size_t i = out; i < n; i++) {
+        if (owner[i] == k) {
+            if (same_index) {
+                size_t here = bucket_of(value[i], bits);
+                for (; b <= here; b++)
+                    bucket[b] -= dropped;
+            }
+            dropped++;
             continue;
-        ring->value[out] = ring->value[i];
-        ring->owner[out++] = o > k ? o - 1 : o;
+        }
+        value[out] = value[i];
+        owner[out++] = owner[i];
     }
     ring->npoints = out;
+    if (same_index)
+        for (; b <= ((size_t)1 << bits); b++)
+            bucket[b] -= dropped;
+    else
+        update_buckets(ring, NULL, NULL, 0);
+    /* Owners after k move down one, in a branch-free pass: nodes stay dense
+     * and in insertion order. */
+    uint32_t limit = (uint32_t)k;
+    for (size_t i = 0; i < out; i++)
+        owner[i] -= owner[i] > limit;
     if (data_out)
         *data_out = ring->nodes[k].data;
     CHASH_FREE(ring->nodes[k].id);
     memmove(&ring->nodes[k], &ring->nodes[k + 1], (ring->nnodes - k - 1) * sizeof *ring->nodes);
     ring->nnodes--;
-    install_buckets(ring, NULL);
     return CHASH_OK;
 }
 
@@ -486,7 +542,7 @@ int chash_ring_check(const chash_ring *ring)
             if (compare_ids(node->id, node->id_len, ring->nodes[m].id, ring->nodes[m].id_len) == 0)
                 status = CHASH_ECORRUPT;
     }
-    if (declared != ring->npoints || ring->nnodes > ring->node_cap)
+    if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
         if (ring->owner[i] >= ring->nnodes) {

@@ -21,7 +21,17 @@ static void *test_malloc(size_t size)
     return malloc(size);
 }
 
+static void *test_realloc(void *p, size_t size)
+{
+    if (fail_countdown == 0)
+        return NULL;
+    if (fail_countdown > 0)
+        fail_countdown--;
+    return realloc(p, size);
+}
+
 #define CHASH_MALLOC test_malloc
+#define CHASH_REALLOC test_realloc
 #include "../../csrc/chash_ring.c"
 
 static int passed, failed;
