@@ -87,6 +87,22 @@ size_t chash_ring_memory(const chash_ring *ring);
 int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
                    const uint32_t *points, size_t npoints);
 
+/* One node of a chash_ring_add_many() call. */
+typedef struct chash_node_spec {
+    const char *id;
+    size_t id_len;
+    void *data;
+    const uint32_t *points; /* any order, duplicates allowed */
+    size_t npoints;
+} chash_node_spec;
+
+/*
+ * Adds count nodes at once, in the given order: one sort and one merge
+ * instead of count of each, for building a ring.  The same errors as
+ * chash_ring_add (CHASH_EEXIST also for an id given twice); all-or-nothing.
+ */
+int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t count);
+
 /*
  * Removes a node and all its points; *data_out (if not NULL) receives the
  * node's data so the caller can release it.  Cannot fail but for

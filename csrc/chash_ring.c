@@ -247,13 +247,15 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *ad
  * back, in place: the arrays must already hold room for them (no failure is
  * possible here).  Node k must be registered (owner_before reads its id).
  */
-static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n, uint32_t *fresh)
+static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *add_owner,
+                         size_t k, size_t n)
 {
     uint32_t *value = ring->value, *owner = ring->owner;
     size_t i = ring->npoints, j = n, out = ring->npoints + n;
     while (j > 0) {
+        size_t o = add_owner ? add_owner[j - 1] : k;
         if (i > 0 && (value[i - 1] > add[j - 1]
-                      || (value[i - 1] == add[j - 1] && owner_before(ring, k, owner[i - 1])))) {
+                      || (value[i - 1] == add[j - 1] && owner_before(ring, o, owner[i - 1])))) {
             out--;
             i--;
             value[out] = value[i];
@@ -262,10 +264,15 @@ static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t
             out--;
             j--;
             value[out] = add[j];
-            owner[out] = (uint32_t)k;
+            owner[out] = (uint32_t)o;
         }
     }
     ring->npoints += n;
+}
+
+static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n, uint32_t *fresh)
+{
+    merge_sorted(ring, add, NULL, k, n);
     update_buckets(ring, fresh, add, n);
 }
 
@@ -341,6 +348,145 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     ring->nnodes++;
     merge_points(ring, k, sorted, npoints, fresh);
     CHASH_FREE(sorted);
+    return CHASH_OK;
+}
+
+/* Room for count more nodes; harmless on failure (same nodes, more room). */
+static int reserve_nodes(chash_ring *ring, size_t count)
+{
+    if (ring->nnodes + count <= ring->node_cap)
+        return CHASH_OK;
+    size_t cap = ring->node_cap ? ring->node_cap : 8;
+    while (cap < ring->nnodes + count)
+        cap *= 2;
+    chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
+    if (!nodes)
+        return CHASH_ENOMEM;
+    if (ring->nnodes)
+        memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
+    CHASH_FREE(ring->nodes);
+    ring->nodes = nodes;
+    ring->node_cap = cap;
+    return CHASH_OK;
+}
+
+#define RADIX_BUCKETS 65537
+
+/* Stable LSD radix sort of (value, owner) by value, 16 bits a pass; the
+ * result ends in v/o (tv/to are scratch of the same size, count has
+ * RADIX_BUCKETS entries). */
+static void radix_sort_pairs(uint32_t *v, uint32_t *o, uint32_t *tv, uint32_t *to, size_t n,
+                             size_t *count)
+{
+    for (unsigned shift = 0; shift < 32; shift += 16) {
+        memset(count, 0, 65537 * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[((v[i] >> shift) & 0xFFFFu) + 1]++;
+        for (size_t d = 1; d <= 65536; d++)
+            count[d] += count[d - 1];
+        for (size_t i = 0; i < n; i++) {
+            size_t at = count[(v[i] >> shift) & 0xFFFFu]++;
+            tv[at] = v[i];
+            to[at] = o[i];
+        }
+        uint32_t *swap = v;
+        v = tv;
+        tv = swap;
+        swap = o;
+        o = to;
+        to = swap;
+    }
+    /* Two passes: the sorted data is back in the caller's v and o. */
+}
+
+static int compare_spec_ids(const void *pa, const void *pb)
+{
+    const chash_node_spec *a = *(const chash_node_spec *const *)pa;
+    const chash_node_spec *b = *(const chash_node_spec *const *)pb;
+    return compare_ids(a->id, a->id_len, b->id, b->id_len);
+}
+
+int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t count)
+{
+    size_t total = 0;
+    for (size_t s = 0; s < count; s++) {
+        int status = check_growth(ring, 0, nodes[s].npoints);
+        if (status != CHASH_OK)
+            return status;
+        if (!nodes[s].id && nodes[s].id_len)
+            return CHASH_EINVAL;
+        if (chash_ring_find(ring, nodes[s].id, nodes[s].id_len) >= 0)
+            return CHASH_EEXIST;
+        for (size_t t = 0; t < s; t++)
+            if (compare_ids(nodes[s].id, nodes[s].id_len, nodes[t].id, nodes[t].id_len) == 0)
+                return CHASH_EEXIST;
+        total += nodes[s].npoints;
+        if (total > CHASH_MAX_POINTS)
+            return CHASH_ERANGE;
+    }
+    if (count == 0)
+        return CHASH_OK;
+    if (ring->npoints + total > CHASH_MAX_POINTS)
+        return CHASH_ERANGE;
+    if (ring->nnodes + count > CHASH_MAX_NODES)
+        return CHASH_ERANGE;
+
+    /* Every allocation first; nothing below them can fail. */
+    if (reserve_nodes(ring, count) != CHASH_OK)
+        return CHASH_ENOMEM;
+    char **ids = CHASH_MALLOC(count * sizeof *ids);
+    const chash_node_spec **order = CHASH_MALLOC(count * sizeof *order);
+    uint32_t *buf = CHASH_MALLOC(4 * total * sizeof *buf);
+    size_t *radix = CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
+    uint32_t *fresh = NULL;
+    int status = ids && order && buf && radix ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+    size_t copied = 0;
+    while (status == CHASH_OK && copied < count) {
+        ids[copied] = CHASH_MALLOC(nodes[copied].id_len + 1);
+        if (!ids[copied])
+            status = CHASH_ENOMEM;
+        else
+            copied++;
+    }
+    if (status != CHASH_OK) {
+        for (size_t s = 0; s < copied; s++)
+            CHASH_FREE(ids[s]);
+        CHASH_FREE(fresh);
+        CHASH_FREE(ids);
+        CHASH_FREE(order);
+        CHASH_FREE(buf);
+        CHASH_FREE(radix);
+        return CHASH_ENOMEM;
+    }
+    size_t base = ring->nnodes;
+    for (size_t s = 0; s < count; s++) {
+        if (nodes[s].id_len)
+            memcpy(ids[s], nodes[s].id, nodes[s].id_len);
+        ids[s][nodes[s].id_len] = '\0';
+        ring->nodes[base + s] = (chash_node){ids[s], nodes[s].id_len, nodes[s].data, nodes[s].npoints};
+        order[s] = &nodes[s];
+    }
+    ring->nnodes += count;
+    CHASH_FREE(ids);
+    /* Points laid out node by node in id order, then sorted stably by
+     * value: equal values end up in id order, as the ring wants. */
+    qsort(order, count, sizeof *order, compare_spec_ids);
+    uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
+    size_t at = 0;
+    for (size_t r = 0; r < count; r++) {
+        const chash_node_spec *spec = order[r];
+        uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
+        memcpy(v + at, spec->points, spec->npoints * sizeof *v);
+        for (size_t p = 0; p < spec->npoints; p++)
+            o[at + p] = index;
+        at += spec->npoints;
+    }
+    CHASH_FREE(order);
+    radix_sort_pairs(v, o, tv, to, total, radix);
+    CHASH_FREE(radix);
+    merge_sorted(ring, v, o, 0, total);
+    update_buckets(ring, fresh, NULL, 0); /* many points at once: rebuilt */
+    CHASH_FREE(buf);
     return CHASH_OK;
 }
 

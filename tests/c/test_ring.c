@@ -313,8 +313,57 @@ static void test_bucket_index_large(void)
     free(points);
 }
 
+/* add_many must build exactly the ring that one-by-one adds build. */
+static void test_add_many_matches_add(void)
+{
+    enum { NODES = 30, PER = 20 };
+    static char names[NODES][16];
+    static uint32_t pts[NODES][PER];
+    chash_node_spec specs[NODES];
+    for (int i = 0; i < NODES; i++) {
+        snprintf(names[i], sizeof names[i], "m%d", (i * 7) % NODES);
+        for (int k = 0; k < PER; k++)
+            pts[i][k] = next_u32() % 3000; /* collisions across nodes */
+        specs[i] = (chash_node_spec){names[i], strlen(names[i]), names[i], pts[i], PER};
+    }
+    chash_ring *one = chash_ring_new(), *many = chash_ring_new();
+    for (int i = 0; i < 10; i++) {
+        CHECK(chash_ring_add(one, names[i], strlen(names[i]), names[i], pts[i], PER) == CHASH_OK);
+        CHECK(chash_ring_add(many, names[i], strlen(names[i]), names[i], pts[i], PER) == CHASH_OK);
+    }
+    for (int i = 10; i < NODES; i++)
+        CHECK(chash_ring_add(one, names[i], strlen(names[i]), names[i], pts[i], PER) == CHASH_OK);
+    CHECK(chash_ring_add_many(many, specs + 10, 5) == CHASH_OK); /* then a failing batch */
+    chash_node_spec dup[2] = {specs[20], specs[20]};
+    CHECK(chash_ring_add_many(many, dup, 2) == CHASH_EEXIST);
+    CHECK(chash_ring_add_many(many, specs + 3, 1) == CHASH_EEXIST);
+    int failures = 0;
+    for (long budget = 0;; budget++) {
+        snapshot before, after;
+        take(many, &before);
+        fail_countdown = budget;
+        int status = chash_ring_add_many(many, specs + 15, NODES - 15);
+        fail_countdown = -1;
+        if (status == CHASH_OK)
+            break;
+        CHECK(status == CHASH_ENOMEM);
+        take(many, &after);
+        CHECK(same(&before, &after));
+        failures++;
+    }
+    CHECK(failures >= 5);
+    CHECK(chash_ring_check(many) == CHASH_OK);
+    CHECK(many->npoints == one->npoints && many->nnodes == one->nnodes);
+    CHECK(memcmp(many->value, one->value, one->npoints * sizeof *one->value) == 0);
+    CHECK(memcmp(many->owner, one->owner, one->npoints * sizeof *one->owner) == 0);
+    CHECK(chash_ring_add_many(many, specs, 0) == CHASH_OK);
+    chash_ring_free(one);
+    chash_ring_free(many);
+}
+
 int main(void)
 {
+    test_add_many_matches_add();
     test_empty();
     test_successor_rule();
     test_collisions_independent_of_order();
