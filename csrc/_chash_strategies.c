@@ -588,8 +588,8 @@ static PyObject *py_relabel(PyObject *Py_UNUSED(module), PyObject *args)
 PyDoc_STRVAR(node_indices_doc,
 "_node_indices(owners, nodes, /)\n--\n\n"
 "The position in nodes of every entry of owners (say, a router's\n"
-"get_target_nodes() result), as array('I').  ValueError if an owner is not\n"
-"among nodes.");
+"get_target_nodes() result), as array('I'); the first position of a node\n"
+"listed twice.  ValueError if an owner is not among nodes.");
 
 static PyObject *py_node_indices(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -612,7 +612,8 @@ static PyObject *py_node_indices(PyObject *Py_UNUSED(module), PyObject *args)
     }
     for (Py_ssize_t k = 0; index && k < nnodes; k++) {
         PyObject *position = PyLong_FromSsize_t(k);
-        if (!position || PyDict_SetItem(index, PySequence_Fast_GET_ITEM(nodes, k), position) < 0)
+        /* SetDefault: a node listed twice keeps its first position. */
+        if (!position || !PyDict_SetDefault(index, PySequence_Fast_GET_ITEM(nodes, k), position))
             Py_CLEAR(index);
         Py_XDECREF(position);
     }
@@ -625,18 +626,26 @@ static PyObject *py_node_indices(PyObject *Py_UNUSED(module), PyObject *args)
         goto done;
     uint32_t *y = out.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *owner = PySequence_Fast_GET_ITEM(owners, i);
-        PyObject *position = PyDict_GetItemWithError(index, owner);
-        if (!position) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "owners[%zd] = %R is not among the nodes", i, owner);
-            PyBuffer_Release(&out);
-            Py_CLEAR(result);
-            goto done;
+        /* A lookup may run an owner's __eq__, which may shrink a list of
+         * owners: check the size, and hold the owner while it is used. */
+        if (PySequence_Fast_GET_SIZE(owners) != n) {
+            PyErr_SetString(PyExc_RuntimeError, "owners changed size during the call");
+            goto fail;
         }
+        PyObject *owner = Py_NewRef(PySequence_Fast_GET_ITEM(owners, i));
+        PyObject *position = PyDict_GetItemWithError(index, owner);
+        if (!position && !PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "owners[%zd] = %R is not among the nodes", i, owner);
+        Py_DECREF(owner);
+        if (!position)
+            goto fail;
         y[i] = (uint32_t)PyLong_AsSize_t(position);
     }
     PyBuffer_Release(&out);
+    goto done;
+fail:
+    PyBuffer_Release(&out);
+    Py_CLEAR(result);
 done:
     Py_XDECREF(index);
     Py_DECREF(nodes);
