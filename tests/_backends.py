@@ -1,0 +1,148 @@
+"""Echo backends on 127.0.0.1 for the gateway tests (aiohttp servers).
+
+Each ``EchoBackend`` listens on an OS-chosen port and answers every request
+with JSON describing it (which backend, method, path, query, headers,
+body), so a test sees exactly what the gateway forwarded.  A test may
+change its behaviour at any time:
+
+* ``status = 503``: answer that status (``/health`` excepted);
+* ``health = 500``: answer that status on ``/health``;
+* ``delay = 5.0``: wait that long before answering;
+* ``gate = asyncio.Event()``: hold every answer until the event is set;
+* ``await stop()`` / ``await start()``: close the port (connections are
+  refused) and listen on the same port again.
+
+``GET /big/N`` answers N bytes; ``GET /cut`` starts an answer and drops the
+connection halfway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+
+class EchoBackend:
+    """One HTTP backend; see the module docstring."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.port = 0
+        self.status = 200
+        self.health = 200
+        self.delay = 0.0
+        self.gate: asyncio.Event | None = None
+        self.hits = 0
+        self.peers: set[tuple[str, int]] = set()
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def address(self) -> str:
+        """host:port."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        """Whether the backend listens."""
+        return self._runner is not None
+
+    async def start(self) -> EchoBackend:
+        """Listen (on the same port as before, once it has one)."""
+        if self._runner is not None:
+            return self
+        app = web.Application()
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/big/{size}", self._big)
+        app.router.add_get("/cut", self._cut)
+        app.router.add_route("*", "/{tail:.*}", self._echo)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True)
+        await site.start()
+        self.port = runner.addresses[0][1]
+        self._runner = runner
+        return self
+
+    async def stop(self) -> EchoBackend:
+        """Stop listening and close every connection."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        return self
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(status=self.health, text="ok\n")
+
+    async def _big(self, request: web.Request) -> web.StreamResponse:
+        size = int(request.match_info["size"])
+        response = web.StreamResponse(headers={"X-Backend": self.name})
+        response.content_length = size
+        await response.prepare(request)
+        block = b"x" * 65536
+        left = size
+        while left:
+            await response.write(block[:min(left, len(block))])
+            left -= min(left, len(block))
+        await response.write_eof()
+        return response
+
+    async def _cut(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"X-Backend": self.name})
+        response.content_length = 1000
+        await response.prepare(request)
+        await response.write(b"y" * 100)
+        assert request.transport is not None
+        request.transport.close()
+        return response
+
+    async def _echo(self, request: web.Request) -> web.Response:
+        self.hits += 1
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if peer:
+            self.peers.add((peer[0], peer[1]))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.gate is not None:
+            await self.gate.wait()
+        body = await request.read()
+        response = web.json_response({
+            "backend": self.name,
+            "method": request.method,
+            "path": request.path,
+            "raw_path": request.raw_path,
+            "query": request.query_string,
+            "headers": {k: v for k, v in request.headers.items()},
+            "header_names": [k.lower() for k in request.headers],
+            "body": body.decode("utf-8", "replace"),
+        }, status=self.status)
+        response.headers["X-Backend"] = self.name
+        response.headers.add("Set-Cookie", "a=1")
+        response.headers.add("Set-Cookie", "b=2")
+        return response
+
+
+def run(coro: Awaitable[Any], timeout: float = 60.0) -> Any:
+    """Run ``coro`` in a new event loop, bounded by ``timeout`` seconds."""
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(bounded())
+
+
+async def eventually(predicate: Callable[[], Any], timeout: float = 20.0,
+                     interval: float = 0.02) -> None:
+    """Poll ``predicate()`` (awaiting it if it is a coroutine) until true;
+    AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
