@@ -293,6 +293,38 @@ def test_two_writers_with_a_python_hash_never_corrupt_the_ring() -> None:
     _assert_consistent(router, base)
 
 
+MUTATING_HASH = textwrap.dedent("""
+    from chash import ConsistentHashRouter
+    keys = []
+
+    def clearing_hash(data):
+        keys.clear()  # frees the list's item array and, with it, the keys
+        return len(data)
+
+    router = ConsistentHashRouter(2, hash=clearing_hash)
+    router.add_service_node("n")
+    for method, expected in [("get_target_nodes", ["n"] * 50), ("key_distribution", {"n": 50})]:
+        keys[:] = ["".join(["key-", str(i)]) for i in range(50)]
+        try:
+            result = getattr(router, method)(keys)
+        except RuntimeError as exc:
+            print(method, "refused:", exc)
+        else:
+            assert result == expected, result
+            print(method, "routed")
+""")
+
+
+def test_a_hash_that_empties_the_key_list_cannot_crash_a_batch() -> None:
+    # A Python hash runs between keys: it (or another thread) may change the
+    # list being routed.  -X dev fills freed memory, so a stale read crashes.
+    result = subprocess.run([sys.executable, "-X", "dev", "-c", MUTATING_HASH],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["get_target_nodes", "key_distribution"]
+
+
 # -- re-import -------------------------------------------------------------------
 
 
