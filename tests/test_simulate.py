@@ -375,7 +375,7 @@ def test_ring_cost_grows_with_virtual_nodes(result: dict[str, Any]) -> None:
         assert row["points"] == 20 * row["virtual_nodes"]
         assert 8 <= row["bytes_per_point"] < 16
         assert row["python_bytes"] > 5 * row["memory_bytes"]
-        assert row["build_ms"] > 0 and row["lookup_ns_per_key"] > 0
+        assert row["build_ms"] > 0 and row["batch_build_ms"] > 0 and row["lookup_ns_per_key"] > 0
 
 
 def test_round_robin_has_no_affinity(result: dict[str, Any]) -> None:
