@@ -13,16 +13,20 @@ otherwise:
 * uhashring: ``uhashring.HashRing(nodes=..., vnodes=160)`` in its default
   (non-ketama) mode, MD5 over the full 128 bits.
 
-Method: every row is measured in rounds; in each round every contender is
-timed once, the order rotating from round to round, so a burst of load on
-this shared machine hits all of them alike.  The table shows the median of
-the rounds and the ratios rival / chash, which are the result; absolute
-times are context.  Timed sections run with the garbage collector off,
-after a ``gc.collect()`` and an untimed warm-up; lookups repeat the key
-list enough times that one sample lasts at least a few milliseconds.  A
-contender whose sample takes over a second (the documented router building
-1000 nodes) gets fewer rounds and a time budget.  Targets come from the
-project's issues; a missed one is printed with a cross, never hidden.
+Method, for a shared and noisy machine: each row is measured in rounds; in
+each round every contender is timed once, the order rotating from round to
+round, so a burst of load hits all of them alike.  Samples are short (about
+a millisecond of lookups, one add or remove) and a sample during which the
+thread was preempted (its involuntary context switches grew) is retaken with
+fresh keys, up to a few times.  The table shows wall-clock medians
+(``time.perf_counter_ns``) and the ratios rival / chash, which are the
+result; absolute times are context.  Samples too long to escape the
+scheduler (building big rings) also record the thread's CPU time, and rows
+with preempted samples get a CPU-time cross-check under the table.  The
+collector is off in timed sections and every contender is warmed up first.
+A contender whose sample takes over a second (the documented router building
+1000 nodes) gets fewer rounds within a time budget.  Targets come from the
+project's issues; a missed one is printed with a cross.
 """
 from __future__ import annotations
 
@@ -53,101 +57,135 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit("the benchmark needs uhashring: pip install -e '.[bench]'") from exc
 
+try:
+    import resource
+
+    def _switches() -> int:
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+except (ImportError, AttributeError):  # not Linux: no preemption detection
+
+    def _switches() -> int:
+        return 0
+
+
 VNODES = 160
 FAST_HASHES = ("murmur3", "xxh3", "fnv1a")
-CHASH, DOC, UH, UH_ONE = "chash", "documented", "uhashring", "uhashring add_node"
+CHASH, DOC, UH = "chash", "documented", "uhashring"
+BUILD, BUILD_ONE = "build the ring", "build, one node at a time"
+SINGLE, BATCH = "single lookup", "batch lookup"
+ADD, REMOVE = "add one node", "remove one node"
 FLAT_SMALL = (5, 100)  # nodes x virtual nodes: 500 points
 FLAT_BIG = (1000, 1000)  # 1,000,000 points
 FLAT_BIG_QUICK = (100, 1000)  # 100,000 points, to keep --quick quick
-
-Key = tuple[str, str]  # (row, contender)
-Sample = Callable[[int], dict[Key, float]]  # round index -> values
+BLOCK = 1000  # keys a warm lookup sample loops over
+RETAKES = 4  # extra attempts at a preempted sample
+RETAKE_BELOW_S = 0.05  # longer samples cannot dodge the scheduler: no retakes
 
 
 # --------------------------------------------------------------------------
 # Timing
 
 
-def timed(fn: Callable[[], object]) -> tuple[int, object]:
-    """Runs fn once with the collector off; (elapsed ns, fn's result)."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter_ns()
-        result = fn()
-        elapsed = time.perf_counter_ns() - start
-    finally:
-        gc.enable()
-    return elapsed, result
+@dataclass(frozen=True)
+class Obs:
+    """One sample: wall-clock and thread CPU ns per operation, preemptions."""
+
+    wall: float
+    cpu: float
+    switched: int
+
+
+Key = tuple[str, str]  # (row, contender)
+Sample = Callable[[int], dict[Key, Obs]]  # sequence number -> observations
+
+
+def timed(fn: Callable[[], object], ops: int = 1) -> tuple[Obs, object]:
+    """Runs fn once; its Obs per operation and its result.  The caller keeps
+    the collector off (run_rounds does)."""
+    switches = _switches()
+    cpu = time.thread_time_ns()
+    start = time.perf_counter_ns()
+    result = fn()
+    wall = time.perf_counter_ns() - start
+    cpu = time.thread_time_ns() - cpu
+    return Obs(wall / ops, cpu / ops, _switches() - switches), result
 
 
 @dataclass
 class Measure:
-    """One contender of a round: sample(r) times it once and returns values."""
+    """One contender of a round.  sample(seq) times it once; seq counts the
+    calls, so each sample (and each retake) can use fresh keys or nodes."""
 
     name: str
     sample: Sample
     warmup: Callable[[], object] | None = None
 
 
-@dataclass
-class Rounds:
-    """Samples of one interleaved series, keyed by (row, contender)."""
-
-    samples: dict[Key, list[float]] = field(default_factory=dict)
-
-
 def run_rounds(
     measures: Sequence[Measure],
     rounds: int,
     *,
-    slow_s: float,
-    slow_rounds: int,
-    budget_s: float,
-) -> Rounds:
+    slow_s: float = 1.0,
+    slow_rounds: int = 1,
+    budget_s: float = 0.0,
+) -> dict[Key, list[Obs]]:
     """Interleaves the measures: A, B, C, then B, C, A, then C, A, B, ...
 
-    A measure whose first sample takes longer than slow_s seconds stops after
-    slow_rounds samples or once its samples have used budget_s seconds
-    (whichever comes first); it always gets at least one.
+    A preempted sample shorter than RETAKE_BELOW_S is retaken up to RETAKES
+    times.  A measure whose first sample takes longer than slow_s seconds
+    stops after slow_rounds samples or once its samples have used budget_s
+    seconds, whichever comes first; it always gets at least one.
     """
-    out = Rounds()
-    for m in measures:
-        if m.warmup is not None:
-            m.warmup()
-    spent = {m.name: 0.0 for m in measures}
-    first = {m.name: 0.0 for m in measures}
-    done = {m.name: 0 for m in measures}
-    for r in range(rounds):
-        shift = r % len(measures)
-        for m in list(measures[shift:]) + list(measures[:shift]):
-            if done[m.name] and first[m.name] > slow_s:
-                if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
-                    continue
-            wall = time.perf_counter()
-            values = m.sample(r)
-            wall = time.perf_counter() - wall
-            if not done[m.name]:
-                first[m.name] = wall
-            spent[m.name] += wall
-            done[m.name] += 1
-            for key, value in values.items():
-                out.samples.setdefault(key, []).append(value)
+    out: dict[Key, list[Obs]] = {}
+    gc.collect()
+    gc.disable()
+    try:
+        for m in measures:
+            if m.warmup is not None:
+                m.warmup()
+        spent = {m.name: 0.0 for m in measures}
+        first = {m.name: 0.0 for m in measures}
+        done = {m.name: 0 for m in measures}
+        seq = {m.name: 0 for m in measures}
+        for r in range(rounds):
+            gc.collect()
+            shift = r % len(measures)
+            for m in list(measures[shift:]) + list(measures[:shift]):
+                if done[m.name] and first[m.name] > slow_s:
+                    if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
+                        continue
+                for attempt in range(RETAKES + 1):
+                    wall = time.perf_counter()
+                    values = m.sample(seq[m.name])
+                    wall = time.perf_counter() - wall
+                    seq[m.name] += 1
+                    preempted = any(obs.switched for obs in values.values())
+                    if not preempted or wall > RETAKE_BELOW_S:
+                        break
+                if not done[m.name]:
+                    first[m.name] = wall
+                spent[m.name] += wall
+                done[m.name] += 1
+                for key, obs in values.items():
+                    out.setdefault(key, []).append(obs)
+    finally:
+        gc.enable()
     return out
-
-
-def passes_for(run_once: Callable[[], object], min_ns: int) -> int:
-    """How many passes over the keys make one sample last at least min_ns."""
-    elapsed, _ = timed(run_once)
-    return max(1, math.ceil(min_ns / max(elapsed, 1)))
 
 
 # --------------------------------------------------------------------------
 # Contenders
 
 
-def chash_router(nodes: Iterable[str], vnodes: int = VNODES, hash: str = "md5") -> Any:
+def chash_router(nodes: Sequence[str], vnodes: int = VNODES, hash: str = "md5") -> Any:
+    """Built the way chash builds a ring: add_service_nodes, all at once."""
     router = chash.ConsistentHashRouter(vnodes, hash=hash)
+    router.add_service_nodes(nodes)
+    return router
+
+
+def chash_one_by_one(nodes: Iterable[str]) -> Any:
+    router = chash.ConsistentHashRouter(VNODES)
     add = router.add_service_node
     for node in nodes:
         add(node)
@@ -163,6 +201,7 @@ def documented_router(nodes: Iterable[str]) -> DocumentedRouter:
 
 
 def uhashring_ring(nodes: Sequence[str]) -> Any:
+    """Built the way uhashring builds a ring: the node list to the constructor."""
     return uhashring.HashRing(nodes=list(nodes), vnodes=VNODES)
 
 
@@ -225,46 +264,66 @@ def deep_size(*roots: object) -> int:
     return total
 
 
-# --------------------------------------------------------------------------
-# Lookup measures
-
-
 def lookup_measures(
-    label: str, router_get: Callable[[str], object], keys: list[str], min_ns: int,
+    label: str,
+    get: Callable[[str], object],
     batch: Callable[[list[str]], object] | None,
-    single_row: str = "single lookup", batch_row: str = "batch lookup",
+    keys: list[str],
+    min_ns: int,
+    *,
+    cold: bool = False,
 ) -> list[Measure]:
-    """A single-lookup and a batch measure, in ns per key.  Without a batch
-    call of its own the contender's batch is a list comprehension."""
-    passes = {"single": 1, "batch": 1}
+    """A single-lookup and a batch measure, in ns per key.
 
-    def single_once() -> None:
-        for key in keys:
-            router_get(key)
+    Single: a Python loop calling get.  Batch: the contender's batch call,
+    or without one the same loop as a list comprehension.
 
-    if batch is None:
-        def batch_once() -> object:
-            return [router_get(key) for key in keys]
-    else:
-        def batch_once() -> object:
-            return batch(keys)
+    Warm (the default), the steady state of looping over a fixed list of
+    keys: each sample takes the next block of BLOCK keys, routes it once
+    untimed, then times enough passes over it to last about min_ns.  Cold:
+    each sample times one pass over the next run of keys, which the ring
+    has not routed since the previous round (other contenders and a
+    collection ran in between), long enough to last about min_ns.
+    """
+    ring = keys + keys
+    block = min(BLOCK, len(keys))
+    size = {SINGLE: block, BATCH: block}
+    passes = {SINGLE: 1, BATCH: 1}
 
-    def make(kind: str, once: Callable[[], object], row: str) -> Measure:
-        def run() -> None:
-            for _ in range(passes[kind]):
-                once()
+    def single(part: list[str]) -> None:
+        for key in part:
+            get(key)
 
-        def sample(_r: int) -> dict[Key, float]:
-            elapsed, _ = timed(run)
-            return {(row, label): elapsed / (passes[kind] * len(keys))}
+    def comprehension(part: list[str]) -> object:
+        return [get(key) for key in part]
+
+    many = comprehension if batch is None else batch
+
+    def make(row: str, run: Callable[[list[str]], object]) -> Measure:
+        def sample(seq: int) -> dict[Key, Obs]:
+            start = seq * size[row] % len(keys)
+            part = ring[start:start + size[row]]
+            if not cold:
+                run(part)
+
+            def repeat() -> None:
+                for _ in range(passes[row]):
+                    run(part)
+
+            obs, _ = timed(repeat, passes[row] * len(part))
+            return {(row + (", cold" if cold else ""), label): obs}
 
         def warmup() -> None:
-            once()
-            passes[kind] = passes_for(once, min_ns)
+            obs, _ = timed(lambda: run(keys), len(keys))
+            want = math.ceil(min_ns / obs.wall)  # keys a sample should route
+            if cold:
+                size[row] = max(min(200, len(keys) // 2), min(len(keys) // 2, want))
+            else:
+                passes[row] = max(1, math.ceil(want / block))
 
-        return Measure(f"{label} {row}", sample, warmup)
+        return Measure(f"{label} {row}{' cold' if cold else ''}", sample, warmup)
 
-    return [make("single", single_once, single_row), make("batch", batch_once, batch_row)]
+    return [make(SINGLE, single), make(BATCH, many)]
 
 
 # --------------------------------------------------------------------------
@@ -277,18 +336,63 @@ class Row:
     row: str
     nodes: int | str
     unit: str
-    median: dict[str, float]
-    samples: dict[str, list[float]]
-    ratios: dict[str, float]
+    samples: dict[str, list[float]]  # wall-clock, in unit
+    cpu_samples: dict[str, list[float]]  # thread CPU time, in unit
+    switched: dict[str, int]  # samples kept although preempted
+    ratio_defs: list[tuple[str, str, str]]
     targets: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def median(self) -> dict[str, float]:
+        return {c: statistics.median(v) for c, v in self.samples.items()}
+
+    @property
+    def cpu_median(self) -> dict[str, float]:
+        return {c: statistics.median(v) for c, v in self.cpu_samples.items()}
+
+    def _ratios(self, median: dict[str, float]) -> dict[str, float]:
+        return {label: median[a] / median[b] for label, a, b in self.ratio_defs
+                if a in median and b in median}
+
+    @property
+    def ratios(self) -> dict[str, float]:
+        return self._ratios(self.median)
+
+    @property
+    def cpu_ratios(self) -> dict[str, float]:
+        return self._ratios(self.cpu_median)
 
     def spread(self) -> float:
         """Largest (max - min) / median over the contenders, a noise gauge."""
         worst = 0.0
         for name, values in self.samples.items():
-            if len(values) > 1 and self.median[name] > 0:
-                worst = max(worst, (max(values) - min(values)) / self.median[name])
+            mid = statistics.median(values)
+            if len(values) > 1 and mid > 0:
+                worst = max(worst, (max(values) - min(values)) / mid)
         return worst
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "section": self.section, "row": self.row, "nodes": self.nodes, "unit": self.unit,
+            "median": self.median, "ratios": self.ratios, "targets": self.targets,
+            "cpu_median": self.cpu_median, "cpu_ratios": self.cpu_ratios,
+            "preempted_samples": self.switched, "samples": self.samples,
+            "cpu_samples": self.cpu_samples,
+        }
+
+
+def make_row(section: str, row: str, nodes: int | str, unit: str, scale: float,
+             obs: dict[Key, list[Obs]], contenders: Sequence[str],
+             ratio_defs: Sequence[tuple[str, str, str]]) -> Row:
+    """A row from the samples of (row, contender); values divided by scale."""
+    found = {c: obs[(row, c)] for c in contenders if (row, c) in obs}
+    return Row(
+        section, row, nodes, unit,
+        {c: [o.wall / scale for o in v] for c, v in found.items()},
+        {c: [o.cpu / scale for o in v] for c, v in found.items()},
+        {c: sum(1 for o in v if o.switched) for c, v in found.items()},
+        list(ratio_defs),
+    )
 
 
 def add_target(row: Row, what: str, value: float, op: str, threshold: float,
@@ -319,27 +423,48 @@ def render(rows: list[Row], header: list[str]) -> str:
     for row in rows:
         sections.setdefault(row.section, []).append(row)
     for section, members in sections.items():
-        columns = list(dict.fromkeys(name for r in members for name in r.median))
-        ratio_cols = list(dict.fromkeys(name for r in members for name in r.ratios))
-        head = ["row", "nodes", "unit", *columns, *ratio_cols, "spread", "target"]
+        columns = list(dict.fromkeys(name for r in members for name in r.samples))
+        ratio_cols = list(dict.fromkeys(label for r in members for label, _, _ in r.ratio_defs))
+        head = ["row", "nodes", "unit", *columns, *ratio_cols, "spread", "preempted", "target"]
         table: list[list[str]] = []
         for r in members:
+            median, ratios = r.median, r.ratios
             cells = [r.row, str(r.nodes), r.unit]
-            cells += [fmt(r.median[c]) if c in r.median else "" for c in columns]
-            cells += [f"{fmt(r.ratios[c])}×" if c in r.ratios else "" for c in ratio_cols]
+            cells += [fmt(median[c]) if c in median else "" for c in columns]
+            cells += [f"{fmt(ratios[c])}×" if c in ratios else "" for c in ratio_cols]
             cells.append(f"{100 * r.spread():.0f}%")
+            total = sum(len(v) for v in r.samples.values())
+            cells.append(f"{sum(r.switched.values())}/{total}")
             cells.append("; ".join(target_text(t) for t in r.targets))
             table.append(cells)
         widths = [max(len(x) for x in col) for col in zip(head, *table)]
         right = set(range(1, len(head) - 1))
+
         def line(cells: list[str]) -> str:
             return "  ".join(
                 c.rjust(w) if i in right else c.ljust(w)
                 for i, (c, w) in enumerate(zip(cells, widths))
             ).rstrip()
+
         lines += ["", section, line(head), line(["-" * w for w in widths])]
         lines += [line(cells) for cells in table]
     return "\n".join(lines)
+
+
+def cpu_check(rows: list[Row]) -> list[str]:
+    """Rows with samples kept although preempted, with CPU-time ratios."""
+    lines = []
+    for r in rows:
+        if not sum(r.switched.values()) or not r.ratio_defs:
+            continue
+        who = ", ".join(f"{c} {k}/{len(r.samples[c])}" for c, k in r.switched.items() if k)
+        wall = ", ".join(f"{label} {fmt(v)}×" for label, v in r.ratios.items())
+        cpu = ", ".join(f"{label} {fmt(v)}×" for label, v in r.cpu_ratios.items())
+        lines.append(f"  {r.row} at {r.nodes} nodes ({who}): wall {wall}; CPU time {cpu}")
+    if lines:
+        lines.insert(0, "preempted samples kept (too long to retake, or preempted on every"
+                        " retake), with ratios by thread CPU time:")
+    return lines
 
 
 # --------------------------------------------------------------------------
@@ -363,90 +488,76 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def make_row(section: str, row: str, nodes: int | str, unit: str, scale: float,
-             rounds: Rounds, contenders: Sequence[str],
-             ratios: Sequence[tuple[str, str, str]]) -> Row:
-    samples = {c: [v / scale for v in rounds.samples[(row, c)]]
-               for c in contenders if (row, c) in rounds.samples}
-    median = {c: statistics.median(v) for c, v in samples.items()}
-    return Row(section, row, nodes, unit, median, samples,
-               {label: median[num] / median[den] for label, num, den in ratios
-                if num in median and den in median})
-
-
-def bench_md5(cfg: Config, keys: list[str], rows: list[Row]) -> dict[int, dict[str, Any]]:
-    """Build, lookups, add, remove and memory at each node count."""
+def bench_md5(cfg: Config, keys: list[str], rows: list[Row]) -> dict[int, Any]:
+    """Build, lookups, add, remove and memory at each node count; returns
+    the uhashring rings for the fast-hash rows."""
     section = f"MD5, {VNODES} virtual nodes a node; ratios are rival / chash"
     min_ns = int(cfg.min_sample_ms * 1e6)
     all_nodes = node_names(max(cfg.nodes))
-    spares = spare_nodes(cfg.repeat + 1, all_nodes)
-    rings: dict[int, dict[str, Any]] = {}
+    spares = spare_nodes(cfg.repeat * (RETAKES + 1) + 1, all_nodes)
+    uh_rings: dict[int, Any] = {}
     vs = [("doc/chash", DOC, CHASH), ("uh/chash", UH, CHASH)]
     for n in cfg.nodes:
         nodes = all_nodes[:n]
+        small = all_nodes[:3]
         built: dict[str, Any] = {}
 
-        def build(name: str, make: Callable[[], object]) -> Measure:
-            def sample(_r: int, name: str = name, make: Callable[[], object] = make) -> dict[Key, float]:
-                built.pop(name, None)  # free the previous ring outside the timing
-                elapsed, ring = timed(make)
-                built[name] = ring
-                return {("build the ring", name): float(elapsed)}
+        def build(contender: str, how: str, make: Callable[[Sequence[str]], object],
+                  rows_: Sequence[str]) -> Measure:
+            name = f"{contender} {how}"
 
-            return Measure(f"build {name}", sample)
+            def sample(_seq: int) -> dict[Key, Obs]:
+                built.pop(name, None)  # free the previous ring outside the timing
+                obs, ring = timed(lambda: make(nodes))
+                built[name] = ring
+                return {(row, contender): obs for row in rows_}
+
+            return Measure(name, sample, lambda: make(small))
 
         builders = [
-            build(CHASH, lambda: chash_router(nodes)),
-            build(DOC, lambda: documented_router(nodes)),
-            build(UH, lambda: uhashring_ring(nodes)),
-            build(UH_ONE, lambda: uhashring_one_by_one(nodes)),
+            build(CHASH, "add_service_nodes", chash_router, [BUILD]),
+            build(CHASH, "add_service_node", chash_one_by_one, [BUILD_ONE]),
+            build(DOC, "add_service_node", documented_router, [BUILD, BUILD_ONE]),
+            build(UH, "HashRing(nodes)", uhashring_ring, [BUILD]),
+            build(UH, "add_node", uhashring_one_by_one, [BUILD_ONE]),
         ]
-        small = all_nodes[:3]
-        builders[0].warmup = lambda: chash_router(small)
-        builders[1].warmup = lambda: documented_router(small)
-        builders[2].warmup = lambda: uhashring_ring(small)
-        builders[3].warmup = lambda: uhashring_one_by_one(small)
         if cfg.quick and n >= 1000:
-            builders.pop()  # a thousand full re-sorts: too slow for a smoke run
+            builders.pop()  # a thousand re-sorts of the whole ring: too slow for a smoke run
         progress(f"{n} nodes: build")
-        res = run_rounds(builders, cfg.repeat, slow_s=1.0, slow_rounds=cfg.slow_rounds,
+        obs = run_rounds(builders, cfg.repeat, slow_rounds=cfg.slow_rounds,
                          budget_s=cfg.slow_budget_s)
-        row = make_row(section, "build the ring", n, "ms", 1e6, res,
-                       [CHASH, DOC, UH, UH_ONE],
-                       [*vs, ("uh add_node/chash", UH_ONE, CHASH)])
+        row = make_row(section, BUILD, n, "ms", 1e6, obs, [CHASH, DOC, UH], vs)
         if n == 1000:
             add_target(row, "doc/chash", row.ratios["doc/chash"], ">=", 30)
             add_target(row, "uh/chash", row.ratios["uh/chash"], ">=", 5)
-        rows.append(row)
-        ring_c, ring_d, ring_u = built[CHASH], built[DOC], built[UH]
-        built.pop(UH_ONE, None)
-        rings[n] = {CHASH: ring_c, UH: ring_u}
+        rows += [row, make_row(section, BUILD_ONE, n, "ms", 1e6, obs, [CHASH, DOC, UH], vs)]
+        ring_c = built["chash add_service_nodes"]
+        ring_d = built["documented add_service_node"]
+        ring_u = built["uhashring HashRing(nodes)"]
+        built.clear()
+        uh_rings[n] = ring_u
 
         progress(f"{n} nodes: lookups")
-        measures = (
-            lookup_measures(CHASH, ring_c.get_target_node, keys, min_ns, ring_c.get_target_nodes)
-            + lookup_measures(DOC, ring_d.get_target_node, keys, min_ns, None)
-            + lookup_measures(UH, ring_u.get_node, keys, min_ns, None)
-        )
-        res = run_rounds(measures, cfg.repeat, slow_s=1e9, slow_rounds=1, budget_s=0)
-        single = make_row(section, "single lookup", n, "ns/key", 1, res, [CHASH, DOC, UH], vs)
-        add_target(single, "doc/chash", single.ratios["doc/chash"], ">=",
-               10 if n >= 1000 else 8)
-        batch = make_row(section, "batch lookup", n, "ns/key", 1, res, [CHASH, DOC, UH], vs)
-        add_target(batch, "single/batch",
-               single.median[CHASH] / batch.median[CHASH], ">=", 1.2)
+        obs = run_rounds(
+            lookup_measures(CHASH, ring_c.get_target_node, ring_c.get_target_nodes, keys, min_ns)
+            + lookup_measures(DOC, ring_d.get_target_node, None, keys, min_ns)
+            + lookup_measures(UH, ring_u.get_node, None, keys, min_ns),
+            cfg.repeat)
+        single = make_row(section, SINGLE, n, "ns/key", 1, obs, [CHASH, DOC, UH], vs)
+        add_target(single, "doc/chash", single.ratios["doc/chash"], ">=", 10 if n >= 1000 else 8)
+        batch = make_row(section, BATCH, n, "ns/key", 1, obs, [CHASH, DOC, UH], vs)
+        add_target(batch, "single/batch", single.median[CHASH] / batch.median[CHASH], ">=", 1.2)
         rows += [single, batch]
 
         progress(f"{n} nodes: add and remove one node")
 
         def add_remove(name: str, add: Callable[[str], object],
                        remove: Callable[[str], object]) -> Measure:
-            def sample(r: int) -> dict[Key, float]:
-                spare = spares[r]
-                t_add, _ = timed(lambda: add(spare))
-                t_remove, _ = timed(lambda: remove(spare))
-                return {("add one node", name): float(t_add),
-                        ("remove one node", name): float(t_remove)}
+            def sample(seq: int) -> dict[Key, Obs]:
+                spare = spares[seq]
+                added, _ = timed(lambda: add(spare))
+                removed, _ = timed(lambda: remove(spare))
+                return {(ADD, name): added, (REMOVE, name): removed}
 
             def warmup() -> None:
                 add(spares[-1])
@@ -454,53 +565,51 @@ def bench_md5(cfg: Config, keys: list[str], rows: list[Row]) -> dict[int, dict[s
 
             return Measure(f"add/remove {name}", sample, warmup)
 
-        res = run_rounds(
+        obs = run_rounds(
             [add_remove(CHASH, ring_c.add_service_node, ring_c.remove_service_node),
              add_remove(DOC, ring_d.add_service_node, ring_d.remove_service_node),
              add_remove(UH, ring_u.add_node, ring_u.remove_node)],
-            cfg.repeat, slow_s=1e9, slow_rounds=1, budget_s=0)
-        add_row = make_row(section, "add one node", n, "µs", 1e3, res, [CHASH, DOC, UH], vs)
-        rm_row = make_row(section, "remove one node", n, "µs", 1e3, res, [CHASH, DOC, UH], vs)
+            cfg.repeat)
+        add_row = make_row(section, ADD, n, "µs", 1e3, obs, [CHASH, DOC, UH], vs)
+        rm_row = make_row(section, REMOVE, n, "µs", 1e3, obs, [CHASH, DOC, UH], vs)
         if n == 1000:
             add_target(add_row, "doc/chash", add_row.ratios["doc/chash"], ">=", 10)
             add_target(rm_row, "doc/chash", rm_row.ratios["doc/chash"], ">=", 500)
         rows += [add_row, rm_row]
 
-        points_c = len(ring_c.hash_ring)
+        runtime = ring_u.runtime
         mem = {
-            CHASH: ring_c.memory_bytes / points_c,
+            CHASH: ring_c.memory_bytes / len(ring_c.hash_ring),
             DOC: deep_size(ring_d.hash_ring, ring_d.node_map) / len(ring_d.hash_ring),
-            UH: deep_size(*(getattr(ring_u.runtime, a) for a in
-                            ("_keys", "_ring", "_node_points", "_nodes", "_distribution")))
-            / len(ring_u.runtime._keys),
+            UH: deep_size(runtime._keys, runtime._ring, runtime._node_points, runtime._nodes,
+                          runtime._distribution) / len(runtime._keys),
         }
-        mem_row = Row(section, "memory", n, "bytes/point", mem, {k: [v] for k, v in mem.items()},
-                      {label: mem[a] / mem[b] for label, a, b in vs})
+        mem_row = Row(section, "memory", n, "bytes/point", {k: [v] for k, v in mem.items()},
+                      {k: [v] for k, v in mem.items()}, {k: 0 for k in mem}, vs)
         add_target(mem_row, "chash", mem[CHASH], "<=", 10, unit=" B")
         rows.append(mem_row)
-    return rings
+    return uh_rings
 
 
-def bench_fast(cfg: Config, keys: list[str], rows: list[Row],
-               rings: dict[int, dict[str, Any]]) -> None:
+def bench_fast(cfg: Config, keys: list[str], rows: list[Row], uh_rings: dict[int, Any]) -> None:
     section = (f"chash with fast hashes against uhashring (MD5), {VNODES} virtual nodes a node;"
                " ratios are uhashring / chash")
     min_ns = int(cfg.min_sample_ms * 1e6)
     for n in cfg.fast_nodes:
         progress(f"{n} nodes: fast hashes")
         nodes = node_names(n)
-        ring_u = rings[n][UH] if n in rings else uhashring_ring(nodes)
+        ring_u = uh_rings[n] if n in uh_rings else uhashring_ring(nodes)
         measures: list[Measure] = []
         for h in FAST_HASHES:
             router = chash_router(nodes, hash=h)
-            measures += lookup_measures(h, router.get_target_node, keys, min_ns,
-                                        router.get_target_nodes)
-        measures += lookup_measures(UH, ring_u.get_node, keys, min_ns, None)
-        res = run_rounds(measures, cfg.repeat, slow_s=1e9, slow_rounds=1, budget_s=0)
-        for kind, goal in (("single lookup", 20), ("batch lookup", 30)):
-            ratios = [(f"uh/{h}", UH, h) for h in FAST_HASHES]
-            row = make_row(section, kind, n, "ns/key", 1, res, [*FAST_HASHES, UH], ratios)
-            for label, _, _ in ratios:
+            measures += lookup_measures(h, router.get_target_node, router.get_target_nodes,
+                                        keys, min_ns)
+        measures += lookup_measures(UH, ring_u.get_node, None, keys, min_ns)
+        obs = run_rounds(measures, cfg.repeat)
+        for kind, goal in ((SINGLE, 20), (BATCH, 30)):
+            ratio_defs = [(f"uh/{h}", UH, h) for h in FAST_HASHES]
+            row = make_row(section, kind, n, "ns/key", 1, obs, [*FAST_HASHES, UH], ratio_defs)
+            for label, _, _ in ratio_defs:
                 add_target(row, label.removeprefix("uh/"), row.ratios[label], ">=", goal)
             rows.append(row)
 
@@ -519,16 +628,19 @@ def bench_flat(cfg: Config, keys: list[str], rows: list[Row]) -> float:
     big = chash_router(node_names(big_n), big_v, "murmur3")
     build_s = time.perf_counter() - build_s
     progress(f"flatness: lookups ({build_s:.1f} s to build)")
-    measures = (
-        lookup_measures(small_label, small.get_target_node, keys, min_ns, small.get_target_nodes)
-        + lookup_measures(big_label, big.get_target_node, keys, min_ns, big.get_target_nodes)
-    )
-    res = run_rounds(measures, cfg.repeat, slow_s=1e9, slow_rounds=1, budget_s=0)
-    label = "big/small"
-    for kind in ("single lookup", "batch lookup"):
-        row = make_row(section, kind, f"{small_n}, {big_n}", "ns/key", 1, res,
-                       [small_label, big_label], [(label, big_label, small_label)])
-        add_target(row, label, row.ratios[label], "<=", 2)
+    measures: list[Measure] = []
+    for cold in (False, True):
+        for label, router in ((small_label, small), (big_label, big)):
+            measures += lookup_measures(label, router.get_target_node, router.get_target_nodes,
+                                        keys, min_ns, cold=cold)
+    obs = run_rounds(measures, cfg.repeat)
+    # The target is on warm lookups (the loop over a fixed key list); the
+    # cold rows show what cache misses add on a ring bigger than the caches.
+    for kind in (SINGLE, BATCH, f"{SINGLE}, cold", f"{BATCH}, cold"):
+        row = make_row(section, kind, f"{small_n}, {big_n}", "ns/key", 1, obs,
+                       [small_label, big_label], [("big/small", big_label, small_label)])
+        if not kind.endswith("cold"):
+            add_target(row, "big/small", row.ratios["big/small"], "<=", 2)
         rows.append(row)
     return build_s
 
@@ -555,8 +667,8 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "chash": getattr(chash, "__version__", "unknown"),
-        "chash_commit": commit,
-        "uhashring": getattr(uhashring, "__version__", None) or _dist_version("uhashring"),
+        "commit": commit,
+        "uhashring": _dist_version("uhashring"),
     }
 
 
@@ -570,7 +682,7 @@ def _dist_version(name: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: fewer keys and rounds, a 100,000-point flatness ring")
     parser.add_argument("--json", metavar="FILE", help="write every median, sample and ratio")
@@ -584,17 +696,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    nodes = sorted({int(x) for x in args.nodes.split(",") if x})
-    fast_nodes = sorted({int(x) for x in args.fast_nodes.split(",") if x})
+    try:
+        nodes = sorted({int(x) for x in args.nodes.split(",") if x})
+        fast_nodes = sorted({int(x) for x in args.fast_nodes.split(",") if x})
+    except ValueError as exc:
+        raise SystemExit(f"node counts are comma-separated integers: {exc}") from exc
     repeat = args.repeat or (3 if args.quick else 7)
-    if repeat < 1 or not nodes or min(nodes + fast_nodes) < 1:
-        raise SystemExit("--repeat and every node count must be at least 1")
+    if repeat < 1 or not nodes or min(nodes + fast_nodes) < 1 or (args.keys or 1) < 1:
+        raise SystemExit("--repeat, --keys and every node count must be at least 1")
     cfg = Config(
         nodes=nodes,
         fast_nodes=fast_nodes,
         repeat=repeat,
         keys=args.keys or (2000 if args.quick else 20000),
-        min_sample_ms=2.0 if args.quick else 10.0,
+        min_sample_ms=0.5 if args.quick else 1.0,
         slow_rounds=min(repeat, 1 if args.quick else 3),
         slow_budget_s=10.0 if args.quick else 45.0,
         flat_big=FLAT_BIG_QUICK if args.quick else FLAT_BIG,
@@ -604,25 +719,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_start = os.getloadavg()
     keys = request_keys(cfg.keys)
     rows: list[Row] = []
-    rings = bench_md5(cfg, keys, rows)
-    bench_fast(cfg, keys, rows, rings)
-    del rings
+    uh_rings = bench_md5(cfg, keys, rows)
+    bench_fast(cfg, keys, rows, uh_rings)
+    del uh_rings
     flat_build_s = bench_flat(cfg, keys, rows)
     runtime = time.perf_counter() - started
     load_end = os.getloadavg()
     info = machine_info()
 
     slow = "" if cfg.slow_rounds >= repeat else (
-        f" (a contender taking over 1 s a sample: {cfg.slow_rounds},"
-        f" within {cfg.slow_budget_s:g} s)")
+        f" (over 1 s a sample: {cfg.slow_rounds} rounds within {cfg.slow_budget_s:g} s)")
     header = [
-        f"chash {info['chash']} ({info['chash_commit']}) · documented router · uhashring {info['uhashring']}",
+        f"chash {info['chash']} ({info['commit']}) · documented router · uhashring {info['uhashring']}",
         f"{info['platform']} · {info['python']} · {info['cpu']} · {info['cpu_count']} CPUs",
-        f"load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end;"
-        f" {runtime:.0f} s in all",
-        f"medians of {repeat} interleaved rounds{slow}; {cfg.keys:,} keys;"
-        " ratios: rival / chash, higher is better for chash;",
-        "spread: largest (max - min) / median among the row's contenders",
+        f"load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; {runtime:.0f} s",
+        f"wall-clock medians of {repeat} interleaved rounds{slow}; {cfg.keys:,} keys",
+        "ratios: rival / chash, higher means chash is faster (or smaller)",
+        "spread: largest (max - min) / median among the row's contenders;"
+        " preempted: samples kept although preempted",
     ]
     text = render(rows, header)
     failed = [(r, t) for r in rows for t in r.targets if not t["ok"]]
@@ -630,11 +744,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     text += f"\n\ntargets met: {total - len(failed)} of {total}"
     for r, t in failed:
         text += f"\n  missed: {r.row} at {r.nodes} nodes: {target_text(t)}"
+    check = cpu_check(rows)
+    if check:
+        text += "\n\n" + "\n".join(check)
     print(text)
 
     if args.json:
         payload = {
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "command": " ".join(["python", *sys.argv]),
             "machine": info,
             "load_average": {"start": load_start, "end": load_end},
             "runtime_s": runtime,
@@ -643,21 +760,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "virtual_nodes": VNODES, "nodes": cfg.nodes, "fast_nodes": cfg.fast_nodes,
                 "rounds": repeat, "slow_rounds": cfg.slow_rounds,
                 "slow_budget_s": cfg.slow_budget_s, "keys": cfg.keys,
-                "min_sample_ms": cfg.min_sample_ms,
+                "min_sample_ms": cfg.min_sample_ms, "retakes": RETAKES,
+                "retake_below_s": RETAKE_BELOW_S,
                 "flat_small": FLAT_SMALL, "flat_big": cfg.flat_big, "quick": cfg.quick,
             },
-            "rows": [
-                {"section": r.section, "row": r.row, "nodes": r.nodes, "unit": r.unit,
-                 "median": r.median, "ratios": r.ratios,
-                 "targets": r.targets, "samples": r.samples}
-                for r in rows
-            ],
+            "rows": [r.to_json() for r in rows],
             "targets_met": total - len(failed),
             "targets_total": total,
         }
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n",
-                                   encoding="utf-8")
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
 
 
