@@ -3,9 +3,9 @@
 Every rule is applied to the C router and to a from-scratch Python model
 (tests/reference_router.py's ModelRouter, which rebuilds its ring on every
 query), every answer is compared, and the ring's invariant checker runs
-after each step.  Three machines: the documented layout with MD5, the same
-with a hash so narrow (64 positions) that most points collide, and the Node
-layout.
+after each step.  Four machines: the documented layout with MD5, the same
+with a hash so narrow (64 positions) that most points collide, the Node
+layout and the ketama layout.
 """
 from __future__ import annotations
 
@@ -64,10 +64,12 @@ class Model(ModelRouter):
         out = []
         for node in self.weights:
             for index in range(self.point_count(node)):
-                value = self.key_point(self.vkey.format(node=node, index=index))
-                out.append((value, node.encode("utf-8"), node))
+                out.append((self.vpoint(node, index), node.encode("utf-8"), node))
         out.sort()
         return out
+
+    def vpoint(self, node: str, index: int) -> int:
+        return self.key_point(self.vkey.format(node=node, index=index))
 
     def get_target_node(self, key: str | bytes) -> str | None:
         if self.point is None:
@@ -112,11 +114,25 @@ class Model(ModelRouter):
         return share
 
 
+def ketama_key_point(data: bytes) -> int:
+    """libketama: the first four MD5 digest bytes, little-endian."""
+    return int.from_bytes(hashlib.md5(data).digest()[:4], "little")
+
+
+class KetamaModel(Model):
+    """libketama: "{node}-{i // 4}", four little-endian points a digest."""
+
+    def vpoint(self, node: str, index: int) -> int:
+        digest = hashlib.md5(f"{node}-{index // 4}".encode("utf-8")).digest()
+        return int.from_bytes(digest[4 * (index % 4):4 * (index % 4) + 4], "little")
+
+
 class RouterMachine(RuleBasedStateMachine):
     layout = "python"
     hash: str | Callable[[bytes], int] = "md5"
     vkey = "{node}_virtual_{index}"
     point: Callable[[bytes], int] | None = None
+    model_class = Model
 
     def __init__(self) -> None:
         super().__init__()
@@ -126,7 +142,7 @@ class RouterMachine(RuleBasedStateMachine):
     @initialize(vnodes=st.sampled_from([1, 2, 3, 7]))
     def start(self, vnodes: int) -> None:
         self.router = ConsistentHashRouter(vnodes, hash=self.hash, layout=self.layout)
-        self.model = Model(vnodes, self.vkey, self.point)
+        self.model = self.model_class(vnodes, self.vkey, self.point)
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         raise NotImplementedError
@@ -272,6 +288,18 @@ class NodeLayoutMachine(RouterMachine):
         return KEYS
 
 
+class KetamaLayoutMachine(RouterMachine):
+    """libketama's points; weights give counts that are not multiples of 4."""
+
+    layout = "ketama"
+    vkey = "{node}-{index}"  # only for exact_point_lookup: point 4 * index
+    point = staticmethod(ketama_key_point)
+    model_class = KetamaModel
+
+    def keys(self) -> st.SearchStrategy[str | bytes]:
+        return KEYS
+
+
 STEPS = settings(stateful_step_count=30)
 TestDocumentedLayout = DocumentedLayoutMachine.TestCase
 TestDocumentedLayout.settings = STEPS
@@ -279,6 +307,8 @@ TestColliding = CollidingMachine.TestCase
 TestColliding.settings = STEPS
 TestNodeLayout = NodeLayoutMachine.TestCase
 TestNodeLayout.settings = STEPS
+TestKetamaLayout = KetamaLayoutMachine.TestCase
+TestKetamaLayout.settings = STEPS
 
 
 def test_the_colliding_machine_really_collides() -> None:
