@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import chash
 from chash import HASHES, LAYOUTS, ConsistentHashRouter
 
 
@@ -475,3 +476,18 @@ def test_layout_defaults_and_properties() -> None:
         assert router.memory_bytes >= 8 * vnodes
     router = ConsistentHashRouter(3, hash=narrow_hash)
     assert router.hash is narrow_hash
+
+
+def test_module_constants() -> None:
+    assert HASHES == ("md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32")
+    assert LAYOUTS == ("python", "node", "ketama")
+    assert chash.MAX_VIRTUAL_NODES == 1_000_000
+    for name in ["MAX_VIRTUAL_NODES", "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
+        assert type(getattr(chash, name)) is int and getattr(chash, name) > 0
+    assert chash.MAX_VIRTUAL_NODES <= chash.MAX_NODE_POINTS <= chash.MAX_POINTS
+    for name in ["ConsistentHashRouter", "HASHES", "LAYOUTS", "MAX_VIRTUAL_NODES",
+                 "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
+        assert name in chash.__all__
+    with pytest.raises(ValueError, match="more than"):
+        ConsistentHashRouter(chash.MAX_VIRTUAL_NODES).add_service_node(
+            "n", (chash.MAX_NODE_POINTS + 1) / chash.MAX_VIRTUAL_NODES)
