@@ -1,0 +1,488 @@
+"""The ``chash demo`` scenario: sticky sessions through a backend's death.
+
+Everything runs in one process on 127.0.0.1:
+
+1. three small backends (``SessionBackend``), ``a``, ``b`` and ``c``, each
+   keeping every user's session in memory: a session id and a visit count;
+2. a ``chash.gateway.Gateway`` in front of them, routing by the
+   ``X-User-Id`` header, health-checking them twice a second;
+3. simulated users, each sending one request after another with a short
+   pause, remembering which backend answered and which session it saw.
+
+After a first phase (every user stays on one backend), backend ``b`` stops.
+Its users' requests fail over to the next node of their preference list
+(first by retry, then because health checks take ``b`` out of the ring);
+nobody else moves and no request fails.  Then ``b`` restarts, empty, and
+once health checks put it back exactly its users return.  The run prints a
+timeline as it goes and the figures at the end; ``run_demo()`` returns them
+as a ``DemoResult``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp import web
+
+__all__ = ["DemoResult", "SessionBackend", "Visit", "run_demo"]
+
+#: The backends' node names; the one stopped mid-run.
+BACKENDS = ("a", "b", "c")
+STOPPED = "b"
+#: Health checks in the demo: fast, so that the timeline is short.
+HEALTH_INTERVAL = 0.5
+HEALTH_TIMEOUT = 1.0
+
+
+class SessionBackend:
+    """A small HTTP backend keeping per-user sessions in memory.
+
+    ``GET /health`` answers ``ok``; any other request with an ``X-User-Id``
+    header answers JSON ``{"backend", "user", "session", "visits"}``: the
+    user's session on this backend (created on the first visit) and how
+    many requests it has served.  Stopping the backend loses every session,
+    as a restarted process would.
+    """
+
+    def __init__(self, name: str) -> None:
+        """A backend called ``name``; ``await start()`` to listen."""
+        self.name = name
+        self.port = 0
+        self._sessions: dict[str, tuple[str, int]] = {}
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        """Whether the backend is listening."""
+        return self._runner is not None
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions the backend holds."""
+        return len(self._sessions)
+
+    async def start(self) -> SessionBackend:
+        """Listen on 127.0.0.1, on the same port as before if restarted."""
+        from aiohttp import web
+
+        if self._runner is not None:
+            return self
+        app = web.Application()
+        app.router.add_get("/health", self._health)
+        app.router.add_route("*", "/{tail:.*}", self._visit)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            # On a restart the old port may be briefly taken by an outgoing
+            # connection's ephemeral port: wait for it a little.
+            for attempt in itertools.count():
+                try:
+                    await web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
+                    break
+                except OSError:
+                    if self.port == 0 or attempt >= 50:
+                        raise
+                    await asyncio.sleep(0.1)
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self.port = int(runner.addresses[0][1])
+        self._runner = runner
+        return self
+
+    async def stop(self) -> None:
+        """Stop listening and forget every session."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        self._sessions.clear()
+
+    async def _health(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
+        return web.Response(text="ok\n")
+
+    async def _visit(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
+        user = request.headers.get("X-User-Id", "")
+        session, visits = self._sessions.get(user) or (f"{self.name}-{next(self._ids)}", 0)
+        self._sessions[user] = (session, visits + 1)
+        return web.json_response({"backend": self.name, "user": user,
+                                  "session": session, "visits": visits + 1})
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One request of a simulated user, as the user saw it."""
+
+    started: float
+    """Seconds since the start of the run when the request was sent."""
+    backend: str | None
+    """The backend that answered, or None if the request failed."""
+    session: str | None = None
+    """The session id the backend reported."""
+    visits: int = 0
+    """The session's visit count the backend reported."""
+    error: str | None = None
+    """Why the request failed, if it did."""
+
+
+@dataclass
+class DemoResult:
+    """What a demo run measured.  Times are seconds since the start."""
+
+    users: int
+    backends: dict[str, str]
+    """``{node: address}``."""
+    ownership: dict[str, float]
+    """The ring's share of each backend."""
+    requests: int = 0
+    failed: int = 0
+    retried: int = 0
+    """Requests the gateway sent to a second node (before health checks
+    took the stopped backend out of the ring)."""
+    home: dict[str, str] = field(default_factory=dict)
+    """The backend each user was on before the stop."""
+    sticky: bool = False
+    """Whether every user stayed on one backend before the stop."""
+    expected: list[str] = field(default_factory=list)
+    """The stopped backend's users."""
+    moved: list[str] = field(default_factory=list)
+    """Users served by another backend than their home while it was down."""
+    returned: list[str] = field(default_factory=list)
+    """Moved users served by their home again after its return."""
+    strayed: list[str] = field(default_factory=list)
+    """Users served by another backend than their home after its return."""
+    sessions_kept: list[str] = field(default_factory=list)
+    """Users not on the stopped backend whose session counted on unbroken."""
+    stopped_at: float | None = None
+    down_at: float | None = None
+    """When health checks took the stopped backend out of the ring."""
+    restarted_at: float | None = None
+    back_at: float | None = None
+    """When health checks put it back."""
+    ended_at: float = 0.0
+    timeline: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def others(self) -> list[str]:
+        """Users whose home is not the stopped backend."""
+        return sorted(u for u, node in self.home.items() if node != STOPPED)
+
+    @property
+    def checks(self) -> dict[str, bool]:
+        """Each claim of the demo and whether it held."""
+        return {
+            "every user stayed on one backend before the stop": self.sticky,
+            "no request failed": self.requests > 0 and self.failed == 0,
+            "only the stopped backend's users moved":
+                bool(self.expected) and self.moved == self.expected,
+            "the stopped backend came back": self.back_at is not None,
+            "exactly those users returned":
+                self.returned == self.expected and not self.strayed,
+            "everyone else kept their session": self.sessions_kept == self.others,
+        }
+
+    @property
+    def ok(self) -> bool:
+        """Whether every check held."""
+        return all(self.checks.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the result."""
+        return {
+            "ok": self.ok,
+            "checks": self.checks,
+            "users": self.users,
+            "backends": self.backends,
+            "ownership": self.ownership,
+            "stopped": STOPPED,
+            "requests": self.requests,
+            "failed": self.failed,
+            "retried": self.retried,
+            "users_per_backend": {node: sum(1 for h in self.home.values() if h == node)
+                                  for node in self.backends},
+            "expected": self.expected,
+            "moved": self.moved,
+            "returned": self.returned,
+            "strayed": self.strayed,
+            "sessions_kept": len(self.sessions_kept),
+            "stopped_at": self.stopped_at,
+            "down_at": self.down_at,
+            "restarted_at": self.restarted_at,
+            "back_at": self.back_at,
+            "ended_at": self.ended_at,
+            "timeline": [[round(t, 3), text] for t, text in self.timeline],
+        }
+
+
+class _Timeline:
+    """Timestamped events, printed as they happen."""
+
+    def __init__(self, result: DemoResult, out: Callable[[str], None] | None) -> None:
+        self._result = result
+        self._out = out
+        self._t0 = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def __call__(self, text: str) -> float:
+        t = self.now()
+        self._result.timeline.append((t, text))
+        if self._out is not None:
+            self._out(f"{t:6.1f} s  {text}")
+        return t
+
+
+class _FailureLog(logging.Handler):
+    """Turns the gateway's first failed request to a backend into an event."""
+
+    def __init__(self, timeline: _Timeline) -> None:
+        super().__init__(logging.WARNING)
+        self._timeline = timeline
+        self._seen: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        node = getattr(record, "node", None)
+        if record.name != "chash.gateway" or node is None or node in self._seen:
+            return
+        self._seen.add(node)
+        reason = record.args[1] if isinstance(record.args, tuple) and len(record.args) > 1 \
+            else record.getMessage()
+        self._timeline(f"gateway: a request to {node} failed ({reason}); "
+                       "retried on the user's next node")
+
+
+async def _browse(session: aiohttp.ClientSession, url: str, user: str, log: list[Visit],
+                  clock: Callable[[], float], stop: asyncio.Event, pause: tuple[float, float],
+                  rng: random.Random) -> None:
+    """One user: a request, a pause, until ``stop`` is set."""
+    import aiohttp
+
+    while not stop.is_set():
+        started = clock()
+        try:
+            async with session.get(url, headers={"X-User-Id": user}) as response:
+                if response.status == 200:
+                    data = await response.json()
+                    log.append(Visit(started, data["backend"], data["session"], data["visits"]))
+                else:
+                    log.append(Visit(started, None, error=f"HTTP {response.status}"))
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            log.append(Visit(started, None, error=f"{type(exc).__name__}: {exc}"))
+        try:
+            await asyncio.wait_for(stop.wait(), rng.uniform(*pause))
+        except TimeoutError:
+            pass
+
+
+async def _until(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``predicate`` every 50 ms for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def run_demo(duration: float = 30.0, users: int = 60,
+                   out: Callable[[str], None] | None = print) -> DemoResult:
+    """Run the demo for about ``duration`` seconds with ``users`` users,
+    printing the timeline through ``out`` (None: silent)."""
+    import aiohttp
+
+    from chash.gateway import Gateway
+
+    if not duration > 0 or users < len(BACKENDS):
+        raise ValueError("duration must be positive and users at least 3")
+    warm, outage, recovery = 0.3 * duration, 0.4 * duration, 0.3 * duration
+    # Requests lost to a slow machine do not make the run longer than this.
+    grace = max(10.0, duration)
+
+    backends = {name: SessionBackend(name) for name in BACKENDS}
+    result = DemoResult(users=users, backends={}, ownership={})
+    say = _Timeline(result, out)
+    names = [f"user-{i:03d}" for i in range(1, users + 1)]
+    logs: dict[str, list[Visit]] = {name: [] for name in names}
+
+    def on_change(node: str, old: Any, new: Any, reason: str) -> None:
+        if str(new) == "down":
+            t = say(f"health: {node} is down ({reason}); out of the ring")
+            if node == STOPPED and result.down_at is None:
+                result.down_at = t
+        else:
+            t = say(f"health: {node} is up ({reason}); back in the ring")
+            if node == STOPPED and result.back_at is None and result.restarted_at is not None:
+                result.back_at = t
+
+    failure_log = _FailureLog(say)
+    chash_logger = logging.getLogger("chash")
+    chash_logger.addHandler(failure_log)
+    gateway: Gateway | None = None
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        for backend in backends.values():
+            await backend.start()
+        result.backends = {name: b.address for name, b in backends.items()}
+        say("backends " + ", ".join(f"{n} on {b.address}" for n, b in backends.items())
+            + ", each keeping its users' sessions in memory")
+        gateway = Gateway(result.backends, key="header:X-User-Id",
+                          health_interval=HEALTH_INTERVAL, health_timeout=HEALTH_TIMEOUT,
+                          connect_timeout=2.0, read_timeout=10.0, on_change=on_change,
+                          metrics=False)
+        url = await gateway.start()
+        result.ownership = gateway.router.ownership()
+        say(f"gateway on {url}: key header:X-User-Id, a ring of {len(gateway.router)} nodes "
+            f"x {gateway.router.virtual_node_count} virtual nodes, health checks every "
+            f"{HEALTH_INTERVAL:g} s")
+
+        timeout = aiohttp.ClientTimeout(total=30.0)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            pause = (0.15, 0.35)
+            for i, name in enumerate(names):
+                tasks.append(asyncio.create_task(_browse(
+                    session, url + "/cart", name, logs[name], say.now, stop, pause,
+                    random.Random(i))))
+            say(f"{users} users start browsing, each sending a request every "
+                f"{pause[0]:g}-{pause[1]:g} s")
+
+            # Phase 1: everyone on their own backend.
+            await asyncio.sleep(warm)
+            await _until(lambda: all(any(v.backend for v in log) for log in logs.values()), grace)
+            before = say.now()
+            result.sticky = True
+            for name, log in logs.items():
+                served = {v.backend for v in log if v.backend and v.started < before}
+                result.home[name] = min(served) if served else "?"
+                result.sticky = result.sticky and len(served) == 1
+            counts = ", ".join(f"{n} {sum(1 for h in result.home.values() if h == n)} users"
+                               for n in BACKENDS)
+            done = sum(len(log) for log in logs.values())
+            failed = sum(1 for log in logs.values() for v in log if v.backend is None)
+            say(("every user stayed on one backend: " if result.sticky
+                 else "some users were served by several backends: ")
+                + f"{counts} ({done:,} requests, {failed} failed)")
+            result.expected = sorted(u for u, h in result.home.items() if h == STOPPED)
+
+            # Phase 2: the backend stops.
+            result.stopped_at = say(f"backend {STOPPED} stops; its {len(result.expected)} "
+                                    "users' sessions go with it")
+            await backends[STOPPED].stop()
+            await asyncio.sleep(outage)
+            stopped_at = result.stopped_at
+            await _until(lambda: all(any(v.started > stopped_at for v in log)
+                                     for log in logs.values()), grace)
+            restart = say.now()
+            went: Counter[str] = Counter()
+            for name, log in logs.items():
+                during = {v.backend for v in log if v.backend
+                          and stopped_at < v.started < restart}
+                if during - {result.home[name]}:
+                    result.moved.append(name)
+                    went.update(during - {result.home[name]})
+            stayed = users - len(result.moved)
+            say(f"while {STOPPED} was down {len(result.moved)} users moved"
+                + (f", exactly {STOPPED}'s {len(result.expected)}" if result.moved
+                   == result.expected else f" ({STOPPED} had {len(result.expected)})")
+                + " (to " + ", ".join(f"{n} {c}" for n, c in sorted(went.items()))
+                + f"); the other {stayed} stayed where they were")
+
+            # Phase 3: it restarts, and its users come back.
+            await backends[STOPPED].start()
+            result.restarted_at = say(f"backend {STOPPED} restarts on the same port, "
+                                      "with empty memory")
+            came_back = await _until(lambda: STOPPED in gateway.router, grace)
+            back = say.now()
+            if not came_back:
+                say(f"{STOPPED} was not back in the ring after {grace:g} s")
+            await asyncio.sleep(max(0.0, recovery - (back - result.restarted_at)))
+            await _until(lambda: all(any(v.started > back for v in log)
+                                     for log in logs.values()), grace)
+            end = say.now()
+            for name, log in logs.items():
+                after = {v.backend for v in log if v.backend and back < v.started < end}
+                if after - {result.home[name]}:
+                    result.strayed.append(name)
+                elif name in result.moved and after == {result.home[name]}:
+                    result.returned.append(name)
+            say(f"{len(result.returned)} of {STOPPED}'s {len(result.expected)} users are "
+                f"back on {STOPPED}; "
+                + (f"nobody else moved" if not result.strayed
+                   else f"{len(result.strayed)} users are elsewhere"))
+            stop.set()
+            await asyncio.gather(*tasks)
+            tasks.clear()
+        result.retried = gateway.counters.snapshot().retries
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if gateway is not None:
+            await gateway.stop()
+        for backend in backends.values():
+            await backend.stop()
+        chash_logger.removeHandler(failure_log)
+
+    visits = [v for log in logs.values() for v in log]
+    result.requests = len(visits)
+    result.failed = sum(1 for v in visits if v.backend is None)
+    for name in result.others:
+        counts_up = [v.visits for v in logs[name] if v.backend]
+        sessions = {v.session for v in logs[name] if v.backend}
+        if len(sessions) == 1 and counts_up == list(range(1, len(counts_up) + 1)):
+            result.sessions_kept.append(name)
+    result.ended_at = say("users stop; gateway and backends shut down")
+    return result
+
+
+def render_figures(result: DemoResult) -> str:
+    """The figures and the verdict, as printed at the end of the run."""
+    others = result.others
+    share = result.ownership.get(STOPPED, 0.0)
+    rows = [
+        ("requests", f"{result.requests:,}", ""),
+        ("failed requests", f"{result.failed:,}", ""),
+        ("retried on the next node", f"{result.retried:,}",
+         f"before health checks took {STOPPED} out"),
+        (f"users moved when {STOPPED} stopped", f"{len(result.moved)} of {result.users}",
+         f"{STOPPED} owns {share:.1%} of the ring"),
+        (f"users back on {STOPPED}", f"{len(result.returned)} of {len(result.expected)}", ""),
+        ("sessions kept", f"{len(result.sessions_kept)} of {len(others)}",
+         f"users not on {STOPPED}"),
+    ]
+    if result.down_at is not None and result.stopped_at is not None:
+        rows.append((f"{STOPPED} out of the ring after", f"{result.down_at - result.stopped_at:.1f} s",
+                     ""))
+    if result.back_at is not None and result.restarted_at is not None:
+        rows.append((f"{STOPPED} back in the ring after",
+                     f"{result.back_at - result.restarted_at:.1f} s", "after its restart"))
+    lines = ["", "figures"]
+    for label, value, note in rows:
+        lines.append(f"  {label:<31}{value:>10}" + (f"   ({note})" if note else ""))
+    lines.append("")
+    for check, held in result.checks.items():
+        lines.append(f"  [{'ok' if held else 'FAILED'}] {check}")
+    lines += ["", "result: " + ("OK" if result.ok else "FAILED")]
+    return "\n".join(lines)
