@@ -41,7 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,7 @@ class Obs:
     span: int  # wall-clock ns of the whole timed section
 
 
-Key = tuple[str, str]  # (row, contender)
+Key = tuple[str, Hashable, str]  # (row, tag naming the setting, contender)
 Sample = Callable[[int], dict[Key, Obs]]  # sequence number -> observations
 
 
@@ -114,7 +114,7 @@ def timed(fn: Callable[[], object], ops: int = 1) -> tuple[Obs, object]:
 
 @dataclass
 class Measure:
-    """One contender of a round.  sample(seq) times it once; seq counts the
+    """One contender of a group.  sample(seq) times it once; seq counts the
     calls, so each sample (and each retake) can use fresh keys or nodes."""
 
     name: str
@@ -122,57 +122,78 @@ class Measure:
     warmup: Callable[[], object] | None = None
 
 
-def run_rounds(
-    measures: Sequence[Measure],
+@dataclass
+class Group:
+    """Measures compared with each other, timed one after the other."""
+
+    label: str
+    measures: list[Measure]
+
+
+def run_schedule(
+    groups: Sequence[Group],
     rounds: int,
     *,
     slow_s: float = 1.0,
     slow_rounds: int = 1,
     budget_s: float = 0.0,
 ) -> dict[Key, list[Obs]]:
-    """Interleaves the measures: A, B, C, then B, C, A, then C, A, B, ...
+    """Each round visits every group, and within a group times every
+    measure once, rotating the order: A, B, C, then B, C, A, then C, A, B.
+    So the rounds of a row are spread over the whole run, and the samples
+    of one round of a group are taken close together.
 
     A preempted sample whose timed sections are shorter than RETAKE_BELOW_S
-    is retaken up to RETAKES times.  A measure whose first sample takes longer than slow_s seconds
-    stops after slow_rounds samples or once its samples have used budget_s
-    seconds, whichever comes first; it always gets at least one.
+    is retaken up to RETAKES times.  A measure whose first sample takes
+    longer than slow_s seconds stops after slow_rounds samples or once its
+    samples have used budget_s seconds, whichever comes first; it always
+    gets at least one.
     """
     out: dict[Key, list[Obs]] = {}
+    measures = [m for g in groups for m in g.measures]
+    spent = {m.name: 0.0 for m in measures}
+    first = {m.name: 0.0 for m in measures}
+    done = {m.name: 0 for m in measures}
+    seq = {m.name: 0 for m in measures}
+    assert len(done) == len(measures), "measure names must be unique"
     gc.collect()
     gc.disable()
     try:
+        progress("warming up")
         for m in measures:
             if m.warmup is not None:
                 m.warmup()
-        spent = {m.name: 0.0 for m in measures}
-        first = {m.name: 0.0 for m in measures}
-        done = {m.name: 0 for m in measures}
-        seq = {m.name: 0 for m in measures}
         for r in range(rounds):
-            gc.collect()
-            shift = r % len(measures)
-            for m in list(measures[shift:]) + list(measures[:shift]):
-                if done[m.name] and first[m.name] > slow_s:
-                    if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
-                        continue
-                for _attempt in range(RETAKES + 1):
-                    wall = time.perf_counter()
-                    values = m.sample(seq[m.name])
-                    wall = time.perf_counter() - wall
-                    seq[m.name] += 1
-                    preempted = any(obs.switched for obs in values.values())
-                    longest = max(obs.span for obs in values.values()) / 1e9
-                    if not preempted or longest > RETAKE_BELOW_S:
-                        break
-                if not done[m.name]:
-                    first[m.name] = wall
-                spent[m.name] += wall
-                done[m.name] += 1
-                for key, obs in values.items():
-                    out.setdefault(key, []).append(obs)
+            progress(f"round {r + 1} of {rounds}")
+            for g in groups:
+                gc.collect()
+                shift = r % len(g.measures)
+                for m in g.measures[shift:] + g.measures[:shift]:
+                    if done[m.name] and first[m.name] > slow_s:
+                        if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
+                            continue
+                    for _attempt in range(RETAKES + 1):
+                        wall = time.perf_counter()
+                        values = m.sample(seq[m.name])
+                        wall = time.perf_counter() - wall
+                        seq[m.name] += 1
+                        preempted = any(obs.switched for obs in values.values())
+                        longest = max(obs.span for obs in values.values()) / 1e9
+                        if not preempted or longest > RETAKE_BELOW_S:
+                            break
+                    if not done[m.name]:
+                        first[m.name] = wall
+                    spent[m.name] += wall
+                    done[m.name] += 1
+                    for key, obs in values.items():
+                        out.setdefault(key, []).append(obs)
     finally:
         gc.enable()
     return out
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------
@@ -267,6 +288,7 @@ def deep_size(*roots: object) -> int:
 
 
 def lookup_measures(
+    tag: Hashable,
     label: str,
     get: Callable[[str], object],
     batch: Callable[[list[str]], object] | None,
@@ -313,7 +335,7 @@ def lookup_measures(
                     run(part)
 
             obs, _ = timed(repeat, passes[row] * len(part))
-            return {(row + (", cold" if cold else ""), label): obs}
+            return {(row + (COLD if cold else ""), tag, label): obs}
 
         def warmup() -> None:
             obs, _ = timed(lambda: run(keys), len(keys))
@@ -323,7 +345,7 @@ def lookup_measures(
             else:
                 passes[row] = max(1, math.ceil(want / block))
 
-        return Measure(f"{label} {row}{' cold' if cold else ''}", sample, warmup)
+        return Measure(f"{tag} {label} {row}{COLD if cold else ''}", sample, warmup)
 
     return [make(SINGLE, single), make(BATCH, many)]
 
@@ -394,11 +416,11 @@ class Row:
         }
 
 
-def make_row(section: str, row: str, nodes: int | str, unit: str, scale: float,
+def make_row(section: str, row: str, tag: Hashable, nodes: int | str, unit: str, scale: float,
              obs: dict[Key, list[Obs]], contenders: Sequence[str],
              ratio_defs: Sequence[tuple[str, str, str]]) -> Row:
-    """A row from the samples of (row, contender); values divided by scale."""
-    found = {c: obs[(row, c)] for c in contenders if (row, c) in obs}
+    """A row from the samples of (row, tag, contender); values divided by scale."""
+    found = {c: obs[(row, tag, c)] for c in contenders if (row, tag, c) in obs}
     return Row(
         section, row, nodes, unit,
         {c: [o.wall / scale for o in v] for c, v in found.items()},
@@ -518,176 +540,178 @@ class Config:
     quick: bool
 
 
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+VS = [("doc/chash", DOC, CHASH), ("uh/chash", UH, CHASH)]
+MD5_SECTION = f"MD5, {VNODES} virtual nodes a node; ratios are rival / chash"
+FAST_SECTION = (f"chash with fast hashes against uhashring (MD5), {VNODES} virtual nodes a node;"
+                " ratios are uhashring / chash")
+FLAT_SECTION = "Flatness: chash murmur3 lookups as the ring grows"
+COLD = ", cold"
 
 
-def bench_md5(cfg: Config, keys: list[str], rows: list[Row]) -> dict[int, Any]:
-    """Build, lookups, add, remove and memory at each node count; returns
-    the uhashring rings for the fast-hash rows."""
-    section = f"MD5, {VNODES} virtual nodes a node; ratios are rival / chash"
+@dataclass
+class Fixtures:
+    """Rings built once, untimed, for the lookup, add and remove rows."""
+
+    md5: dict[int, dict[str, Any]]  # nodes -> contender -> ring
+    fast: dict[int, dict[str, Any]]  # nodes -> hash name or UH -> ring
+    flat: dict[str, Any]  # points label -> router
+    spares: list[str]
+    flat_build_s: float
+
+
+def make_fixtures(cfg: Config) -> Fixtures:
+    progress("building the rings")
+    all_nodes = node_names(max(cfg.nodes + cfg.fast_nodes))
+    md5 = {n: {CHASH: chash_router(all_nodes[:n]), DOC: documented_router(all_nodes[:n]),
+               UH: uhashring_ring(all_nodes[:n])} for n in cfg.nodes}
+    fast: dict[int, dict[str, Any]] = {}
+    for n in cfg.fast_nodes:
+        fast[n] = {h: chash_router(all_nodes[:n], hash=h) for h in FAST_HASHES}
+        fast[n][UH] = md5[n][UH] if n in md5 else uhashring_ring(all_nodes[:n])
+    (small_n, small_v), (big_n, big_v) = FLAT_SMALL, cfg.flat_big
+    flat = {f"{small_n * small_v:,} points": chash_router(node_names(small_n), small_v, "murmur3")}
+    build_s = time.perf_counter()
+    flat[f"{big_n * big_v:,} points"] = chash_router(node_names(big_n), big_v, "murmur3")
+    build_s = time.perf_counter() - build_s
+    spares = spare_nodes(cfg.repeat * (RETAKES + 1) + 1, all_nodes[:max(cfg.nodes)])
+    return Fixtures(md5, fast, flat, spares, build_s)
+
+
+def build_group(n: int, nodes: Sequence[str], quick: bool) -> Group:
+    small = nodes[:3]
+
+    def build(contender: str, how: str, make: Callable[[Sequence[str]], object],
+              rows: Sequence[str]) -> Measure:
+        def sample(_seq: int) -> dict[Key, Obs]:
+            obs, _ = timed(lambda: make(nodes))  # the ring is freed after the timing
+            return {(row, n, contender): obs for row in rows}
+
+        return Measure(f"{n} {contender} {how}", sample, lambda: make(small))
+
+    measures = [
+        build(CHASH, "add_service_nodes", chash_router, [BUILD]),
+        build(CHASH, "add_service_node", chash_one_by_one, [BUILD_ONE]),
+        build(DOC, "add_service_node", documented_router, [BUILD, BUILD_ONE]),
+        build(UH, "HashRing(nodes)", uhashring_ring, [BUILD]),
+    ]
+    if not (quick and n >= 1000):  # a thousand re-sorts of the whole ring
+        measures.append(build(UH, "add_node", uhashring_one_by_one, [BUILD_ONE]))
+    return Group(f"build {n}", measures)
+
+
+def mutation_group(n: int, rings: dict[str, Any], spares: list[str]) -> Group:
+    def mutation(name: str, op: str, add: Callable[[str], object],
+                 remove: Callable[[str], object]) -> Measure:
+        """Times the add (then removes untimed) or the remove (after an
+        untimed add), so the ring is back to n nodes after each sample."""
+        def sample(seq: int) -> dict[Key, Obs]:
+            spare = spares[seq]
+            if op == ADD:
+                obs, _ = timed(lambda: add(spare))
+                remove(spare)
+            else:
+                add(spare)
+                obs, _ = timed(lambda: remove(spare))
+            return {(op, n, name): obs}
+
+        def warmup() -> None:
+            add(spares[-1])
+            remove(spares[-1])
+
+        return Measure(f"{n} {op} {name}", sample, warmup)
+
+    c, d, u = rings[CHASH], rings[DOC], rings[UH]
+    return Group(f"add/remove {n}", [
+        mutation(name, op, add, remove)
+        for op in (ADD, REMOVE)
+        for name, add, remove in ((CHASH, c.add_service_node, c.remove_service_node),
+                                  (DOC, d.add_service_node, d.remove_service_node),
+                                  (UH, u.add_node, u.remove_node))])
+
+
+def groups_for(cfg: Config, fx: Fixtures, keys: list[str]) -> list[Group]:
     min_ns = int(cfg.min_sample_ms * 1e6)
     all_nodes = node_names(max(cfg.nodes))
-    spares = spare_nodes(cfg.repeat * (RETAKES + 1) + 1, all_nodes)
-    uh_rings: dict[int, Any] = {}
-    vs = [("doc/chash", DOC, CHASH), ("uh/chash", UH, CHASH)]
+    groups: list[Group] = []
+
+    def lookups(tag: Hashable, label: str, router: Any, cold: bool = False) -> list[Measure]:
+        if label == UH:
+            get, batch = router.get_node, None
+        elif label == DOC:
+            get, batch = router.get_target_node, None
+        else:
+            get, batch = router.get_target_node, router.get_target_nodes
+        return lookup_measures(tag, label, get, batch, keys, min_ns, cold=cold)
+
     for n in cfg.nodes:
-        nodes = all_nodes[:n]
-        small = all_nodes[:3]
-        built: dict[str, Any] = {}
+        rings = fx.md5[n]
+        groups.append(build_group(n, all_nodes[:n], cfg.quick))
+        groups.append(Group(f"lookups {n}", [m for c in (CHASH, DOC, UH)
+                                             for m in lookups(n, c, rings[c])]))
+        groups.append(mutation_group(n, rings, fx.spares))
+    for n in cfg.fast_nodes:
+        groups.append(Group(f"fast lookups {n}", [m for name, ring in fx.fast[n].items()
+                                                  for m in lookups(("fast", n), name, ring)]))
+    groups.append(Group("flatness", [m for cold in (False, True)
+                                     for label, router in fx.flat.items()
+                                     for m in lookups("flat", label, router, cold)]))
+    return groups
 
-        def build(contender: str, how: str, make: Callable[[Sequence[str]], object],
-                  rows_: Sequence[str]) -> Measure:
-            name = f"{contender} {how}"
 
-            def sample(_seq: int) -> dict[Key, Obs]:
-                built.pop(name, None)  # free the previous ring outside the timing
-                obs, ring = timed(lambda: make(nodes))
-                built[name] = ring
-                return {(row, contender): obs for row in rows_}
+def memory_row(n: int, rings: dict[str, Any]) -> Row:
+    """Bytes a ring point, on the freshly built rings."""
+    c, d, u = rings[CHASH], rings[DOC], rings[UH].runtime
+    mem = {
+        CHASH: c.memory_bytes / len(c.hash_ring),
+        DOC: deep_size(d.hash_ring, d.node_map) / len(d.hash_ring),
+        UH: deep_size(u._keys, u._ring, u._node_points, u._nodes, u._distribution)
+        / len(u._keys),
+    }
+    row = Row(MD5_SECTION, "memory", n, "bytes/point", {k: [v] for k, v in mem.items()},
+              {k: [v] for k, v in mem.items()}, {k: 0 for k in mem}, VS)
+    add_target(row, "chash", "<=", 10, value=mem[CHASH], unit=" B")
+    return row
 
-            return Measure(name, sample, lambda: make(small))
 
-        builders = [
-            build(CHASH, "add_service_nodes", chash_router, [BUILD]),
-            build(CHASH, "add_service_node", chash_one_by_one, [BUILD_ONE]),
-            build(DOC, "add_service_node", documented_router, [BUILD, BUILD_ONE]),
-            build(UH, "HashRing(nodes)", uhashring_ring, [BUILD]),
-            build(UH, "add_node", uhashring_one_by_one, [BUILD_ONE]),
-        ]
-        if cfg.quick and n >= 1000:
-            builders.pop()  # a thousand re-sorts of the whole ring: too slow for a smoke run
-        progress(f"{n} nodes: build")
-        obs = run_rounds(builders, cfg.repeat, slow_rounds=cfg.slow_rounds,
-                         budget_s=cfg.slow_budget_s)
-        row = make_row(section, BUILD, n, "ms", 1e6, obs, [CHASH, DOC, UH], vs)
+def collect_rows(cfg: Config, obs: dict[Key, list[Obs]], memory: dict[int, Row]) -> list[Row]:
+    rows: list[Row] = []
+    for n in cfg.nodes:
+        def md5_row(row: str, unit: str, scale: float) -> Row:
+            return make_row(MD5_SECTION, row, n, n, unit, scale, obs, [CHASH, DOC, UH], VS)
+
+        build, build_one = md5_row(BUILD, "ms", 1e6), md5_row(BUILD_ONE, "ms", 1e6)
+        single, batch = md5_row(SINGLE, "ns/key", 1), md5_row(BATCH, "ns/key", 1)
+        add, remove = md5_row(ADD, "µs", 1e3), md5_row(REMOVE, "µs", 1e3)
         if n == 1000:
-            add_target(row, "doc/chash", ">=", 30, ratio="doc/chash")
-            add_target(row, "uh/chash", ">=", 5, ratio="uh/chash")
-        rows += [row, make_row(section, BUILD_ONE, n, "ms", 1e6, obs, [CHASH, DOC, UH], vs)]
-        ring_c = built["chash add_service_nodes"]
-        ring_d = built["documented add_service_node"]
-        ring_u = built["uhashring HashRing(nodes)"]
-        built.clear()
-        uh_rings[n] = ring_u
-
-        progress(f"{n} nodes: lookups")
-        obs = run_rounds(
-            lookup_measures(CHASH, ring_c.get_target_node, ring_c.get_target_nodes, keys, min_ns)
-            + lookup_measures(DOC, ring_d.get_target_node, None, keys, min_ns)
-            + lookup_measures(UH, ring_u.get_node, None, keys, min_ns),
-            cfg.repeat)
-        single = make_row(section, SINGLE, n, "ns/key", 1, obs, [CHASH, DOC, UH], vs)
+            add_target(build, "doc/chash", ">=", 30, ratio="doc/chash")
+            add_target(build, "uh/chash", ">=", 5, ratio="uh/chash")
+            add_target(add, "doc/chash", ">=", 10, ratio="doc/chash")
+            add_target(remove, "doc/chash", ">=", 500, ratio="doc/chash")
         add_target(single, "doc/chash", ">=", 10 if n >= 1000 else 8, ratio="doc/chash")
-        batch = make_row(section, BATCH, n, "ns/key", 1, obs, [CHASH, DOC, UH], vs)
         add_target(batch, "single/batch", ">=", 1.2,
                    value=single.median[CHASH] / batch.median[CHASH],
                    cpu_value=single.cpu_median[CHASH] / batch.cpu_median[CHASH])
-        rows += [single, batch]
-
-        progress(f"{n} nodes: add and remove one node")
-
-        def mutation(name: str, op: str, add: Callable[[str], object],
-                     remove: Callable[[str], object]) -> Measure:
-            """Times the add (then removes untimed) or the remove (after an
-            untimed add), so the ring is back to n nodes after each sample."""
-            def sample(seq: int) -> dict[Key, Obs]:
-                spare = spares[seq]
-                if op == ADD:
-                    obs, _ = timed(lambda: add(spare))
-                    remove(spare)
-                else:
-                    add(spare)
-                    obs, _ = timed(lambda: remove(spare))
-                return {(op, name): obs}
-
-            def warmup() -> None:
-                add(spares[-1])
-                remove(spares[-1])
-
-            return Measure(f"{op} {name}", sample, warmup)
-
-        obs = run_rounds(
-            [mutation(name, op, add, remove)
-             for op in (ADD, REMOVE)
-             for name, add, remove in (
-                 (CHASH, ring_c.add_service_node, ring_c.remove_service_node),
-                 (DOC, ring_d.add_service_node, ring_d.remove_service_node),
-                 (UH, ring_u.add_node, ring_u.remove_node))],
-            cfg.repeat)
-        add_row = make_row(section, ADD, n, "µs", 1e3, obs, [CHASH, DOC, UH], vs)
-        rm_row = make_row(section, REMOVE, n, "µs", 1e3, obs, [CHASH, DOC, UH], vs)
-        if n == 1000:
-            add_target(add_row, "doc/chash", ">=", 10, ratio="doc/chash")
-            add_target(rm_row, "doc/chash", ">=", 500, ratio="doc/chash")
-        rows += [add_row, rm_row]
-
-        runtime = ring_u.runtime
-        mem = {
-            CHASH: ring_c.memory_bytes / len(ring_c.hash_ring),
-            DOC: deep_size(ring_d.hash_ring, ring_d.node_map) / len(ring_d.hash_ring),
-            UH: deep_size(runtime._keys, runtime._ring, runtime._node_points, runtime._nodes,
-                          runtime._distribution) / len(runtime._keys),
-        }
-        mem_row = Row(section, "memory", n, "bytes/point", {k: [v] for k, v in mem.items()},
-                      {k: [v] for k, v in mem.items()}, {k: 0 for k in mem}, vs)
-        add_target(mem_row, "chash", "<=", 10, value=mem[CHASH], unit=" B")
-        rows.append(mem_row)
-    return uh_rings
-
-
-def bench_fast(cfg: Config, keys: list[str], rows: list[Row], uh_rings: dict[int, Any]) -> None:
-    section = (f"chash with fast hashes against uhashring (MD5), {VNODES} virtual nodes a node;"
-               " ratios are uhashring / chash")
-    min_ns = int(cfg.min_sample_ms * 1e6)
+        rows += [build, build_one, single, batch, add, remove, memory[n]]
     for n in cfg.fast_nodes:
-        progress(f"{n} nodes: fast hashes")
-        nodes = node_names(n)
-        ring_u = uh_rings[n] if n in uh_rings else uhashring_ring(nodes)
-        measures: list[Measure] = []
-        for h in FAST_HASHES:
-            router = chash_router(nodes, hash=h)
-            measures += lookup_measures(h, router.get_target_node, router.get_target_nodes,
-                                        keys, min_ns)
-        measures += lookup_measures(UH, ring_u.get_node, None, keys, min_ns)
-        obs = run_rounds(measures, cfg.repeat)
+        ratio_defs = [(f"uh/{h}", UH, h) for h in FAST_HASHES]
         for kind, goal in ((SINGLE, 20), (BATCH, 30)):
-            ratio_defs = [(f"uh/{h}", UH, h) for h in FAST_HASHES]
-            row = make_row(section, kind, n, "ns/key", 1, obs, [*FAST_HASHES, UH], ratio_defs)
+            row = make_row(FAST_SECTION, kind, ("fast", n), n, "ns/key", 1, obs,
+                           [*FAST_HASHES, UH], ratio_defs)
             for label, _, _ in ratio_defs:
                 add_target(row, label.removeprefix("uh/"), ">=", goal, ratio=label)
             rows.append(row)
-
-
-def bench_flat(cfg: Config, keys: list[str], rows: list[Row]) -> float:
-    """Lookup cost at 500 points against a big ring; returns its build time."""
-    section = "Flatness: chash murmur3 lookups as the ring grows"
-    min_ns = int(cfg.min_sample_ms * 1e6)
-    small_n, small_v = FLAT_SMALL
-    big_n, big_v = cfg.flat_big
-    small_label = f"{small_n * small_v:,} points"
-    big_label = f"{big_n * big_v:,} points"
-    progress(f"flatness: building {big_label}")
-    small = chash_router(node_names(small_n), small_v, "murmur3")
-    build_s = time.perf_counter()
-    big = chash_router(node_names(big_n), big_v, "murmur3")
-    build_s = time.perf_counter() - build_s
-    progress(f"flatness: lookups ({build_s:.1f} s to build)")
-    measures: list[Measure] = []
-    for cold in (False, True):
-        for label, router in ((small_label, small), (big_label, big)):
-            measures += lookup_measures(label, router.get_target_node, router.get_target_nodes,
-                                        keys, min_ns, cold=cold)
-    obs = run_rounds(measures, cfg.repeat)
+    (small_n, _), (big_n, _) = FLAT_SMALL, cfg.flat_big
+    small_label, big_label = f"{FLAT_SMALL[0] * FLAT_SMALL[1]:,} points", \
+        f"{cfg.flat_big[0] * cfg.flat_big[1]:,} points"
     # The target is on warm lookups (the loop over a fixed key list); the
     # cold rows show what cache misses add on a ring bigger than the caches.
-    for kind in (SINGLE, BATCH, f"{SINGLE}, cold", f"{BATCH}, cold"):
-        row = make_row(section, kind, f"{small_n}, {big_n}", "ns/key", 1, obs,
+    for kind in (SINGLE, BATCH, SINGLE + COLD, BATCH + COLD):
+        row = make_row(FLAT_SECTION, kind, "flat", f"{small_n}, {big_n}", "ns/key", 1, obs,
                        [small_label, big_label], [("big/small", big_label, small_label)])
-        if not kind.endswith("cold"):
+        if not kind.endswith(COLD):
             add_target(row, "big/small", "<=", 2, ratio="big/small")
         rows.append(row)
-    return build_s
+    return rows
 
 
 def machine_info() -> dict[str, Any]:
@@ -763,11 +787,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     load_start = os.getloadavg()
     keys = request_keys(cfg.keys)
-    rows: list[Row] = []
-    uh_rings = bench_md5(cfg, keys, rows)
-    bench_fast(cfg, keys, rows, uh_rings)
-    del uh_rings
-    flat_build_s = bench_flat(cfg, keys, rows)
+    fx = make_fixtures(cfg)
+    memory = {n: memory_row(n, fx.md5[n]) for n in cfg.nodes}  # before any add or remove
+    obs = run_schedule(groups_for(cfg, fx, keys), repeat, slow_rounds=cfg.slow_rounds,
+                       budget_s=cfg.slow_budget_s)
+    flat_build_s = fx.flat_build_s
+    del fx
+    rows = collect_rows(cfg, obs, memory)
     runtime = time.perf_counter() - started
     load_end = os.getloadavg()
     info = machine_info()
