@@ -199,9 +199,29 @@ static void free_entry(NodeEntry *entry)
 /* ------------------------------------------------------------------ */
 /* Construction and lifetime                                          */
 
-static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given,
-                               PyObject *hash, const char *layout_name)
+/* The UTF-8 of a str argument with no NUL inside, or NULL (TypeError /
+ * ValueError naming what); C lookups by name stop at a NUL. */
+static const char *name_arg(PyObject *value, const char *what)
 {
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be str, not %.200s", what, Py_TYPE(value)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *name = PyUnicode_AsUTF8AndSize(value, &len);
+    if (name && strlen(name) != (size_t)len) {
+        PyErr_Format(PyExc_ValueError, "unknown %s %R", what, value);
+        return NULL;
+    }
+    return name;
+}
+
+static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given,
+                               PyObject *hash, PyObject *layout_obj)
+{
+    const char *layout_name = name_arg(layout_obj, "layout");
+    if (!layout_name)
+        return NULL;
     chash_layout_id layout;
     if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError,
@@ -221,7 +241,7 @@ static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vn
     chash_hash_id hash_id = CHASH_HASH_MD5;
     PyObject *hash_fn = NULL;
     if (PyUnicode_Check(hash)) {
-        const char *name = PyUnicode_AsUTF8(hash);
+        const char *name = name_arg(hash, "hash");
         if (!name)
             return NULL;
         if (chash_hash_by_name(name, &hash_id) != CHASH_OK) {
@@ -258,9 +278,8 @@ static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vn
 static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"virtual_node_count", "hash", "layout", NULL};
-    PyObject *vnodes = Py_None, *hash = NULL;
-    const char *layout = "python";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$Os:ConsistentHashRouter", kwlist,
+    PyObject *vnodes = Py_None, *hash = NULL, *layout = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:ConsistentHashRouter", kwlist,
                                      &vnodes, &hash, &layout))
         return NULL;
     Py_ssize_t count = 0;
@@ -279,15 +298,14 @@ static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             count = PY_SSIZE_T_MAX; /* reported as out of range below */
         }
     }
-    PyObject *default_hash = NULL;
-    if (!hash) {
-        default_hash = PyUnicode_FromString("md5");
-        if (!default_hash)
-            return NULL;
-        hash = default_hash;
-    }
-    PyObject *self = router_create(type, count, given, hash, layout);
+    PyObject *default_hash = hash ? NULL : PyUnicode_FromString("md5");
+    PyObject *default_layout = layout ? NULL : PyUnicode_FromString("python");
+    PyObject *self = NULL;
+    if ((hash || default_hash) && (layout || default_layout))
+        self = router_create(type, count, given, hash ? hash : default_hash,
+                             layout ? layout : default_layout);
     Py_XDECREF(default_hash);
+    Py_XDECREF(default_layout);
     return self;
 }
 
@@ -391,7 +409,14 @@ static int parse_weight(PyObject *weight_obj, double *weight)
         return -1;
     }
     *weight = PyFloat_AsDouble(weight_obj);
-    return *weight == -1.0 && PyErr_Occurred() ? -1 : 0;
+    if (*weight == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "weight must be a finite number > 0, not %R", weight_obj);
+        }
+        return -1;
+    }
+    return 0;
 }
 
 static void weight_error(PyObject *node, double weight)
@@ -579,9 +604,15 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
         weight_error(Py_None, weight);
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(nodes, "nodes must be an iterable of str");
-    if (!seq)
+    /* A tuple: a str subclass's __hash__ (run by the set) cannot change it. */
+    PyObject *seq = PySequence_Tuple(nodes);
+    if (!seq) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str");
+        }
         return NULL;
+    }
     PyObject *fresh = PyList_New(0), *present = PyList_New(0), *seen = PySet_New(NULL);
     PyObject *result = NULL;
     if (!fresh || !present || !seen)
@@ -704,9 +735,24 @@ PyDoc_STRVAR(get_many_doc,
 "get_target_nodes($self, keys, /)\n--\n\n"
 "get_target_node for every key of an iterable, as a list.");
 
+/* The keys as a sequence whose items stay put: a tuple copy when a Python
+ * hash could change a list between keys, else the list itself. */
+static PyObject *key_sequence(RouterObject *self, PyObject *keys)
+{
+    if (self->hash_fn) {
+        PyObject *tuple = PySequence_Tuple(keys);
+        if (!tuple && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "keys must be an iterable of str or bytes");
+        }
+        return tuple;
+    }
+    return PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+}
+
 static PyObject *router_get_many(RouterObject *self, PyObject *keys)
 {
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+    PyObject *seq = key_sequence(self, keys);
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -830,7 +876,7 @@ PyDoc_STRVAR(distribution_doc,
 
 static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
 {
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+    PyObject *seq = key_sequence(self, keys);
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1136,9 +1182,8 @@ static PyObject *module_rebuild(PyObject *module, PyObject *args)
 {
     PyTypeObject *cls;
     Py_ssize_t vnodes;
-    PyObject *hash, *nodes;
-    const char *layout;
-    if (!PyArg_ParseTuple(args, "O!nOsO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
+    PyObject *hash, *nodes, *layout;
+    if (!PyArg_ParseTuple(args, "O!nOOO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
         return NULL;
     if (!PyType_IsSubtype(cls, get_state(module)->router_type)) {
         PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
@@ -1147,15 +1192,15 @@ static PyObject *module_rebuild(PyObject *module, PyObject *args)
     PyObject *self = router_create(cls, vnodes, 1, hash, layout);
     if (!self)
         return NULL;
-    PyObject *seq = PySequence_Fast(nodes, "nodes must be a sequence of (node, weight)");
+    PyObject *seq = PySequence_Tuple(nodes);
     if (!seq) {
         Py_DECREF(self);
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
         PyObject *node;
         double weight;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Od", &node, &weight)
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &node, &weight)
             || add_node((RouterObject *)self, node, weight) < 0) {
             Py_DECREF(seq);
             Py_DECREF(self);
