@@ -81,6 +81,12 @@ def in_ring(gateway: Gateway, node: str) -> bool:
     return node in gateway.router
 
 
+def owner_of(gateway: Gateway, key: str) -> str:
+    node = gateway.router.get_target_node(key)
+    assert node is not None
+    return node
+
+
 # -- configuration ------------------------------------------------------------
 
 
@@ -252,7 +258,7 @@ def test_request_and_response_are_relayed() -> None:
             async with session.post(url, data=b"hello", headers=headers) as resp:
                 assert resp.status == 200
                 body = await resp.json()
-                owner = gateway.router.get_target_node("u1")
+                owner = owner_of(gateway, "u1")
                 assert resp.headers["X-Chash-Node"] == owner
                 assert resp.headers["X-Backend"] == owner
                 assert resp.headers.getall("Set-Cookie") == ["a=1", "b=2"]
@@ -312,7 +318,7 @@ def test_a_backend_dying_mid_response_cuts_the_client_off() -> None:
 def test_connections_to_backends_are_pooled() -> None:
     async def main() -> None:
         async with cluster() as (gateway, backends, session):
-            owner = backends[gateway.router.get_target_node("u1")]
+            owner = backends[owner_of(gateway, "u1")]
             for _ in range(40):
                 status, _ = await get(session, gateway, "u1")
                 assert status == 200
@@ -325,7 +331,7 @@ def test_connections_to_backends_are_pooled() -> None:
 def test_in_flight_load_is_counted() -> None:
     async def main() -> None:
         async with cluster() as (gateway, backends, session):
-            node = gateway.router.get_target_node("u1")
+            node = owner_of(gateway, "u1")
             gate = backends[node].gate = asyncio.Event()
             pending = [asyncio.ensure_future(get(session, gateway, "u1")) for _ in range(3)]
             await eventually(lambda: gateway.loads[node] == 3)
