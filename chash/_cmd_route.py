@@ -20,7 +20,7 @@ from typing import Any
 from chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
 __all__ = ["add_ring_arguments", "build_router", "parse_node_list", "positive_int", "register",
-           "run", "weight_arg"]
+           "render", "route", "run", "weight_arg"]
 
 
 def positive_int(text: str) -> int:

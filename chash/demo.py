@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
 
-__all__ = ["DemoResult", "SessionBackend", "Visit", "run_demo"]
+__all__ = ["DemoResult", "SessionBackend", "Visit", "render_figures", "run_demo"]
 
 #: The backends' node names; the one stopped mid-run.
 BACKENDS = ("a", "b", "c")

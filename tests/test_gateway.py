@@ -315,6 +315,17 @@ def test_a_backend_dying_mid_response_cuts_the_client_off() -> None:
     run(main())
 
 
+def test_request_bodies_are_bounded() -> None:
+    async def main() -> None:
+        async with cluster(max_body=100) as (gateway, backends, session):
+            status, _ = await get(session, gateway, "u1", method="PUT", data=b"x" * 100)
+            assert status == 200
+            status, _ = await get(session, gateway, "u1", method="PUT", data=b"x" * 101)
+            assert status == 413
+            assert sum(b.hits for b in backends.values()) == 1
+    run(main())
+
+
 def test_connections_to_backends_are_pooled() -> None:
     async def main() -> None:
         async with cluster() as (gateway, backends, session):

@@ -173,6 +173,20 @@ def test_in_flight_load_is_read_from_any_loads_mapping(prom: Any) -> None:
     assert value("chash_node_in_flight", {"node": "c"}) == 7
 
 
+def test_in_flight_load_of_a_bounded_load_router(prom: Any) -> None:
+    from chash import BoundedLoadRouter
+
+    router = make_router(*NODES)
+    bounded = BoundedLoadRouter(router)
+    value = registry_with(prom, router, load=bounded).get_sample_value
+    held = [bounded.acquire(f"key-{i}") for i in range(6)]
+    for node in NODES:
+        assert value("chash_node_in_flight", {"node": node}) == held.count(node)
+    for node in held:
+        bounded.release(node)
+    assert all(value("chash_node_in_flight", {"node": n}) == 0 for n in NODES)
+
+
 def test_counters_are_exported(prom: Any) -> None:
     counters = RouteCounters()
     registry = registry_with(prom, make_router(*NODES), counters=counters)
