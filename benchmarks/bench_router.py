@@ -740,9 +740,14 @@ def machine_info() -> dict[str, Any]:
                     break
     except OSError:
         pass
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                capture_output=True, text=True, check=True).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        if git("status", "--porcelain", "--", "csrc", "chash", "setup.py"):
+            commit += " with uncommitted changes to csrc/ or chash/"
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     return {
@@ -752,6 +757,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "chash": getattr(chash, "__version__", "unknown"),
+        "chash_module": chash._chash.__file__,
         "commit": commit,
         "uhashring": _dist_version("uhashring"),
     }
@@ -800,6 +806,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flat_big=FLAT_BIG_QUICK if args.quick else FLAT_BIG,
         quick=args.quick,
     )
+    info = machine_info()  # before the run: the commit of the code being measured
     started = time.perf_counter()
     load_start = os.getloadavg()
     keys = request_keys(cfg.keys)
@@ -812,7 +819,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = collect_rows(cfg, obs, memory)
     runtime = time.perf_counter() - started
     load_end = os.getloadavg()
-    info = machine_info()
 
     slow = "" if cfg.slow_rounds >= repeat else (
         f" (over 1 s a sample: {cfg.slow_rounds} rounds within {cfg.slow_budget_s:g} s)")
