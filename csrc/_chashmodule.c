@@ -761,9 +761,14 @@ static PyObject *router_get_many(RouterObject *self, PyObject *keys)
     if (!hashes)
         return NULL;
     PyObject *result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++) {
-        NodeEntry *entry = chash_ring_lookup(self->ring, hashes[i]);
-        PyList_SET_ITEM(result, i, Py_NewRef(entry ? entry->name : Py_None));
+    if (result && chash_ring_point_count(self->ring) == 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+    } else if (result) {
+        /* Owners written over the hashes: each is read before it is replaced. */
+        chash_ring_owners(self->ring, hashes, (size_t)n, hashes);
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, hashes[i])->name));
     }
     PyMem_Free(hashes);
     return result;
@@ -891,8 +896,11 @@ static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
         return PyErr_NoMemory();
     }
     memset(counts, 0, (nnodes ? nnodes : 1) * sizeof *counts);
-    for (Py_ssize_t i = 0; nnodes && i < n; i++)
-        counts[chash_ring_point_owner(self->ring, chash_ring_successor(self->ring, hashes[i]))]++;
+    if (nnodes) {
+        chash_ring_owners(self->ring, hashes, (size_t)n, hashes);
+        for (Py_ssize_t i = 0; i < n; i++)
+            counts[hashes[i]]++;
+    }
     PyMem_Free(hashes);
     PyObject *result = PyDict_New();
     for (size_t k = 0; result && k < nnodes; k++) {

@@ -141,6 +141,15 @@ size_t chash_ring_successor(const chash_ring *ring, uint32_t hash);
 /* Data of the node owning the successor of hash; NULL on an empty ring. */
 void *chash_ring_lookup(const chash_ring *ring, uint32_t hash);
 
+/*
+ * The owner (node index) of the successor of each of hashes[0..n) into
+ * owners (which may be hashes itself); the ring must not be empty.  Faster
+ * than n lookups on rings that
+ * do not fit in the cache: the memory reads of later keys are started
+ * while earlier keys are resolved.
+ */
+void chash_ring_owners(const chash_ring *ring, const uint32_t *hashes, size_t n, uint32_t *owners);
+
 /* Value and owner (node index) of point i, 0 <= i < point count. */
 uint32_t chash_ring_point(const chash_ring *ring, size_t i);
 size_t chash_ring_point_owner(const chash_ring *ring, size_t i);

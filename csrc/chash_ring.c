@@ -1,9 +1,9 @@
 /*
  * chash_ring.c - the sorted ring of points behind chash.h.
  *
- * Layout: two parallel arrays sorted by (value, owner id): value[] holds the
- * 32-bit points and owner[] the index of the node owning each, 8 bytes a
- * point.  A bucket index over the top bits of the value (about one bucket
+ * Layout: one array of (value, owner) pairs sorted by (value, owner id),
+ * 8 bytes a point; a point's owner sits in the same cache line as its value,
+ * so a lookup in a ring too big for the cache pays one miss, not two.  A bucket index over the top bits of the value (about one bucket
  * per four points) narrows every search to a handful of points, so lookup
  * cost stays flat as the ring grows.
  *
@@ -32,6 +32,11 @@
 #define CHASH_REALLOC realloc
 #endif
 
+typedef struct chash_pair {
+    uint32_t value; /* the 32-bit ring position */
+    uint32_t owner; /* index of the owning node */
+} chash_pair;
+
 typedef struct chash_node {
     char *id;
     size_t id_len;
@@ -40,11 +45,10 @@ typedef struct chash_node {
 } chash_node;
 
 struct chash_ring {
-    uint32_t *value;     /* npoints point values, sorted */
-    uint32_t *owner;     /* npoints node indices, parallel to value */
+    chash_pair *pt;      /* npoints points, sorted */
     size_t npoints;
-    size_t point_cap;    /* entries allocated in value and owner */
-    uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into value */
+    size_t point_cap;    /* entries allocated in pt */
+    uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into pt */
     size_t bucket_cap;   /* entries allocated in bucket */
     unsigned bucket_bits;
     chash_node *nodes;   /* in insertion order */
@@ -52,8 +56,9 @@ struct chash_ring {
     size_t node_cap;
 };
 
-/* About four points a bucket keeps the index near one byte a point. */
-#define POINTS_PER_BUCKET 4
+/* About eight points a bucket: the index costs half a byte a point and stays
+ * in the cache, and a search inside a bucket reads one or two lines. */
+#define POINTS_PER_BUCKET 8
 #define MAX_BUCKET_BITS 24
 
 const char *chash_strerror(int status)
@@ -86,12 +91,12 @@ static size_t bucket_of(uint32_t value, unsigned bits)
 
 /* bucket[b] = first index whose value's top bits are >= b; bucket[nb] = n.
  * Counted, then summed: no data-dependent branch per bucket. */
-static void build_buckets(uint32_t *bucket, unsigned bits, const uint32_t *value, size_t n)
+static void build_buckets(uint32_t *bucket, unsigned bits, const chash_pair *pt, size_t n)
 {
     size_t nb = (size_t)1 << bits;
     memset(bucket, 0, (nb + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
-        bucket[bucket_of(value[i], bits) + 1]++;
+        bucket[bucket_of(pt[i].value, bits) + 1]++;
     for (size_t b = 1; b <= nb; b++)
         bucket[b] += bucket[b - 1];
 }
@@ -148,8 +153,7 @@ void chash_ring_free(chash_ring *ring)
     for (size_t i = 0; i < ring->nnodes; i++)
         CHASH_FREE(ring->nodes[i].id);
     CHASH_FREE(ring->nodes);
-    CHASH_FREE(ring->value);
-    CHASH_FREE(ring->owner);
+    CHASH_FREE(ring->pt);
     CHASH_FREE(ring->bucket);
     CHASH_FREE(ring);
 }
@@ -160,7 +164,7 @@ size_t chash_ring_point_count(const chash_ring *ring) { return ring->npoints; }
 size_t chash_ring_memory(const chash_ring *ring)
 {
     size_t bytes = sizeof *ring
-        + ring->point_cap * (sizeof *ring->value + sizeof *ring->owner)
+        + ring->point_cap * sizeof *ring->pt
         + ring->bucket_cap * sizeof *ring->bucket
         + ring->node_cap * sizeof *ring->nodes;
     for (size_t i = 0; i < ring->nnodes; i++)
@@ -185,8 +189,8 @@ chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
     return view;
 }
 
-uint32_t chash_ring_point(const chash_ring *ring, size_t i) { return ring->value[i]; }
-size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->owner[i]; }
+uint32_t chash_ring_point(const chash_ring *ring, size_t i) { return ring->pt[i].value; }
+size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->pt[i].owner; }
 
 /* True when point (value, owner a) sorts before point (value, owner b). */
 static int owner_before(const chash_ring *ring, size_t a, size_t b)
@@ -206,20 +210,15 @@ static int reserve_buckets(const chash_ring *ring, size_t n, uint32_t **fresh)
     return *fresh ? CHASH_OK : CHASH_ENOMEM;
 }
 
-/* Points arrays big enough for total points.  On failure the ring is the
- * same ring, perhaps with one array larger: harmless. */
+/* Room for total points; on failure the ring is untouched. */
 static int reserve_points(chash_ring *ring, size_t total)
 {
     if (total <= ring->point_cap)
         return CHASH_OK;
-    uint32_t *value = CHASH_REALLOC(ring->value, total * sizeof *value);
-    if (!value)
+    chash_pair *pt = CHASH_REALLOC(ring->pt, total * sizeof *pt);
+    if (!pt)
         return CHASH_ENOMEM;
-    ring->value = value;
-    uint32_t *owner = CHASH_REALLOC(ring->owner, total * sizeof *owner);
-    if (!owner)
-        return CHASH_ENOMEM;
-    ring->owner = owner;
+    ring->pt = pt;
     ring->point_cap = total;
     return CHASH_OK;
 }
@@ -239,7 +238,7 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *ad
         return;
     }
     ring->bucket_bits = bits;
-    build_buckets(ring->bucket, bits, ring->value, ring->npoints);
+    build_buckets(ring->bucket, bits, ring->pt, ring->npoints);
 }
 
 /*
@@ -250,21 +249,16 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *ad
 static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *add_owner,
                          size_t k, size_t n)
 {
-    uint32_t *value = ring->value, *owner = ring->owner;
+    chash_pair *pt = ring->pt;
     size_t i = ring->npoints, j = n, out = ring->npoints + n;
     while (j > 0) {
         size_t o = add_owner ? add_owner[j - 1] : k;
-        if (i > 0 && (value[i - 1] > add[j - 1]
-                      || (value[i - 1] == add[j - 1] && owner_before(ring, o, owner[i - 1])))) {
-            out--;
-            i--;
-            value[out] = value[i];
-            owner[out] = owner[i];
+        if (i > 0 && (pt[i - 1].value > add[j - 1]
+                      || (pt[i - 1].value == add[j - 1] && owner_before(ring, o, pt[i - 1].owner)))) {
+            pt[--out] = pt[--i];
         } else {
-            out--;
             j--;
-            value[out] = add[j];
-            owner[out] = (uint32_t)o;
+            pt[--out] = (chash_pair){add[j], (uint32_t)o};
         }
     }
     ring->npoints += n;
@@ -531,11 +525,11 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
      * The node's own points appear in increasing value order, as drop does. */
     size_t j = 0;
     for (size_t i = 0; i < ring->npoints && j < npoints; i++) {
-        if (ring->owner[i] != k)
+        if (ring->pt[i].owner != k)
             continue;
-        if (drop[j] < ring->value[i])
+        if (drop[j] < ring->pt[i].value)
             break;
-        if (drop[j] == ring->value[i])
+        if (drop[j] == ring->pt[i].value)
             j++;
     }
     if (j != npoints) {
@@ -546,12 +540,11 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     size_t out = 0;
     j = 0;
     for (size_t i = 0; i < ring->npoints; i++) {
-        if (ring->owner[i] == k && j < npoints && drop[j] == ring->value[i]) {
+        if (ring->pt[i].owner == k && j < npoints && drop[j] == ring->pt[i].value) {
             j++;
             continue;
         }
-        ring->value[out] = ring->value[i];
-        ring->owner[out++] = ring->owner[i];
+        ring->pt[out++] = ring->pt[i];
     }
     CHASH_FREE(drop);
     ring->npoints = out;
@@ -570,23 +563,23 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
     int same_index = bucket_bits_for(ring->npoints - ring->nodes[k].npoints) == bits;
     /* Compact; at each dropped point, the buckets up to its own start one
      * point earlier from then on (runs of buckets, not a branch per bucket). */
-    uint32_t *value = ring->value, *owner = ring->owner, *bucket = ring->bucket;
+    chash_pair *pt = ring->pt;
+    uint32_t *bucket = ring->bucket;
     size_t out = 0, n = ring->npoints, b = 0;
     uint32_t dropped = 0;
-    while (out < n && owner[out] != k)
+    while (out < n && pt[out].owner != k)
         out++;
     for (size_t i = out; i < n; i++) {
-        if (owner[i] == k) {
+        if (pt[i].owner == k) {
             if (same_index) {
-                size_t here = bucket_of(value[i], bits);
+                size_t here = bucket_of(pt[i].value, bits);
                 for (; b <= here; b++)
                     bucket[b] -= dropped;
             }
             dropped++;
             continue;
         }
-        value[out] = value[i];
-        owner[out++] = owner[i];
+        pt[out++] = pt[i];
     }
     ring->npoints = out;
     if (same_index)
@@ -598,7 +591,7 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
      * and in insertion order. */
     uint32_t limit = (uint32_t)k;
     for (size_t i = 0; i < out; i++)
-        owner[i] -= owner[i] > limit;
+        pt[i].owner -= pt[i].owner > limit;
     if (data_out)
         *data_out = ring->nodes[k].data;
     CHASH_FREE(ring->nodes[k].id);
@@ -615,7 +608,7 @@ size_t chash_ring_successor(const chash_ring *ring, uint32_t hash)
      * hi on is >= hash (it lies in a later bucket). */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ring->value[mid] < hash)
+        if (ring->pt[mid].value < hash)
             lo = mid + 1;
         else
             hi = mid;
@@ -623,11 +616,33 @@ size_t chash_ring_successor(const chash_ring *ring, uint32_t hash)
     return lo == ring->npoints ? 0 : lo;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
+/* How far ahead the batch lookup starts reading: the index entry of key
+ * i + 2 * LOOKAHEAD and the points of key i + LOOKAHEAD. */
+#define LOOKAHEAD 8
+
+void chash_ring_owners(const chash_ring *ring, const uint32_t *hashes, size_t n, uint32_t *owners)
+{
+    unsigned bits = ring->bucket_bits;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 * LOOKAHEAD < n)
+            PREFETCH(&ring->bucket[bucket_of(hashes[i + 2 * LOOKAHEAD], bits)]);
+        if (i + LOOKAHEAD < n)
+            PREFETCH(&ring->pt[ring->bucket[bucket_of(hashes[i + LOOKAHEAD], bits)]]);
+        owners[i] = ring->pt[chash_ring_successor(ring, hashes[i])].owner;
+    }
+}
+
 void *chash_ring_lookup(const chash_ring *ring, uint32_t hash)
 {
     if (ring->npoints == 0)
         return NULL;
-    return ring->nodes[ring->owner[chash_ring_successor(ring, hash)]].data;
+    return ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
 }
 
 long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out)
@@ -643,7 +658,7 @@ long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size
     size_t found = 0;
     size_t i = chash_ring_successor(ring, hash);
     for (size_t steps = 0; steps < ring->npoints && found < n; steps++) {
-        uint32_t o = ring->owner[i];
+        uint32_t o = ring->pt[i].owner;
         if (!seen[o]) {
             seen[o] = 1;
             out[found++] = o;
@@ -662,9 +677,9 @@ void chash_ring_ownership(const chash_ring *ring, double *share)
     size_t n = ring->npoints;
     for (size_t i = 0; i < n; i++) {
         /* Arc (previous point, this point]; the first point's arc wraps. */
-        uint64_t prev = i ? ring->value[i - 1] : (uint64_t)ring->value[n - 1];
-        uint64_t arc = i ? ring->value[i] - prev : ring->value[0] + ((uint64_t)1 << 32) - prev;
-        share[ring->owner[i]] += (double)arc / 4294967296.0;
+        uint64_t prev = i ? ring->pt[i - 1].value : (uint64_t)ring->pt[n - 1].value;
+        uint64_t arc = i ? ring->pt[i].value - prev : ring->pt[0].value + ((uint64_t)1 << 32) - prev;
+        share[ring->pt[i].owner] += (double)arc / 4294967296.0;
     }
 }
 
@@ -691,14 +706,14 @@ int chash_ring_check(const chash_ring *ring)
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
-        if (ring->owner[i] >= ring->nnodes) {
+        if (ring->pt[i].owner >= ring->nnodes) {
             status = CHASH_ECORRUPT;
             break;
         }
-        counted[ring->owner[i]]++;
-        if (i && (ring->value[i - 1] > ring->value[i]
-                  || (ring->value[i - 1] == ring->value[i]
-                      && owner_before(ring, ring->owner[i], ring->owner[i - 1]))))
+        counted[ring->pt[i].owner]++;
+        if (i && (ring->pt[i - 1].value > ring->pt[i].value
+                  || (ring->pt[i - 1].value == ring->pt[i].value
+                      && owner_before(ring, ring->pt[i].owner, ring->pt[i - 1].owner))))
             status = CHASH_ECORRUPT;
     }
     for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++)
@@ -714,7 +729,7 @@ int chash_ring_check(const chash_ring *ring)
             if (ring->bucket[b] > ring->bucket[b + 1])
                 status = CHASH_ECORRUPT;
             for (size_t i = ring->bucket[b]; i < ring->bucket[b + 1] && status == CHASH_OK; i++)
-                if (bucket_of(ring->value[i], bits) != b)
+                if (bucket_of(ring->pt[i].value, bits) != b)
                     status = CHASH_ECORRUPT;
         }
     }

@@ -67,8 +67,8 @@ static const char *model_lookup(const chash_ring *ring, uint32_t h)
     const char *best = NULL, *first = NULL;
     uint32_t best_v = 0, first_v = 0;
     for (size_t i = 0; i < ring->npoints; i++) {
-        uint32_t v = ring->value[i];
-        const chash_node *node = &ring->nodes[ring->owner[i]];
+        uint32_t v = chash_ring_point(ring, i);
+        const chash_node *node = &ring->nodes[chash_ring_point_owner(ring, i)];
         const char *id = node->data;
         if (v >= h && (!best || v < best_v || (v == best_v && strcmp(id, best) < 0))) {
             best = id;
@@ -214,9 +214,9 @@ static void take(const chash_ring *ring, snapshot *s)
     memset(s, 0, sizeof *s);
     s->npoints = ring->npoints;
     s->nnodes = ring->nnodes;
-    if (ring->npoints) {
-        memcpy(s->value, ring->value, ring->npoints * sizeof *ring->value);
-        memcpy(s->owner, ring->owner, ring->npoints * sizeof *ring->owner);
+    for (size_t i = 0; i < ring->npoints; i++) {
+        s->value[i] = chash_ring_point(ring, i);
+        s->owner[i] = (uint32_t)chash_ring_point_owner(ring, i);
     }
     for (size_t i = 0; i < ring->nnodes; i++)
         s->data[i] = ring->nodes[i].data;
@@ -256,7 +256,8 @@ static void test_failed_allocations_change_nothing(void)
     snapshot before, after;
     take(ring, &before);
     fail_countdown = 0;
-    CHECK(chash_ring_shrink(ring, names[0], strlen(names[0]), &ring->value[0], 1) == CHASH_ENOMEM);
+    uint32_t first = chash_ring_point(ring, 0);
+    CHECK(chash_ring_shrink(ring, names[0], strlen(names[0]), &first, 1) == CHASH_ENOMEM);
     fail_countdown = -1;
     take(ring, &after);
     CHECK(same(&before, &after));
@@ -301,8 +302,9 @@ static void test_bucket_index_large(void)
     for (int q = 0; q < 20000; q++) {
         uint32_t h = next_u32();
         size_t i = chash_ring_successor(ring, h);
-        int ok = ring->value[i] >= h ? (i == 0 || ring->value[i - 1] < h)
-                                     : (i == 0 && ring->value[ring->npoints - 1] < h);
+        uint32_t at = chash_ring_point(ring, i);
+        int ok = at >= h ? (i == 0 || chash_ring_point(ring, i - 1) < h)
+                         : (i == 0 && chash_ring_point(ring, ring->npoints - 1) < h);
         wrong += !ok;
     }
     CHECK(wrong == 0);
@@ -354,8 +356,7 @@ static void test_add_many_matches_add(void)
     CHECK(failures >= 5);
     CHECK(chash_ring_check(many) == CHASH_OK);
     CHECK(many->npoints == one->npoints && many->nnodes == one->nnodes);
-    CHECK(memcmp(many->value, one->value, one->npoints * sizeof *one->value) == 0);
-    CHECK(memcmp(many->owner, one->owner, one->npoints * sizeof *one->owner) == 0);
+    CHECK(memcmp(many->pt, one->pt, one->npoints * sizeof *one->pt) == 0);
     CHECK(chash_ring_add_many(many, specs, 0) == CHASH_OK);
     chash_ring_free(one);
     chash_ring_free(many);
