@@ -1378,6 +1378,11 @@ static void module_free(void *module)
 
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
+#ifdef Py_mod_gil
+    /* The ring relies on the GIL to serialise mutations against lookups:
+     * a free-threaded interpreter keeps the GIL enabled for this module. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 
