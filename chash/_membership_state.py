@@ -280,15 +280,26 @@ class MembershipCore:
                 f"instance has {self.config!r}; every instance must use the same router "
                 "settings, quorum and vote_ttl (or another ring name)")
 
-    def apply(self, state: MembershipState) -> bool:
+    def apply(self, state: MembershipState, *, rollback: bool = False) -> bool:
         """Make the router hold ``state.ring()`` if ``state`` is newer than
         the last one applied; return whether it was applied.  ValueError
-        (nothing applied) if the shared settings differ."""
+        (nothing applied) if the shared settings differ.
+
+        ``rollback`` applies an older version of the same epoch too: for
+        when Redis itself went back (a failover lost acknowledged writes),
+        since the store, not this instance, is the authority.
+        """
         with self._lock:
             current = self._state
             if current is not None and state.epoch == current.epoch \
-                    and state.version <= current.version:
+                    and (state.version == current.version
+                         or (state.version < current.version and not rollback)):
                 return False
+            if rollback and current is not None and state.epoch == current.epoch \
+                    and state.version < current.version:
+                logger.warning("ring %s went back from version %d to %d in Redis (a failover "
+                               "lost writes?); following it", self.name, current.version,
+                               state.version, extra={"ring": self.name})
             self.check_config(state)
             self._state = state
             added, removed, reweighed = self._converge(state)

@@ -44,6 +44,7 @@ from ._membership_state import (
     HealthVerdict,
     MembershipCore,
     MembershipState,
+    Position,
     parse_snapshot,
     parse_status,
     text,
@@ -67,6 +68,11 @@ def _import_redis() -> Any:
     except ImportError as exc:
         raise ImportError("RedisMembership needs redis-py: pip install 'chash[redis]'") from exc
     return redis
+
+
+def _went_back(seen: Position | None, ours: Position) -> bool:
+    """Whether Redis holds an older version of our epoch than we applied."""
+    return seen is not None and seen[0] == ours[0] and seen[1] < ours[1]
 
 
 def _outage_errors(redis_module: Any) -> tuple[type[BaseException], ...]:
@@ -358,13 +364,13 @@ class RedisMembership(_Base):
             return
         raise RuntimeError(f"ring {self.name!r} vanished from Redis twice in a row")
 
-    def _pull(self) -> None:
+    def _pull(self, rollback: bool = False) -> None:
         """Read the ring, creating it if Redis has none, and apply it."""
         core = self._core
         for _ in range(2):
             state = parse_snapshot(self._snapshot(keys=core.keys))
             if state is not None:
-                core.apply(state)
+                core.apply(state, rollback=rollback)
                 return
             status, _ = parse_status(self._seed(keys=core.keys, args=core.seed_args()))
             core.seeded(status == CHANGED)
@@ -372,11 +378,11 @@ class RedisMembership(_Base):
     def _check(self) -> None:
         """Pull the ring if its version moved; else repair the router."""
         epoch, version = self._client.hmget(self._core.keys[0], ["epoch", "version"])
-        if epoch is None or version is None \
-                or (text(epoch), int(version)) != self._core.position:
-            self._pull()
-        else:
+        position = None if epoch is None or version is None else (text(epoch), int(version))
+        if position == self._core.position:
             self._core.repair()
+        else:
+            self._pull(rollback=_went_back(position, self._core.position))
 
     def _send_votes(self) -> None:
         core = self._core
@@ -641,23 +647,23 @@ class AsyncRedisMembership(_Base):
             return
         raise RuntimeError(f"ring {self.name!r} vanished from Redis twice in a row")
 
-    async def _pull(self) -> None:
+    async def _pull(self, rollback: bool = False) -> None:
         core = self._core
         for _ in range(2):
             state = parse_snapshot(await self._snapshot(keys=core.keys))
             if state is not None:
-                core.apply(state)
+                core.apply(state, rollback=rollback)
                 return
             status, _ = parse_status(await self._seed(keys=core.keys, args=core.seed_args()))
             core.seeded(status == CHANGED)
 
     async def _check(self) -> None:
         epoch, version = await self._client.hmget(self._core.keys[0], ["epoch", "version"])
-        if epoch is None or version is None \
-                or (text(epoch), int(version)) != self._core.position:
-            await self._pull()
-        else:
+        position = None if epoch is None or version is None else (text(epoch), int(version))
+        if position == self._core.position:
             self._core.repair()
+        else:
+            await self._pull(rollback=_went_back(position, self._core.position))
 
     async def _send_votes(self) -> None:
         core = self._core
