@@ -1,0 +1,957 @@
+"""Tests of chash.membership against a real redis-server on 127.0.0.1.
+
+Instances in one process test the protocol step by step (operator calls
+return once the local router has changed; ``flush()`` sends health votes
+at once; ``refresh()`` reads the ring), and a hypothesis state machine
+compares two instances with a model of the ring and of the quorum rule.
+Instances in separate processes (tests/_membership_worker.py) test what
+gateways see: convergence to identical fingerprints, concurrent writers,
+and a Redis restart in the middle of the traffic.  Background progress is
+only ever waited for by polling with generous deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from _redis_server import RedisServer, redis_server_path
+from chash import ConsistentHashRouter
+
+pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
+import redis  # noqa: E402
+import redis.asyncio  # noqa: E402
+
+from chash.health import HealthChecker  # noqa: E402
+from chash.membership import (  # noqa: E402
+    AsyncRedisMembership,
+    HealthVerdict,
+    MembershipState,
+    RedisMembership,
+)
+
+DEADLINE = 15.0
+RESYNC = 0.2
+WORKER = Path(__file__).with_name("_membership_worker.py")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def wait_until(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``deadline``."""
+    end = time.monotonic() + deadline
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"timed out after {deadline:g}s waiting until {what}")
+        time.sleep(0.02)
+
+
+def fingerprint_of(weights: dict[str, float]) -> str:
+    """The fingerprint of a default router holding ``weights``."""
+    router = ConsistentHashRouter()
+    for node, weight in weights.items():
+        router.add_service_node(node, weight)
+    return router.fingerprint()
+
+
+# -- fixtures ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    """One redis-server for the module's tests that do not restart it."""
+    redis_server_path()
+    srv = RedisServer()
+    srv.start()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def own_server() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may stop and restart."""
+    redis_server_path()
+    srv = RedisServer()
+    srv.start()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[redis.Redis]:
+    """A client of the shared server, which starts empty."""
+    c = redis.Redis(**server.client_kwargs())
+    c.flushall()
+    yield c
+    c.close()
+
+
+Factory = Callable[..., RedisMembership]
+
+
+def _factory(srv: RedisServer) -> Iterator[Factory]:
+    made: list[tuple[RedisMembership, redis.Redis]] = []
+
+    def make(router: ConsistentHashRouter | None = None, *, start: bool = True,
+             **kwargs: Any) -> RedisMembership:
+        kwargs.setdefault("resync_interval", RESYNC)
+        kwargs.setdefault("reporter", f"instance-{len(made)}")
+        c = redis.Redis(**srv.client_kwargs())
+        membership = RedisMembership(router if router is not None else ConsistentHashRouter(),
+                                     c, **kwargs)
+        made.append((membership, c))
+        if start:
+            membership.start()
+        return membership
+
+    yield make
+    for membership, c in made:
+        membership.stop()
+        c.close()
+
+
+@pytest.fixture
+def instances(client: redis.Redis, server: RedisServer) -> Iterator[Factory]:
+    """Make RedisMemberships on the shared server, each with its own client
+    (its own connections, as separate gateways have); stopped at teardown."""
+    yield from _factory(server)
+
+
+@pytest.fixture
+def own_instances(own_server: RedisServer) -> Iterator[Factory]:
+    """As ``instances``, on the test's own server."""
+    yield from _factory(own_server)
+
+
+def same_ring(*memberships: RedisMembership) -> bool:
+    """Whether every router has the same fingerprint as the first."""
+    prints = {m.router.fingerprint() for m in memberships}
+    return len(prints) == 1
+
+
+# -- without redis-py -------------------------------------------------------
+
+
+def test_import_without_redis_py() -> None:
+    """chash and chash.membership import without redis-py; constructing a
+    membership names the extra to install."""
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "redis" or name.startswith("redis."):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+import chash, chash.membership
+try:
+    chash.membership.RedisMembership(chash.ConsistentHashRouter(), None)
+except ImportError as exc:
+    print(exc)
+else:
+    print("no error")
+"""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'chash[redis]'" in result.stdout
+
+
+def test_public_names_are_documented() -> None:
+    import chash.membership as module
+
+    assert sorted(module.__all__) == ["AsyncRedisMembership", "HealthVerdict",
+                                      "MembershipState", "RedisMembership"]
+    for name in module.__all__:
+        obj = getattr(module, name)
+        assert obj.__doc__, name
+        for attr, value in vars(obj).items():
+            if not attr.startswith("_") and (callable(value) or isinstance(value, property)):
+                assert getattr(value, "__doc__", None), f"{name}.{attr}"
+
+
+# -- settings ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"quorum": "most"}, ValueError),
+    ({"quorum": 0}, ValueError),
+    ({"quorum": True}, ValueError),
+    ({"vote_ttl": 0}, ValueError),
+    ({"vote_ttl": float("nan")}, ValueError),
+    ({"resync_interval": -1}, ValueError),
+    ({"name": "a{b}"}, ValueError),
+    ({"name": ""}, ValueError),
+    ({"prefix": "x}"}, ValueError),
+    ({"reporter": ""}, ValueError),
+])
+def test_bad_settings(kwargs: dict[str, Any], error: type[Exception]) -> None:
+    c = redis.Redis(port=1)  # never connects: constructing does no I/O
+    try:
+        with pytest.raises(error):
+            RedisMembership(ConsistentHashRouter(), c, **kwargs)
+    finally:
+        c.close()
+
+
+def test_wrong_router_or_client_type() -> None:
+    c = redis.Redis(port=1)
+    ac = redis.asyncio.Redis(port=1)
+    try:
+        with pytest.raises(TypeError):
+            RedisMembership({}, c)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="AsyncRedisMembership"):
+            RedisMembership(ConsistentHashRouter(), ac)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="RedisMembership"):
+            AsyncRedisMembership(ConsistentHashRouter(), c)  # type: ignore[arg-type]
+    finally:
+        c.close()
+        asyncio.run(ac.aclose())
+
+
+# -- one process ------------------------------------------------------------
+
+
+def test_first_instance_seeds_the_ring_and_later_ones_adopt_it(instances: Factory) -> None:
+    first = ConsistentHashRouter()
+    first.add_service_node("a")
+    first.add_service_node("b", 2.0)
+    m1 = instances(first)
+    assert m1.version == 1
+    assert m1.state is not None and dict(m1.state.weights) == {"a": 1.0, "b": 2.0}
+
+    second = ConsistentHashRouter()
+    second.add_service_node("stale")
+    m2 = instances(second)
+    assert second.weights == {"a": 1.0, "b": 2.0}
+    assert m2.version == 1 and m2.state is not None and m2.state.epoch == m1.state.epoch
+    assert first.fingerprint() == second.fingerprint()
+
+
+def test_operator_changes(instances: Factory) -> None:
+    m1, m2 = instances(), instances()
+    assert m1.version == 1 and len(m1.router) == 0
+
+    m1.add_node("a")
+    assert m1.router.weights == {"a": 1.0} and m1.version == 2  # local at once
+    m1.add_node("a", 1.0)
+    assert m1.version == 2  # no change, no version
+    m2.add_node("b", 0.5)
+    m2.add_node("a", 3.0)  # reweigh
+    assert m2.router.weights == {"a": 3.0, "b": 0.5} and m2.version == 4
+    wait_until(lambda: m1.version == 4 and same_ring(m1, m2), "m1 follows m2")
+
+    m1.disable_node("a", "maintenance")
+    assert "a" not in m1.router and m1.version == 5
+    m1.disable_node("a", "again")
+    assert m1.version == 5
+    state = m1.state
+    assert state is not None and dict(state.disabled) == {"a": "maintenance"}
+    assert m1.watched_nodes() == {"b": 0.5}  # health checks leave it alone
+    m1.add_node("a", 2.0)  # a disabled node keeps being disabled
+    assert "a" not in m1.router and m1.version == 6
+    m1.enable_node("a")
+    assert m1.router.weights == {"a": 2.0, "b": 0.5} and m1.version == 7
+    m1.enable_node("a")
+    assert m1.version == 7
+
+    m2.remove_node("b")
+    assert m2.router.weights == {"a": 2.0} and m2.version == 8
+    for call in (m2.remove_node, m2.disable_node, m2.enable_node):
+        with pytest.raises(KeyError):
+            call("b")
+    assert m2.version == 8
+    wait_until(lambda: m1.version == 8 and same_ring(m1, m2), "m1 follows m2")
+
+
+@pytest.mark.parametrize("node, weight, error", [
+    ("a", 0, ValueError),
+    ("a", -1.0, ValueError),
+    ("a", float("inf"), ValueError),
+    ("a", True, TypeError),
+    ("a", "2", TypeError),
+    ("a", 1e12, ValueError),
+    (b"a", 1.0, TypeError),
+    (1, 1.0, TypeError),
+    ("\ud800", 1.0, ValueError),
+])
+def test_bad_operator_input_changes_nothing(instances: Factory, node: Any, weight: Any,
+                                            error: type[Exception]) -> None:
+    m = instances()
+    with pytest.raises(error):
+        m.add_node(node, weight)
+    assert m.refresh().version == 1 and len(m.router) == 0
+
+
+def test_odd_node_names_round_trip(instances: Factory) -> None:
+    m1, m2 = instances(), instances()
+    names = ["", "a:b", "{x}", "é", "tab\there", '"quoted"', "1", "10.0.0.1:8080"]
+    for i, node in enumerate(names):
+        m1.add_node(node, 1.0 + i / 7)
+    expected = {node: 1.0 + i / 7 for i, node in enumerate(names)}
+    assert m2.refresh().weights == expected
+    assert m2.router.weights == expected
+    assert same_ring(m1, m2)
+
+
+def test_settings_must_match(instances: Factory) -> None:
+    instances()
+    with pytest.raises(ValueError, match="virtual_node_count=50"):
+        instances(ConsistentHashRouter(50))
+    with pytest.raises(ValueError, match="quorum=any"):
+        instances(quorum="any")
+    with pytest.raises(ValueError, match="layout=node"):
+        instances(ConsistentHashRouter(layout="node"))
+    instances(ConsistentHashRouter(), name="other", quorum="any")  # another ring is fine
+
+
+def test_lost_announcement_is_caught_by_the_version_check(
+        instances: Factory, client: redis.Redis) -> None:
+    m = instances()
+    m.add_node("a")
+    # A change whose announcement never arrives: written without PUBLISH.
+    client.hset("chash:{default}:nodes", "b", "1.0")
+    client.hincrby("chash:{default}:meta", "version", 1)
+    wait_until(lambda: m.router.weights == {"a": 1.0, "b": 1.0}, "the resync applies it")
+    assert m.version == 3
+
+
+def test_redis_going_back_a_version_is_followed(
+        instances: Factory, client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    m1, m2 = instances(), instances()
+    m1.add_node("a")
+    m1.add_node("b")
+    wait_until(lambda: m2.version == 3, "m2 follows")
+    # A failover that lost the last acknowledged write: version 2, no b.
+    client.hset("chash:{default}:meta", "version", 2)
+    client.hdel("chash:{default}:nodes", "b")
+    wait_until(lambda: m1.router.weights == {"a": 1.0} == m2.router.weights
+               and m1.version == 2 == m2.version, "both follow Redis back")
+    assert any("went back from version 3 to 2" in r.getMessage() for r in caplog.records)
+    m2.add_node("c")
+    wait_until(lambda: m1.router.weights == {"a": 1.0, "c": 1.0}, "and move on from there")
+
+
+def test_router_changed_behind_the_back_is_repaired(instances: Factory) -> None:
+    m = instances()
+    m.add_node("a")
+    m.router.add_service_node("rogue")
+    m.router.discard_service_node("a")
+    wait_until(lambda: m.router.weights == {"a": 1.0}, "the periodic check repairs it")
+
+
+def test_context_manager_and_restart(instances: Factory, server: RedisServer) -> None:
+    c = redis.Redis(**server.client_kwargs())
+    router = ConsistentHashRouter()
+    try:
+        with RedisMembership(router, c, resync_interval=RESYNC) as m:
+            assert m.running
+            with pytest.raises(RuntimeError):
+                m.start()
+        assert not m.running
+        m.stop()  # twice is fine
+        other = instances()
+        other.add_node("x")
+        m.start()
+        assert router.weights == {"x": 1.0}
+        m.stop()
+    finally:
+        c.close()
+
+
+# -- health verdicts --------------------------------------------------------
+
+
+def _vote(membership: RedisMembership, node: str, down: bool) -> None:
+    if down:
+        membership.mark_down(node, f"failing as seen by {membership.reporter}")
+    else:
+        membership.mark_up(node)
+    membership.flush()
+
+
+# (quorum, number of down votes out of 3) -> whether the node is out
+QUORUM_CASES = {
+    "majority": [False, False, True, True],
+    "any": [False, True, True, True],
+    "all": [False, False, False, True],
+    2: [False, False, True, True],
+}
+
+
+@pytest.mark.parametrize("quorum", list(QUORUM_CASES))
+def test_quorum_of_three_reporters(instances: Factory, quorum: str | int) -> None:
+    ms = [instances(quorum=quorum) for _ in range(3)]
+    ms[0].add_node("a")
+    ms[0].add_node("b")
+    for m in ms:
+        _vote(m, "a", False)  # all three report: three live reporters
+    for downs, out in enumerate(QUORUM_CASES[quorum]):
+        for i, m in enumerate(ms):
+            _vote(m, "a", i < downs)
+        expected = {"b": 1.0} if out else {"a": 1.0, "b": 1.0}
+        assert ms[0].refresh().ring() == expected, (quorum, downs)
+        wait_until(lambda: all(m.router.weights == expected for m in ms),
+                   f"every instance applies {downs} down votes under quorum {quorum}")
+    state = ms[1].refresh()
+    verdict = state.down["a"]
+    assert isinstance(verdict, HealthVerdict) and verdict.reason.startswith("failing as seen")
+    assert state.watched() == {"a": 1.0, "b": 1.0}  # still watched while down
+    for m in ms:
+        _vote(m, "a", False)
+    wait_until(lambda: all(m.router.weights == {"a": 1.0, "b": 1.0} for m in ms),
+               "the node comes back everywhere")
+
+
+def test_votes_on_unknown_nodes_are_ignored(instances: Factory) -> None:
+    m = instances(quorum="any")
+    m.add_node("a")
+    _vote(m, "ghost", True)
+    state = m.refresh()
+    assert state.version == 2 and "ghost" not in state.down
+
+
+def test_votes_lapse_unless_renewed(instances: Factory) -> None:
+    ms = [instances(vote_ttl=1.0) for _ in range(3)]
+    ms[0].add_node("a")
+    ms[0].add_node("b")
+    for m in ms:
+        _vote(m, "a", False)
+    _vote(ms[0], "a", True)
+    assert "a" in ms[0].router  # 1 of 3
+    # ms[1] and ms[2] stop reporting (crashed checkers); ms[0] keeps renewing
+    # its vote, and once theirs have lapsed it is the only live reporter.
+    def renewed_and_out() -> bool:
+        _vote(ms[0], "a", True)
+        return "a" not in ms[0].refresh().ring()
+
+    wait_until(renewed_and_out, "the only live reporter takes the node out")
+    # Then nobody renews the verdict: it lapses and the node comes back.
+    wait_until(lambda: all("a" in m.router for m in ms), "an unrenewed verdict lapses")
+
+
+def test_stop_withdraws_the_votes(instances: Factory) -> None:
+    ms = [instances() for _ in range(3)]
+    ms[0].add_node("a")
+    ms[0].add_node("b")
+    _vote(ms[0], "a", False)
+    _vote(ms[1], "a", True)
+    _vote(ms[2], "a", True)
+    assert "a" not in ms[0].refresh().ring()  # 2 of 3
+    ms[2].stop()  # 1 of 2: no majority
+    wait_until(lambda: all("a" in m.router for m in ms[:2]), "the node comes back")
+
+
+class _Backend:
+    """A one-page HTTP server answering ``status``, which tests may change."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        backend = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(backend.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_health_checkers_on_two_instances_share_verdicts(instances: Factory) -> None:
+    backends = {node: _Backend() for node in ("a", "b", "c")}
+    ms = [instances() for _ in range(2)]
+    for node in backends:
+        ms[0].add_node(node)
+    checkers = [HealthChecker(None, membership=m, fall=1, rise=1, timeout=2.0,
+                              panic_threshold=0.0,
+                              url=lambda node: f"http://127.0.0.1:{backends[node].port}/")
+                for m in ms]
+    try:
+        wait_until(lambda: all(len(m.router) == 3 for m in ms), "both instances hold 3 nodes")
+        for checker, m in zip(checkers, ms):
+            checker.check_now()  # both report: two live reporters
+            m.flush()
+        backends["b"].status = 503
+        checkers[0].check_now()  # 1 of 2 reporters: no majority yet
+        ms[0].flush()
+        assert "b" in ms[0].refresh().ring()
+        checkers[1].check_now()  # 2 of 2
+        wait_until(lambda: all(m.router.weights == {"a": 1.0, "c": 1.0} for m in ms),
+                   "both checkers' verdicts take b out everywhere")
+        verdict = ms[0].refresh().down["b"]
+        assert "HTTP 503" in verdict.reason and (verdict.votes, verdict.reporters) == (2, 2)
+        backends["b"].status = 200
+        for checker in checkers:
+            checker.check_now()
+        wait_until(lambda: all(len(m.router) == 3 for m in ms), "b comes back everywhere")
+        assert same_ring(*ms)
+    finally:
+        for checker in checkers:
+            checker.stop()
+        for backend in backends.values():
+            backend.close()
+
+
+# -- a model of the shared ring ---------------------------------------------
+
+
+NODES = st.sampled_from(["a", "b", "c", "d"])
+WEIGHTS = st.sampled_from([0.5, 1.0, 2.0])
+INSTANCE = st.integers(0, 2)
+
+
+class SharedRingMachine(RuleBasedStateMachine):
+    """Three instances (without their threads) against a model: nodes with
+    weights, disabled nodes, each reporter's vote, the majority rule."""
+
+    server: RedisServer
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clients: list[redis.Redis] = []
+        self.ms: list[RedisMembership] = []
+
+    @initialize()
+    def setup(self) -> None:
+        for i in range(3):
+            c = redis.Redis(**self.server.client_kwargs())
+            self.clients.append(c)
+            if i == 0:
+                c.flushall()
+            self.ms.append(RedisMembership(ConsistentHashRouter(), c, reporter=f"r{i}"))
+        self.ms[0].refresh()  # creates the (empty) ring
+        self.weights: dict[str, float] = {}
+        self.disabled: set[str] = set()
+        self.votes: dict[str, dict[int, bool]] = {}
+        self.down: set[str] = set()
+        self.version = 1
+
+    def teardown(self) -> None:
+        for c in self.clients:
+            c.close()
+
+    @rule(i=INSTANCE, node=NODES, weight=WEIGHTS)
+    def add(self, i: int, node: str, weight: float) -> None:
+        self.ms[i].add_node(node, weight)
+        if self.weights.get(node) != weight:
+            self.version += 1
+        self.weights[node] = weight
+
+    @rule(i=INSTANCE, node=NODES)
+    def remove(self, i: int, node: str) -> None:
+        if node not in self.weights:
+            with pytest.raises(KeyError):
+                self.ms[i].remove_node(node)
+            return
+        self.ms[i].remove_node(node)
+        del self.weights[node]
+        self.disabled.discard(node)
+        self.down.discard(node)
+        self.votes.pop(node, None)
+        self.version += 1
+
+    @rule(i=INSTANCE, node=NODES, disable=st.booleans())
+    def toggle(self, i: int, node: str, disable: bool) -> None:
+        call = self.ms[i].disable_node if disable else self.ms[i].enable_node
+        if node not in self.weights:
+            with pytest.raises(KeyError):
+                call(node)
+            return
+        call(node)
+        if disable != (node in self.disabled):
+            self.version += 1
+            (self.disabled.add if disable else self.disabled.discard)(node)
+
+    @rule(i=INSTANCE, node=NODES, down=st.booleans())
+    def vote(self, i: int, node: str, down: bool) -> None:
+        _vote(self.ms[i], node, down)
+        if node not in self.weights:
+            return
+        votes = self.votes.setdefault(node, {})
+        votes[i] = down
+        out = sum(votes.values()) * 2 > len(votes)
+        if out != (node in self.down):
+            self.version += 1
+            (self.down.add if out else self.down.discard)(node)
+
+    @invariant()
+    def same_as_model(self) -> None:
+        if not self.ms:
+            return
+        ring = {node: weight for node, weight in self.weights.items()
+                if node not in self.disabled and node not in self.down}
+        for m in self.ms:
+            state = m.refresh()
+            assert state.version == self.version
+            assert dict(state.weights) == self.weights
+            assert set(state.disabled) == self.disabled
+            assert set(state.down) == self.down
+            assert m.router.weights == ring
+            assert m.router.fingerprint() == fingerprint_of(ring)
+
+
+def test_shared_ring_state_machine(server: RedisServer) -> None:
+    SharedRingMachine.server = server
+    SharedRingMachine.TestCase.settings = settings(
+        max_examples=25, stateful_step_count=25, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow])
+    SharedRingMachine.TestCase().runTest()
+
+
+# -- asyncio ----------------------------------------------------------------
+
+
+def test_async_membership_follows_and_votes(instances: Factory, server: RedisServer) -> None:
+    sync = instances()
+
+    async def main() -> None:
+        ac = redis.asyncio.Redis(**server.client_kwargs(asyncio=True))
+        router = ConsistentHashRouter()
+        try:
+            async with AsyncRedisMembership(router, ac, resync_interval=RESYNC,
+                                            reporter="async") as am:
+                assert am.running and am.version == 1
+                await am.add_node("a")
+                await am.add_node("b", 2.0)
+                assert router.weights == {"a": 1.0, "b": 2.0}
+                sync.add_node("c")
+                await _async_wait(lambda: "c" in router, "the async instance follows")
+                am.mark_down("a", "refused")  # the only reporter: a majority
+                await _async_wait(lambda: "a" not in router, "its vote takes a out")
+                await _async_wait(lambda: "a" not in sync.router, "everywhere")
+                # mark_up from another thread is safe too
+                thread = threading.Thread(target=am.mark_up, args=("a",))
+                thread.start()
+                thread.join()
+                await _async_wait(lambda: "a" in router and "a" in sync.router,
+                                  "a comes back")
+                await am.disable_node("b")
+                await am.enable_node("b")
+                await am.remove_node("c")
+                with pytest.raises(KeyError):
+                    await am.remove_node("c")
+                assert (await am.refresh()).version == am.version
+                am.mark_down("b", "timeout")
+                await am.flush()
+                await _async_wait(lambda: "b" not in router, "b is out")
+            assert not am.running
+            # stopping withdrew the only vote on b; the sync sweep restores it
+            wait_until(lambda: "b" in sync.router, "b comes back when its voter leaves")
+        finally:
+            await ac.aclose()
+
+    asyncio.run(main())
+    assert same_ring(sync) and sync.router.weights == {"a": 1.0, "b": 2.0}
+
+
+async def _async_wait(condition: Callable[[], bool], what: str) -> None:
+    end = time.monotonic() + DEADLINE
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"timed out after {DEADLINE:g}s waiting until {what}")
+        await asyncio.sleep(0.02)
+
+
+# -- outages, in one process ------------------------------------------------
+
+
+def test_outage_in_one_process(own_instances: Factory, own_server: RedisServer,
+                               caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chash.membership")
+    m1, m2 = own_instances(), own_instances()
+    m1.add_node("a")
+    m1.add_node("b")
+    before = m1.router.fingerprint()
+    wait_until(lambda: same_ring(m1, m2), "both hold a and b")
+    own_server.stop()
+    wait_until(lambda: not m1.connected and not m2.connected, "both notice the outage")
+    outages = [r for r in caplog.records if "unreachable" in r.getMessage()]
+    assert len(outages) == 2 and all(r.levelno == logging.WARNING for r in outages)
+    # Routing goes on, health votes are taken quietly, operators are told.
+    assert m1.router.get_target_node("user:1") in ("a", "b")
+    m1.mark_up("a")
+    m1.mark_up("b")
+    with pytest.raises(redis.ConnectionError):
+        m1.add_node("c")
+    assert m1.router.fingerprint() == before
+
+    own_server.start()  # empty: it lost the ring
+    wait_until(lambda: m1.connected and m2.connected, "both reconnect")
+    wait_until(lambda: same_ring(m1, m2) and m1.router.fingerprint() == before
+               and m1.state == m2.state, "both hold the last known ring again")
+    assert any("re-created" in r.getMessage() for r in caplog.records)
+    assert any("reachable again" in r.getMessage() for r in caplog.records)
+    m2.add_node("c")
+    wait_until(lambda: "c" in m1.router, "changes flow again")
+
+
+def test_async_outage(own_server: RedisServer) -> None:
+    async def main() -> None:
+        ac = redis.asyncio.Redis(**own_server.client_kwargs(asyncio=True))
+        router = ConsistentHashRouter()
+        router.add_service_node("a")
+        try:
+            async with AsyncRedisMembership(router, ac, resync_interval=RESYNC) as am:
+                before = router.fingerprint()
+                own_server.stop()
+                await _async_wait(lambda: not am.connected, "the outage is noticed")
+                am.mark_down("a", "refused")  # kept until Redis is back
+                assert router.get_target_node("k") == "a"
+                assert router.fingerprint() == before
+                own_server.start()
+                await _async_wait(lambda: am.connected, "it reconnects")
+                await _async_wait(lambda: "a" not in router,
+                                  "the vote made during the outage counts")
+                assert am.version == 3  # re-created (2), then the vote (3)
+        finally:
+            await ac.aclose()
+
+    asyncio.run(main())
+
+
+def test_start_during_an_outage_keeps_the_router(own_server: RedisServer) -> None:
+    own_server.stop()
+    c = redis.Redis(**own_server.client_kwargs())
+    router = ConsistentHashRouter()
+    router.add_service_node("a")
+    m = RedisMembership(router, c, resync_interval=RESYNC)
+    try:
+        m.start()
+        assert not m.connected and router.weights == {"a": 1.0}
+        own_server.start()
+        wait_until(lambda: m.connected and m.version == 1, "it seeds the ring once Redis is up")
+        assert c.hgetall("chash:{default}:nodes") == {b"a": b"1.0"}
+    finally:
+        m.stop()
+        c.close()
+
+
+# -- separate processes -----------------------------------------------------
+
+
+class Worker:
+    """A gateway instance in its own process (tests/_membership_worker.py)."""
+
+    def __init__(self, port: int, name: str, reporter: str, log_dir: Path,
+                 quorum: str = "majority") -> None:
+        self.reporter = reporter
+        self.log_path = log_dir / f"{reporter}.log"
+        self._log = open(self.log_path, "w")
+        # The chash under test, whatever an installed copy points to.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(port), name, reporter, quorum],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            text=True, cwd=REPO, env=env)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def answer(self, deadline: float = 30.0) -> dict[str, Any]:
+        """The next line the worker prints, as JSON."""
+        try:
+            line = self._lines.get(timeout=deadline)
+        except queue.Empty:
+            line = None
+        if line is None:
+            pytest.fail(f"worker {self.reporter} gave no answer; its log:\n{self.log()}")
+        data: dict[str, Any] = json.loads(line)
+        return data
+
+    def send(self, op: str, **kwargs: Any) -> None:
+        """Send one command without waiting for its answer."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"op": op, **kwargs}) + "\n")
+        self.process.stdin.flush()
+
+    def call(self, op: str, **kwargs: Any) -> dict[str, Any]:
+        """Run one command; fail the test if it failed."""
+        self.send(op, **kwargs)
+        answer = self.answer()
+        assert "error" not in answer, f"{self.reporter} {op}: {answer['error']}"
+        return answer
+
+    def status(self) -> dict[str, Any]:
+        """Fingerprint, version, connected, weights, lookups, failures."""
+        return self.call("status")
+
+    def log(self) -> str:
+        """What the worker logged."""
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def close(self) -> list[str]:
+        """Quit; return the lookup failures the worker saw."""
+        failures: list[str] = []
+        try:
+            if self.process.poll() is None and self.process.stdin is not None:
+                self.process.stdin.write('{"op": "quit"}\n')
+                self.process.stdin.flush()
+                while True:
+                    answer = self.answer()
+                    if "bye" in answer:
+                        failures = answer["failures"]
+                        break
+        finally:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self._reader.join(5)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+            self._log.close()
+        return failures
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., list[Worker]]]:
+    """Start gateway processes; at teardown, quit them and check that no
+    lookup ever failed in any of them."""
+    started: list[Worker] = []
+
+    def start(port: int, count: int, name: str = "default", **kwargs: Any) -> list[Worker]:
+        batch = [Worker(port, name, f"gw{len(started) + i}", tmp_path, **kwargs)
+                 for i in range(count)]
+        started.extend(batch)
+        for worker in batch:
+            assert worker.answer().get("ready"), worker.log()
+        return batch
+
+    yield start
+    failures = {worker.reporter: worker.close() for worker in started}
+    assert all(not f for f in failures.values()), failures
+
+
+def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> None:
+    """Wait until every gateway routes with exactly ``weights``."""
+    expected = fingerprint_of(weights)
+    last: list[dict[str, Any]] = []
+
+    def done() -> bool:
+        last[:] = [g.status() for g in gateways]
+        return all(s["fingerprint"] == expected for s in last)
+
+    try:
+        wait_until(done, what)
+    except pytest.fail.Exception:
+        raise AssertionError(f"{what}: expected {weights}, got "
+                             f"{[s['weights'] for s in last]}") from None
+    versions = {s["version"] for s in last}
+    assert len(versions) == 1, versions
+
+
+def test_processes_converge(workers: Callable[..., list[Worker]], client: redis.Redis,
+                            server: RedisServer) -> None:
+    gw = workers(server.port, 3)
+    gw[0].call("add", node="a")
+    gw[1].call("add", node="b", weight=2.0)
+    gw[2].call("add", node="c", weight=0.5)
+    ring = {"a": 1.0, "b": 2.0, "c": 0.5}
+    converge(gw, ring, "adds from three gateways reach all of them")
+    gw[1].call("add", node="a", weight=3.0)
+    ring["a"] = 3.0
+    converge(gw, ring, "a weight change reaches all")
+    gw[2].call("remove", node="b")
+    del ring["b"]
+    converge(gw, ring, "a removal reaches all")
+    gw[0].call("disable", node="c")
+    converge(gw, {"a": 3.0}, "a disabled node leaves every ring")
+    gw[0].call("enable", node="c")
+    converge(gw, ring, "an enabled node returns to every ring")
+
+    gw[1].call("mark_up", node="a")
+    gw[1].call("flush")
+    gw[2].call("mark_up", node="a")
+    gw[2].call("flush")
+    gw[0].call("mark_down", node="a")
+    gw[0].call("flush")
+    converge(gw, ring, "one down vote of three keeps a in")
+    gw[2].call("mark_down", node="a")
+    converge(gw, {"c": 0.5}, "two down votes of three take a out everywhere")
+    gw[0].call("mark_up", node="a")
+    converge(gw, ring, "a majority of up votes brings a back")
+
+
+def test_concurrent_writers_lose_no_update(workers: Callable[..., list[Worker]],
+                                           client: redis.Redis, server: RedisServer) -> None:
+    gw = workers(server.port, 3)
+    start_version = gw[0].status()["version"]
+    count = 25
+    at = time.time() + 0.5
+    for i, g in enumerate(gw):
+        g.send("burst", prefix=f"w{i}-", count=count, at=at)
+    for g in gw:
+        assert g.answer(deadline=60)["errors"] == []
+    ring = {f"w{i}-{j}": 2.0 for i in range(3) for j in range(count)}
+    converge(gw, ring, "every write of every writer reaches every gateway")
+    # Each add and each reweigh bumped the version exactly once.
+    assert gw[0].status()["version"] == start_version + 2 * 3 * count
+    raw: dict[bytes, bytes] = client.hgetall("chash:{default}:nodes")  # type: ignore[assignment]
+    stored = {k.decode(): float(v) for k, v in raw.items()}
+    assert stored == ring
+
+
+def test_redis_restart_mid_run(workers: Callable[..., list[Worker]],
+                               own_server: RedisServer) -> None:
+    gw = workers(own_server.port, 3)
+    gw[0].call("add", node="a")
+    gw[1].call("add", node="b", weight=2.0)
+    gw[2].call("add", node="c")
+    ring = {"a": 1.0, "b": 2.0, "c": 1.0}
+    converge(gw, ring, "the ring before the outage")
+
+    own_server.stop()
+    wait_until(lambda: not any(g.status()["connected"] for g in gw),
+               "every gateway notices the outage")
+    counts = [g.status()["lookups"] for g in gw]
+    wait_until(lambda: all(g.status()["lookups"] > n + 1000 for g, n in zip(gw, counts)),
+               "every gateway keeps routing during the outage")
+    assert all(s["fingerprint"] == fingerprint_of(ring) for s in (g.status() for g in gw))
+    for g in gw:
+        assert "unreachable" in g.log()
+
+    own_server.start()  # without the ring: it was not persisted
+    wait_until(lambda: all(g.status()["connected"] for g in gw), "every gateway reconnects")
+    converge(gw, ring, "the gateways re-create the ring they knew")
+    assert len({g.status()["epoch"] for g in gw}) == 1
+    gw[1].call("add", node="d")
+    ring["d"] = 1.0
+    converge(gw, ring, "changes after the restart reach every gateway")
