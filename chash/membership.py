@@ -65,6 +65,7 @@ _JOIN_TIMEOUT = 10.0
 def _import_redis() -> Any:
     try:
         import redis
+        import redis.asyncio
     except ImportError as exc:
         raise ImportError("RedisMembership needs redis-py: pip install 'chash[redis]'") from exc
     return redis
