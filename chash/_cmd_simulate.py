@@ -124,7 +124,7 @@ def register(subparsers: Any) -> None:
         "simulate",
         help="keys remapped, load balance and ring cost, for the ring and other strategies",
         description="Measure how many keys move as a cluster grows or loses a node, how evenly "
-                    "they spread, and what the ring costs, for hash %% N, the ring, jump, "
+                    "they spread, and what the ring costs, for hash % N, the ring, jump, "
                     "rendezvous, Maglev and bounded loads.",
     )
     parser.add_argument("--keys", type=_positive, default=1_000_000,
