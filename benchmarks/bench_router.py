@@ -844,7 +844,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = cpu_check(rows)
     if check:
         text += "\n\n" + "\n".join(check)
-    print(text)
 
     if args.json:
         payload = {
@@ -868,6 +867,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(text)
     return 0
 
 
