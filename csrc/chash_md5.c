@@ -27,11 +27,13 @@ static inline void md5_store32le(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-/* The four auxiliary functions of section 3.4.  F and G are written in the
- * equivalent select form, which needs one operation fewer than the RFC's
- * and/or/not form. */
+/* The four auxiliary functions of section 3.4.  F is written in the
+ * equivalent select form, one operation fewer than the RFC's and/or/not. */
 #define MD5_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
-#define MD5_G(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
+/* G as a sum: its two terms share no bit, and (y & ~z) does not wait for
+ * x, the value the previous step just produced, so one operation leaves
+ * the critical path of every round-2 step. */
+#define MD5_G(x, y, z) (((x) & (z)) + ((y) & ~(z)))
 #define MD5_H(x, y, z) ((x) ^ (y) ^ (z))
 #define MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
 
@@ -139,6 +141,18 @@ static inline void md5_block(uint32_t st[4], const uint8_t *blk)
     st[3] += d;
 }
 
+/* Pads a message of at most 55 bytes into one block. */
+static void md5_pad_single(uint8_t blk[64], const uint8_t *p, size_t len)
+{
+    /* blk arrives zeroed. */
+    if (len)
+        memcpy(blk, p, len);
+    blk[len] = 0x80;
+    uint64_t bits = (uint64_t)len << 3;
+    md5_store32le(blk + 56, (uint32_t)bits);
+    md5_store32le(blk + 60, (uint32_t)(bits >> 32));
+}
+
 void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
 {
     /* Initial buffer, words A B C D of section 3.3. */
@@ -149,6 +163,17 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
     size_t ntail;
     uint64_t bits;
     int i;
+
+    if (len <= 55) {
+        /* One block, the common case for keys: a fixed-size block zeroed by
+         * a few wide stores instead of a variable-length clear. */
+        uint8_t blk[64] = {0};
+        md5_pad_single(blk, p, len);
+        md5_block(st, blk);
+        for (i = 0; i < 4; i++)
+            md5_store32le(out + 4 * i, st[i]);
+        return;
+    }
 
     while (rest >= 64) {
         md5_block(st, p);
@@ -176,18 +201,6 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
         md5_store32le(out + 4 * i, st[i]);
 }
 
-/* Pads a message of at most 55 bytes into one block. */
-static void md5_pad_single(uint8_t blk[64], const uint8_t *p, size_t len)
-{
-    if (len)
-        memcpy(blk, p, len);
-    blk[len] = 0x80;
-    memset(blk + len + 1, 0, 64 - 8 - len - 1);
-    uint64_t bits = (uint64_t)len << 3;
-    md5_store32le(blk + 56, (uint32_t)bits);
-    md5_store32le(blk + 60, (uint32_t)(bits >> 32));
-}
-
 void chash_md5_x4(const void *const data[4], const size_t len[4], uint8_t out[4][CHASH_MD5_DIGEST_SIZE])
 {
     for (int l = 0; l < 4; l++) {
@@ -198,7 +211,7 @@ void chash_md5_x4(const void *const data[4], const size_t len[4], uint8_t out[4]
             return;
         }
     }
-    uint8_t blk[4][64];
+    uint8_t blk[4][64] = {{0}};
     uint32_t x[16][4];
     for (int l = 0; l < 4; l++) {
         md5_pad_single(blk[l], (const uint8_t *)data[l], len[l]);

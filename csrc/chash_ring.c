@@ -124,6 +124,12 @@ static int compare_ids(const char *a, size_t alen, const char *b, size_t blen)
     return (alen > blen) - (alen < blen);
 }
 
+static int compare_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
 static int compare_u32(const void *pa, const void *pb)
 {
     uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
@@ -250,16 +256,27 @@ static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *
                          size_t k, size_t n)
 {
     chash_pair *pt = ring->pt;
-    size_t i = ring->npoints, j = n, out = ring->npoints + n;
-    while (j > 0) {
+    size_t i = ring->npoints; /* pt[0..i) has not moved yet */
+    for (size_t j = n; j > 0; j--) {
+        uint32_t v = add[j - 1];
         size_t o = add_owner ? add_owner[j - 1] : k;
-        if (i > 0 && (pt[i - 1].value > add[j - 1]
-                      || (pt[i - 1].value == add[j - 1] && owner_before(ring, o, pt[i - 1].owner)))) {
-            pt[--out] = pt[--i];
-        } else {
-            j--;
-            pt[--out] = (chash_pair){add[j], (uint32_t)o};
+        /* Where the new point goes: after every point with a smaller value
+         * and after those of equal value whose owner's id sorts first. */
+        size_t lo = 0, hi = i;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (pt[mid].value < v)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
+        while (lo < i && pt[lo].value == v && owner_before(ring, pt[lo].owner, o))
+            lo++;
+        /* The run after it moves up by the j points still to place: one
+         * block move per new point instead of one step per old point. */
+        memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
+        pt[lo + j - 1] = (chash_pair){v, (uint32_t)o};
+        i = lo;
     }
     ring->npoints += n;
 }
@@ -365,6 +382,8 @@ static int reserve_nodes(chash_ring *ring, size_t count)
 }
 
 #define RADIX_BUCKETS 65537
+/* Below this many points a comparison sort is faster than the radix sort. */
+#define SMALL_SORT 8192
 
 /* Stable LSD radix sort of (value, owner) by value, 16 bits a pass; the
  * result ends in v/o (tv/to are scratch of the same size, count has
@@ -431,9 +450,10 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     char **ids = CHASH_MALLOC(count * sizeof *ids);
     const chash_node_spec **order = CHASH_MALLOC(count * sizeof *order);
     uint32_t *buf = CHASH_MALLOC(4 * total * sizeof *buf);
-    size_t *radix = CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
+    size_t *radix = total < SMALL_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
     uint32_t *fresh = NULL;
-    int status = ids && order && buf && radix ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+    int status = ids && order && buf && (radix || total < SMALL_SORT)
+        ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
     size_t copied = 0;
     while (status == CHASH_OK && copied < count) {
         ids[copied] = CHASH_MALLOC(nodes[copied].id_len + 1);
@@ -466,17 +486,33 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
      * value: equal values end up in id order, as the ring wants. */
     qsort(order, count, sizeof *order, compare_spec_ids);
     uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
-    size_t at = 0;
-    for (size_t r = 0; r < count; r++) {
-        const chash_node_spec *spec = order[r];
-        uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
-        memcpy(v + at, spec->points, spec->npoints * sizeof *v);
-        for (size_t p = 0; p < spec->npoints; p++)
-            o[at + p] = index;
-        at += spec->npoints;
+    if (total < SMALL_SORT) {
+        /* Few points: a comparison sort of (value, id rank) beats the
+         * radix sort's table of 65,537 counters.  tv..to is room for total
+         * 8-byte keys, 8-byte aligned (malloc'd, an even offset). */
+        uint64_t *keys = (uint64_t *)(void *)tv;
+        size_t at = 0;
+        for (size_t r = 0; r < count; r++)
+            for (size_t p = 0; p < order[r]->npoints; p++)
+                keys[at++] = (uint64_t)order[r]->points[p] << 32 | r;
+        qsort(keys, total, sizeof *keys, compare_u64);
+        for (size_t i = 0; i < total; i++) {
+            v[i] = (uint32_t)(keys[i] >> 32);
+            o[i] = (uint32_t)(base + (size_t)(order[keys[i] & 0xFFFFFFFFu] - nodes));
+        }
+    } else {
+        size_t at = 0;
+        for (size_t r = 0; r < count; r++) {
+            const chash_node_spec *spec = order[r];
+            uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
+            memcpy(v + at, spec->points, spec->npoints * sizeof *v);
+            for (size_t p = 0; p < spec->npoints; p++)
+                o[at + p] = index;
+            at += spec->npoints;
+        }
+        radix_sort_pairs(v, o, tv, to, total, radix);
     }
     CHASH_FREE(order);
-    radix_sort_pairs(v, o, tv, to, total, radix);
     CHASH_FREE(radix);
     merge_sorted(ring, v, o, 0, total);
     update_buckets(ring, fresh, NULL, 0); /* many points at once: rebuilt */

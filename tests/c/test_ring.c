@@ -362,8 +362,33 @@ static void test_add_many_matches_add(void)
     chash_ring_free(many);
 }
 
+/* Above the small-sort threshold add_many radix-sorts: same ring again. */
+static void test_add_many_large_matches_add(void)
+{
+    enum { NODES = 40, PER = 400 };
+    static char names[NODES][16];
+    static uint32_t pts[NODES][PER];
+    chash_node_spec specs[NODES];
+    chash_ring *one = chash_ring_new(), *many = chash_ring_new();
+    for (int i = 0; i < NODES; i++) {
+        snprintf(names[i], sizeof names[i], "L%d", (i * 13) % NODES);
+        for (int k = 0; k < PER; k++)
+            pts[i][k] = next_u32() % 100000; /* collisions across nodes */
+        specs[i] = (chash_node_spec){names[i], strlen(names[i]), names[i], pts[i], PER};
+        CHECK(chash_ring_add(one, names[i], strlen(names[i]), names[i], pts[i], PER) == CHASH_OK);
+    }
+    CHECK(chash_ring_add(many, names[0], strlen(names[0]), names[0], pts[0], PER) == CHASH_OK);
+    CHECK(chash_ring_add_many(many, specs + 1, NODES - 1) == CHASH_OK); /* 15,600 points */
+    CHECK(chash_ring_check(many) == CHASH_OK);
+    CHECK(many->npoints == one->npoints);
+    CHECK(memcmp(many->pt, one->pt, one->npoints * sizeof *one->pt) == 0);
+    chash_ring_free(one);
+    chash_ring_free(many);
+}
+
 int main(void)
 {
+    test_add_many_large_matches_add();
     test_add_many_matches_add();
     test_empty();
     test_successor_rule();
