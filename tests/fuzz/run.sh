@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds the ring engine's libFuzzer target and runs it for a bounded time.
+#
+#   bash tests/fuzz/run.sh [SECONDS]     (default 60)
+#
+# Two builds of tests/fuzz/fuzz_ring.c, both with ASan + UBSan (any report
+# is fatal):
+#   fuzz_ring        linked with csrc/chash_ring.c as shipped; replays the
+#                    seed corpus once;
+#   fuzz_ring_alloc  includes csrc/chash_ring.c with an allocator that fails
+#                    on demand; fuzzes for SECONDS from a temporary copy of
+#                    tests/fuzz/corpus/ (the committed corpus never grows).
+# Exits non-zero on any crash, sanitizer report, leak, timeout or model
+# mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
+# ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
+#
+# Without clang or its fuzzer runtime (Debian: apt-get install clang
+# libclang-rt-14-dev) it exits 1, or 0 when CHASH_FUZZ_OPTIONAL=1.
+# CHASH_FUZZ_CC picks another clang.
+set -euo pipefail
+
+seconds=${1:-60}
+if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
+  echo "usage: bash tests/fuzz/run.sh [SECONDS]  (a whole number >= 1)" >&2
+  exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cc=${CHASH_FUZZ_CC:-clang}
+artifacts=${CHASH_FUZZ_ARTIFACTS:-${TMPDIR:-/tmp}/chash-fuzz-artifacts}
+
+unavailable() {
+  echo "fuzz: $1" >&2
+  echo "fuzz: on Debian: apt-get install clang libclang-rt-14-dev" >&2
+  if [ "${CHASH_FUZZ_OPTIONAL:-0}" = 1 ]; then
+    echo "fuzz: skipped (CHASH_FUZZ_OPTIONAL=1)"
+    exit 0
+  fi
+  exit 1
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/chash-fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+command -v "$cc" >/dev/null 2>&1 || unavailable "$cc not found"
+san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
+  >"$work/probe.c"
+if ! "$cc" "${san[@]}" "$work/probe.c" -o "$work/probe" >"$work/probe.log" 2>&1; then
+  sed 's/^/  /' "$work/probe.log" >&2
+  unavailable "$cc cannot link -fsanitize=fuzzer,address,undefined (no libFuzzer runtime?)"
+fi
+
+cd "$root"
+hashes=(csrc/chash_scheme.c csrc/chash_md5.c csrc/chash_sha1.c csrc/chash_murmur.c
+        csrc/chash_xxhash.c csrc/chash_fnv_crc.c)
+flags=(-g -O1 "${san[@]}" -std=c11 -Wall -Wextra -Icsrc)
+echo "fuzz: building with $("$cc" --version | head -n 1)"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_ring.c csrc/chash_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring"
+"$cc" "${flags[@]}" -DFUZZ_FAILING_ALLOC tests/fuzz/fuzz_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring_alloc"
+
+mkdir -p "$work/corpus" "$work/crashes"
+cp tests/fuzz/corpus/* "$work/corpus/"
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+status=0
+failed_seeds=()
+echo "fuzz: replaying $(ls "$work/corpus" | wc -l) seeds through the shipped allocator"
+for seed in "$work"/corpus/*; do
+  if ! "$work/fuzz_ring" -rss_limit_mb=2048 -timeout=60 -artifact_prefix="$work/crashes/" \
+      "$seed" >"$work/replay.log" 2>&1; then
+    status=1
+    failed_seeds+=("$(basename "$seed")")
+    echo "fuzz: seed $(basename "$seed") FAILED:" >&2
+    grep -E '^fuzz_ring: |runtime error|ERROR: |SUMMARY: ' "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
+    cp "$seed" "$work/crashes/seed-$(basename "$seed")"
+  fi
+done
+if [ "$status" -eq 0 ]; then
+  echo "fuzz: fuzzing for ${seconds}s with failing allocations"
+  "$work/fuzz_ring_alloc" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=60 \
+    -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/crashes/" \
+    "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
+  grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz.log" || tail -n 1 "$work/fuzz.log" | cut -c1-200
+  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$work/fuzz.log" || true
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: FAILED (exit $status); the end of the log:" >&2
+    grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz.log" | tail -n 60 >&2
+  fi
+else
+  echo "fuzz: ${#failed_seeds[@]} seed(s) failed: ${failed_seeds[*]}; not fuzzing" >&2
+fi
+
+if [ "$status" -ne 0 ]; then
+  mkdir -p "$artifacts"
+  cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$artifacts/"
+  for f in "$work"/crashes/*; do
+    [ -e "$f" ] || continue
+    cp "$f" "$artifacts/"
+    echo "fuzz: failing input $artifacts/$(basename "$f") (base64 $(base64 -w0 "$f"))" >&2
+  done
+  echo "fuzz: replay with FUZZ_RING_TRACE=1 $artifacts/fuzz_ring_alloc INPUT" >&2
+  exit 1
+fi
+echo "fuzz: passed"
