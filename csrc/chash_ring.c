@@ -639,17 +639,19 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
 size_t chash_ring_successor(const chash_ring *ring, uint32_t hash)
 {
     size_t b = bucket_of(hash, ring->bucket_bits);
-    size_t lo = ring->bucket[b], hi = ring->bucket[b + 1];
-    /* Half-open [lo, hi): every point before lo is < hash, every point from
-     * hi on is >= hash (it lies in a later bucket). */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ring->pt[mid].value < hash)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t lo = ring->bucket[b], len = ring->bucket[b + 1] - lo;
+    /* Every point before lo is < hash and every point from lo + len on is
+     * >= hash (it lies in a later bucket), so the answer is in
+     * [first, first + len].  Halving without a branch on the data: the
+     * comparison becomes a conditional move, never a misprediction. */
+    const chash_pair *first = ring->pt + lo;
+    while (len > 1) {
+        size_t half = len / 2;
+        first = first[half].value < hash ? first + half : first;
+        len -= half;
     }
-    return lo == ring->npoints ? 0 : lo;
+    size_t at = (size_t)(first - ring->pt) + (len == 1 && first->value < hash);
+    return at == ring->npoints ? 0 : at;
 }
 
 #if defined(__GNUC__) || defined(__clang__)
