@@ -241,8 +241,13 @@ int chash_points_for_weight(size_t base, double weight, size_t max_points, size_
     if (!(weight > 0.0) || !isfinite(weight))
         return CHASH_EINVAL;
     double want = nearbyint((double)base * weight); /* ties to even, as Python's round() */
-    if (!(want <= (double)max_points))
+    /* Compared as a size only once it is known to fit one: (double)SIZE_MAX
+     * rounds up to 2**64, and converting that back is undefined. */
+    if (!(want < 18446744073709551616.0))
         return CHASH_EINVAL;
-    *out = want < 1.0 ? 1 : (size_t)want;
+    size_t count = want < 1.0 ? 1 : (size_t)want;
+    if (count > max_points)
+        return CHASH_EINVAL;
+    *out = count;
     return CHASH_OK;
 }

@@ -7,6 +7,7 @@
 #include "chash_scheme.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +111,9 @@ static void test_weights(void)
     CHECK(chash_points_for_weight(100, NAN, 1000, &n) == CHASH_EINVAL);
     CHECK(chash_points_for_weight(100, INFINITY, 1000, &n) == CHASH_EINVAL);
     CHECK(chash_points_for_weight(100, 10.01, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_points_for_weight(100, 1.0, 0, &n) == CHASH_EINVAL);       /* even one is too many */
+    CHECK(chash_points_for_weight(1, 1e300, SIZE_MAX, &n) == CHASH_EINVAL); /* past any size */
+    CHECK(chash_points_for_weight(1, 18446744073709551616.0, SIZE_MAX, &n) == CHASH_EINVAL);
 }
 
 static void test_names(void)
