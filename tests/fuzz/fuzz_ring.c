@@ -160,7 +160,7 @@ static uint64_t fz_u64(fz_in *in)
 /* The model                                                          */
 
 #define FZ_MAX_NODES 40
-#define FZ_MAX_POINTS ((size_t)1 << 12)
+#define FZ_MAX_POINTS ((size_t)1 << 15)
 #define FZ_MAX_ID 600
 
 typedef struct {
@@ -594,8 +594,9 @@ static const uint32_t fz_masks[] = {
 
 /*
  * A point array in an exactly sized heap block: explicit values, or (one
- * time in eight) many pseudo-random ones, masked to crowd them.  At most
- * room points.
+ * time in eight) many pseudo-random ones, masked to crowd them; one such
+ * array in two is up to 12,288 points, so that batches cross the engine's
+ * switch from a comparison sort to a radix sort.  At most room points.
  */
 static uint32_t *fz_gen_points(fz_in *in, size_t room, size_t *count)
 {
@@ -603,7 +604,7 @@ static uint32_t *fz_gen_points(fz_in *in, size_t room, size_t *count)
     size_t n;
     uint32_t *pts;
     if ((head & 0xe0) == 0xe0) {
-        n = 1 + fz_u16(in) % 1024;
+        n = 1 + fz_u16(in) % (head & 0x10 ? 12288 : 1024);
         uint32_t x = fz_u32(in) | 1u, base = fz_u32(in);
         uint32_t mask = fz_masks[head % (sizeof fz_masks / sizeof fz_masks[0])];
         if (n > room)
@@ -891,6 +892,31 @@ static void fz_op_preference(chash_ring *ring, fz_in *in)
     fz_check_preference(ring, hash, fz_u8(in) % (m_count + 3));
 }
 
+/* The batch lookup, into its own array or over the hashes themselves. */
+static void fz_op_owners(const chash_ring *ring, fz_in *in)
+{
+    size_t n = fz_u8(in) % 64;
+    int in_place = fz_u8(in) & 1;
+    uint32_t *hashes = fz_xmalloc(n * sizeof *hashes);
+    uint32_t *want = fz_xmalloc(n * sizeof *want);
+    uint32_t *owners = in_place ? hashes : fz_xmalloc(n * sizeof *owners);
+    for (size_t i = 0; i < n; i++)
+        hashes[i] = fz_gen_value(in);
+    if (m_total) { /* the ring must not be empty */
+        for (size_t i = 0; i < n; i++)
+            want[i] = m_points()[m_successor(hashes[i])].owner;
+        chash_ring_owners(ring, hashes, n, owners);
+        for (size_t i = 0; i < n; i++)
+            if (owners[i] != want[i])
+                FZ_FAIL("chash_ring_owners%s: key %zu of %zu got node %u, expected %u",
+                        in_place ? " in place" : "", i, n, owners[i], want[i]);
+    }
+    if (!in_place)
+        free(owners);
+    free(hashes);
+    free(want);
+}
+
 /* ------------------------------------------------------------------ */
 /* Schemes                                                            */
 
@@ -1140,6 +1166,9 @@ static void fz_op_names(fz_in *in)
     FZ_ASSERT(chash_layout_name((chash_layout_id)(CHASH_LAYOUT_COUNT + bad)) == NULL);
     FZ_ASSERT(chash_layout_default_points((chash_layout_id)(CHASH_LAYOUT_COUNT + bad)) == 0);
     FZ_ASSERT(chash_strerror((int)fz_u32(in)) != NULL);
+    for (int a = CHASH_ECORRUPT; a <= CHASH_OK; a++)
+        for (int b = CHASH_ECORRUPT; b < a; b++)
+            FZ_ASSERT(strcmp(chash_strerror(a), chash_strerror(b)) != 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1160,12 +1189,13 @@ enum {
     OP_NAMES,
     OP_RESET,
     OP_FAILNEXT,
+    OP_OWNERS,
     OP_COUNT
 };
 
 static const char *const fz_op_names_[OP_COUNT] = {
     "add", "add_many", "remove", "grow", "shrink", "lookup", "preference",
-    "ownership", "limits", "scheme", "weight", "names", "reset", "failnext",
+    "ownership", "limits", "scheme", "weight", "names", "reset", "failnext", "owners",
 };
 
 /* A new ring; NULL is allowed only for an allocation made to fail. */
@@ -1224,6 +1254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             m_clear();
             ring = fz_new_ring();
             break;
+        case OP_OWNERS: fz_op_owners(ring, &in); break;
         default: /* OP_FAILNEXT: the n-th engine allocation of the next step fails */
             fz_countdown = (long)(fz_u8(&in) % 8);
             break;

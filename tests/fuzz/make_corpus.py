@@ -19,7 +19,8 @@ from pathlib import Path
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 (OP_ADD, OP_ADD_MANY, OP_REMOVE, OP_GROW, OP_SHRINK, OP_LOOKUP, OP_PREFERENCE,
- OP_OWNERSHIP, OP_LIMITS, OP_SCHEME, OP_WEIGHT, OP_NAMES, OP_RESET, OP_FAILNEXT) = range(14)
+ OP_OWNERSHIP, OP_LIMITS, OP_SCHEME, OP_WEIGHT, OP_NAMES, OP_RESET, OP_FAILNEXT,
+ OP_OWNERS) = range(15)
 
 LAYOUTS = ["python", "node", "ketama"]
 HASHES = ["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32"]
@@ -105,8 +106,9 @@ def pts(*values: bytes) -> bytes:
 
 
 def pts_prng(n: int, seed: int, base: int, mask_index: int) -> bytes:
-    """n pseudo-random points base + (xorshift & mask), n in 1..1024."""
-    return u8(0xE0 | mask_index) + u16(n - 1) + u32(seed) + u32(base)
+    """n pseudo-random points base + (xorshift & mask), n in 1..12288."""
+    big = 0x10 if n > 1024 else 0
+    return u8(0xE0 | big | mask_index) + u16(n - 1) + u32(seed) + u32(base)
 
 
 def smalls(*vs: int) -> bytes:
@@ -158,6 +160,11 @@ def preference(value: bytes, n: int) -> bytes:
 
 def ownership() -> bytes:
     return u8(OP_OWNERSHIP)
+
+
+def owners(*values: bytes, in_place: bool = False) -> bytes:
+    """The batch lookup of the given hashes."""
+    return u8(OP_OWNERS) + u8(len(values)) + u8(1 if in_place else 0) + b"".join(values)
 
 
 def reset() -> bytes:
@@ -328,6 +335,27 @@ def seeds() -> dict[str, bytes]:
         + add(id_raw(b"b"), pts_prng(1024, 2, 0x7FFFFFC0, 1))
         + lookup(v_raw(0x7FFFFFC0)) + lookup(v_raw(0x7FFFFFFF)) + lookup(v_raw(0x80000000))
         + preference(v_raw(0x7FFFFFD0), 2) + remove(id_raw(b"a")) + lookup(v_raw(0x7FFFFFE0))
+    )
+    # Past 8,192 points in one batch the engine sorts by radix; crowded
+    # values (masks 0x3f and 0x3ff) must still come out in id order.
+    s["bulk-radix-batch"] = (
+        add(id_raw(b"first"), smalls(5, 6))
+        + add_many((id_raw(b"r2"), pts_prng(5000, 11, 0, 1)),
+                   (id_raw(b"r1"), pts_prng(4000, 13, 0, 2)),
+                   (id_pool(1), pts_prng(2000, 17, 0xFFFFF000, 0)))
+        + lookup(v_small(5)) + lookup(v_near(4000, 0)) + preference(v_small(33), 4)
+        + owners(*(v_near(i * 997, (i % 3) - 1) for i in range(20)))
+        + owners(*(v_small(i) for i in range(40)), in_place=True)
+        + remove(id_raw(b"r1")) + ownership()
+    )
+    s["owners"] = (
+        owners(v_small(1))
+        + add(id_raw(b"a"), smalls(10, 20, 30)) + add(id_raw(b"b"), smalls(20, 40))
+        + owners(v_small(0), v_small(10), v_small(11), v_small(20), v_small(41), v_edge(12))
+        + owners(*(v_small(i) for i in range(0, 63, 2)), in_place=True)
+        + owners()
+        + add(id_raw(b"c"), pts_prng(900, 3, 0, 0))
+        + owners(*(v_near(i * 31, 1) for i in range(50)))
     )
     s["remove-renumbers"] = (
         add(id_raw(b"n0"), smalls(1, 11)) + add(id_raw(b"n1"), smalls(2, 12))
