@@ -160,7 +160,7 @@ static uint64_t fz_u64(fz_in *in)
 /* The model                                                          */
 
 #define FZ_MAX_NODES 40
-#define FZ_MAX_POINTS ((size_t)1 << 15)
+#define FZ_MAX_POINTS ((size_t)1 << 14)
 #define FZ_MAX_ID 600
 
 typedef struct {
@@ -595,8 +595,9 @@ static const uint32_t fz_masks[] = {
 /*
  * A point array in an exactly sized heap block: explicit values, or (one
  * time in eight) many pseudo-random ones, masked to crowd them; one such
- * array in two is up to 12,288 points, so that batches cross the engine's
- * switch from a comparison sort to a radix sort.  At most room points.
+ * array in four is up to 12,288 points, so that batches cross the engine's
+ * switch from a comparison sort to a radix sort (rarely: every step costs
+ * time in proportion to the ring).  At most room points.
  */
 static uint32_t *fz_gen_points(fz_in *in, size_t room, size_t *count)
 {
@@ -604,7 +605,7 @@ static uint32_t *fz_gen_points(fz_in *in, size_t room, size_t *count)
     size_t n;
     uint32_t *pts;
     if ((head & 0xe0) == 0xe0) {
-        n = 1 + fz_u16(in) % (head & 0x10 ? 12288 : 1024);
+        n = 1 + fz_u16(in) % ((head & 0x18) == 0x18 ? 12288 : 1024);
         uint32_t x = fz_u32(in) | 1u, base = fz_u32(in);
         uint32_t mask = fz_masks[head % (sizeof fz_masks / sizeof fz_masks[0])];
         if (n > room)

@@ -107,7 +107,7 @@ def pts(*values: bytes) -> bytes:
 
 def pts_prng(n: int, seed: int, base: int, mask_index: int) -> bytes:
     """n pseudo-random points base + (xorshift & mask), n in 1..12288."""
-    big = 0x10 if n > 1024 else 0
+    big = 0x18 if n > 1024 else 0
     return u8(0xE0 | big | mask_index) + u16(n - 1) + u32(seed) + u32(base)
 
 
