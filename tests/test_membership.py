@@ -338,8 +338,12 @@ def test_redis_going_back_a_version_is_followed(
     m1.add_node("b")
     wait_until(lambda: m2.version == 3, "m2 follows")
     # A failover that lost the last acknowledged write: version 2, no b.
-    client.hset("chash:{default}:meta", "version", 2)
-    client.hdel("chash:{default}:nodes", "b")
+    # One transaction, as a replica's state is one snapshot: an instance
+    # reading between two separate commands would see version 2 with b.
+    rollback = client.pipeline(transaction=True)
+    rollback.hset("chash:{default}:meta", "version", 2)
+    rollback.hdel("chash:{default}:nodes", "b")
+    rollback.execute()
     wait_until(lambda: m1.router.weights == {"a": 1.0} == m2.router.weights
                and m1.version == 2 == m2.version, "both follow Redis back")
     assert any("went back from version 3 to 2" in r.getMessage() for r in caplog.records)
