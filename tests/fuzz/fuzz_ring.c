@@ -972,15 +972,15 @@ static const size_t fz_key_lens[] = {0, 1, 3, 4, 7, 8, 15, 16, 31, 32, 55, 56, 5
 
 static fz_id fz_gen_key(fz_in *in)
 {
-    char tmp[4 * 255 + 1];
+    char tmp[8 * 255 + 1];
     unsigned mode = fz_u8(in) % 4;
     size_t len;
     if (mode == 0)
         len = fz_u8(in) % 12;
     else if (mode == 1)
         len = fz_key_lens[fz_u8(in) % (sizeof fz_key_lens / sizeof fz_key_lens[0])];
-    else if (mode == 2)
-        len = 4 * (size_t)fz_u8(in);
+    else if (mode == 2) /* past xxh3's 1,024-byte blocks too */
+        len = 8 * (size_t)fz_u8(in);
     else
         len = 0;
     unsigned a = fz_u8(in), b = fz_u8(in);
@@ -1073,8 +1073,9 @@ static void fz_op_scheme(fz_in *in)
     }
 
     /* Seeds: cut to 32 bits by the 32-bit seeded hashes, ignored by the
-     * unseeded ones. */
+     * unseeded ones.  A caller's own hash value: its low 32 bits. */
     uint64_t seed = fz_u64(in);
+    FZ_ASSERT(chash_scheme_cut_int(seed) == (uint32_t)seed);
     uint8_t a[CHASH_MAX_DIGEST], b[CHASH_MAX_DIGEST];
     size_t na = chash_digest(scheme.hash, keys[0].buf, keys[0].len, seed, a);
     FZ_ASSERT(na == fz_digest_size[scheme.hash]);

@@ -184,6 +184,11 @@ def key(length: int, a: int = 0x41, b: int = 7) -> bytes:
     return u8(1) + u8(KEY_LENS.index(length)) + u8(a) + u8(b) + (u8(1) if length == 0 else b"")
 
 
+def key_long(eighths: int, a: int = 3, b: int = 5) -> bytes:
+    """A key of 8 * eighths bytes (up to 2,040: past xxh3's 1 KiB blocks)."""
+    return u8(2) + u8(eighths) + u8(a) + u8(b) + (u8(1) if eighths == 0 else b"")
+
+
 def key_bytes(data: bytes) -> bytes:
     assert 1 <= len(data) < 12
     return u8(0) + u8(len(data)) + u8(0) + u8(0) + data
@@ -413,8 +418,11 @@ def seeds() -> dict[str, bytes]:
         scheme(layout, "md5", id_long(255, 7, 1), first_top(0), 40, 17,
                (key(128), key(129), key(127), key(57)))
         for layout in LAYOUTS
-    ) + scheme("python", "xxh3", id_long(13, 0, 0), first_u32(0xFFFFFFFF), 12, 6,
-               (key(200), key(3), key(4), key(7)))
+    ) + b"".join(
+        scheme("python", name, id_long(13, 0, 0), first_u32(0xFFFFFFFF), 12, 6,
+               (key_long(255), key(3), key_long(129), key_long(128)))
+        for name in ("xxh3", "xxh64", "xxh32", "murmur3", "sha1")
+    )
     s["scheme-invalid"] = (
         scheme_invalid(2, 1) + scheme_invalid(2, 8) + scheme_invalid(3, 0) + scheme_invalid(0, 9)
     )
