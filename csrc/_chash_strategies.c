@@ -276,13 +276,17 @@ PyDoc_STRVAR(modulo_doc,
 "_modulo_assign(hashes, n, /)\n--\n\n"
 "hash % n for every 64-bit key hash, as array('I').");
 
-static PyObject *py_modulo_assign(PyObject *Py_UNUSED(module), PyObject *args)
+/* A bucket for every 64-bit key hash by assign (modulo or jump), as
+ * array('I'); n is checked against max_n first. */
+static PyObject *assign_buckets(PyObject *args, const char *format, size_t max_n,
+                                int (*assign)(const uint64_t *, size_t, size_t, uint32_t *),
+                                const char *name)
 {
     PyObject *hashes_obj;
     Py_ssize_t n_arg;
     size_t n;
-    if (!PyArg_ParseTuple(args, "On:_modulo_assign", &hashes_obj, &n_arg)
-        || count_arg(n_arg, UINT32_MAX, "n", &n) < 0)
+    if (!PyArg_ParseTuple(args, format, &hashes_obj, &n_arg)
+        || count_arg(n_arg, max_n, "n", &n) < 0)
         return NULL;
     words_view keys;
     if (words_get(hashes_obj, 8, "hashes", &keys) < 0)
@@ -292,12 +296,17 @@ static PyObject *py_modulo_assign(PyObject *Py_UNUSED(module), PyObject *args)
     int status = CHASH_OK;
     if (result) {
         Py_BEGIN_ALLOW_THREADS
-        status = chash_modulo_assign(keys.words, keys.count, n, out.buf);
+        status = assign(keys.words, keys.count, n, out.buf);
         Py_END_ALLOW_THREADS
-        result = finish_words(result, &out, status, "_modulo_assign");
+        result = finish_words(result, &out, status, name);
     }
     words_release(&keys);
     return result;
+}
+
+static PyObject *py_modulo_assign(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    return assign_buckets(args, "On:_modulo_assign", UINT32_MAX, chash_modulo_assign, "_modulo_assign");
 }
 
 PyDoc_STRVAR(jump_doc,
@@ -307,26 +316,8 @@ PyDoc_STRVAR(jump_doc,
 
 static PyObject *py_jump_assign(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *hashes_obj;
-    Py_ssize_t n_arg;
-    size_t n;
-    if (!PyArg_ParseTuple(args, "On:_jump_assign", &hashes_obj, &n_arg)
-        || count_arg(n_arg, CHASH_JUMP_MAX_BUCKETS, "n", &n) < 0)
-        return NULL;
-    words_view keys;
-    if (words_get(hashes_obj, 8, "hashes", &keys) < 0)
-        return NULL;
-    Py_buffer out;
-    PyObject *result = new_words(keys.count, 4, &out);
-    int status = CHASH_OK;
-    if (result) {
-        Py_BEGIN_ALLOW_THREADS
-        status = chash_jump_assign(keys.words, keys.count, n, out.buf);
-        Py_END_ALLOW_THREADS
-        result = finish_words(result, &out, status, "_jump_assign");
-    }
-    words_release(&keys);
-    return result;
+    return assign_buckets(args, "On:_jump_assign", CHASH_JUMP_MAX_BUCKETS, chash_jump_assign,
+                          "_jump_assign");
 }
 
 PyDoc_STRVAR(rendezvous_doc,

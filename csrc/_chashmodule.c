@@ -363,29 +363,24 @@ static void router_dealloc(RouterObject *self)
 static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_t id_len,
                    size_t old_count, size_t new_count)
 {
-    int status = CHASH_OK;
-    if (new_count > old_count) {
-        uint32_t *points = node_points(self, id, id_len, old_count, new_count - old_count);
-        if (!points)
-            return -1;
-        long k = chash_ring_find(self->ring, id, (size_t)id_len);
-        /* A Python hash may have let another thread change this node. */
-        if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
-            status = CHASH_EINVAL;
-        else
-            status = chash_ring_grow(self->ring, id, (size_t)id_len, points, new_count - old_count);
-        PyMem_Free(points);
-    } else if (new_count < old_count) {
-        uint32_t *points = node_points(self, id, id_len, new_count, old_count - new_count);
-        if (!points)
-            return -1;
-        long k = chash_ring_find(self->ring, id, (size_t)id_len);
-        if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
-            status = CHASH_EINVAL;
-        else
-            status = chash_ring_shrink(self->ring, id, (size_t)id_len, points, old_count - new_count);
-        PyMem_Free(points);
-    }
+    if (new_count == old_count)
+        return 0;
+    int grow = new_count > old_count;
+    size_t first = grow ? old_count : new_count;
+    size_t count = grow ? new_count - old_count : old_count - new_count;
+    uint32_t *points = node_points(self, id, id_len, first, count);
+    if (!points)
+        return -1;
+    int status;
+    long k = chash_ring_find(self->ring, id, (size_t)id_len);
+    /* A Python hash may have let another thread change this node. */
+    if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
+        status = CHASH_EINVAL;
+    else if (grow)
+        status = chash_ring_grow(self->ring, id, (size_t)id_len, points, count);
+    else
+        status = chash_ring_shrink(self->ring, id, (size_t)id_len, points, count);
+    PyMem_Free(points);
     if (status == CHASH_EINVAL) {
         PyErr_Format(PyExc_RuntimeError, "node %R changed while its points were computed", node);
         return -1;
