@@ -12,7 +12,8 @@
  * needs; only then, when nothing can fail any more, are the new points
  * merged in from the back and the bucket index shifted.  Removing points
  * compacts in place and never allocates.  Either way a failed call leaves
- * the ring as it was (at most with more room).
+ * the ring as it was (at most with more room).  Room beyond a quarter of
+ * the points is given back after removals.
  *
  * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_REALLOC,
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.
@@ -542,6 +543,27 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
     return CHASH_OK;
 }
 
+/* Gives back point room once over a quarter of it is unused.  A failed
+ * shrink leaves the larger block in place, which is as good a ring. */
+static void release_slack(chash_ring *ring)
+{
+    if (ring->point_cap - ring->npoints > ring->point_cap / 4 && ring->npoints > 0) {
+        chash_pair *pt = CHASH_REALLOC(ring->pt, ring->npoints * sizeof *pt);
+        if (pt) {
+            ring->pt = pt;
+            ring->point_cap = ring->npoints;
+        }
+    }
+    size_t need = ((size_t)1 << ring->bucket_bits) + 1;
+    if (ring->bucket_cap > 2 * need) {
+        uint32_t *bucket = CHASH_REALLOC(ring->bucket, need * sizeof *bucket);
+        if (bucket) {
+            ring->bucket = bucket;
+            ring->bucket_cap = need;
+        }
+    }
+}
+
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
                       const uint32_t *points, size_t npoints)
 {
@@ -586,6 +608,7 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     ring->npoints = out;
     ring->nodes[k].npoints -= npoints;
     update_buckets(ring, NULL, NULL, 0);
+    release_slack(ring);
     return CHASH_OK;
 }
 
@@ -628,6 +651,7 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
     uint32_t limit = (uint32_t)k;
     for (size_t i = 0; i < out; i++)
         pt[i].owner -= pt[i].owner > limit;
+    release_slack(ring);
     if (data_out)
         *data_out = ring->nodes[k].data;
     CHASH_FREE(ring->nodes[k].id);
