@@ -65,12 +65,16 @@ ERROR_PATHS = [
     (lambda r, n: r.get_preference_list("k", -1), ValueError),
     (lambda r, n: r.get_preference_list(None, 2), TypeError),
     (lambda r, n: ConsistentHashRouter(0), ValueError),
+    (lambda r, n: r.add_service_nodes([n, "other", 3]), TypeError),
 ]
 
 
 def cycle(router: ConsistentHashRouter, i: int) -> None:
     node = NAMES[i & 7]
-    router.add_service_node(node, 1.5)
+    if i & 1:
+        router.add_service_nodes([node, "base"], 1.5)  # base present: reweighed
+    else:
+        router.add_service_node(node, 1.5)
     if router.get_target_node(KEYS[i & 63]) is None:
         raise AssertionError("a non-empty ring answered None")
     router.get_target_node(b"bytes-key")
