@@ -745,14 +745,23 @@ static PyObject *key_sequence(RouterObject *self, PyObject *keys)
     return PySequence_Fast(keys, "keys must be an iterable of str or bytes");
 }
 
-static PyObject *router_get_many(RouterObject *self, PyObject *keys)
+/* The ring positions of every key of an iterable (PyMem, the caller frees);
+ * *n receives how many. */
+static uint32_t *hash_keys(RouterObject *self, PyObject *keys, Py_ssize_t *n)
 {
     PyObject *seq = key_sequence(self, keys);
     if (!seq)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    uint32_t *hashes = hash_all(self, seq, n);
+    *n = PySequence_Fast_GET_SIZE(seq);
+    uint32_t *hashes = hash_all(self, seq, *n);
     Py_DECREF(seq);
+    return hashes;
+}
+
+static PyObject *router_get_many(RouterObject *self, PyObject *keys)
+{
+    Py_ssize_t n;
+    uint32_t *hashes = hash_keys(self, keys, &n);
     if (!hashes)
         return NULL;
     PyObject *result = PyList_New(n);
@@ -876,12 +885,8 @@ PyDoc_STRVAR(distribution_doc,
 
 static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
 {
-    PyObject *seq = key_sequence(self, keys);
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    uint32_t *hashes = hash_all(self, seq, n);
-    Py_DECREF(seq);
+    Py_ssize_t n;
+    uint32_t *hashes = hash_keys(self, keys, &n);
     if (!hashes)
         return NULL;
     size_t nnodes = chash_ring_node_count(self->ring);
