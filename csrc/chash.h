@@ -106,7 +106,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
 /*
  * Removes a node and all its points; *data_out (if not NULL) receives the
  * node's data so the caller can release it.  Cannot fail but for
- * CHASH_ENOENT, and never allocates.
+ * CHASH_ENOENT, and never asks for memory (it may hand spare room back,
+ * and a failure to do so changes nothing).
  */
 int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out);
 
