@@ -25,8 +25,8 @@ scheduler (building big rings) also record the thread's CPU time, and rows
 with preempted samples get a CPU-time cross-check under the table.  The
 collector is off in timed sections and every contender is warmed up first.
 A contender whose sample takes over a second (the documented router building
-1000 nodes) gets fewer rounds within a time budget.  Targets come from the
-project's issues; a missed one is printed with a cross.
+1000 nodes) gets fewer rounds within a time budget.  Targets are the
+project's speed goals; a missed one is printed with a cross.
 """
 from __future__ import annotations
 
