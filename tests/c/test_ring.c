@@ -10,41 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fail_countdown = -1; /* < 0: never fail */
-
-static void *test_malloc(size_t size)
-{
-    if (fail_countdown == 0)
-        return NULL;
-    if (fail_countdown > 0)
-        fail_countdown--;
-    return malloc(size);
-}
-
-static void *test_realloc(void *p, size_t size)
-{
-    if (fail_countdown == 0)
-        return NULL;
-    if (fail_countdown > 0)
-        fail_countdown--;
-    return realloc(p, size);
-}
-
-#define CHASH_MALLOC test_malloc
-#define CHASH_REALLOC test_realloc
+#include "failing_alloc.h"
 #include "../../csrc/chash_ring.c"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (cond) {                                                          \
-            passed++;                                                        \
-        } else {                                                             \
-            failed++;                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 /* xorshift64*: deterministic pseudo-random points. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -398,6 +367,5 @@ int main(void)
     test_failed_allocations_change_nothing();
     test_limits();
     test_bucket_index_large();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_report();
 }

@@ -11,17 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (cond) {                                                          \
-            passed++;                                                        \
-        } else {                                                             \
-            failed++;                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 static chash_scheme scheme(chash_layout_id layout, chash_hash_id hash)
 {
@@ -137,6 +127,5 @@ int main(void)
     test_long_ids();
     test_weights();
     test_names();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_report();
 }

@@ -13,31 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fail_countdown = -1; /* < 0: never fail */
-
-static void *test_malloc(size_t size)
-{
-    if (fail_countdown == 0)
-        return NULL;
-    if (fail_countdown > 0)
-        fail_countdown--;
-    return malloc(size);
-}
-
-#define CHASH_MALLOC test_malloc
+#include "failing_alloc.h"
 #include "../../csrc/chash_strategies.c"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (cond) {                                                          \
-            passed++;                                                        \
-        } else {                                                             \
-            failed++;                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 /* xorshift64*: deterministic pseudo-random key hashes. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -421,6 +400,5 @@ int main(void)
     test_is_prime();
     test_maglev();
     test_bounded();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_report();
 }
