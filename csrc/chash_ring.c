@@ -55,6 +55,7 @@ struct chash_ring {
     chash_node *nodes;   /* in insertion order */
     size_t nnodes;
     size_t node_cap;
+    chash_ties ties;     /* how points of equal value are ordered */
 };
 
 /* About eight points a bucket: the index costs half a byte a point and stays
@@ -153,6 +154,16 @@ chash_ring *chash_ring_new(void)
     return ring;
 }
 
+int chash_ring_set_ties(chash_ring *ring, chash_ties ties)
+{
+    if (ring->nnodes || (ties != CHASH_TIES_BY_ID && ties != CHASH_TIES_BY_ORDER))
+        return CHASH_EINVAL;
+    ring->ties = ties;
+    return CHASH_OK;
+}
+
+chash_ties chash_ring_ties(const chash_ring *ring) { return ring->ties; }
+
 void chash_ring_free(chash_ring *ring)
 {
     if (!ring)
@@ -199,9 +210,13 @@ chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
 uint32_t chash_ring_point(const chash_ring *ring, size_t i) { return ring->pt[i].value; }
 size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->pt[i].owner; }
 
-/* True when point (value, owner a) sorts before point (value, owner b). */
+/* True when point (value, owner a) sorts before point (value, owner b).
+ * Nodes stay in insertion order in the table (removal closes the gap
+ * without reordering), so the index is the place in insertion order. */
 static int owner_before(const chash_ring *ring, size_t a, size_t b)
 {
+    if (ring->ties == CHASH_TIES_BY_ORDER)
+        return a < b;
     const chash_node *na = &ring->nodes[a], *nb = &ring->nodes[b];
     return compare_ids(na->id, na->id_len, nb->id, nb->id_len) < 0;
 }
@@ -483,9 +498,11 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     }
     ring->nnodes += count;
     CHASH_FREE(ids);
-    /* Points laid out node by node in id order, then sorted stably by
-     * value: equal values end up in id order, as the ring wants. */
-    qsort(order, count, sizeof *order, compare_spec_ids);
+    /* Points laid out node by node in id order (or in the given order for
+     * CHASH_TIES_BY_ORDER), then sorted stably by value: equal values end
+     * up in the order the ring wants. */
+    if (ring->ties == CHASH_TIES_BY_ID)
+        qsort(order, count, sizeof *order, compare_spec_ids);
     uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
     if (total < SMALL_SORT) {
         /* Few points: a comparison sort of (value, id rank) beats the
