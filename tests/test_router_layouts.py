@@ -59,6 +59,37 @@ def fnv1a_ref(data: bytes) -> int:
     return h
 
 
+def one_at_a_time_ref(data: bytes) -> int:
+    """Bob Jenkins's one-at-a-time hash over the bytes as signed chars (as
+    libmemcached computes it on x86, where char is signed)."""
+    h = 0
+    for byte in data:
+        h = (h + (byte - 256 if byte >= 0x80 else byte)) & M32
+        h = (h + (h << 10)) & M32
+        h ^= h >> 6
+    h = (h + (h << 3)) & M32
+    h ^= h >> 11
+    return (h + (h << 15)) & M32
+
+
+def test_one_at_a_time_known_answers() -> None:
+    # Published values of Jenkins's one-at-a-time (ASCII: no sign question).
+    assert one_at_a_time_ref(b"a") == 0xCA2E9442
+    assert one_at_a_time_ref(b"The quick brown fox jumps over the lazy dog") == 0x519E91F5
+    router = ConsistentHashRouter(hash="one_at_a_time")
+    assert router._calculate_hash("a") == 0xCA2E9442
+    # A byte >= 0x80 enters sign-extended, unlike an unsigned reading.
+    unsigned = 0
+    for byte in b"\xe9":
+        unsigned = (unsigned + byte) & M32
+        unsigned = (unsigned + (unsigned << 10)) & M32
+        unsigned ^= unsigned >> 6
+    unsigned = (unsigned + (unsigned << 3)) & M32
+    unsigned ^= unsigned >> 11
+    unsigned = (unsigned + (unsigned << 15)) & M32
+    assert router._calculate_hash(b"\xe9") == one_at_a_time_ref(b"\xe9") != unsigned
+
+
 # name -> (value of the hash as an int, width of its big-endian digest in bits)
 ORACLES = {
     "md5": (lambda d: int.from_bytes(hashlib.md5(d).digest(), "big"), 128),
@@ -70,6 +101,7 @@ ORACLES = {
     "xxh3": (lambda d: xxhash.xxh3_64_intdigest(d), 64),
     "fnv1a": (fnv1a_ref, 32),
     "crc32": (lambda d: zlib.crc32(d), 32),
+    "one_at_a_time": (one_at_a_time_ref, 32),
 }
 
 # How each layout spells a virtual key and cuts a hash value to 32 bits.
