@@ -135,6 +135,12 @@ class Memcached:
                     reader.read(size + 2)
         return found
 
+    def flush(self) -> None:
+        """Drops every key (for the next client of the same servers)."""
+        with socket.create_connection((self.host, self.port), timeout=10) as conn:
+            conn.sendall(b"flush_all\r\n")
+            assert conn.makefile("rb").readline() == b"OK\r\n"
+
     def stop(self) -> None:
         stop(self.proc)
 
