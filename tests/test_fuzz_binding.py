@@ -42,7 +42,7 @@ from hypothesis.stateful import (
 
 import chash
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
-from _support.reference_router import ModelRouter, as_bytes
+from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
 IN_CI = bool(os.environ.get("CI"))
@@ -327,19 +327,8 @@ class BindingMachine(RuleBasedStateMachine):
 
     @invariant()
     def agrees_with_model(self) -> None:
-        router, model = self.router, self.model
-        router._check()
-        assert router.nodes == list(model.weights)
-        assert list(router) == list(model.weights)
-        assert len(router) == len(model.weights)
-        assert router.weights == model.weights
-        assert router.points == {node: model.point_count(node) for node in model.weights}
-        ring = model.points()
-        assert router.hash_ring == [value for value, _, _ in ring]
-        assert router.node_map == model.node_map()
-        for node in model.weights:
-            assert node in router
-        assert router.memory_bytes >= 8 * len(ring)
+        assert_same_ring(self.router, self.model)
+        assert self.router.memory_bytes >= 8 * len(self.model.points())
 
 
 def test_binding_state_machine() -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from chash import ConsistentHashRouter
-from _support.reference_router import ModelRouter, as_bytes
+from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 
 # Prefixes of each other, empty, NUL, non-ASCII, non-BMP: every byte-order case.
 NODE_NAMES = ["", "a", "ab", "abc", "a\x00", "b", "é", "éa", "节点", "\U0001F600"]
@@ -130,17 +130,9 @@ class RouterMachine(RuleBasedStateMachine):
         if self.router is None:
             return
         router, model = self.router, self.model
-        router._check()
-        assert router.nodes == list(model.weights)
-        assert list(router) == list(model.weights)
-        assert len(router) == len(model.weights)
-        assert router.weights == model.weights
-        assert router.points == {node: model.point_count(node) for node in model.weights}
+        assert_same_ring(router, model)
         for node in NODE_NAMES:
             assert (node in router) == (node in model.weights)
-        ring = model.points()
-        assert router.hash_ring == [value for value, _, _ in ring]
-        assert router.node_map == model.node_map()
         ownership = router.ownership()
         assert ownership.keys() == model.weights.keys()
         for node, share in model.ownership().items():

@@ -14,8 +14,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from _support.hashes import digest
+
+if TYPE_CHECKING:
+    from chash import ConsistentHashRouter
 
 HashArg = str | Callable[[bytes], int]
 
@@ -165,3 +169,18 @@ class ModelRouter:
             prev = ring[i - 1][0] if i else ring[-1][0] - 2**32
             share[node] += (value - prev) / 2**32
         return share
+
+
+def assert_same_ring(router: ConsistentHashRouter, model: ModelRouter) -> None:
+    """``router`` holds exactly ``model``'s nodes, weights and points, in
+    the model's order, and its invariant checker passes."""
+    router._check()
+    assert router.nodes == list(model.weights)
+    assert list(router) == list(model.weights)
+    assert len(router) == len(model.weights)
+    assert router.weights == model.weights
+    assert router.points == {node: model.point_count(node) for node in model.weights}
+    assert router.hash_ring == [value for value, _, _ in model.points()]
+    assert router.node_map == model.node_map()
+    for node in model.weights:
+        assert node in router

@@ -17,12 +17,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _support.hashes import ORACLES, M32  # noqa: E402
+from _support.hashes import M32, ORACLES  # noqa: E402
+
 TARGET = os.path.join(HERE, "test_hash.c")
 BEGIN = "/* BEGIN GENERATED VECTORS (tests/c/hash_vectors_gen.py) */\n"
 END = "/* END GENERATED VECTORS */\n"
-
-M32 = 0xFFFFFFFF
 
 
 def pattern(n):
