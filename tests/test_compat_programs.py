@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from _compat_programs import (ask_nginx, free_port, memcacheds, nginx, nutcracker, owners_by_server,
+from _support.compat_programs import (ask_nginx, free_port, memcacheds, nginx, nutcracker, owners_by_server,
                               port_is_free, set_through, varied_keys)
 from chash import ConsistentHashRouter
 from chash.compat import libmemcached_id, nginx_upstream, twemproxy_id, twemproxy_pool
