@@ -782,7 +782,8 @@ int chash_ring_check(const chash_ring *ring)
             if (compare_ids(node->id, node->id_len, ring->nodes[m].id, ring->nodes[m].id_len) == 0)
                 status = CHASH_ECORRUPT;
     }
-    if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
+    if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap
+        || (ring->ties != CHASH_TIES_BY_ID && ring->ties != CHASH_TIES_BY_ORDER))
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
         if (ring->pt[i].owner >= ring->nnodes) {

@@ -310,6 +310,11 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
         cap = sizeof stack / 4;
     }
     if (scheme->layout == CHASH_LAYOUT_NGINX) {
+        if (first > CHASH_MAX_NODE_POINTS || count > CHASH_MAX_NODE_POINTS - first) {
+            if (buf != stack)
+                free(buf);
+            return CHASH_EINVAL; /* chained from point 0: bounded work only */
+        }
         nginx_points(id, id_len, first, count, out, buf);
     } else if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
         md5_points_x4(scheme, id, id_len, first, count, out, buf, cap);

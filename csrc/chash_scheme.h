@@ -122,7 +122,9 @@ size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_l
 
 /*
  * Writes points first .. first + count - 1 of node id to out.
- * Returns 0 or CHASH_ENOMEM (only for ids too long for the stack buffer).
+ * Returns 0, CHASH_ENOMEM (only for ids too long for the stack buffer) or,
+ * for the nginx layout, whose points are chained from point 0,
+ * CHASH_EINVAL when first + count exceeds CHASH_MAX_NODE_POINTS.
  */
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out);
