@@ -962,8 +962,9 @@ static uint32_t fz_nginx_point(const fz_id *id, size_t index)
     const char *a = id->buf;
     size_t n = id->len, host_at = 0, host_len = n, port_at = n, port_len = 0;
     int is_unix = n >= 5;
-    for (size_t i = 0; is_unix && i < 5; i++)
-        is_unix = (a[i] | 0x20) == "unix:"[i]; /* ASCII case folding; ':' | 0x20 == ':' */
+    for (size_t i = 0; is_unix && i < 4; i++) /* "unix" in any case, then ':' */
+        is_unix = a[i] == "unix"[i] || a[i] == "UNIX"[i];
+    is_unix = is_unix && a[4] == ':';
     if (is_unix) {
         host_at = 5;
         host_len = n - 5;
