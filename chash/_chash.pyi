@@ -2,8 +2,9 @@
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Literal
 
-HashName = Literal["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32"]
-LayoutName = Literal["python", "node", "ketama"]
+HashName = Literal["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
+                   "one_at_a_time"]
+LayoutName = Literal["python", "node", "ketama", "nginx", "libmemcached"]
 Key = str | bytes
 
 HASHES: Final[tuple[str, ...]]
@@ -20,7 +21,7 @@ class ConsistentHashRouter:
         cls,
         virtual_node_count: int | None = None,
         *,
-        hash: HashName | str | Callable[[bytes], int] = "md5",
+        hash: HashName | str | Callable[[bytes], int] | None = None,
         layout: LayoutName | str = "python",
     ) -> ConsistentHashRouter: ...
     def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...

@@ -763,7 +763,10 @@ PyDoc_STRVAR(add_doc,
 "Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
 "Adding a node already present with the same weight does nothing; with\n"
 "another weight, the node gains or loses only points of its own, so keys\n"
-"move only onto or off that node.");
+"move only onto or off that node.  The nginx, ketama and libmemcached\n"
+"layouts take integer weights as their references do; in ketama (and in\n"
+"libmemcached once a weight is above 1) every node's point count follows\n"
+"from its share of the total weight, so any change recomputes them all.");
 
 static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
 {
@@ -1567,24 +1570,31 @@ static PyGetSetDef router_getset[] = {
      "Every ring point, sorted (a new list each time).", NULL},
     {"node_map", (getter)router_get_node_map, NULL,
      "{point: node} (a new dict each time); a point shared by several nodes\n"
-     "maps to the node with the smallest id.", NULL},
+     "maps to the node with the smallest id (python, node layouts) or to the\n"
+     "node added first (nginx, ketama, libmemcached).", NULL},
     {"nodes", (getter)router_get_nodes, NULL, "The nodes, in the order they were added.", NULL},
     {"weights", (getter)router_get_weights, NULL, "{node: weight}.", NULL},
     {"points", (getter)router_get_points, NULL, "{node: number of ring points it owns}.", NULL},
     {"hash", (getter)router_get_hash, NULL, "The hash: its name, or the callable.", NULL},
-    {"layout", (getter)router_get_layout, NULL, "The layout: 'python', 'node' or 'ketama'.", NULL},
+    {"layout", (getter)router_get_layout, NULL,
+     "The layout: 'python', 'node', 'ketama', 'nginx' or 'libmemcached'.", NULL},
     {"memory_bytes", (getter)router_get_memory, NULL, "Heap bytes the ring engine holds.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyDoc_STRVAR(router_doc,
-"ConsistentHashRouter(virtual_node_count=None, *, hash='md5', layout='python')\n--\n\n"
+"ConsistentHashRouter(virtual_node_count=None, *, hash=None, layout='python')\n--\n\n"
 "A consistent-hash ring routing keys to nodes.\n\n"
 "With the defaults it routes exactly like the documented pure-Python\n"
 "ConsistentHashRouter: MD5 of the key's UTF-8 bytes mod 2**32, virtual keys\n"
 "'{node}_virtual_{i}', the first point >= the key's hash, wrapping around.\n"
-"virtual_node_count defaults to the layout's own (python 100, node 150,\n"
-"ketama 160) and must lie in [1, 1000000].");
+"layout 'nginx', 'ketama' and 'libmemcached' build the rings of nginx's\n"
+"hash ... consistent, libketama (twemproxy, libmemcached ketama_weighted)\n"
+"and libmemcached's ketama, integer weights and ties to the node added\n"
+"first included.  hash defaults to the layout's (md5; crc32 for nginx,\n"
+"one_at_a_time for libmemcached); virtual_node_count to the layout's own\n"
+"(python 100, node 150, ketama 160, nginx 160, libmemcached 100) and must\n"
+"lie in [1, 1000000].");
 
 static PyType_Slot router_slots[] = {
     {Py_tp_doc, (void *)router_doc},

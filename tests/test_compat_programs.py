@@ -16,9 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from _support.compat_programs import (
+    ask_nginx,
+    free_port,
+    memcacheds,
+    nginx,
+    nutcracker,
+    owners_by_server,
+    port_is_free,
+    set_through,
+    varied_keys,
+)
 
-from _support.compat_programs import (ask_nginx, free_port, memcacheds, nginx, nutcracker, owners_by_server,
-                              port_is_free, set_through, varied_keys)
 from chash import ConsistentHashRouter
 from chash.compat import libmemcached_id, nginx_upstream, twemproxy_id, twemproxy_pool
 
