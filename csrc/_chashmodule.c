@@ -42,6 +42,7 @@ typedef struct {
 } RouterObject;
 
 static struct PyModuleDef chash_module;
+static PyObject *module_rebuild(PyObject *module, PyObject *args);
 
 static inline module_state *get_state(PyObject *module)
 {
@@ -1543,6 +1544,37 @@ static PyObject *module_rebuild(PyObject *module, PyObject *args)
     return self;
 }
 
+PyDoc_STRVAR(replace_doc,
+"_replace_nodes($self, nodes, /)\n--\n\n"
+"Make the ring hold exactly nodes, a list of (node, weight) pairs, added in\n"
+"that order, in one step: lookups see the old ring or the new one.  For\n"
+"keeping the order that breaks ties the same on several processes.");
+
+static PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
+{
+    PyObject *hash = router_get_hash(self, NULL);
+    PyObject *layout = hash ? router_get_layout(self, NULL) : NULL;
+    PyObject *args = layout ? Py_BuildValue("(OnOOO)", (PyObject *)Py_TYPE(self),
+                                            (Py_ssize_t)self->base_points, hash, layout, nodes)
+                            : NULL;
+    Py_XDECREF(hash);
+    Py_XDECREF(layout);
+    if (!args)
+        return NULL;
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
+    RouterObject *fresh = module ? (RouterObject *)module_rebuild(module, args) : NULL;
+    Py_DECREF(args);
+    if (!fresh)
+        return NULL;
+    /* Swap the rings: self takes the new one, fresh releases the old one
+     * (and its entries) when it goes. */
+    chash_ring *ring = self->ring;
+    self->ring = fresh->ring;
+    fresh->ring = ring;
+    Py_DECREF(fresh);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Type and module                                                    */
 
@@ -1560,6 +1592,7 @@ static PyMethodDef router_methods[] = {
     {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
     {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
     {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
+    {"_replace_nodes", (PyCFunction)router_replace_nodes, METH_O, replace_doc},
     {NULL, NULL, 0, NULL},
 };
 
