@@ -628,6 +628,50 @@ static int ketama_update(RouterObject *self, PyObject *const *add, const double 
             goto done;
         }
     }
+    /* When no present node's count changes (equal weights, mostly; plain
+     * libmemcached always), the ring changes by the new or dropped node
+     * only: one engine call, itself all-or-nothing, instead of a rebuild. */
+    int counts_stay = weighted == was_weighted;
+    size_t nnew = 0;
+    for (size_t i = 0; i < n && counts_stay; i++) {
+        if (slots[i].old < 0)
+            nnew++;
+        else
+            counts_stay = chash_ring_node(ring, (size_t)slots[i].old).npoints == counts[i];
+    }
+    if (counts_stay) {
+        int status = CHASH_OK;
+        NodeEntry *dropped = drop >= 0 ? entry_at(self, (size_t)drop) : NULL;
+        if (dropped)
+            status = chash_ring_remove(ring, chash_ring_node(ring, (size_t)drop).id,
+                                       chash_ring_node(ring, (size_t)drop).id_len, NULL);
+        size_t k = 0;
+        for (size_t i = 0; i < n && status == CHASH_OK; i++) {
+            if (slots[i].old >= 0)
+                continue;
+            const char *id;
+            Py_ssize_t id_len;
+            if (node_id(slots[i].entry->name, &id, &id_len) < 0)
+                goto done;
+            slots[i].fresh = PyMem_New(uint32_t, counts[i]);
+            status = slots[i].fresh ? chash_scheme_points(&point_scheme, id, (size_t)id_len, 0,
+                                                          counts[i], slots[i].fresh)
+                                    : CHASH_ENOMEM;
+            specs[k++] = (chash_node_spec){id, (size_t)id_len, slots[i].entry, slots[i].fresh, counts[i]};
+        }
+        if (status == CHASH_OK && nnew)
+            status = chash_ring_add_many(ring, specs, nnew);
+        if (status != CHASH_OK) {
+            set_status_error(status, NULL); /* a removal cannot fail: nothing changed */
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++)
+            slots[i].entry->weight = slots[i].weight;
+        if (dropped)
+            free_entry(dropped);
+        result = 0;
+        goto done;
+    }
     /* The current points of every node, grouped by owner in one pass. */
     start[0] = 0;
     for (size_t k = 0; k < old_n; k++)
