@@ -979,9 +979,11 @@ static uint32_t fz_nginx_point(const fz_id *id, size_t index)
         }
     }
     char buf[FZ_MAX_ID + 8];
-    memcpy(buf, a + host_at, host_len);
+    if (host_len) /* an empty id may come with a NULL buffer */
+        memcpy(buf, a + host_at, host_len);
     buf[host_len] = 0;
-    memcpy(buf + host_len + 1, a + port_at, port_len);
+    if (port_len)
+        memcpy(buf + host_len + 1, a + port_at, port_len);
     size_t head = host_len + 1 + port_len;
     uint32_t prev = 0;
     for (size_t i = 0; i <= index; i++) {
