@@ -61,6 +61,10 @@ def _vnode_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def _listed(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
 def _balance_factor(text: str) -> float:
     try:
         value = float(text)
@@ -132,11 +136,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--nodes", type=_node_range, default=(3, 20), metavar="FIRST:LAST",
                         help="grow the cluster from FIRST to LAST nodes (default 3:20)")
     parser.add_argument("--ring-vnodes", type=_vnode_list, default=DEFAULT_RING_VNODES, metavar="V,V,...",
-                        help="virtual nodes of the ring columns (default %s)"
-                             % ",".join(map(str, DEFAULT_RING_VNODES)))
+                        help=f"virtual nodes of the ring columns (default {_listed(DEFAULT_RING_VNODES)})")
     parser.add_argument("--vnodes", type=_vnode_list, default=DEFAULT_BALANCE_VNODES, metavar="V,V,...",
-                        help="virtual nodes of the balance and cost tables (default %s)"
-                             % ",".join(map(str, DEFAULT_BALANCE_VNODES)))
+                        help="virtual nodes of the balance and cost tables "
+                             f"(default {_listed(DEFAULT_BALANCE_VNODES)})")
     parser.add_argument("--bounded-vnodes", type=_vnode_list, default=(10, 150), metavar="V,V,...",
                         help="rings the bounded-loads columns run over (default 10,150)")
     parser.add_argument("--balance-factor", type=_balance_factor, default=1.25, metavar="C",

@@ -18,7 +18,7 @@ DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
 
 def _moved(before: list[Any], after: list[Any]) -> int:
-    return sum(1 for a, b in zip(before, after) if a != b)
+    return sum(1 for a, b in zip(before, after, strict=True) if a != b)
 
 
 def measure(keys: int, vnodes: int) -> dict[str, Any]:

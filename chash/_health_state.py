@@ -26,7 +26,7 @@ from dataclasses import dataclass
 __all__ = ["HealthState", "NodeState", "NodeStatus", "Transition"]
 
 
-class NodeState(str, enum.Enum):
+class NodeState(str, enum.Enum):  # noqa: UP042 (StrEnum would change str() of a state)
     """The health verdict on a node: ``UP`` (serving) or ``DOWN`` (failed)."""
 
     UP = "up"

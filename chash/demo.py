@@ -427,7 +427,7 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                     result.returned.append(name)
             say(f"{len(result.returned)} of {STOPPED}'s {len(result.expected)} users are "
                 f"back on {STOPPED}; "
-                + (f"nobody else moved" if not result.strayed
+                + ("nobody else moved" if not result.strayed
                    else f"{len(result.strayed)} users are elsewhere"))
             stop.set()
             await asyncio.gather(*tasks)

@@ -30,7 +30,6 @@ See docs/gateway.md.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import logging
@@ -578,7 +577,6 @@ class Gateway:
 
     async def _handle_metrics(self, request: web.Request) -> web.StreamResponse:
         import prometheus_client
-
         from aiohttp import web
 
         body = prometheus_client.generate_latest(self._registry)

@@ -623,7 +623,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
     def line(cells: Sequence[str]) -> str:
         first = cells[0].ljust(widths[0])
-        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:]))
+        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
         return "  ".join([first, *rest]).rstrip()
 
     return [line(headers), "  ".join("-" * w for w in widths), *(line(row) for row in body)]

@@ -41,8 +41,8 @@ from hypothesis.stateful import (
 )
 
 import chash
-from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
+from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
 IN_CI = bool(os.environ.get("CI"))

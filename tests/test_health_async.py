@@ -25,7 +25,7 @@ from chash.health import NodeState
 
 pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
 
-from chash.health import AsyncHealthChecker  # noqa: E402
+from chash.health import AsyncHealthChecker
 
 
 def ring_of(backends: list[Backend]) -> ConsistentHashRouter:

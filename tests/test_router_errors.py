@@ -212,7 +212,7 @@ def test_bad_preference_argument_counts() -> None:
 def test_methods_without_arguments_reject_them() -> None:
     router = make_router()
     for name in ["ownership", "fingerprint", "_check"]:
-        assert_fails_cleanly(router, lambda r: getattr(r, name)(1), TypeError, "argument")
+        assert_fails_cleanly(router, lambda r, name=name: getattr(r, name)(1), TypeError, "argument")
     assert_fails_cleanly(router, lambda r: r.get_target_node(), TypeError, "argument")
     assert_fails_cleanly(router, lambda r: r.get_target_node("a", "b"), TypeError, "argument")
 
