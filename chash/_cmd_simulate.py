@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from chash import HASHES
+from chash._cli_args import positive_int
 from chash.simulate import (
     DEFAULT_BALANCE_VNODES,
     DEFAULT_RING_VNODES,
@@ -24,16 +25,6 @@ from chash.simulate import (
     render,
     simulate,
 )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
 
 
 def _node_range(text: str) -> tuple[int, int]:
@@ -131,7 +122,7 @@ def register(subparsers: Any) -> None:
                     "they spread, and what the ring costs, for hash % N, the ring, jump, "
                     "rendezvous, Maglev and bounded loads.",
     )
-    parser.add_argument("--keys", type=_positive, default=1_000_000,
+    parser.add_argument("--keys", type=positive_int, default=1_000_000,
                         help="keys to route (default 1,000,000)")
     parser.add_argument("--nodes", type=_node_range, default=(3, 20), metavar="FIRST:LAST",
                         help="grow the cluster from FIRST to LAST nodes (default 3:20)")
@@ -144,7 +135,7 @@ def register(subparsers: Any) -> None:
                         help="rings the bounded-loads columns run over (default 10,150)")
     parser.add_argument("--balance-factor", type=_balance_factor, default=1.25, metavar="C",
                         help="bounded loads: no node above ceil(C * keys / nodes) (default 1.25)")
-    parser.add_argument("--maglev-size", type=_positive, default=65537, metavar="M",
+    parser.add_argument("--maglev-size", type=positive_int, default=65537, metavar="M",
                         help="Maglev table size, a prime (default 65537)")
     parser.add_argument("--hash", choices=HASHES, default="md5",
                         help="hash of keys and nodes (default md5)")

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from chash import ConsistentHashRouter
+from chash._cli_args import positive_int
 
 DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
@@ -93,17 +94,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add ``spread`` to the ``chash`` command."""
     parser = subparsers.add_parser("spread", help="spread and key movement on the documented cluster")
-    parser.add_argument("--keys", type=_positive, default=1_000_000, help="keys to route (default 1,000,000)")
-    parser.add_argument("--vnodes", type=_positive, default=50, help="virtual nodes per node (default 50)")
+    parser.add_argument("--keys", type=positive_int, default=1_000_000, help="keys to route (default 1,000,000)")
+    parser.add_argument("--vnodes", type=positive_int, default=50, help="virtual nodes per node (default 50)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -18,17 +17,14 @@ SUBCOMMANDS = ("demo", "gateway", "route", "simulate", "spread")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand whose module is installed."""
+    """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="chash",
         description="Consistent-hash routing for gateways: demo, gateway, route, simulate, spread.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        module_name = f"chash._cmd_{name}"
-        if importlib.util.find_spec(module_name) is None:
-            continue
-        importlib.import_module(module_name).register(subparsers)
+        importlib.import_module(f"chash._cmd_{name}").register(subparsers)
     return parser
 
 
