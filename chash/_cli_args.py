@@ -16,7 +16,6 @@ __all__ = [
     "add_ring_arguments",
     "build_router",
     "int_between",
-    "plural",
     "positive_int",
     "seconds",
     "seconds_between",
@@ -96,11 +95,6 @@ def weight_arg(text: str) -> tuple[str, float]:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"in {text!r}: the weight must be positive")
     return node, value
-
-
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``"1 node"``, ``"3 nodes"``, ``"1,000 keys"``: a count and its noun."""
-    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
 def add_ring_arguments(parser: argparse.ArgumentParser) -> None:

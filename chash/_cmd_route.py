@@ -16,6 +16,7 @@ from typing import Any
 
 from chash import ConsistentHashRouter
 from chash._cli_args import add_ring_arguments, build_router, positive_int
+from chash._text import plural
 
 __all__ = ["parse_node_list", "register", "render", "route", "run"]
 
@@ -70,7 +71,8 @@ def route(router: ConsistentHashRouter, keys: Iterable[str], n: int) -> list[dic
 
 def render(router: ConsistentHashRouter, answers: list[dict[str, Any]]) -> str:
     """The answers as short readable blocks."""
-    ring = (f"{len(router)} nodes, {router.virtual_node_count} virtual nodes per weight 1, "
+    ring = (f"{plural(len(router), 'node')}, "
+            f"{plural(router.virtual_node_count, 'virtual node')} per weight 1, "
             f"{router.hash} hash, {router.layout} layout")
     blocks = []
     for answer in answers:

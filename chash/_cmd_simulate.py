@@ -22,6 +22,7 @@ from chash.simulate import (
     SimulationConfig,
     is_prime,
     plot,
+    plot_path,
     render,
     simulate,
 )
@@ -100,16 +101,18 @@ def run(args: argparse.Namespace) -> int:
         directory = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(directory):
             return _error(f"--plot: no such directory: {directory}")
-        try:
-            import matplotlib  # noqa: F401  (fail before the long run, not after)
+        try:  # fail before the long run, not after
+            plot_path(args.plot)
         except ImportError:
             print("chash simulate: --plot needs matplotlib: pip install 'chash[plot]'", file=sys.stderr)
             return 1
+        except ValueError as exc:
+            return _error(f"--plot: {exc}")
     result = simulate(config)
     print(json.dumps(result, indent=2) if args.json else render(result))
     if args.plot is not None:
-        plot(result, args.plot)
-        print(f"chash simulate: wrote {args.plot}", file=sys.stderr)
+        written = plot(result, args.plot)
+        print(f"chash simulate: wrote {written}", file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from chash import ConsistentHashRouter
 from chash._cli_args import positive_int
+from chash._text import plural
 
 DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
@@ -69,8 +70,8 @@ def render(result: dict[str, Any]) -> str:
     """The figures as a short readable report."""
     keys = result["keys"]
     lines = [
-        f"{keys:,} keys over {len(result['spread'])} nodes "
-        f"({result['virtual_node_count']} virtual nodes each), "
+        f"{plural(keys, 'key')} over {plural(len(result['spread']), 'node')} "
+        f"({plural(result['virtual_node_count'], 'virtual node')} each), "
         f"routed in {result['route_seconds']:.2f} s",
         "",
         "spread:",
@@ -96,8 +97,15 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``spread`` to the ``chash`` command."""
-    parser = subparsers.add_parser("spread", help="spread and key movement on the documented cluster")
-    parser.add_argument("--keys", type=positive_int, default=1_000_000, help="keys to route (default 1,000,000)")
-    parser.add_argument("--vnodes", type=positive_int, default=50, help="virtual nodes per node (default 50)")
+    parser = subparsers.add_parser(
+        "spread", help="spread and key movement on the documented cluster",
+        description="Route keys user_0 .. user_{N-1} through the documented cluster (three "
+                    "order-service nodes, 50 virtual nodes each); print how they spread, then "
+                    "how many move when a node is added or removed, beside hash % N on the same "
+                    "keys.")
+    parser.add_argument("--keys", type=positive_int, default=1_000_000, metavar="N",
+                        help="keys to route (default 1,000,000)")
+    parser.add_argument("--vnodes", type=positive_int, default=50, metavar="N",
+                        help="virtual nodes per node (default 50)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chash import ConsistentHashRouter
+from chash._text import plural
 from chash.metrics import RouteCounters
 
 if TYPE_CHECKING:
@@ -478,8 +479,8 @@ class Gateway:
         self._started_at = time.time()
         if self._health is not None:
             await self._health.start()
-        logger.info("gateway listening on %s, key %s, %d backends",
-                    self.url, self._key, len(self._addresses))
+        logger.info("gateway listening on %s, key %s, %s",
+                    self.url, self._key, plural(len(self._addresses), "backend"))
         return self.url
 
     async def stop(self) -> None:

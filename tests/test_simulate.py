@@ -6,7 +6,6 @@ import hashlib
 import inspect
 import json
 import math
-import os
 import sys
 from array import array
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _support.plotting import need_matplotlib
 from chash import HASHES, BoundedLoadRouter, ConsistentHashRouter, _chash
 from chash.cli import main
 from chash.simulate import SimulationConfig, is_prime, key_names, node_names, plot, render, simulate
@@ -436,15 +436,6 @@ def test_is_prime() -> None:
 
 # ----------------------------------------------------------------------
 # Pictures and the command line
-
-
-def need_matplotlib() -> None:
-    """Skip unless matplotlib can draw in this process."""
-    pytest.importorskip("matplotlib")
-    preload = os.environ.get("LD_PRELOAD", "")
-    if "libasan" in preload and "libstdc++" not in preload:
-        pytest.skip("matplotlib's C++ font module aborts when the ASan runtime is preloaded "
-                    "without libstdc++")
 
 
 def test_plot_writes_a_png(result: dict[str, Any], tmp_path: Any) -> None:

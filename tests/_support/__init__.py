@@ -5,6 +5,7 @@
   compare chash with;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;
+- ``plotting``: whether matplotlib can draw here;
 - ``http_backends``, ``echo_backends``: HTTP servers on 127.0.0.1 (threads;
   aiohttp) whose answers tests steer;
 - ``redis_server``: a private redis-server;
