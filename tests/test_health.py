@@ -25,7 +25,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from _support.http_backends import Backend
+from _support.http_backends import Backend, ring_of
 from _support.ports import refused_node
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -101,13 +101,6 @@ def make_driver(request: pytest.FixtureRequest) -> Iterator[Callable[..., Driver
     yield make
     for driver in made:
         driver.close()
-
-
-def ring_of(backends: list[Backend], weights: list[float] | None = None) -> ConsistentHashRouter:
-    router = ConsistentHashRouter(100)
-    for i, backend in enumerate(backends):
-        router.add_service_node(backend.node, 1.0 if weights is None else weights[i])
-    return router
 
 
 def owners(router: Any) -> dict[str, str | None]:

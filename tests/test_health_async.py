@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from _support.http_backends import Backend
+from _support.http_backends import Backend, ring_of
 from _support.waiting import eventually, run
 from chash import ConsistentHashRouter
 from chash.health import NodeState
@@ -26,13 +26,6 @@ from chash.health import NodeState
 pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
 
 from chash.health import AsyncHealthChecker
-
-
-def ring_of(backends: list[Backend]) -> ConsistentHashRouter:
-    router = ConsistentHashRouter(100)
-    for backend in backends:
-        router.add_service_node(backend.node, 1.0)
-    return router
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:
