@@ -1,8 +1,8 @@
 """What the tests share: oracles, the reference router, servers, waits.
 
 - ``hashes``: independent oracles for every hash chash implements;
-- ``reference_router``: the documented router and the model state machines
-  compare chash with;
+- ``reference_router``: the documented router, the model the state
+  machines and the fuzzer compare chash with, and router snapshots;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;
 - ``plotting``: whether matplotlib can draw here;
