@@ -801,7 +801,7 @@ def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int)
         # weight / mean weight (its points are round(vnodes * weight)).
         mean = sum(weights) / len(weights)
         for weight in sorted(set(weights)):
-            group = [n for n, w in zip(nodes, weights) if w == weight]
+            group = [n for n, w in zip(nodes, weights, strict=True) if w == weight]
             router.add_service_nodes(group, weight if layout != "python" else weight / mean)
         return router
 

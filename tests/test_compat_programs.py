@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
 from _support.compat_programs import (
     ask_nginx,
     free_port,
@@ -27,13 +28,12 @@ from _support.compat_programs import (
     set_through,
     varied_keys,
 )
-
 from chash import ConsistentHashRouter
 from chash.compat import libmemcached_id, nginx_upstream, twemproxy_id, twemproxy_pool
 
 
 def agreement(expected: Sequence[str | None], got: Sequence[str]) -> None:
-    wrong = [(i, e, g) for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+    wrong = [(i, e, g) for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
     assert len(expected) == len(got)
     assert not wrong, f"{len(wrong)} of {len(got)} keys differ, e.g. {wrong[:3]}"
 
@@ -120,12 +120,12 @@ def twemproxy_case(tmp_path: Path, servers: Sequence, weights: list[int], names:
                    keys: list[str]) -> None:
     listen = free_port()
     lines = "".join(f"   - {s.host}:{s.port}:{w}" + (f" {n}" if n else "") + "\n"
-                    for s, w, n in zip(servers, weights, names))
+                    for s, w, n in zip(servers, weights, names, strict=True))
     yaml = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: md5\n  distribution: ketama\n"
             f"  auto_eject_hosts: false\n  servers:\n{lines}")
     with nutcracker(yaml, listen, tmp_path):
         set_through(listen, keys)
-    ids = [twemproxy_id(s.host, s.port, n) for s, n in zip(servers, names)]
+    ids = [twemproxy_id(s.host, s.port, n) for s, n in zip(servers, names, strict=True)]
     owner = owners_by_server(servers, ids, keys)
     router = twemproxy_pool(yaml, "pool")
     agreement(router.get_target_nodes(keys), [owner[k] for k in keys])
@@ -158,7 +158,7 @@ def test_twemproxy_shared_point_goes_to_the_name_sorted_first(tmp_path: Path) ->
         for names in ([a, b, "zz"], [b, a, "zz"]):
             router = twemproxy_pool(
                 "p:\n  hash: md5\n  servers:\n" + "".join(
-                    f"   - {s.host}:{s.port}:1 {n}\n" for s, n in zip(servers, names)), "p")
+                    f"   - {s.host}:{s.port}:1 {n}\n" for s, n in zip(servers, names, strict=True)), "p")
             keys = keys_on_point(router, point, 5, 21) + varied_keys(500, 22)
             assert router.get_target_nodes(keys[:5]) == [first] * 5
             twemproxy_case(tmp_path, servers, [1, 1, 1], names, keys)
@@ -172,7 +172,7 @@ def test_twemproxy_shared_point_goes_to_the_name_sorted_first(tmp_path: Path) ->
 def pylibmc_case(servers: Sequence, weights: list[int], behaviors: dict[str, object],
                  layout: str, hash_name: str | None, keys: list[str]) -> None:
     pylibmc = pytest.importorskip("pylibmc", reason="pylibmc is in the test extra")
-    client = pylibmc.Client([f"{s.host}:{s.port}:{w}" for s, w in zip(servers, weights)],
+    client = pylibmc.Client([f"{s.host}:{s.port}:{w}" for s, w in zip(servers, weights, strict=True)],
                             behaviors=behaviors)
     for key in keys:  # one by one: set_multi aborts in the libmemcached pylibmc bundles
         assert client.set(key, "x")
@@ -180,7 +180,7 @@ def pylibmc_case(servers: Sequence, weights: list[int], behaviors: dict[str, obj
     ids = [libmemcached_id(s.host, s.port) for s in servers]
     owner = owners_by_server(servers, ids, keys)
     router = ConsistentHashRouter(layout=layout, hash=hash_name)
-    for node, weight in zip(ids, weights):
+    for node, weight in zip(ids, weights, strict=True):
         router.add_service_node(node, weight)
     agreement(router.get_target_nodes(keys), [owner[k] for k in keys])
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable
+from typing import ClassVar
 
 import pytest
 from hypothesis import settings
@@ -41,8 +42,8 @@ class RouterMachine(RuleBasedStateMachine):
         self.router: ConsistentHashRouter | None = None
         self.model: ModelRouter | None = None
 
-    vnode_choices = [1, 2, 3, 7]
-    weight_choices = WEIGHTS
+    vnode_choices: ClassVar[list[int]] = [1, 2, 3, 7]
+    weight_choices: ClassVar[list[float]] = WEIGHTS
 
     @initialize(data=st.data())
     def start(self, data: st.DataObject) -> None:
@@ -195,8 +196,8 @@ class KetamaLayoutMachine(RouterMachine):
     layout = "ketama"
     vkey = "{node}-{index}"  # only for exact_point_lookup: point 4 * index
 
-    vnode_choices = [40, 160]
-    weight_choices = [1, 2, 3]
+    vnode_choices: ClassVar[list[int]] = [40, 160]
+    weight_choices: ClassVar[list[float]] = [1, 2, 3]
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         return KEYS

@@ -86,7 +86,8 @@ def varied_keys(n: int, seed: int) -> list[str]:
         elif kind == 2:
             key = f"/api/v{rng.randrange(3)}/items/{rng.randrange(10**6)}?page={rng.randrange(50)}"
         elif kind == 3:
-            key = "".join(rng.choice(words) for _ in range(rng.randrange(1, 4))) + str(rng.randrange(10**4))
+            key = "".join(rng.choice(words) for _ in range(rng.randrange(1, 4)))
+            key += str(rng.randrange(10**4))
         elif kind == 4:
             key = "".join(chr(rng.randrange(0x21, 0x7F)) for _ in range(rng.randrange(1, 40)))
         else:
@@ -107,7 +108,8 @@ class Memcached:
             self.host, self.port = host, port if port is not None else free_port(host)
             self.proc = subprocess.Popen(
                 [binary, "-l", host, "-p", str(self.port), "-U", "0", "-m", "64", "-t", "1",
-                 "-c", "256"] + (["-u", "root"] if os.geteuid() == 0 else []), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 "-c", "256"] + (["-u", "root"] if os.geteuid() == 0 else []),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_for_port(host, self.port, self.proc, "memcached")
                 return
@@ -164,7 +166,7 @@ def owners_by_server(servers: Sequence[Memcached], ids: Sequence[str],
                      keys: Sequence[str]) -> dict[str, str]:
     """{key: id of the memcached holding it}; each key must be on one."""
     owner: dict[str, str] = {}
-    for server, node in zip(servers, ids):
+    for server, node in zip(servers, ids, strict=True):
         for key in server.keys_among(keys):
             assert key not in owner, f"{key!r} is on two servers"
             owner[key] = node
