@@ -33,6 +33,12 @@ def require(binary: str) -> str:
     return path
 
 
+def program_env() -> dict[str, str]:
+    """The environment for a started program: without the sanitizer runtime
+    a sanitized test run may preload."""
+    return {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port the OS reports free on host (bind to port 0)."""
     with socket.socket() as s:
@@ -109,7 +115,7 @@ class Memcached:
             self.proc = subprocess.Popen(
                 [binary, "-l", host, "-p", str(self.port), "-U", "0", "-m", "64", "-t", "1",
                  "-c", "256"] + (["-u", "root"] if os.geteuid() == 0 else []),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=program_env())
             try:
                 wait_for_port(host, self.port, self.proc, "memcached")
                 return
@@ -184,11 +190,11 @@ def nutcracker(yaml_text: str, listen_port: int, workdir: Path) -> Iterator[None
     conf = workdir / "nutcracker.yml"
     conf.write_text(yaml_text, encoding="utf-8")
     check = subprocess.run([binary, "-t", "-c", str(conf)], check=False, capture_output=True,
-                           timeout=30)
+                           timeout=30, env=program_env())
     assert check.returncode == 0, check.stderr.decode(errors="replace")
     proc = subprocess.Popen([binary, "-c", str(conf), "-s", str(free_port()),
                              "-a", "127.0.0.1", "-o", str(workdir / "nutcracker.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=program_env())
     try:
         wait_for_port("127.0.0.1", listen_port, proc, "nutcracker")
         yield
@@ -254,14 +260,12 @@ http {{
     (workdir / "nginx.conf").write_text(conf, encoding="utf-8")
     proc = subprocess.Popen([binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf"),
                              "-e", str(workdir / "logs" / "error.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=program_env())
     try:
         wait_for_port("127.0.0.1", front, proc, "nginx")
         yield front
     finally:
         stop(proc)
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def ask_nginx(front: int, keys: Sequence[str]) -> list[str]:
