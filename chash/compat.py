@@ -113,9 +113,10 @@ def _nginx_tokens(text: str) -> list[tuple[str, int]]:
 
 def nginx_servers(conf_text: str, name: str) -> list[NginxServer]:
     """The servers of ``upstream name { ... }`` in the order written, with
-    their weights.  ``ConfigError`` naming the line when the block is
-    missing, does not hash ``consistent``, or a server line is not one
-    chash can route like nginx (``backup``, a non-integer weight)."""
+    their weights (an address may appear twice, as nginx allows).
+    ``ConfigError`` naming the line when the block is missing, does not hash
+    ``consistent``, or a server line is not one chash can route like nginx
+    (``backup``, ``down``, a non-integer weight)."""
     tokens = _nginx_tokens(conf_text)
     start = None
     for k in range(len(tokens) - 2):
@@ -163,12 +164,6 @@ def nginx_servers(conf_text: str, name: str) -> list[NginxServer]:
                           "route it with a hash ring")
     if not servers:
         raise ConfigError(f"upstream {name}: no server line")
-    seen: dict[str, int] = {}
-    for server in servers:
-        if server.address in seen:
-            raise ConfigError(f"line {server.line}: server {server.address} is already listed on "
-                              f"line {seen[server.address]}")
-        seen[server.address] = server.line
     return servers
 
 
@@ -202,9 +197,15 @@ def nginx_upstream(conf_text: str, name: str) -> ConsistentHashRouter:
     >>> router.points
     {'127.0.0.1:8001': 320, '127.0.0.1:8002': 160}
     """
-    router = ConsistentHashRouter(layout="nginx")
+    # nginx accepts an address twice: both lines derive the same chain of
+    # points, duplicates are dropped, so the node owns the longer chain,
+    # that of the larger weight, at the place of its first line.
+    weights: dict[str, int] = {}
     for server in nginx_servers(conf_text, name):
-        router.add_service_node(server.address, server.weight)
+        weights[server.address] = max(weights.get(server.address, 0), server.weight)
+    router = ConsistentHashRouter(layout="nginx")
+    for address, weight in weights.items():
+        router.add_service_node(address, weight)
     return router
 
 

@@ -79,7 +79,6 @@ def test_nginx_upstream() -> None:
     ("upstream app {\n hash $x consistent;\n server a:1 weight=1.5;\n}", "line 3: weight"),
     ("upstream app {\n hash $x consistent;\n server a:1 backup;\n}", "line 3: nginx does not hash"),
     ("upstream app {\n hash $x consistent;\n server a:1 down;\n}", "line 3: a 'down' server"),
-    ("upstream app {\n hash $x consistent;\n server a:1;\n server a:1;\n}", "line 4: server a:1 is already"),
     ("upstream app { hash $x consistent; }", "no server line"),
     ("upstream app { hash $x consistent; server a:1;", "not closed"),
     ("upstream app { hash \"$x consistent; }", "line 1: unterminated"),
@@ -88,6 +87,12 @@ def test_nginx_upstream() -> None:
 def test_nginx_errors_name_the_line(conf: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         nginx_upstream(conf, "app")
+
+
+def test_nginx_address_listed_twice_owns_the_longer_chain() -> None:
+    router = nginx_upstream("upstream app { hash $x consistent; server a:1; server b:2; "
+                            "server a:1 weight=3; }", "app")
+    assert router.nodes == ["a:1", "b:2"] and router.points == {"a:1": 480, "b:2": 160}
 
 
 def test_twemproxy_pool() -> None:

@@ -6,11 +6,16 @@ program, observes where each key went (the backend nginx answered from,
 the memcached that holds the key) and requires chash to agree on every
 key.  Shapes: 3, 10 and 50 servers, unequal weights, host names, named
 servers, port 11211, and two servers sharing a ring point, listed both
-ways round.
+ways round.  The system's libmemcached (1.1 on Debian 12; pylibmc bundles
+1.0.16) is asked through ctypes which server it picks for each key.
 """
 from __future__ import annotations
 
 import bisect
+import ctypes
+import ctypes.util
+import os
+import random
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +25,7 @@ import pytest
 from _support.compat_programs import (
     ask_nginx,
     free_port,
+    free_ports,
     memcacheds,
     nginx,
     nutcracker,
@@ -72,14 +78,15 @@ def nginx_case(tmp_path: Path, servers: list[tuple[str, int, int]], keys: list[s
 @pytest.mark.parametrize("count,weights", [(3, [1, 1, 1]), (10, [1, 2, 3, 1, 5, 1, 2, 1, 1, 4]),
                                            (50, [1 + i % 3 for i in range(50)])])
 def test_nginx_agrees(tmp_path: Path, count: int, weights: list[int]) -> None:
-    servers = [("127.0.0.1", free_port(), w) for w in weights[:count]]
+    servers = [("127.0.0.1", port, w) for port, w in zip(free_ports(count), weights[:count], strict=True)]
     nginx_case(tmp_path, servers, varied_keys(3000, 100 + count))
 
 
 def test_nginx_host_names_hash_as_written(tmp_path: Path) -> None:
     if {a[4][0] for a in socket.getaddrinfo("localhost", 80, proto=socket.IPPROTO_TCP)} != {"127.0.0.1"}:
         pytest.skip("localhost does not resolve to 127.0.0.1 alone here")
-    servers = [("localhost", free_port(), 1), ("127.0.0.1", free_port(), 2), ("localhost", free_port(), 1)]
+    a, b, c = free_ports(3)
+    servers = [("localhost", a, 1), ("127.0.0.1", b, 2), ("localhost", c, 1)]
     nginx_case(tmp_path, servers, varied_keys(3000, 7))
 
 
@@ -100,9 +107,9 @@ def nginx_collision(port: int) -> tuple[str, str, int]:
 
 
 def test_nginx_shared_point_goes_to_the_server_listed_first(tmp_path: Path) -> None:
-    port = free_port()
+    port, other = free_ports(2)
     a, b, point = nginx_collision(port)
-    third = ("127.0.0.1", free_port(), 1)
+    third = ("127.0.0.1", other, 1)
     for order in ([a, b], [b, a]):
         servers = [(h, port, 1) for h in order] + [third]
         probe = ConsistentHashRouter(layout="nginx")
@@ -258,3 +265,63 @@ def test_pylibmc_shared_point_goes_to_the_server_listed_first() -> None:
             keys = keys_on_point(probe, point, 5, 31) + varied_keys(300, 32)
             assert probe.get_target_nodes(keys[:5]) == [order[0]] * 5
             pylibmc_case(servers, [1, 1], {"ketama": True}, "libmemcached", None, keys)
+
+
+# -- the system's libmemcached (1.1 on Debian 12) through ctypes ---------------------
+
+# memcached_behavior_t positions (libmemcached-1.0/types/behavior.h).
+BEHAVIOR_HASH, BEHAVIOR_KETAMA, BEHAVIOR_KETAMA_WEIGHTED = 2, 3, 16
+
+
+def system_libmemcached() -> ctypes.CDLL:
+    name = ctypes.util.find_library("memcached")
+    if name is None:
+        message = "libmemcached is not installed (Debian: apt-get install libmemcached-dev)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    lib = ctypes.CDLL(name)
+    lib.memcached_create.restype = ctypes.c_void_p
+    lib.memcached_create.argtypes = [ctypes.c_void_p]
+    lib.memcached_server_add_with_weight.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                                     ctypes.c_uint16, ctypes.c_uint32]
+    lib.memcached_behavior_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+    lib.memcached_generate_hash.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.memcached_generate_hash.restype = ctypes.c_uint32
+    lib.memcached_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+@pytest.mark.parametrize("mode,layout,hash_name", [
+    ("ketama", "libmemcached", None), ("md5", "libmemcached", "md5"), ("weighted", "ketama", None)])
+@pytest.mark.parametrize("count,weighted", [(3, False), (10, True), (50, False)])
+def test_system_libmemcached_agrees(mode: str, layout: str, hash_name: str | None, count: int,
+                                    weighted: bool) -> None:
+    # memcached_generate_hash gives the index of the server libmemcached
+    # picks for a key: no server needs to listen, so any host name and
+    # port 11211 can be checked.
+    lib = system_libmemcached()
+    rng = random.Random(count * 7 + len(mode))
+    servers = [(f"{rng.choice(['cache-a.example', '10.1.2.3', 'mc.local'])}{i}",
+                rng.choice([11211, 11212, 20000 + i]), rng.randint(1, 5) if weighted else 1)
+               for i in range(count)]
+    memc = lib.memcached_create(None)
+    assert memc
+    try:
+        if mode in ("ketama", "md5"):
+            assert lib.memcached_behavior_set(memc, BEHAVIOR_KETAMA, 1) == 0
+        if mode == "md5":
+            assert lib.memcached_behavior_set(memc, BEHAVIOR_HASH, 1) == 0  # MEMCACHED_HASH_MD5
+        if mode == "weighted":
+            assert lib.memcached_behavior_set(memc, BEHAVIOR_KETAMA_WEIGHTED, 1) == 0
+        for host, port, weight in servers:
+            assert lib.memcached_server_add_with_weight(memc, host.encode(), port, weight) == 0
+        ids = [libmemcached_id(host, port) for host, port, _ in servers]
+        keys = varied_keys(4000, 600 + count)
+        got = [ids[lib.memcached_generate_hash(memc, k.encode(), len(k.encode()))] for k in keys]
+    finally:
+        lib.memcached_free(memc)
+    router = ConsistentHashRouter(layout=layout, hash=hash_name)
+    for node, (_, _, weight) in zip(ids, servers, strict=True):
+        router.add_service_node(node, weight)
+    agreement(router.get_target_nodes(keys), got)
