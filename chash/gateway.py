@@ -447,7 +447,7 @@ class _Channel(asyncio.Protocol):
                     return None
                 raise HttpError(status, "connection closed mid-head")
             start = max(0, len(self._buf) - 3)
-            await self.wait_data(deadline - self._loop.time())
+            await self._more(deadline - self._loop.time())
 
     async def read_line(self, limit: int, timeout: float) -> bytes:
         """One CRLF-terminated line, without the CRLF; HttpError(400) if
@@ -459,7 +459,7 @@ class _Channel(asyncio.Protocol):
                 return line
             if len(self._buf) > limit or self._eof:
                 raise HttpError(400, "malformed chunked body")
-            await self.wait_data(timeout)
+            await self._more(timeout)
 
     async def read_some(self, most: int, timeout: float) -> bytes:
         """Up to ``most`` bytes, at least one; b"" at EOF."""
@@ -507,6 +507,24 @@ class _Channel(asyncio.Protocol):
         if self._write_paused:
             self._drain = self._loop.create_future()
             await self._drain
+
+    async def linger(self, wait: float, most: float) -> None:
+        """Close the sending side and read what the peer still sends, so that
+        an answer sent before its request was read reaches the peer instead
+        of being lost to a reset: until EOF, ``wait`` seconds of silence or
+        ``most`` seconds in all."""
+        if self.lost or self._eof:
+            return
+        assert self.transport is not None
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        end = self._loop.time() + most
+        try:
+            while not self._eof and (left := end - self._loop.time()) > 0:
+                self._buf.clear()
+                await self._more(min(wait, left))
+        except _Timeout:
+            pass
 
     def close(self) -> None:
         """Close the connection (what was written is still sent)."""
@@ -939,6 +957,7 @@ class Gateway:
                     break
                 if not await self._proxy(client, request, remote):
                     break
+            await client.linger(2.0, 10.0)
         except ConnectionError:
             logger.info("client %s went away", remote)
         except Exception:
@@ -1239,6 +1258,8 @@ class Gateway:
         head = b"\r\n".join(lines) + b"\r\n\r\n"
         timeout = config.read_timeout
         try:
+            if client._eof:  # the client closed its side: nobody will read this
+                raise ConnectionResetError("the client closed the connection")
             if no_body:
                 client.write(head)
                 return response.keep_alive, keep
@@ -1295,7 +1316,8 @@ class Gateway:
                 client.write(data)
                 await client.drain()
         except ConnectionError:
-            logger.info("client went away before the answer of %s was sent", node,
+            logger.info("client went away before the answer of %s was sent: %s %s", node,
+                        request.method, request.target.decode("latin-1")[:200],
                         extra={"node": node})
             return False, False
 
