@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -34,7 +36,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,9 @@ def start(name: str, argv: list[str], log: Path) -> Proc:
 class Lab:
     """The backends and load balancers of one run, in a temporary directory."""
 
-    def __init__(self, root: Path, workers: list[int]) -> None:
+    def __init__(self, root: Path, workers: list[int], reference: str | None = None) -> None:
         self.root = root
+        self.reference = reference
         self.procs: dict[str, Proc] = {}
         self.backend_ports = {name: free_port() for name in BACKENDS}
         self.ports: dict[str, int] = {}
@@ -210,6 +212,31 @@ backend be
         # Every worker listens once all of them answer; give them a moment.
         time.sleep(1.0 + 0.5 * workers)
 
+    def start_reference(self, ref: str) -> None:
+        """``chash gateway`` as it was at git revision ``ref`` (one process),
+        its Python files beside this build's engine."""
+        repo = Path(__file__).resolve().parent.parent
+        tree = self.root / "reference"
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "chash"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        import chash._chash as engine
+
+        shutil.copy(engine.__file__, tree / "chash")
+        port = self.ports["chash-ref-1"] = free_port()
+        backends = ",".join(f"{name}=127.0.0.1:{p}" for name, p in self.backend_ports.items())
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        argv = [sys.executable, "-m", "chash", "gateway", "--listen", f"127.0.0.1:{port}",
+                "--backend", backends, "--key", "header:X-User-Id",
+                "--health-interval", "1", "--log-level", "warning"]
+        out = open(self.root / "chash-ref.log", "ab")  # noqa: SIM115
+        self.procs["chash-ref-1"] = Proc("chash-ref-1", subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+            cwd=tree))
+        wait_port(port)
+        time.sleep(1.0)
+
     def __enter__(self) -> Lab:
         for name in BACKENDS:
             self.start_backend(name)
@@ -217,6 +244,8 @@ backend be
             self.start_nginx(workers)
             self.start_haproxy(workers)
             self.start_chash(workers)
+        if self.reference:
+            self.start_reference(self.reference)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -255,7 +284,7 @@ _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
 
 def parse_wrk(text: str) -> Sample:
     def latency(pct: str) -> float:
-        match = re.search(rf"^\s*{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+        match = re.search(rf"^\s*{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.MULTILINE)
         return float(match.group(1)) * _UNITS[match.group(2)] if match else float("nan")
 
     rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
@@ -289,14 +318,18 @@ class Row:
 
 def throughput(lab: Lab, script: Path, args: argparse.Namespace) -> dict[str, Row]:
     rows: dict[str, Row] = {}
+    def kinds(workers: int) -> list[str]:
+        extra = ["chash-ref"] if args.reference and workers == 1 else []
+        return ["nginx", "haproxy", "chash", *extra]
+
     for workers in args.workers:
-        for kind in ("nginx", "haproxy", "chash"):
+        for kind in kinds(workers):
             rows[f"{kind}-{workers}"] = Row(f"{kind}-{workers}")
     for rep in range(args.repeat):
         for workers in args.workers:
-            names = [f"{k}-{workers}" for k in ("nginx", "haproxy", "chash")]
+            names = [f"{k}-{workers}" for k in kinds(workers)]
             # Rotate the order each round, so no contender always runs first.
-            names = names[rep % 3:] + names[:rep % 3]
+            names = names[rep % len(names):] + names[:rep % len(names)]
             got = {}
             for name in names:
                 got[name] = wrk(lab.ports[name], script, args.duration, args.threads,
@@ -318,7 +351,7 @@ def failover(lab: Lab, script: Path, args: argparse.Namespace, name: str) -> dic
     duration = max(6.0, 3 * args.failover_pause + 2)
     with open(lab.root / f"wrk-failover-{name}.txt", "w") as out:
         load = subprocess.Popen(
-            ["wrk", "-t2", "-c32", f"-d{duration:g}s", "--timeout", "10s", "-s", str(script),
+            ["wrk", "-t2", "-c32", f"-d{math.ceil(duration)}s", "--timeout", "10s", "-s", str(script),
              f"http://127.0.0.1:{port}/"], stdout=out, stderr=subprocess.STDOUT)
         time.sleep(args.failover_pause)
         lab.procs["backend-b"].stop()
@@ -352,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--failover-pause", type=float, default=3.0)
     parser.add_argument("--no-failover", action="store_true")
+    parser.add_argument("--reference", metavar="GIT_REV",
+                        help="also measure chash gateway as of this revision (1 process)")
     parser.add_argument("--quick", action="store_true", help="3 rounds of 3 s")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
@@ -365,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         script = root / "keys.lua"
         script.write_text(LUA % {"keys": KEYS})
-        with Lab(root, args.workers) as lab:
+        with Lab(root, args.workers, args.reference) as lab:
             print(f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, "
                   f"{KEYS} keys, {args.repeat} interleaved rounds", flush=True)
             rows = throughput(lab, script, args)
@@ -373,12 +408,19 @@ def main(argv: list[str] | None = None) -> int:
                 failover(lab, script, args, f"{kind}-{args.workers[0]}")
                 for kind in ("chash", "nginx", "haproxy")]
     lines = ["", f"{'contender':12s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
-             f"{'errors':>7s} {'x nginx':>8s}"]
+             f"{'errors':>7s} {'x nginx':>8s}"
+             + ("  (chash-ref: revision " + args.reference + ")" if args.reference else "")]
     for row in rows.values():
         lines.append(f"{row.name:12s} {row.median('rps'):9,.0f} {row.median('p50_ms'):8.2f} "
                      f"{row.median('p99_ms'):8.2f} "
                      f"{sum(s.errors + s.non_2xx for s in row.samples):7d} "
                      f"{statistics.median(row.ratios):8.2f}")
+    speedup = None
+    if args.reference and "chash-ref-1" in rows:
+        speedup = statistics.median(
+            new.rps / old.rps for new, old in zip(rows["chash-1"].samples,
+                                                  rows["chash-ref-1"].samples) if old.rps)
+        lines.append(f"chash-1 / chash-ref-1 (same rounds): {speedup:.2f}x")
     if failovers:
         lines += ["", "failover (backend b killed under load, restarted):"]
         for fo in failovers:
@@ -398,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                             "median_rps": row.median("rps"),
                             "median_ratio_to_nginx": statistics.median(row.ratios)}
                      for name, row in rows.items()},
+            "speedup_over_reference": speedup,
             "failover": failovers,
         }, indent=2) + "\n")
     return 0

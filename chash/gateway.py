@@ -41,12 +41,12 @@ import socket
 import time
 import types
 import urllib.parse
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chash import ConsistentHashRouter
+from chash._gateway_io import BLOCK, Channel, NoSlot, Pool, ReadTimeout
 from chash._http import (
     HttpError,
     RequestHead,
@@ -100,7 +100,6 @@ _REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
             431: "Request Header Fields Too Large", 500: "Internal Server Error",
             501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
             504: "Gateway Timeout", 505: "HTTP Version Not Supported"}
-_BLOCK = 65536
 _NO_BODY = frozenset({204, 304})
 
 OnChange = Callable[[str, Any, Any, str], object]
@@ -329,298 +328,11 @@ class GatewayConfig:
         return dataclasses.replace(self, **changes)
 
 
-# -- connections ----------------------------------------------------------------
-
-
-class _Timeout(Exception):
-    """A read did not complete in time."""
-
-
-class _Channel(asyncio.Protocol):
-    """A TCP connection with a read buffer and write flow control: the
-    small part of asyncio streams the proxy needs, without their layers."""
-
-    __slots__ = ("transport", "_buf", "_eof", "_lost", "_waiter", "_paused",
-                 "_drain", "_write_paused", "_loop", "_on_made")
-
-    def __init__(self, on_made: Callable[[_Channel], None] | None = None) -> None:
-        self.transport: asyncio.Transport | None = None
-        self._buf = bytearray()
-        self._eof = False
-        self._lost = False
-        self._waiter: asyncio.Future[None] | None = None
-        self._paused = False
-        self._drain: asyncio.Future[None] | None = None
-        self._write_paused = False
-        self._loop = asyncio.get_running_loop()
-        self._on_made = on_made
-
-    # protocol callbacks
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
-        if self._on_made is not None:
-            self._on_made(self)
-
-    def data_received(self, data: bytes) -> None:
-        self._buf += data
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-        if len(self._buf) > _BLOCK and not self._paused and self.transport is not None:
-            self._paused = True
-            self.transport.pause_reading()
-
-    def eof_received(self) -> bool:
-        self._eof = True
-        self._wake()
-        return True  # keep the write side open: a response may still go out
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._eof = self._lost = True
-        self._wake()
-        drain, self._drain = self._drain, None
-        if drain is not None and not drain.done():
-            drain.set_exception(ConnectionResetError("connection lost"))
-
-    def pause_writing(self) -> None:
-        self._write_paused = True
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        drain, self._drain = self._drain, None
-        if drain is not None and not drain.done():
-            drain.set_result(None)
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    # reading
-    @property
-    def buffered(self) -> int:
-        """Bytes received and not read yet."""
-        return len(self._buf)
-
-    @property
-    def at_eof(self) -> bool:
-        """Whether the peer closed its side and every byte was read."""
-        return self._eof and not self._buf
-
-    @property
-    def lost(self) -> bool:
-        """Whether the connection is gone or closing."""
-        return self._lost or self.transport is None or self.transport.is_closing()
-
-    async def wait_data(self, timeout: float) -> None:
-        """Wait until some bytes (or EOF) arrive; _Timeout after ``timeout`` s."""
-        if self._buf or self._eof:
-            return
-        await self._more(timeout)
-
-    def _take(self, size: int) -> bytes:
-        data = bytes(self._buf[:size])
-        del self._buf[:size]
-        if self._paused and len(self._buf) <= _BLOCK // 2 and self.transport is not None:
-            self._paused = False
-            self.transport.resume_reading()
-        return data
-
-    async def read_head(self, limit: int, timeout: float, status: int) -> bytes | None:
-        """Bytes up to and including the first empty line; None on EOF before
-        any byte.  HttpError(status) above ``limit`` bytes or on EOF mid-head;
-        _Timeout when ``timeout`` s pass without the head complete."""
-        start = 0
-        deadline = self._loop.time() + timeout
-        while True:
-            end = self._buf.find(b"\r\n\r\n", start)
-            if end >= 0:
-                if end + 4 > limit:
-                    raise HttpError(status if status != 400 else 431, "head too large")
-                return self._take(end + 4)
-            if len(self._buf) > limit:
-                raise HttpError(status if status != 400 else 431, "head too large")
-            if self._eof:
-                if not self._buf:
-                    return None
-                raise HttpError(status, "connection closed mid-head")
-            start = max(0, len(self._buf) - 3)
-            await self._more(deadline - self._loop.time())
-
-    async def read_line(self, limit: int, timeout: float) -> bytes:
-        """One CRLF-terminated line, without the CRLF; HttpError(400) if
-        longer than ``limit`` or cut by EOF."""
-        while True:
-            end = self._buf.find(b"\r\n")
-            if end >= 0:
-                line = self._take(end + 2)[:-2]
-                return line
-            if len(self._buf) > limit or self._eof:
-                raise HttpError(400, "malformed chunked body")
-            await self._more(timeout)
-
-    async def read_some(self, most: int, timeout: float) -> bytes:
-        """Up to ``most`` bytes, at least one; b"" at EOF."""
-        if not self._buf:
-            if self._eof:
-                return b""
-            await self.wait_data(timeout)
-            if not self._buf:
-                return b""
-        return self._take(most)
-
-    async def read_exact(self, size: int, timeout: float) -> bytes:
-        """Exactly ``size`` bytes; EOFError if the peer closes first."""
-        while len(self._buf) < size:
-            if self._eof:
-                raise EOFError(f"connection closed after {len(self._buf)} of {size} bytes")
-            await self._more(timeout)
-        return self._take(size)
-
-    async def _more(self, timeout: float) -> None:
-        """Wait for bytes beyond those buffered (past the flow-control mark)."""
-        if self._paused and self.transport is not None:
-            self._paused = False
-            self.transport.resume_reading()
-        waiter = self._waiter = self._loop.create_future()
-        handle = self._loop.call_later(timeout, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            handle.cancel()
-            self._waiter = None
-
-    # writing
-    def write(self, data: bytes) -> None:
-        """Queue ``data``; ConnectionResetError if the connection is gone."""
-        if self.lost:
-            raise ConnectionResetError("connection lost")
-        assert self.transport is not None
-        self.transport.write(data)
-
-    async def drain(self) -> None:
-        """Wait while the peer does not keep up with what was written."""
-        if self.lost:
-            raise ConnectionResetError("connection lost")
-        if self._write_paused:
-            self._drain = self._loop.create_future()
-            await self._drain
-
-    async def linger(self, wait: float, most: float) -> None:
-        """Close the sending side and read what the peer still sends, so that
-        an answer sent before its request was read reaches the peer instead
-        of being lost to a reset: until EOF, ``wait`` seconds of silence or
-        ``most`` seconds in all."""
-        if self.lost or self._eof:
-            return
-        assert self.transport is not None
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-        end = self._loop.time() + most
-        try:
-            while not self._eof and (left := end - self._loop.time()) > 0:
-                self._buf.clear()
-                await self._more(min(wait, left))
-        except _Timeout:
-            pass
-
-    def close(self) -> None:
-        """Close the connection (what was written is still sent)."""
-        if self.transport is not None:
-            self.transport.close()
-
-    def abort(self) -> None:
-        """Drop the connection at once."""
-        if self.transport is not None:
-            self.transport.abort()
-
-
-def _expire(waiter: asyncio.Future[None], error: type[Exception] | None = None) -> None:
-    if not waiter.done():
-        waiter.set_exception((error or _Timeout)())
-
-
-class _NoSlot(Exception):
-    """No pooled connection freed up before the request's deadline."""
-
-
-class _Pool:
-    """Keep-alive connections to one backend, at most ``limit`` open."""
-
-    def __init__(self, address: str, limit: int) -> None:
-        host, _, port = address.rpartition(":")
-        self.host = host.strip("[]")
-        self.port = int(port)
-        self.limit = limit
-        self.idle: list[_Channel] = []
-        self.open = 0
-        self.waiters: deque[asyncio.Future[None]] = deque()
-
-    async def acquire(self, connect_timeout: float, deadline: float) -> tuple[_Channel, bool]:
-        """A connection and whether it was reused; _NoSlot, TimeoutError or
-        OSError when none could be had (nothing was sent)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            while self.idle:
-                channel = self.idle.pop()
-                if channel.lost or channel.buffered or channel._eof:
-                    self.open -= 1
-                    channel.close()
-                    continue
-                return channel, True
-            if not self.limit or self.open < self.limit:
-                break
-            waiter = loop.create_future()
-            self.waiters.append(waiter)
-            handle = loop.call_at(deadline, _expire, waiter, _NoSlot)
-            try:
-                await waiter
-            finally:
-                handle.cancel()
-                if waiter in self.waiters:
-                    self.waiters.remove(waiter)
-        self.open += 1
-        try:
-            timeout = min(connect_timeout, max(0.0, deadline - loop.time()))
-            _, channel = await asyncio.wait_for(
-                loop.create_connection(_Channel, self.host, self.port), timeout)
-        except BaseException:
-            self.open -= 1
-            self._wake()
-            raise
-        return channel, False
-
-    def release(self, channel: _Channel, reuse: bool) -> None:
-        """Give ``channel`` back: pooled if ``reuse`` and still sound."""
-        if reuse and not channel.lost and not channel.buffered:
-            self.idle.append(channel)
-        else:
-            self.open -= 1
-            channel.close()
-        self._wake()
-
-    def _wake(self) -> None:
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-
-    def close(self) -> None:
-        """Close every idle connection."""
-        for channel in self.idle:
-            channel.close()
-        self.open -= len(self.idle)
-        self.idle.clear()
-
-
 def _describe(exc: BaseException, config: GatewayConfig) -> str:
     """A short description of a failed attempt, for logs and the status page."""
-    if isinstance(exc, _NoSlot):
+    if isinstance(exc, NoSlot):
         return "no free connection before the deadline"
-    if isinstance(exc, (TimeoutError, _Timeout)):
+    if isinstance(exc, (TimeoutError, ReadTimeout)):
         return "timed out"
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == \
             errno.ECONNREFUSED:
@@ -708,7 +420,7 @@ class Gateway:
         self._on_change = on_change
         self._counters = RouteCounters()
         self._loads: dict[str, int] = {}
-        self._pools: dict[str, _Pool] = {}
+        self._pools: dict[str, Pool] = {}
         self._started_at: float | None = None
         self._hints: dict[str, str] = {}
         if health is None and config.health:
@@ -724,7 +436,7 @@ class Gateway:
         self._registry, self._metrics_off = _admin.make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
-        self._connections: set[_Channel] = set()
+        self._connections: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
@@ -917,16 +629,16 @@ class Gateway:
 
     # -- serving -------------------------------------------------------------
 
-    def _accept(self) -> _Channel:
-        return _Channel(self._connected)
+    def _accept(self) -> Channel:
+        return Channel(self._connected)
 
-    def _connected(self, channel: _Channel) -> None:
+    def _connected(self, channel: Channel) -> None:
         self._connections.add(channel)
         task = asyncio.get_running_loop().create_task(self._serve(channel))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, client: _Channel) -> None:
+    async def _serve(self, client: Channel) -> None:
         """Answer the requests of one client connection, one after another."""
         config = self._config
         assert client.transport is not None
@@ -939,7 +651,7 @@ class Gateway:
                         await client.wait_data(config.idle_timeout)
                     head = await client.read_head(config.max_header_size,
                                                   config.header_timeout, 400)
-                except _Timeout:
+                except ReadTimeout:
                     if client.buffered:  # a head begun and not finished
                         logger.info("client %s sent no complete request head in %gs; "
                                     "closing", remote, config.header_timeout)
@@ -966,7 +678,7 @@ class Gateway:
             self._connections.discard(client)
             client.close()
 
-    def _send_last(self, client: _Channel, status: int, message: str) -> None:
+    def _send_last(self, client: Channel, status: int, message: str) -> None:
         if not client.lost:
             client.write(_simple(status, message, close=True))
 
@@ -999,7 +711,7 @@ class Gateway:
         out.append(b"")
         return b"\r\n".join(out)
 
-    async def _proxy(self, client: _Channel, request: RequestHead, remote: str) -> bool:
+    async def _proxy(self, client: Channel, request: RequestHead, remote: str) -> bool:
         """Answer one request; whether the client connection may go on."""
         config = self._config
         loop = asyncio.get_running_loop()
@@ -1029,7 +741,7 @@ class Gateway:
         elif request.content_length:
             try:
                 body = await client.read_exact(request.content_length, config.body_timeout)
-            except (_Timeout, EOFError):
+            except (ReadTimeout, EOFError):
                 self._counters.request("rejected")
                 return self._answer(client, request, 408,
                                     "request body not received in time", True)
@@ -1043,7 +755,7 @@ class Gateway:
                 self._counters.retry()
             pool = self._pools.get(node)
             if pool is None:
-                pool = self._pools[node] = _Pool(self.address_of(node), config.pool_size)
+                pool = self._pools[node] = Pool(self.address_of(node), config.pool_size)
             self._loads[node] = self._loads.get(node, 0) + 1
             try:
                 outcome, detail, keep = await self._attempt(
@@ -1077,7 +789,7 @@ class Gateway:
         return self._answer(client, request, 502, f"no backend answered ({detail})",
                             body is None)
 
-    def _answer(self, client: _Channel, request: RequestHead, status: int, message: str,
+    def _answer(self, client: Channel, request: RequestHead, status: int, message: str,
                 close: bool = False) -> bool:
         """Answer with the gateway's own message; whether the connection may
         go on (``close``: a body was left unread, so it may not)."""
@@ -1101,8 +813,8 @@ class Gateway:
         if self._health is not None:
             self._health.report_success(node)
 
-    async def _attempt(self, client: _Channel, request: RequestHead, nodes: Sequence[str],
-                       index: int, pool: _Pool, upstream_head: bytes, body: bytes | None,
+    async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
+                       index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
                        deadline: float) -> tuple[Outcome, str, bool]:
         """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
 
@@ -1117,7 +829,7 @@ class Gateway:
         loop = asyncio.get_running_loop()
         try:
             conn, _ = await pool.acquire(config.connect_timeout, deadline)
-        except (OSError, TimeoutError, _NoSlot) as exc:
+        except (OSError, TimeoutError, NoSlot) as exc:
             reason = _describe(exc, config)
             if isinstance(exc, TimeoutError):
                 reason = f"connect timed out after {config.connect_timeout:g}s"
@@ -1142,7 +854,7 @@ class Gateway:
                     response = parse_response_head(raw)
                     if response.status >= 200:
                         break  # 1xx interim answers are dropped
-            except _Timeout:
+            except ReadTimeout:
                 reason = (f"timed out after {config.read_timeout:g}s"
                           if wait >= config.read_timeout else "timed out (deadline)")
                 self._failed(node, reason)
@@ -1162,8 +874,8 @@ class Gateway:
                 return Outcome.RETRY_STATUS, f"HTTP {status}", True
             try:
                 reuse, keep = await self._relay(client, request, response, conn, node)
-            except (EOFError, _Timeout) as exc:
-                reason = "timed out mid-response" if isinstance(exc, _Timeout) \
+            except (EOFError, ReadTimeout) as exc:
+                reason = "timed out mid-response" if isinstance(exc, ReadTimeout) \
                     else "disconnected mid-response"
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, body is not None
@@ -1171,8 +883,8 @@ class Gateway:
         finally:
             pool.release(conn, reuse)
 
-    async def _stream_body(self, client: _Channel, request: RequestHead,
-                           conn: _Channel) -> int | None:
+    async def _stream_body(self, client: Channel, request: RequestHead,
+                           conn: Channel) -> int | None:
         """Copy the request body from ``client`` to ``conn``; None when done,
         else the status already sent to the client (the body was cut)."""
         config = self._config
@@ -1182,7 +894,7 @@ class Gateway:
             if not request.chunked:
                 left = request.content_length
                 while left:
-                    data = await client.read_some(min(left, _BLOCK), timeout)
+                    data = await client.read_some(min(left, BLOCK), timeout)
                     if not data:
                         raise EOFError
                     left -= len(data)
@@ -1203,7 +915,7 @@ class Gateway:
                 conn.write(b"%x\r\n" % size)
                 left = size
                 while left:
-                    data = await client.read_some(min(left, _BLOCK), timeout)
+                    data = await client.read_some(min(left, BLOCK), timeout)
                     if not data:
                         raise EOFError
                     left -= len(data)
@@ -1215,12 +927,12 @@ class Gateway:
         except HttpError as exc:
             self._send_last(client, exc.status, exc.reason)
             return exc.status
-        except (_Timeout, EOFError):
+        except (ReadTimeout, EOFError):
             self._send_last(client, 408, "request body not received in time")
             return 408
 
-    async def _relay(self, client: _Channel, request: RequestHead, response: ResponseHead,
-                     conn: _Channel, node: str) -> tuple[bool, bool]:
+    async def _relay(self, client: Channel, request: RequestHead, response: ResponseHead,
+                     conn: Channel, node: str) -> tuple[bool, bool]:
         """Send ``response`` and its body to the client: ``(reuse the backend
         connection, keep the client connection)``."""
         config = self._config
@@ -1263,7 +975,7 @@ class Gateway:
             if no_body:
                 client.write(head)
                 return response.keep_alive, keep
-            if length is not None and length <= _BLOCK:
+            if length is not None and length <= BLOCK:
                 # Read whole, then written in one call; nothing has reached
                 # the client yet, so a backend failing here is an ordinary
                 # failed attempt (retried when the method allows).
@@ -1275,8 +987,8 @@ class Gateway:
                 left = length
                 while left:
                     try:
-                        data = await conn.read_some(min(left, _BLOCK), timeout)
-                    except _Timeout as exc:
+                        data = await conn.read_some(min(left, BLOCK), timeout)
+                    except ReadTimeout as exc:
                         return self._cut(client, node, exc)
                     if not data:
                         return self._cut(client, node, EOFError())
@@ -1302,14 +1014,14 @@ class Gateway:
                         data = await conn.read_exact(size + 2, timeout)
                         if data[-2:] != b"\r\n":
                             raise HttpError(502, "malformed chunk from the backend")
-                    except (HttpError, EOFError, _Timeout) as exc:
+                    except (HttpError, EOFError, ReadTimeout) as exc:
                         return self._cut(client, node, exc)
                     client.write(data[:-2] if dechunk else b"%x\r\n" % size + data)
                     await client.drain()
             while True:  # until the backend closes
                 try:
-                    data = await conn.read_some(_BLOCK, timeout)
-                except _Timeout as exc:
+                    data = await conn.read_some(BLOCK, timeout)
+                except ReadTimeout as exc:
                     return self._cut(client, node, exc)
                 if not data:
                     return False, False
@@ -1321,7 +1033,7 @@ class Gateway:
                         extra={"node": node})
             return False, False
 
-    def _cut(self, client: _Channel, node: str, exc: BaseException) -> tuple[bool, bool]:
+    def _cut(self, client: Channel, node: str, exc: BaseException) -> tuple[bool, bool]:
         # The status line is gone already: all that is left is to cut the
         # connection, so that the client sees a truncated answer rather
         # than a complete-looking one.

@@ -18,8 +18,8 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _backends import EchoBackend, eventually, run  # noqa: E402
-from test_gateway import REPO, cluster, get, owner_of  # noqa: E402
+from _backends import EchoBackend, eventually, run
+from test_gateway import REPO, cluster, get, owner_of
 
 
 async def raw(url: str, data: bytes, read_until_close: bool = True,

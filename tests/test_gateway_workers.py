@@ -18,9 +18,10 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _backends import EchoBackend, eventually, run  # noqa: E402
-from chash import ConsistentHashRouter  # noqa: E402
-from test_gateway import REPO  # noqa: E402
+from _backends import EchoBackend, eventually, run
+from test_gateway import REPO
+
+from chash import ConsistentHashRouter
 
 KEYS = [f"user-{i}" for i in range(60)]
 
@@ -61,10 +62,9 @@ async def route(url: str, keys: list[str], fresh: bool = True) -> dict[str, str]
 
 
 async def status(admin: str) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"{admin}/-/status") as resp:
-            page: dict[str, Any] = json.loads(await resp.text())
-            return page
+    async with aiohttp.ClientSession() as session, session.get(f"{admin}/-/status") as resp:
+        page: dict[str, Any] = json.loads(await resp.text())
+        return page
 
 
 def ring(names: str) -> ConsistentHashRouter:
