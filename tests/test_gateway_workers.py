@@ -18,10 +18,11 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _backends import EchoBackend, eventually, run
-from test_gateway import REPO
+from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.waiting import eventually, run  # noqa: E402
+from test_gateway import REPO  # noqa: E402
 
-from chash import ConsistentHashRouter
+from chash import ConsistentHashRouter  # noqa: E402
 
 KEYS = [f"user-{i}" for i in range(60)]
 
@@ -97,7 +98,7 @@ def test_workers_share_one_port_and_route_identically() -> None:
 
 
 def test_two_instances_sharing_redis_agree() -> None:
-    from _redis_server import RedisServer
+    from _support.redis_server import RedisServer
 
     pytest.importorskip("redis", reason="the redis extra (redis-py) is not installed")
 
