@@ -31,12 +31,14 @@ class Channel(asyncio.Protocol):
 
     __slots__ = (
         "_buf",
+        "_deadline",
         "_drain",
         "_eof",
         "_loop",
         "_lost",
         "_on_made",
         "_paused",
+        "_timer",
         "_waiter",
         "_write_paused",
         "transport",
@@ -53,6 +55,8 @@ class Channel(asyncio.Protocol):
         self._write_paused = False
         self._loop = asyncio.get_running_loop()
         self._on_made = on_made
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -77,6 +81,9 @@ class Channel(asyncio.Protocol):
         return True  # keep the write side open: a response may still go out
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._eof = self._lost = True
         self._wake()
         drain, self._drain = self._drain, None
@@ -183,13 +190,31 @@ class Channel(asyncio.Protocol):
         if self._paused and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
-        waiter = self._waiter = self._loop.create_future()
-        handle = self._loop.call_later(timeout, _expire, waiter)
+        loop = self._loop
+        deadline = self._deadline = loop.time() + timeout
+        waiter = self._waiter = loop.create_future()
+        # One timer per connection, re-armed lazily: deadlines only move
+        # forward from one read to the next, so the timer fires about once
+        # per timeout period instead of being set and cancelled per read.
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(deadline, self._on_timer)
         try:
             await waiter
         finally:
-            handle.cancel()
             self._waiter = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if self._loop.time() >= self._deadline:
+            self._waiter = None
+            waiter.set_exception(ReadTimeout())
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._on_timer)
 
     # writing
     def write(self, data: bytes) -> None:

@@ -86,6 +86,9 @@ class ResponseHead:
     """None when the body is chunked or runs to the end of the connection."""
     chunked: bool
     keep_alive: bool
+    relay: list[bytes]
+    """The header lines a client gets: all but hop-by-hop fields, those
+    named by Connection, and the framing."""
 
 
 _FIELDS = re.compile(rb"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
@@ -191,26 +194,63 @@ def parse_request_head(data: bytes) -> RequestHead:
                        expect is not None and expect.lower() == b"100-continue")
 
 
+# Never relayed from a backend to the client: hop-by-hop fields (RFC 9110
+# §7.6.1) and the framing, which the gateway writes itself.
+_NOT_RELAYED = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
+    b"proxy-connection", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade",
+    b"content-length",
+})
+
+
 def parse_response_head(data: bytes) -> ResponseHead:
     """Parse a backend's status line and header section; HttpError(502) if
-    it is malformed or its framing ambiguous."""
-    lines = data[:-4].split(b"\r\n")
-    match = _STATUS_LINE.fullmatch(lines[0])
+    it is malformed or its framing ambiguous.  One pass also collects the
+    header lines to relay (``ResponseHead.relay``)."""
+    status_end = data.find(b"\r\n")
+    match = _STATUS_LINE.fullmatch(data, 0, status_end)
     if match is None:
         raise HttpError(502, "malformed status line from the backend")
-    header_lines = lines[1:]
-    fields = _split_fields(header_lines, 502)
-    codings = [value for name, value in fields if name == b"transfer-encoding"]
+    block = data[status_end + 2:-2]
+    header_lines = block.split(b"\r\n")[:-1] if block else []
+    if _FIELDS.fullmatch(block) is None:
+        _split_fields(header_lines, 502)  # raises, naming the culprit
+        raise HttpError(502, "malformed header section from the backend")
+    fields = []
+    relay = []
+    length: int | None = None
+    codings = []
+    tokens: set[bytes] = set()
+    for line in header_lines:
+        name, _, value = line.partition(b":")
+        lname = name.lower()
+        value = value.strip(b" \t")
+        fields.append((lname, value))
+        if lname not in _NOT_RELAYED:
+            relay.append(line)
+        elif lname == b"content-length":
+            for item in value.split(b","):
+                item = item.strip(b" \t")
+                if not item.isdigit() or len(item) > 18 or (
+                        length is not None and int(item) != length):
+                    raise HttpError(502, "invalid or conflicting Content-Length")
+                length = int(item)
+        elif lname == b"transfer-encoding":
+            codings.append(value)
+        elif lname == b"connection":
+            tokens.update(t.strip(b" \t").lower() for t in value.split(b","))
+    if tokens - {b"close", b"keep-alive"}:  # fields named by Connection stay behind
+        relay = [line for line, (lname, _) in zip(header_lines, fields)
+                 if lname not in _NOT_RELAYED and lname not in tokens]
     chunked = bool(codings) and b",".join(codings).rsplit(b",", 1)[-1].strip(
         b" \t").lower() == b"chunked"
-    length = None if codings else _lengths(fields, 502)
-    tokens = _connection_tokens(fields)
-    keep_alive = (b"close" not in tokens and lines[0].startswith(b"HTTP/1.1")
-                  and (chunked or length is not None or not codings))
+    if codings:
+        length = None  # Transfer-Encoding overrides Content-Length (RFC 9112 §6.3)
+    keep_alive = b"close" not in tokens and data.startswith(b"HTTP/1.1")
     if codings and not chunked:  # the body runs to the end of the connection
         keep_alive = False
     return ResponseHead(int(match.group(1)), match.group(2) or b"", fields, header_lines,
-                        length, chunked, keep_alive)
+                        length, chunked, keep_alive, relay)
 
 
 def parse_chunk_size(line: bytes) -> int:

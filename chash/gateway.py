@@ -94,7 +94,6 @@ _HOP_BY_HOP = frozenset({
 })
 _NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"content-length", b"expect",
                                 b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host"}
-_NOT_RELAYED = _HOP_BY_HOP | {b"content-length"}
 _REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
             413: "Content Too Large", 414: "URI Too Long",
             431: "Request Header Fields Too Large", 500: "Internal Server Error",
@@ -938,12 +937,7 @@ class Gateway:
         config = self._config
         status = response.status
         keep = request.keep_alive
-        named = {token.strip(b" \t").lower() for name, value in response.fields
-                 if name == b"connection" for token in value.split(b",")}
-        lines = [b"HTTP/1.1 %d %s" % (status, response.reason)]
-        for (name, _), line in zip(response.fields, response.lines):
-            if name not in _NOT_RELAYED and name not in named:
-                lines.append(line)
+        lines = [b"HTTP/1.1 %d %s" % (status, response.reason), *response.relay]
         if config.node_header:
             lines.append(config.node_header.encode() + b": " + node.encode())
         no_body = request.method == "HEAD" or status in _NO_BODY or status < 200

@@ -105,3 +105,14 @@ def test_chunk_sizes() -> None:
     for bad in (b"", b"-1", b"0x1", b"1 1", b"g", b"1" * 17):
         with pytest.raises(HttpError):
             parse_chunk_size(bad)
+
+
+def test_relayed_response_lines() -> None:
+    response = parse_response_head(head(
+        "HTTP/1.1 200 OK", "Content-Length: 3", "Connection: keep-alive, X-Hop",
+        "X-Hop: secret", "Keep-Alive: timeout=5", "Set-Cookie: a=1", "Set-Cookie: b=2",
+        "Transfer-Encoding: chunked", "X-Backend: a"))
+    assert response.relay == [b"Set-Cookie: a=1", b"Set-Cookie: b=2", b"X-Backend: a"]
+    assert response.chunked and response.content_length is None
+    plain = parse_response_head(head("HTTP/1.1 200 OK", "Content-Length: 3", "Server: x"))
+    assert plain.relay == [b"Server: x"] and plain.keep_alive
