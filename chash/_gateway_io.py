@@ -116,6 +116,18 @@ class Channel(asyncio.Protocol):
         return self._eof and not self._buf
 
     @property
+    def peer_closed(self) -> bool:
+        """Whether the peer closed its sending side (EOF received)."""
+        return self._eof
+
+    def finish_if_idle(self) -> None:
+        """Treat an idle connection (nothing buffered) as closed by the peer,
+        so that whoever waits on it stops waiting: for a graceful stop."""
+        if not self._buf:
+            self._eof = True
+            self._wake()
+
+    @property
     def lost(self) -> bool:
         """Whether the connection is gone or closing."""
         return self._lost or self.transport is None or self.transport.is_closing()
@@ -289,7 +301,7 @@ class Pool:
         while True:
             while self.idle:
                 channel = self.idle.pop()
-                if channel.lost or channel.buffered or channel._eof:
+                if channel.lost or channel.buffered or channel.peer_closed:
                     self.open -= 1
                     channel.close()
                     continue

@@ -592,9 +592,7 @@ class Gateway:
             await runner.cleanup()
         # Idle keep-alive connections close now; busy ones after their answer.
         for channel in list(self._connections):
-            if not channel.buffered:
-                channel._eof = True
-                channel._wake()
+            channel.finish_if_idle()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
@@ -964,7 +962,7 @@ class Gateway:
         head = b"\r\n".join(lines) + b"\r\n\r\n"
         timeout = config.read_timeout
         try:
-            if client._eof:  # the client closed its side: nobody will read this
+            if client.peer_closed:  # the client closed its side: nobody will read this
                 raise ConnectionResetError("the client closed the connection")
             if no_body:
                 client.write(head)

@@ -619,6 +619,10 @@ def test_command_serves_until_interrupted() -> None:
     (["--backend", "a=127.0.0.1:1", "--weight", "b=2"], "--weight names unknown node(s): b"),
     (["--backend", "127.0.0.1:1", "--health-path", "health"],
      "health_path must start with '/'"),
+    (["--backend", "127.0.0.1:1", "--ring", "shop"], "--ring needs --redis URL"),
+    (["--backend", "127.0.0.1:1", "--fail-on-status", "5xx"], "expected HTTP statuses"),
+    (["--backend", "127.0.0.1:1", "--max-body", "lots"], "expected a size in bytes"),
+    (["--backend", "127.0.0.1:1", "--workers", "0"], "argument --workers: must be >= 1"),
 ])
 def test_command_argument_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
                                  message: str) -> None:

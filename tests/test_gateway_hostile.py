@@ -324,3 +324,40 @@ def test_keep_alive_and_pipelining_on_one_connection() -> None:
             answer = await raw(gateway.url, b"GET /c HTTP/1.0\r\nX-User-Id: u1\r\n\r\n")
             assert split(answer)[0] == 200
     run(main())
+
+
+# -- operator hints ----------------------------------------------------------------
+
+
+def test_a_health_path_answering_404_suggests_the_fix(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        async with cluster() as (gateway, backends, session):
+            backends["a"].health = 404
+            assert gateway.health is not None
+            for _ in range(3):  # fall = 3
+                await gateway.health.check_now()
+            assert "a" not in gateway.router
+            hint = gateway.hints["a"]
+            assert "404 on /health" in hint and "--health-path" in hint \
+                and "--no-health" in hint
+            async with session.get(f"{gateway.admin_url}/-/status") as resp:
+                page = await resp.json()
+            assert {n["node"]: n.get("hint") for n in page["nodes"]}["a"] == hint
+            assert "b" not in gateway.hints
+    with caplog.at_level(logging.WARNING, logger="chash.gateway"):
+        run(main())
+    assert sum("--health-path" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_without_prometheus_client_the_command_says_metrics_are_off() -> None:
+    code = ("import sys\n"
+            "sys.modules['prometheus_client'] = None\n"
+            "from chash.cli import main\n"
+            "sys.exit(main(['gateway', '--listen', '127.0.0.1:0', '--backend', "
+            "'127.0.0.1:1', '--no-health', '--admin-listen', '127.0.0.1:0', "
+            "'--duration', '0.5']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr
+    assert ("metrics are off: prometheus_client is not installed "
+            "(pip install 'chash-router[metrics]')") in out.stdout
