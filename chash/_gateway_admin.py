@@ -97,7 +97,7 @@ def status(gateway: Gateway) -> dict[str, Any]:
     return {
         "key": str(gateway.key_rule),
         "missing_key": config.missing_key,
-        "started_at": gateway._started_at,
+        "started_at": gateway.started_at,
         "ring": {
             "nodes": len(router),
             "points": sum(points.values()),
