@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import math
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -23,22 +22,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from chash._cmd_route import add_ring_arguments, build_router, positive_int
+from chash._cli_args import add_ring_arguments, build_router, positive_int, seconds
 
 if TYPE_CHECKING:
     from chash.gateway import Gateway
 
 __all__ = ["register", "run", "serve"]
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -349,11 +338,11 @@ def register(subparsers: Any) -> None:
                         help="serve the status page and metrics here (default: nowhere)")
     parser.add_argument("--attempts", type=positive_int, default=3, metavar="N",
                         help="nodes of the preference list tried per request (default 3)")
-    parser.add_argument("--connect-timeout", type=_seconds, default=2.0, metavar="S",
+    parser.add_argument("--connect-timeout", type=seconds, default=2.0, metavar="S",
                         help="seconds to connect to a backend (default 2)")
-    parser.add_argument("--read-timeout", type=_seconds, default=30.0, metavar="S",
+    parser.add_argument("--read-timeout", type=seconds, default=30.0, metavar="S",
                         help="seconds a backend may stay silent while answering (default 30)")
-    parser.add_argument("--deadline", type=_seconds, default=60.0, metavar="S",
+    parser.add_argument("--deadline", type=seconds, default=60.0, metavar="S",
                         help="seconds until a backend must have started answering, all "
                              "attempts included (default 60)")
     parser.add_argument("--pool-size", type=int, default=100, metavar="N",
@@ -361,10 +350,10 @@ def register(subparsers: Any) -> None:
                              "0: no limit)")
     parser.add_argument("--max-body", type=_size, default=1 << 20, metavar="BYTES",
                         help="largest request body accepted (default 1m; 413 above)")
-    parser.add_argument("--header-timeout", type=_seconds, default=60.0, metavar="S",
+    parser.add_argument("--header-timeout", type=seconds, default=60.0, metavar="S",
                         help="seconds a client may take to send a request head "
                              "(default 60; 408 after)")
-    parser.add_argument("--idle-timeout", type=_seconds, default=75.0, metavar="S",
+    parser.add_argument("--idle-timeout", type=seconds, default=75.0, metavar="S",
                         help="seconds a keep-alive connection may stay idle (default 75)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
@@ -375,9 +364,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-health", action="store_true", help="no health checks")
     parser.add_argument("--health-path", default="/health", metavar="PATH",
                         help="path probed on each backend (default /health)")
-    parser.add_argument("--health-interval", type=_seconds, default=5.0, metavar="S",
+    parser.add_argument("--health-interval", type=seconds, default=5.0, metavar="S",
                         help="seconds between health-check rounds (default 5)")
-    parser.add_argument("--health-timeout", type=_seconds, default=2.0, metavar="S",
+    parser.add_argument("--health-timeout", type=seconds, default=2.0, metavar="S",
                         help="seconds a probe may take (default 2)")
     parser.add_argument("--fall", type=positive_int, default=3, metavar="N",
                         help="consecutive failures that take a backend out (default 3)")
@@ -387,7 +376,7 @@ def register(subparsers: Any) -> None:
                         help="name the serving node in this response header")
     parser.add_argument("--no-metrics", action="store_true",
                         help="do not serve metrics on the admin listener")
-    parser.add_argument("--duration", type=_seconds, metavar="S",
+    parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default="info", help="stderr logging level (default info)")

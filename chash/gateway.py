@@ -48,6 +48,7 @@ from chash import ConsistentHashRouter
 from chash._gateway_proxy import Proxy
 from chash._http import RequestHead
 from chash._retry import IDEMPOTENT_METHODS, Outcome, next_attempt
+from chash._text import plural
 from chash.metrics import RouteCounters
 
 try:  # the gateway extra: aiohttp serves the admin listener and the probes
@@ -526,8 +527,8 @@ class Gateway:
         except BaseException:
             await self.stop()
             raise
-        logger.info("gateway listening on %s, key %s, %d backends",
-                    self.url, self._key, len(self._addresses))
+        logger.info("gateway listening on %s, key %s, %s",
+                    self.url, self._key, plural(len(self._addresses), "backend"))
         return self.url
 
     async def stop(self, grace: float = 5.0) -> None:
