@@ -419,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference and "chash-ref-1" in rows:
         speedup = statistics.median(
             new.rps / old.rps for new, old in zip(rows["chash-1"].samples,
-                                                  rows["chash-ref-1"].samples) if old.rps)
+                                                  rows["chash-ref-1"].samples, strict=True)
+            if old.rps)
         lines.append(f"chash-1 / chash-ref-1 (same rounds): {speedup:.2f}x")
     if failovers:
         lines += ["", "failover (backend b killed under load, restarted):"]

@@ -182,7 +182,7 @@ class Proxy:
                  if name == b"connection" for token in value.split(b",")}
         out = []
         forwarded_for = b""
-        for (name, value), line in zip(request.fields, request.lines):
+        for (name, value), line in zip(request.fields, request.lines, strict=True):
             if name in _NOT_FORWARDED or name in named:
                 if name == b"x-forwarded-for":
                     forwarded_for = value

@@ -240,7 +240,7 @@ def parse_response_head(data: bytes) -> ResponseHead:
         elif lname == b"connection":
             tokens.update(t.strip(b" \t").lower() for t in value.split(b","))
     if tokens - {b"close", b"keep-alive"}:  # fields named by Connection stay behind
-        relay = [line for line, (lname, _) in zip(header_lines, fields)
+        relay = [line for line, (lname, _) in zip(header_lines, fields, strict=True)
                  if lname not in _NOT_RELAYED and lname not in tokens]
     chunked = bool(codings) and b",".join(codings).rsplit(b",", 1)[-1].strip(
         b" \t").lower() == b"chunked"

@@ -18,9 +18,10 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
+from test_gateway import REPO, cluster, get, owner_of  # noqa: E402
+
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
-from test_gateway import REPO, cluster, get, owner_of  # noqa: E402
 
 
 async def raw(url: str, data: bytes, read_until_close: bool = True,

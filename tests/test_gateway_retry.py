@@ -49,7 +49,8 @@ def test_every_combination_matches_the_documented_table() -> None:
                         last = index == len(NODES) - 1
                         if outcome is Outcome.ANSWERED or last:
                             want = None
-                        elif outcome is Outcome.NOT_DELIVERED or replayable and (unsafe or method in IDEMPOTENT_METHODS):
+                        elif outcome is Outcome.NOT_DELIVERED or (
+                                replayable and (unsafe or method in IDEMPOTENT_METHODS)):
                             want = index + 1
                         else:
                             want = None

@@ -18,10 +18,10 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _support.echo_backends import EchoBackend  # noqa: E402
-from _support.waiting import eventually, run  # noqa: E402
 from test_gateway import REPO  # noqa: E402
 
+from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 
 KEYS = [f"user-{i}" for i in range(60)]
