@@ -294,12 +294,14 @@ class Pool:
         self.open = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
 
-    async def acquire(self, connect_timeout: float, deadline: float) -> tuple[Channel, bool]:
-        """A connection and whether it was reused; NoSlot, TimeoutError or
-        OSError when none could be had (nothing was sent)."""
+    async def acquire(self, connect_timeout: float, deadline: float,
+                      fresh: bool = False) -> tuple[Channel, bool]:
+        """A connection and whether it was reused (never, if ``fresh``);
+        NoSlot, TimeoutError or OSError when none could be had (nothing was
+        sent)."""
         loop = asyncio.get_running_loop()
         while True:
-            while self.idle:
+            while self.idle and not fresh:
                 channel = self.idle.pop()
                 if channel.lost or channel.buffered or channel.peer_closed:
                     self.open -= 1

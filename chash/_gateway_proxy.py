@@ -252,7 +252,7 @@ class Proxy:
                 pool = self._pools[node] = Pool(self.address_of(node), config.pool_size)
             self._loads[node] = self._loads.get(node, 0) + 1
             try:
-                outcome, detail, keep = await self._attempt(
+                outcome, detail, keep = await self._try(
                     client, request, nodes, index, pool, upstream_head, body, deadline)
             finally:
                 self._loads[node] -= 1
@@ -309,20 +309,20 @@ class Proxy:
 
     async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
                        index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
-                       deadline: float) -> tuple[Outcome, str, bool]:
+                       deadline: float, fresh: bool = False) -> tuple[Outcome, str, bool]:
         """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
 
         ANSWERED: the answer was relayed and ``keep`` says whether the client
         connection may go on (``detail`` is set if the client's own body
         failed instead).  Otherwise ``detail`` describes the failure and
         ``keep`` False means no other attempt is possible (a streamed body
-        is gone).
+        is gone).  ``fresh``: open a new connection rather than reuse one.
         """
         config = self._config
         node = nodes[index]
         loop = asyncio.get_running_loop()
         try:
-            conn, _ = await pool.acquire(config.connect_timeout, deadline)
+            conn, reused = await pool.acquire(config.connect_timeout, deadline, fresh=fresh)
         except (OSError, TimeoutError, NoSlot) as exc:
             reason = _describe(exc, config)
             if isinstance(exc, TimeoutError):
@@ -354,6 +354,12 @@ class Proxy:
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, body is not None
             except (EOFError, ConnectionError, HttpError) as exc:
+                if reused and body is not None and not isinstance(exc, HttpError):
+                    # A kept-alive connection the backend closed just as it
+                    # was reused: not a byte came back, so the request was
+                    # not processed (RFC 9112 §9.3.1).  Once more, on a new
+                    # connection; not a failure of the node.
+                    return Outcome.NOT_DELIVERED, "", True
                 reason = _describe(exc, config)
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, body is not None
@@ -376,6 +382,21 @@ class Proxy:
             return Outcome.ANSWERED, "", keep
         finally:
             pool.release(conn, reuse)
+
+    async def _try(self, client: Channel, request: RequestHead, nodes: Sequence[str],
+                   index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
+                   deadline: float) -> tuple[Outcome, str, bool]:
+        """``_attempt``, and once more on a new connection when a reused one
+        turned out closed (``_attempt`` reports that as NOT_DELIVERED with
+        no detail)."""
+        outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
+                                                    upstream_head, body, deadline)
+        if outcome is Outcome.NOT_DELIVERED and not detail:
+            outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
+                                                        upstream_head, body, deadline, True)
+            if outcome is Outcome.NOT_DELIVERED and not detail:  # cannot happen: fresh
+                detail = "disconnected before answering"
+        return outcome, detail, keep
 
     async def _stream_body(self, client: Channel, request: RequestHead,
                            conn: Channel) -> int | None:

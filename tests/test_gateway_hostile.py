@@ -22,6 +22,7 @@ from test_gateway import REPO, cluster, get, owner_of  # noqa: E402
 
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
+from chash.gateway import Gateway, GatewayConfig  # noqa: E402
 
 
 async def raw(url: str, data: bytes, read_until_close: bool = True,
@@ -362,3 +363,52 @@ def test_without_prometheus_client_the_command_says_metrics_are_off() -> None:
     assert out.returncode == 0, out.stderr
     assert ("metrics are off: prometheus_client is not installed "
             "(pip install 'chash-router[metrics]')") in out.stdout
+
+
+def test_a_kept_alive_connection_the_backend_closed_is_retried_on_a_new_one() -> None:
+    """A backend closing a kept-alive connection just as it is reused is not
+    a failure: nothing was processed, so even a POST goes again, on a new
+    connection to the same backend."""
+    async def main() -> None:
+        served: list[bytes] = []
+        handlers: list[asyncio.Task[Any]] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            handlers.append(task)
+            # Answers the first request of each connection; on the second it
+            # closes the connection without a word.
+            for count in (1, 2):
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                body = await reader.readexactly(int(length.group(1)) if length else 0)
+                if count == 2:
+                    break
+                served.append(body)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+            writer.close()
+            await writer.wait_closed()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        gateway = Gateway({"a": f"127.0.0.1:{port}"}, GatewayConfig(health=False, metrics=False))
+        await gateway.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                for i in range(4):
+                    async with session.post(gateway.url + "/", data=f"p{i}".encode(),
+                                            headers={"X-User-Id": "u1"}) as resp:
+                        assert resp.status == 200 and await resp.read() == b"ok"
+            assert served == [b"p0", b"p1", b"p2", b"p3"]
+            assert sum(gateway.counters.snapshot().upstream_errors.values()) == 0
+        finally:
+            await gateway.stop()  # closes its pooled connection: the last handler ends
+            server.close()
+            await asyncio.wait(handlers, timeout=10)
+            await server.wait_closed()
+    run(main())
