@@ -396,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("nginx", "haproxy", "wrk"):
         if subprocess.run(["which", tool], capture_output=True).returncode:
             parser.error(f"{tool} is not on PATH (apt-get install {tool})")
+    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
+                             "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="chash-bench-") as tmp:
         root = Path(tmp)
         script = root / "keys.lua"
@@ -407,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
             failovers = [] if args.no_failover else [
                 failover(lab, script, args, f"{kind}-{args.workers[0]}")
                 for kind in ("chash", "nginx", "haproxy")]
-    lines = ["", f"{'contender':12s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
+    lines = ["", f"commit {commit}, load average {os.getloadavg()[0]:.1f} at the end",
+             f"{'contender':12s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
              f"{'errors':>7s} {'x nginx':>8s}"
              + ("  (chash-ref: revision " + args.reference + ")" if args.reference else "")]
     for row in rows.values():
@@ -435,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "platform": platform.platform()},
+                        "platform": platform.platform(), "load_average": os.getloadavg()},
+            "commit": commit,
             "settings": {k: v for k, v in vars(args).items() if k != "json"},
             "rows": {name: {"samples": [vars(s) for s in row.samples], "ratios": row.ratios,
                             "median_rps": row.median("rps"),
