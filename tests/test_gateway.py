@@ -201,6 +201,37 @@ def test_backends_join_a_given_router() -> None:
     assert gateway.address_of("zz") == "zz"
 
 
+def test_collaborators_are_injected() -> None:
+    """A library user's own router and health checker are the ones used:
+    request outcomes are reported to that checker."""
+    from chash.health import AsyncHealthChecker
+
+    async def main() -> None:
+        backends = {name: await EchoBackend(name).start() for name in "ab"}
+        addresses = {name: b.address for name, b in backends.items()}
+        router = ConsistentHashRouter(40, hash="xxh3")
+        for name in addresses:
+            router.add_service_node(name)
+        checker = AsyncHealthChecker(router, url=lambda node: f"http://{addresses[node]}/health",
+                                     interval=3600.0, fall=1)
+        gateway = Gateway(addresses, GatewayConfig(metrics=False), router=router, health=checker)
+        assert gateway.router is router and gateway.health is checker
+        await gateway.start()
+        try:
+            owner = owner_of(gateway, "u1")
+            await backends[owner].stop()
+            async with aiohttp.ClientSession() as session:
+                status, body = await get(session, gateway, "u1")
+            assert status == 200 and body["backend"] != owner
+            assert owner not in router  # fall = 1: one refused connection, reported
+            assert str(checker.status()[owner].state) == "down"
+        finally:
+            await gateway.stop()
+            for backend in backends.values():
+                await backend.stop()
+    run(main())
+
+
 def test_missing_aiohttp_names_the_extra() -> None:
     # In a fresh interpreter where aiohttp cannot be imported: the module
     # imports, and building a gateway names the extra.
