@@ -172,13 +172,15 @@ def worker_factory(tmp_path: Path) -> Iterator[Callable[..., list[Worker]]]:
 
 
 def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> None:
-    """Wait until every gateway routes with exactly ``weights``."""
+    """Wait until every gateway routes with exactly ``weights``, at one
+    (epoch, version)."""
     expected = fingerprint_of(weights)
     last: list[dict[str, Any]] = []
 
     def done() -> bool:
         last[:] = [g.status() for g in gateways]
-        return all(s["fingerprint"] == expected for s in last)
+        return all(s["fingerprint"] == expected for s in last) \
+            and len({(s["epoch"], s["version"]) for s in last}) == 1
 
     try:
         wait_until(done, what)
