@@ -25,8 +25,8 @@ import pytest
 
 from chash import ConsistentHashRouter
 
-__all__ = ["DEADLINE", "Worker", "converge", "fingerprint_of", "wait_until",
-           "worker_factory"]
+__all__ = ["DEADLINE", "Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
+           "wait_until", "worker_factory"]
 
 DEADLINE = 15.0
 WORKER = Path(__file__).with_name("_membership_worker.py")
@@ -191,3 +191,23 @@ def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> No
     assert len(versions) == 1, versions
 
 
+
+
+def driver_factory(driver: str, tmp_path: Path) -> Iterator[Callable[..., list[Worker]]]:
+    """As ``worker_factory``, every worker with driver ``driver`` ("sync"
+    or "async"); further worker options go in ``options``."""
+    factory = worker_factory(tmp_path)
+    start = next(factory)
+
+    def make(port: int, count: int, options: tuple[str, ...] = (),
+             **kwargs: Any) -> list[Worker]:
+        return start(port, count, options=("--driver", driver, *options), **kwargs)
+
+    yield make
+    next(factory, None)
+
+
+def add_all(gateways: list[Worker], ring: dict[str, float]) -> None:
+    """Add every node of ``ring``, from each gateway in turn."""
+    for i, (node, weight) in enumerate(ring.items()):
+        gateways[i % len(gateways)].call("add", node=node, weight=weight)

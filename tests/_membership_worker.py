@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -145,7 +147,11 @@ def client_for(args: argparse.Namespace, use_asyncio: bool) -> Any:
     if args.sentinel:
         addresses = [("127.0.0.1", int(port)) for port in args.sentinel.split(",")]
         module: Any = redis.asyncio.sentinel if use_asyncio else redis.sentinel
-        sentinel = module.Sentinel(addresses, socket_timeout=1.0, socket_connect_timeout=1.0)
+        # The sentinels' own client retries as slowly as redis-py's default
+        # unless told otherwise.
+        sentinel = module.Sentinel(addresses, socket_timeout=1.0, socket_connect_timeout=1.0,
+                                   sentinel_kwargs={"socket_timeout": 1.0, "retry": retry,
+                                                    "socket_connect_timeout": 1.0})
         return sentinel.master_for(args.service, retry=retry, **common)
     if args.cluster:
         cluster: Any = redis.asyncio.cluster if use_asyncio else redis.cluster
@@ -223,6 +229,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Serve commands until "quit" or the end of stdin."""
     args = parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks, to debug a hang
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"{args.reporter} %(threadName)s %(levelname)s %(message)s")
     instance = Instance(args)

@@ -19,9 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from _membership_procs import Worker, converge, fingerprint_of, wait_until, worker_factory
+from _membership_procs import (
+    Worker,
+    add_all,
+    converge,
+    driver_factory,
+    fingerprint_of,
+    wait_until,
+)
 from _redis_server import RedisServer, redis_server_path
+
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
@@ -75,21 +82,8 @@ def client(server: RedisServer) -> Iterator[redis.Redis]:
 
 @pytest.fixture(params=["sync", "async"])
 def gateways(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateways]:
-    """Start gateway processes with the driver of the parameter; extra
-    worker options go in ``options``."""
-    factory = worker_factory(tmp_path)
-    start = next(factory)
-
-    def make(port: int, count: int, options: tuple[str, ...] = (), **kwargs: Any) -> list[Worker]:
-        return start(port, count, options=("--driver", request.param, *options), **kwargs)
-
-    yield make
-    next(factory, None)
-
-
-def add_all(gw: list[Worker], ring: dict[str, float]) -> None:
-    for i, (node, weight) in enumerate(ring.items()):
-        gw[i % len(gw)].call("add", node=node, weight=weight)
+    """Start gateway processes with the driver of the parameter."""
+    yield from driver_factory(request.param, tmp_path)
 
 
 # -- 1. same version, different ring ----------------------------------------
