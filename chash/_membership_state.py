@@ -566,7 +566,9 @@ class MembershipCore:
 
     def is_refusal(self, exc: BaseException) -> bool:
         """Whether ``exc`` is an authentication or permission error."""
-        return isinstance(exc, self.auth_errors) or "NOPERM" in str(exc)
+        message = str(exc)
+        return isinstance(exc, self.auth_errors) or "NOPERM" in message \
+            or "no permissions" in message or "user executing the script can't" in message
 
     @property
     def connected(self) -> bool:

@@ -17,6 +17,10 @@ line on stdout:
                                      nodes prefix0..prefix{count-1}, then
                                      reweigh each to 2.0; answers
                                      ``{"errors": [...]}``
+``{"op": "when", "fingerprint", "epoch_not", "connected", "deadline"}``
+                                     wait until every condition given
+                                     holds (polling every millisecond);
+                                     answers ``{"at": wall time, "ok"}``
 ``{"op": "quit"}``                   stop and exit
 
 The first line is ``{"ready": true}`` once ``start()`` returned, or
@@ -177,6 +181,27 @@ def burst(instance: Instance, prefix: str, count: int, at: float) -> list[str]:
     return errors
 
 
+def when(instance: Instance, command: dict[str, Any]) -> dict[str, Any]:
+    """Wait until the router has a fingerprint, the state left an epoch,
+    or ``connected`` has a value, as asked; report the wall time."""
+    end = time.monotonic() + command.get("deadline", 30.0)
+    membership = instance.membership
+
+    def holds() -> bool:
+        state = membership.state
+        return ("fingerprint" not in command
+                or instance.router.fingerprint() == command["fingerprint"]) \
+            and ("epoch_not" not in command
+                 or (state is not None and state.epoch != command["epoch_not"])) \
+            and ("connected" not in command or membership.connected == command["connected"])
+
+    while not holds():
+        if time.monotonic() > end:
+            return {"at": time.time(), "ok": False}
+        time.sleep(0.001)
+    return {"at": time.time(), "ok": True}
+
+
 OPERATIONS: dict[str, Callable[[Instance, dict[str, Any]], Any]] = {
     "add": lambda i, c: i.call("add_node", c["node"], c.get("weight", 1.0)),
     "remove": lambda i, c: i.call("remove_node", c["node"], force=c.get("force", False)),
@@ -201,6 +226,8 @@ def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any
                 "epoch": None if state is None else state.epoch,
                 "connected": membership.connected, "weights": router.weights,
                 "lookups": lookups.count, "failures": lookups.failures[:10]}
+    if op == "when":
+        return when(instance, command)
     if op == "burst":
         return {"errors": burst(instance, command["prefix"], command["count"], command["at"])}
     if op not in OPERATIONS:

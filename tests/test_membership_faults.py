@@ -413,3 +413,38 @@ def test_stop_raises_nothing(driver: Driver, client: redis.Redis) -> None:
     client.hset(META, "version", "x")  # every script now finds the store damaged
     driver(m, "stop")
     assert not m.running
+
+
+# -- the documented ACL rules --------------------------------------------------
+
+
+def documented_acl() -> list[str]:
+    """The ACL SETUSER line of docs/membership.md, for ring ``default``."""
+    docs = Path(__file__).resolve().parent.parent / "docs" / "membership.md"
+    lines = [line for line in docs.read_text().splitlines() if line.startswith("ACL SETUSER")]
+    assert len(lines) == 1, lines
+    return lines[0].replace("{orders}", "{default}").split()
+
+
+def test_documented_acl_rules_suffice(gateways: Gateways, own_server: RedisServer) -> None:
+    c = _client(own_server)
+    try:
+        c.execute_command(*documented_acl())
+        c.config_set("requirepass", "admin-secret")  # the default user is no way in
+    finally:
+        c.close()
+    gw = gateways(own_server.port, 2, options=("--username", "gateway",
+                                               "--password", "change-me"))
+    ring = {"a": 1.0, "b": 2.0, "c": 1.0}
+    add_all(gw, ring)
+    converge(gw, ring, "a restricted user creates and changes the ring")
+    for g in gw:
+        g.call("mark_down", node="c")
+        g.call("flush")
+    converge(gw, {"a": 1.0, "b": 2.0}, "its votes take c out")
+    gw[1].call("disable", node="a")
+    gw[0].call("enable", node="a")
+    gw[0].call("remove", node="b")
+    converge(gw, {"a": 1.0}, "every kind of change")
+    for g in gw:
+        assert "NOPERM" not in g.log() and "refuses" not in g.log()
