@@ -1,7 +1,7 @@
 """How long shared membership takes to converge, with real processes.
 
 Starts a redis-server on a free loopback port (no persistence) and three
-gateway processes (tests/_membership_worker.py, ``resync_interval`` 0.2 s,
+gateway processes (tests/_support/membership_worker.py, ``resync_interval`` 0.2 s,
 the driver given by ``--driver``), then measures, as wall time between
 processes on one machine:
 
@@ -41,8 +41,8 @@ import redis  # noqa: E402
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 
-from _membership_procs import Worker, fingerprint_of  # noqa: E402
-from _redis_server import RedisServer  # noqa: E402
+from _support.membership_procs import Worker, fingerprint_of  # noqa: E402
+from _support.redis_server import RedisServer  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.membership import RedisMembership  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Shared membership under faults: Redis going back in time, losing data,
 holding unreadable entries, hanging or refusing us.
 
-Every test runs gateway processes (tests/_membership_worker.py) against a
+Every test runs gateway processes (tests/_support/membership_worker.py) against a
 real redis-server, once with the threaded driver (``RedisMembership``) and
 once with the asyncio one (``AsyncRedisMembership``), and ends with every
 instance on the same ring and none lost.  The faults are made the way
@@ -19,16 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _membership_procs import (
-    Worker,
-    add_all,
-    converge,
-    driver_factory,
-    fingerprint_of,
-    wait_until,
-)
-from _redis_server import RedisServer, redis_server_path
 
+from _support.membership_procs import Worker, add_all, converge, driver_factory, fingerprint_of
+from _support.redis_server import RedisServer, redis_server_path
+from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")

@@ -2,7 +2,7 @@
 
 A real 3-primary cluster (each primary with a replica) and a real Sentinel
 setup (a primary, a replica, three sentinels) run on loopback
-(tests/_redis_topologies.py); gateway processes (tests/_membership_worker.py)
+(tests/_support/redis_topologies.py); gateway processes (tests/_support/membership_worker.py)
 with either driver keep one ring through a slot migration, the death of
 the slot's primary, and a Sentinel failover.  Announcements use sharded
 pub/sub: Redis 7 offers it, and the test checks the gateways subscribed
@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _membership_procs import Worker, add_all, converge, driver_factory, wait_until
-from _redis_topologies import LocalCluster, LocalSentinel, _command
+from _support.membership_procs import Worker, add_all, converge, driver_factory
+from _support.redis_topologies import LocalCluster, LocalSentinel, _command
+from _support.waiting import wait_until
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
 
@@ -56,7 +57,7 @@ def write_until_it_works(gateway: Worker, op: str, **kwargs: Any) -> None:
         answers.append(gateway.answer())
         return "error" not in answers[-1]
 
-    wait_until(done, f"{op} {kwargs} succeeds after the failover", deadline=30)
+    wait_until(done, f"{op} {kwargs} succeeds after the failover", timeout=30)
 
 
 def test_cluster_slot_migration_and_failover(cluster: LocalCluster,

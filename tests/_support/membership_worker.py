@@ -26,7 +26,7 @@ line on stdout:
 The first line is ``{"ready": true}`` once ``start()`` returned, or
 ``{"start_error": "..."}`` if it raised.
 
-Usage: python _membership_worker.py PORT NAME REPORTER [options]; see
+Usage: python membership_worker.py PORT NAME REPORTER [options]; see
 ``--help``.
 """
 

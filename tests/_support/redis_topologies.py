@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import pytest
-from _redis_server import free_port
+from _support.ports import free_port
 
 __all__ = ["LocalCluster", "LocalSentinel"]
 

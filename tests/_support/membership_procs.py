@@ -1,4 +1,4 @@
-"""Gateway processes for the membership tests (tests/_membership_worker.py).
+"""Gateway processes for the membership tests (membership_worker.py).
 
 ``Worker`` is one gateway instance in its own process, talking JSON lines;
 ``worker_factory`` starts them and, at the end, quits them and checks that
@@ -16,30 +16,20 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 
-__all__ = ["DEADLINE", "Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
+__all__ = ["Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
            "wait_until", "worker_factory"]
 
-DEADLINE = 15.0
-WORKER = Path(__file__).with_name("_membership_worker.py")
-REPO = Path(__file__).resolve().parent.parent
-
-
-def wait_until(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``deadline``."""
-    end = time.monotonic() + deadline
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {deadline:g}s waiting until {what}")
-        time.sleep(0.02)
+WORKER = Path(__file__).with_name("membership_worker.py")
+REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def fingerprint_of(weights: dict[str, float]) -> str:
@@ -51,7 +41,7 @@ def fingerprint_of(weights: dict[str, float]) -> str:
 
 
 class Worker:
-    """A gateway instance in its own process (tests/_membership_worker.py)."""
+    """A gateway instance in its own process (tests/_support/membership_worker.py)."""
 
     def __init__(self, port: int, name: str, reporter: str, log_dir: Path,
                  quorum: str = "majority", options: tuple[str, ...] = ()) -> None:
