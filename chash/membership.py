@@ -260,7 +260,7 @@ class RedisMembership(_Base):
     def __init__(
         self,
         router: ConsistentHashRouter,
-        client: redis.Redis,
+        client: redis.Redis[Any],
         name: str = "default",
         *,
         quorum: str | int = "majority",
@@ -288,7 +288,7 @@ class RedisMembership(_Base):
         self._threads: list[threading.Thread] = []
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis[Any]:
         """The Redis client."""
         return self._client
 
@@ -511,7 +511,7 @@ class AsyncRedisMembership(_Base):
     def __init__(
         self,
         router: ConsistentHashRouter,
-        client: redis.asyncio.Redis,
+        client: redis.asyncio.Redis[Any],
         name: str = "default",
         *,
         quorum: str | int = "majority",
@@ -540,7 +540,7 @@ class AsyncRedisMembership(_Base):
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
-    def client(self) -> redis.asyncio.Redis:
+    def client(self) -> redis.asyncio.Redis[Any]:
         """The Redis client."""
         return self._client
 
