@@ -266,8 +266,13 @@ class LocalSentinel(_Processes):
                 self.spawn(port, config, "--sentinel")
             _wait(lambda: _command(self.replica, "INFO", "replication")["master_link_status"]
                   == "up", "the replica is in sync")
+            # A sentinel learns of replicas from the primary's INFO, every
+            # 10 s: one that asked before the replica connected could not
+            # fail over until it asks again.
             _wait(lambda: all(_sentinel_field(port, self.service, "num-other-sentinels") == "2"
-                              for port in self.sentinels), "the sentinels know each other")
+                              and _sentinel_field(port, self.service, "num-slaves") == "1"
+                              for port in self.sentinels),
+                  "the sentinels know each other and the replica")
         except BaseException:
             self.close()
             raise
