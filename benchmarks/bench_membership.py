@@ -89,15 +89,17 @@ class Bench:
         """One operator change, in turn an add, a reweigh and a removal."""
         node = f"n{i // 3}"
         kind = i % 3
-        if kind == 0:
-            self.ring[node] = 1.0
-            act: Callable[[], None] = lambda: self.operator.add_node(node, 1.0)
-        elif kind == 1:
-            self.ring[node] = 2.0
-            act = lambda: self.operator.add_node(node, 2.0)
-        else:
+        if kind == 2:
             del self.ring[node]
-            act = lambda: self.operator.remove_node(node, force=True)
+        else:
+            self.ring[node] = float(kind + 1)
+
+        def act() -> None:
+            if kind == 2:
+                self.operator.remove_node(node, force=True)
+            else:
+                self.operator.add_node(node, float(kind + 1))
+
         return self.converged(act, fingerprint=fingerprint_of(self.ring))
 
     def settle(self) -> None:

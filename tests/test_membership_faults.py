@@ -26,10 +26,10 @@ from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
-import redis  # noqa: E402
-import redis.asyncio  # noqa: E402
+import redis
+import redis.asyncio
 
-from chash.membership import (  # noqa: E402
+from chash.membership import (
     AsyncRedisMembership,
     RedisMembership,
     RingMissingError,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from _support.membership_procs import Worker, add_all, converge, driver_factory
 from _support.redis_topologies import LocalCluster, LocalSentinel, _command
 from _support.waiting import wait_until

@@ -47,7 +47,7 @@ class Worker:
                  quorum: str = "majority", options: tuple[str, ...] = ()) -> None:
         self.reporter = reporter
         self.log_path = log_dir / f"{reporter}.log"
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the worker's life
         # The chash under test, whatever an installed copy points to.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import pytest
+
 from _support.ports import free_port
 
 __all__ = ["LocalCluster", "LocalSentinel"]
@@ -302,5 +303,5 @@ def _sentinel_field(port: int, service: str, name: str) -> str:
     reply = _command(port, "SENTINEL", "MASTER", service)
     if isinstance(reply, dict):
         return str(reply.get(name))
-    fields = dict(zip(reply[::2], reply[1::2]))
+    fields = dict(zip(reply[::2], reply[1::2], strict=True))
     return str(fields.get(name))
