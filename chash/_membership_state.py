@@ -222,6 +222,7 @@ class MembershipCore:
         self._outage: str | None = None
         self._mismatch_logged: str | None = None
         self._missing_logged = False
+        self._cannot_listen_logged = False
         self._logged: set[tuple[str, str, str]] = set()
         self._foreign_digest_logged: tuple[Position, str] | None = None
         self._inflight: dict[int, float] = {}
@@ -620,6 +621,16 @@ class MembershipCore:
         if ending:
             logger.warning("Redis reachable again for ring %s; in step at version %d",
                            self.name, self.position[1], extra={"ring": self.name})
+
+    def cannot_listen(self, why: str) -> None:
+        """Log once that announcements cannot be received (the checks every
+        ``resync_interval`` still apply every change)."""
+        if self._cannot_listen_logged:
+            return
+        self._cannot_listen_logged = True
+        logger.warning("ring %s: %s; changes arrive by the check every %gs instead of at once "
+                       "(upgrade redis-py)", self.name, why, self.resync_interval,
+                       extra={"ring": self.name})
 
     def mismatch(self, exc: ValueError) -> None:
         """Log a settings mismatch found in the background, once."""

@@ -458,12 +458,12 @@ class RedisMembership(_Base):
                             stopping.wait(poll)
                             continue
                         sharded = core.sharded
-                        client: Any = self._client  # redis-py leaves pubsub() untyped
-                        pubsub = client.pubsub()
-                        if sharded:
-                            pubsub.ssubscribe(core.channel)
-                        else:
-                            pubsub.subscribe(core.channel)
+                        subscribe = _subscriber(core, self._client, sharded)
+                        if subscribe is None:  # this redis-py cannot: the checks carry on
+                            stopping.wait(core.resync_interval)
+                            continue
+                        pubsub, subscribe = subscribe
+                        subscribe(core.channel)
                         self._request_sync()  # announcements made before we listened
                     if sharded and hasattr(pubsub, "get_sharded_message"):
                         message = pubsub.get_sharded_message(timeout=poll)
@@ -484,6 +484,27 @@ class RedisMembership(_Base):
                     stopping.wait(core.resync_interval)
         finally:
             _close_quietly(pubsub)
+
+
+def _subscriber(core: MembershipCore, client: Any, sharded: bool) -> tuple[Any, Any] | None:
+    """A new pub/sub object and its (s)subscribe method, or None (logged
+    once) if this client has none: redis.asyncio has SSUBSCRIBE only from
+    redis-py 8, and its cluster client pub/sub only lately.  The periodic
+    check then carries every change, one ``resync_interval`` later."""
+    pubsub = client.pubsub() if hasattr(client, "pubsub") else None
+    method = getattr(pubsub, "ssubscribe" if sharded else "subscribe", None)
+    if method is None:
+        core.cannot_listen(f"{type(client).__module__}.{type(client).__name__} offers no "
+                           f"{'sharded ' if sharded else ''}pub/sub")
+        _close_quietly_any(pubsub)
+        return None
+    return pubsub, method
+
+
+def _close_quietly_any(pubsub: Any) -> None:
+    close = getattr(pubsub, "close", None)
+    if close is not None and not asyncio.iscoroutinefunction(close):
+        _close_quietly(pubsub)
 
 
 def _close_quietly(pubsub: Any) -> None:
@@ -729,12 +750,12 @@ class AsyncRedisMembership(_Base):
                             await asyncio.sleep(poll)
                             continue
                         sharded = core.sharded
-                        client: Any = self._client  # redis-py leaves pubsub() untyped
-                        pubsub = client.pubsub()
-                        if sharded:
-                            await pubsub.ssubscribe(core.channel)
-                        else:
-                            await pubsub.subscribe(core.channel)
+                        subscribe = _subscriber(core, self._client, sharded)
+                        if subscribe is None:
+                            await asyncio.sleep(core.resync_interval)
+                            continue
+                        pubsub, subscribe = subscribe
+                        await subscribe(core.channel)
                         self._request_sync()
                     if sharded and hasattr(pubsub, "get_sharded_message"):
                         message = await pubsub.get_sharded_message(timeout=poll)

@@ -22,7 +22,7 @@ import pytest
 
 from _support.membership_procs import Worker, add_all, converge, driver_factory, fingerprint_of
 from _support.redis_server import RedisServer, redis_server_path
-from _support.waiting import wait_until
+from _support.waiting import eventually, run, wait_until
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
@@ -442,3 +442,43 @@ def test_documented_acl_rules_suffice(gateways: Gateways, own_server: RedisServe
     converge(gw, {"a": 1.0}, "every kind of change")
     for g in gw:
         assert "NOPERM" not in g.log() and "refuses" not in g.log()
+
+
+# -- a client without sharded pub/sub ----------------------------------------------
+
+
+def test_a_client_without_sharded_pub_sub_follows_by_the_checks(
+        server: RedisServer, client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    """redis.asyncio has SSUBSCRIBE only from redis-py 8: an older one
+    follows the ring by its periodic checks, and says so once."""
+    assert int(client.info("server")["redis_version"].split(".")[0]) >= 7, "needs Redis 7"
+
+    class OldPubSub(redis.asyncio.client.PubSub):
+        ssubscribe = None  # type: ignore[assignment]
+
+    class OldRedis(redis.asyncio.Redis):
+        def pubsub(self, **kwargs: Any) -> OldPubSub:
+            return OldPubSub(self.connection_pool, **kwargs)
+
+    writer = RedisMembership(ConsistentHashRouter(), redis.Redis(**server.client_kwargs()),
+                             bootstrap=True)
+    writer.add_node("a")
+
+    async def main() -> None:
+        router = ConsistentHashRouter()
+        old = OldRedis(**server.client_kwargs(asyncio=True))
+        try:
+            async with AsyncRedisMembership(router, old, resync_interval=0.2):
+                assert router.weights == {"a": 1.0}
+                writer.add_node("b")
+                await eventually(lambda: router.weights == {"a": 1.0, "b": 1.0},
+                                 "the periodic check applies the change")
+        finally:
+            await old.aclose()
+
+    try:
+        run(main())
+    finally:
+        writer.client.close()
+    warnings = [r.getMessage() for r in caplog.records if "offers no sharded pub/sub" in r.getMessage()]
+    assert len(warnings) == 1, warnings
