@@ -19,6 +19,7 @@ Prints median and max per measurement; ``--json FILE`` writes every
 sample.  Needs redis-server and redis-py; about two minutes.
 
     python benchmarks/bench_membership.py [--changes 40] [--repeat 5] [--driver sync]
+    python benchmarks/bench_membership.py --nodes 5000 --changes 15 --no-faults
 """
 
 from __future__ import annotations
@@ -76,11 +77,12 @@ class Bench:
     def converged(self, act: Callable[[], None], **condition: Any) -> float:
         """Seconds from ``act()`` until every gateway meets ``condition``
         (a fingerprint, an epoch left, a connected value)."""
+        condition.setdefault("deadline", 30.0)
         for gateway in self.gateways:
-            gateway.send("when", deadline=30.0, **condition)
+            gateway.send("when", **condition)
         started = time.time()
         act()
-        answers = [gateway.answer(deadline=40.0) for gateway in self.gateways]
+        answers = [gateway.answer(deadline=condition["deadline"] + 10) for gateway in self.gateways]
         if not all(answer.get("ok") for answer in answers):
             raise RuntimeError(f"no convergence: {answers}; {[g.status() for g in self.gateways]}")
         return max(answer["at"] for answer in answers) - started
@@ -100,14 +102,26 @@ class Bench:
             else:
                 self.operator.add_node(node, float(kind + 1))
 
+        if len(self.ring) > 100:  # a fingerprint per poll would cost more than the change
+            return self.converged(act, node=node, weight=self.ring.get(node), interval=0.005)
         return self.converged(act, fingerprint=fingerprint_of(self.ring))
 
-    def settle(self) -> None:
-        """A ring of ten nodes everywhere, at one version."""
-        for i in range(10):
+    def settle(self, nodes: int) -> None:
+        """A ring of ``nodes`` nodes everywhere, at one version: ten added
+        by the operator, the rest written at once (as one change)."""
+        for i in range(min(nodes, 10)):
             self.ring[f"base{i}"] = 1.0
             self.operator.add_node(f"base{i}", 1.0)
-        self.converged(lambda: None, fingerprint=fingerprint_of(self.ring))
+        if nodes > 10:
+            bulk = {f"10.1.{i // 250}.{i % 250}:8080": 1.0 for i in range(nodes - 10)}
+            self.ring.update(bulk)
+            with self.raw.pipeline(transaction=True) as write:
+                write.hset(NODES, mapping={node: repr(weight) for node, weight in bulk.items()})
+                write.hset(META, "count", len(self.ring))
+                write.hincrby(META, "version", 1)
+                write.hdel(META, "digest")
+                write.execute()
+        self.converged(lambda: None, fingerprint=fingerprint_of(self.ring), deadline=120.0)
 
     def epoch(self) -> str:
         return str(self.raw.hget(META, "epoch"))
@@ -203,6 +217,8 @@ def summary(samples: list[float]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=60)
+    parser.add_argument("--nodes", type=int, default=10, help="ring size (default 10)")
+    parser.add_argument("--no-faults", action="store_true", help="normal changes only")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--driver", choices=("sync", "async"), default="sync")
     parser.add_argument("--json")
@@ -215,8 +231,12 @@ def main(argv: list[str]) -> int:
             bench.gateways[0].call("add", node="seed")
             bench.ring["seed"] = 1.0
             bench.operator.refresh()
-            bench.settle()
-            results["normal change"] = [bench.change(i) for i in range(args.changes)]
+            bench.settle(args.nodes)
+            results[f"normal change, {args.nodes} nodes"] = [bench.change(i)
+                                                             for i in range(args.changes)]
+            bench.converged(lambda: None, fingerprint=fingerprint_of(bench.ring))  # all agree
+            if args.no_faults:
+                return report(args, results)
             faults: dict[str, Callable[[], float]] = {
                 "1. same version, other ring": bench.same_version_other_ring,
                 "1. Redis went back a version": bench.going_back,
@@ -247,6 +267,11 @@ def main(argv: list[str]) -> int:
     finally:
         server.close()
 
+    return report(args, results)
+
+
+def report(args: argparse.Namespace, results: dict[str, list[float]]) -> int:
+    """Print the figures; write the samples if asked."""
     print(f"chash membership convergence: 3 gateway processes ({args.driver} driver, "
           f"resync_interval 0.2 s), redis-server on 127.0.0.1, "
           f"{platform.python_implementation()} {platform.python_version()}, redis-py "

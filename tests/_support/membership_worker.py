@@ -17,9 +17,11 @@ line on stdout:
                                      nodes prefix0..prefix{count-1}, then
                                      reweigh each to 2.0; answers
                                      ``{"errors": [...]}``
-``{"op": "when", "fingerprint", "epoch_not", "connected", "deadline"}``
+``{"op": "when", "fingerprint", "node", "weight", "epoch_not",
+"connected", "deadline", "interval"}``
                                      wait until every condition given
-                                     holds (polling every millisecond);
+                                     holds (polling every ``interval``
+                                     seconds, default 0.001);
                                      answers ``{"at": wall time, "ok"}``
 ``{"op": "quit"}``                   stop and exit
 
@@ -182,15 +184,18 @@ def burst(instance: Instance, prefix: str, count: int, at: float) -> list[str]:
 
 
 def when(instance: Instance, command: dict[str, Any]) -> dict[str, Any]:
-    """Wait until the router has a fingerprint, the state left an epoch,
-    or ``connected`` has a value, as asked; report the wall time."""
+    """Wait until the router has a fingerprint (or gives ``node`` the
+    ``weight``, None for absent), the state left an epoch, or ``connected``
+    has a value, as asked; report the wall time."""
     end = time.monotonic() + command.get("deadline", 30.0)
     membership = instance.membership
 
     def holds() -> bool:
         state = membership.state
-        return ("fingerprint" not in command
-                or instance.router.fingerprint() == command["fingerprint"]) \
+        return ("node" not in command  # cheap on large rings
+                or instance.router.weights.get(command["node"]) == command["weight"]) \
+            and ("fingerprint" not in command
+                 or instance.router.fingerprint() == command["fingerprint"]) \
             and ("epoch_not" not in command
                  or (state is not None and state.epoch != command["epoch_not"])) \
             and ("connected" not in command or membership.connected == command["connected"])
@@ -198,7 +203,7 @@ def when(instance: Instance, command: dict[str, Any]) -> dict[str, Any]:
     while not holds():
         if time.monotonic() > end:
             return {"at": time.time(), "ok": False}
-        time.sleep(0.001)
+        time.sleep(command.get("interval", 0.001))
     return {"at": time.time(), "ok": True}
 
 
