@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from _support.membership_async import BlockingMembership
 from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
 from _support.redis_server import RedisServer, redis_server_path
 from _support.waiting import eventually, wait_until
@@ -84,39 +85,50 @@ def client(server: RedisServer) -> Iterator[redis.Redis]:
 Factory = Callable[..., RedisMembership]
 
 
-def _factory(srv: RedisServer) -> Iterator[Factory]:
-    made: list[tuple[RedisMembership, redis.Redis]] = []
+def _factory(srv: RedisServer, driver: str = "sync") -> Iterator[Factory]:
+    made: list[Any] = []
 
     def make(router: ConsistentHashRouter | None = None, *, start: bool = True,
              **kwargs: Any) -> RedisMembership:
         kwargs.setdefault("resync_interval", RESYNC)
         kwargs.setdefault("reporter", f"instance-{len(made)}")
         kwargs.setdefault("bootstrap", True)
-        c = redis.Redis(**srv.client_kwargs())
-        membership = RedisMembership(router if router is not None else ConsistentHashRouter(),
-                                     c, **kwargs)
-        made.append((membership, c))
+        router = router if router is not None else ConsistentHashRouter()
+        membership: Any
+        if driver == "async":
+            membership = BlockingMembership(lambda: AsyncRedisMembership(
+                router, redis.asyncio.Redis(**srv.client_kwargs(asyncio=True)), **kwargs))
+        else:
+            membership = RedisMembership(router, redis.Redis(**srv.client_kwargs()), **kwargs)
+        made.append(membership)
         if start:
             membership.start()
-        return membership
+        result: RedisMembership = membership
+        return result
 
     yield make
-    for membership, c in made:
-        membership.stop()
-        c.close()
+    for membership in made:
+        if isinstance(membership, BlockingMembership):
+            membership.close()
+        else:
+            membership.stop()
+            membership.client.close()
 
 
-@pytest.fixture
-def instances(client: redis.Redis, server: RedisServer) -> Iterator[Factory]:
-    """Make RedisMemberships on the shared server, each with its own client
-    (its own connections, as separate gateways have); stopped at teardown."""
-    yield from _factory(server)
+@pytest.fixture(params=["sync", "async"])
+def instances(request: pytest.FixtureRequest, client: redis.Redis,
+              server: RedisServer) -> Iterator[Factory]:
+    """Make memberships on the shared server with the driver of the
+    parameter (the asyncio one behind ``BlockingMembership``), each with its
+    own client (its own connections, as separate gateways have); stopped
+    at teardown."""
+    yield from _factory(server, request.param)
 
 
-@pytest.fixture
-def own_instances(own_server: RedisServer) -> Iterator[Factory]:
+@pytest.fixture(params=["sync", "async"])
+def own_instances(request: pytest.FixtureRequest, own_server: RedisServer) -> Iterator[Factory]:
     """As ``instances``, on the test's own server."""
-    yield from _factory(own_server)
+    yield from _factory(own_server, request.param)
 
 
 def same_ring(*memberships: RedisMembership) -> bool:
