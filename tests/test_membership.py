@@ -533,18 +533,27 @@ INSTANCE = st.integers(0, 2)
 
 class SharedRingMachine(RuleBasedStateMachine):
     """Three instances (without their threads) against a model: nodes with
-    weights, disabled nodes, each reporter's vote, the majority rule."""
+    weights, disabled nodes, each reporter's vote, the majority rule.  The
+    second one is an AsyncRedisMembership: both drivers share one ring."""
 
     server: RedisServer
 
     def __init__(self) -> None:
         super().__init__()
         self.clients: list[redis.Redis] = []
-        self.ms: list[RedisMembership] = []
+        self.ms: list[Any] = []
+        self.blocking: BlockingMembership | None = None
 
     @initialize()
     def setup(self) -> None:
         for i in range(3):
+            if i == 1:
+                server = self.server
+                self.blocking = BlockingMembership(lambda: AsyncRedisMembership(
+                    ConsistentHashRouter(),
+                    redis.asyncio.Redis(**server.client_kwargs(asyncio=True)), reporter="r1"))
+                self.ms.append(self.blocking)
+                continue
             c = redis.Redis(**self.server.client_kwargs())
             self.clients.append(c)
             if i == 0:
@@ -561,6 +570,8 @@ class SharedRingMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for c in self.clients:
             c.close()
+        if self.blocking is not None:
+            self.blocking.close()
 
     @rule(i=INSTANCE, node=NODES, weight=WEIGHTS)
     def add(self, i: int, node: str, weight: float) -> None:
