@@ -173,7 +173,8 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
                 from None
         client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
                                       socket_connect_timeout=1.0)
-        membership = RedisMembership(router, client, name=args.ring or "default")
+        membership = RedisMembership(router, client, name=args.ring or "default",
+                                     bootstrap=args.bootstrap)
     config = GatewayConfig(
         key=args.key, missing_key=args.missing_key, attempts=args.attempts,
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
@@ -281,8 +282,8 @@ def run(args: argparse.Namespace) -> int:
         backends[name] = address
     if not backends:
         parser.error("at least one --backend is required")
-    if args.ring and not args.redis:
-        parser.error("--ring needs --redis URL")
+    if (args.ring or args.bootstrap) and not args.redis:
+        parser.error("--ring and --bootstrap need --redis URL")
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -334,6 +335,10 @@ def register(subparsers: Any) -> None:
                              "(redis://HOST:PORT/DB), with every worker and instance")
     parser.add_argument("--ring", metavar="NAME",
                         help="the shared ring's name in Redis (default 'default')")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="with --redis: this instance may create the shared ring from its "
+                             "--backend list if Redis holds none (give it to the first "
+                             "instance only; the others join, and restore a ring Redis lost)")
     parser.add_argument("--admin-listen", type=_listen, metavar="HOST:PORT",
                         help="serve the status page and metrics here (default: nowhere)")
     parser.add_argument("--attempts", type=positive_int, default=3, metavar="N",

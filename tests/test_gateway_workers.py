@@ -111,7 +111,8 @@ def test_two_instances_sharing_redis_agree() -> None:
                   "--ring", "shop", "--health-interval", "0.3", "--admin-listen",
                   "127.0.0.1:0")
         try:
-            async with gateway_process(*common) as (url1, admin1), \
+            # The first instance may create the ring; the second joins it.
+            async with gateway_process(*common, "--bootstrap") as (url1, admin1), \
                     gateway_process(*common) as (url2, admin2):
                 assert admin1 and admin2
                 one, two = await route(url1, KEYS), await route(url2, KEYS)
