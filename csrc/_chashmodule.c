@@ -372,9 +372,10 @@ static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_
     if (!points)
         return -1;
     int status;
-    long k = chash_ring_find(self->ring, id, (size_t)id_len);
+    size_t k;
     /* A Python hash may have let another thread change this node. */
-    if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
+    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK
+        || chash_ring_node(self->ring, k).npoints != old_count)
         status = CHASH_EINVAL;
     else if (grow)
         status = chash_ring_grow(self->ring, id, (size_t)id_len, points, count);
@@ -440,14 +441,14 @@ static int add_node(RouterObject *self, PyObject *node, double weight)
         weight_error(node, weight);
         return -1;
     }
-    long k = chash_ring_find(self->ring, id, (size_t)id_len);
-    if (k >= 0) {
-        size_t old_count = chash_ring_node(self->ring, (size_t)k).npoints;
+    size_t k;
+    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK) {
+        size_t old_count = chash_ring_node(self->ring, k).npoints;
         if (reweigh(self, node, id, id_len, old_count, count) < 0)
             return -1;
         /* Found again: the node table may have moved meanwhile. */
-        k = chash_ring_find(self->ring, id, (size_t)id_len);
-        entry_at(self, (size_t)k)->weight = weight;
+        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK)
+            entry_at(self, k)->weight = weight;
         return 0;
     }
     uint32_t *points = node_points(self, id, id_len, 0, count);
@@ -623,7 +624,7 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
             goto done;
         if (dup)
             continue;
-        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len) >= 0 ? present : fresh;
+        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
         if (PyList_Append(into, node) < 0)
             goto done;
     }
@@ -679,10 +680,10 @@ static PyObject *router_get(RouterObject *self, PyObject *key)
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
         return NULL;
-    NodeEntry *entry = chash_ring_lookup(self->ring, hash);
-    if (!entry)
-        Py_RETURN_NONE;
-    return Py_NewRef(entry->name);
+    void *entry;
+    if (chash_ring_lookup(self->ring, hash, &entry) != CHASH_OK)
+        Py_RETURN_NONE; /* an empty ring */
+    return Py_NewRef(((NodeEntry *)entry)->name);
 }
 
 /*
@@ -817,15 +818,16 @@ static PyObject *router_preference(RouterObject *self, PyObject *const *args, Py
     size_t *owners = PyMem_New(size_t, want ? want : 1);
     if (!owners)
         return PyErr_NoMemory();
-    long found = chash_ring_preference(self->ring, hash, want, owners);
-    if (found < 0) {
+    size_t found;
+    int status = chash_ring_preference(self->ring, hash, want, owners, &found);
+    if (status != CHASH_OK) {
         PyMem_Free(owners);
-        return set_status_error((int)found, NULL);
+        return set_status_error(status, NULL);
     }
-    PyObject *result = PyList_New(found);
+    PyObject *result = PyList_New((Py_ssize_t)found);
     if (result)
-        for (long i = 0; i < found; i++)
-            PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, owners[i])->name));
+        for (size_t i = 0; i < found; i++)
+            PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(entry_at(self, owners[i])->name));
     PyMem_Free(owners);
     return result;
 }
@@ -1098,7 +1100,7 @@ static int router_contains(RouterObject *self, PyObject *node)
         PyErr_Clear();
         return 0;
     }
-    return chash_ring_find(self->ring, id, (size_t)id_len) >= 0;
+    return chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK;
 }
 
 static PyObject *router_iter(RouterObject *self)

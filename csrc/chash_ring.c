@@ -19,30 +19,23 @@
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.
  */
 #include "chash.h"
+#include "chash_alloc.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-#ifndef CHASH_MALLOC
-#define CHASH_MALLOC malloc
-#endif
-#ifndef CHASH_FREE
-#define CHASH_FREE free
-#endif
-#ifndef CHASH_REALLOC
-#define CHASH_REALLOC realloc
-#endif
 
 typedef struct chash_pair {
     uint32_t value; /* the 32-bit ring position */
     uint32_t owner; /* index of the owning node */
 } chash_pair;
 
+/* A node entry; a new per-node field goes here (chash_ring_node() copies
+ * what callers see into a chash_node_view). */
 typedef struct chash_node {
     char *id;
     size_t id_len;
     void *data;
     size_t npoints;
+    uint64_t id_hash;    /* id_hash_of(id): where the id index looks first */
 } chash_node;
 
 struct chash_ring {
@@ -55,6 +48,14 @@ struct chash_ring {
     chash_node *nodes;   /* in insertion order */
     size_t nnodes;
     size_t node_cap;
+    /* The id index: an open-addressing table (linear probing) of
+     * slot_mask + 1 entries, a power of two at least twice the node count;
+     * 0 is a free slot, k + 1 names node k.  slot_cap entries are
+     * allocated (more than slot_mask + 1 after a shrink that could not
+     * hand the block back). */
+    uint32_t *slot;
+    size_t slot_mask;
+    size_t slot_cap;
 };
 
 /* About eight points a bucket: the index costs half a byte a point and stays
@@ -137,6 +138,125 @@ static int compare_u32(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
+/* ------------------------------------------------------------------ */
+/* The id index                                                       */
+
+/* Smallest id index for this many nodes: a power of two, at least twice
+ * as many slots as nodes (probe runs stay short), at least 8. */
+static size_t index_size_for(size_t nnodes)
+{
+    size_t size = 8;
+    while (size < 2 * nnodes)
+        size *= 2;
+    return size;
+}
+
+/* A 64-bit hash of id bytes for the index: eight bytes a multiply, then a
+ * final avalanche.  Only the index's slot order depends on it, never a
+ * route, so it need not match any published hash. */
+static uint64_t id_hash_of(const char *id, size_t len)
+{
+    const uint64_t mul = UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t h = (uint64_t)len * mul;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, id + i, 8);
+        h = (h ^ word) * mul;
+        h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    for (unsigned shift = 0; i < len; i++, shift += 8)
+        tail |= (uint64_t)(unsigned char)id[i] << shift;
+    h = (h ^ tail) * UINT64_C(0xD6E8FEB86659FD93);
+    h ^= h >> 32;
+    h *= UINT64_C(0xD6E8FEB86659FD93);
+    return h ^ (h >> 32);
+}
+
+/* The slot holding the node with this id, or the free slot that ends its
+ * probe run.  The table always has a free slot (it is at most half full). */
+static size_t index_probe(const chash_ring *ring, const char *id, size_t id_len, uint64_t h)
+{
+    size_t mask = ring->slot_mask;
+    for (size_t s = (size_t)h & mask;; s = (s + 1) & mask) {
+        uint32_t e = ring->slot[s];
+        if (e == 0)
+            return s;
+        const chash_node *node = &ring->nodes[e - 1];
+        if (node->id_hash == h && node->id_len == id_len
+            && (id_len == 0 || memcmp(node->id, id, id_len) == 0))
+            return s;
+    }
+}
+
+/* Enters node k (registered, id not yet in the index); cannot fail. */
+static void index_insert(chash_ring *ring, size_t k)
+{
+    const chash_node *node = &ring->nodes[k];
+    size_t s = index_probe(ring, node->id, node->id_len, node->id_hash);
+    ring->slot[s] = (uint32_t)(k + 1);
+}
+
+/* Refills the index (size slots, already allocated) from the node table. */
+static void index_rebuild(chash_ring *ring, size_t size)
+{
+    ring->slot_mask = size - 1;
+    memset(ring->slot, 0, size * sizeof *ring->slot);
+    for (size_t k = 0; k < ring->nnodes; k++)
+        index_insert(ring, k);
+}
+
+/* Room in the index for count more nodes: *fresh receives a new table when
+ * the current one would be over half full (NULL otherwise); 0 or
+ * CHASH_ENOMEM, and the ring is untouched either way. */
+static int reserve_index(const chash_ring *ring, size_t count, uint32_t **fresh)
+{
+    size_t size = index_size_for(ring->nnodes + count);
+    *fresh = NULL;
+    if (size <= ring->slot_mask + 1)
+        return CHASH_OK;
+    *fresh = CHASH_MALLOC(size * sizeof **fresh);
+    return *fresh ? CHASH_OK : CHASH_ENOMEM;
+}
+
+/* Enters nodes [first, nnodes), into fresh (from reserve_index) if given. */
+static void index_commit(chash_ring *ring, uint32_t *fresh, size_t first)
+{
+    if (fresh) {
+        CHASH_FREE(ring->slot);
+        ring->slot = fresh;
+        ring->slot_cap = index_size_for(ring->nnodes);
+        index_rebuild(ring, ring->slot_cap);
+        return;
+    }
+    for (size_t k = first; k < ring->nnodes; k++)
+        index_insert(ring, k);
+}
+
+/* Takes node k out of the index (before the node table closes the gap)
+ * and renumbers the nodes after it, k + 1 .. n - 1, one lower.  Backward
+ * shift: every entry after the hole in the probe run moves into it when
+ * its home slot does not lie between the hole and itself, so no probe run
+ * is ever broken and no tombstone is needed. */
+static void index_remove(chash_ring *ring, size_t k)
+{
+    const chash_node *node = &ring->nodes[k];
+    size_t mask = ring->slot_mask;
+    size_t hole = index_probe(ring, node->id, node->id_len, node->id_hash);
+    for (size_t j = (hole + 1) & mask; ring->slot[j] != 0; j = (j + 1) & mask) {
+        size_t home = (size_t)ring->nodes[ring->slot[j] - 1].id_hash & mask;
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            ring->slot[hole] = ring->slot[j];
+            hole = j;
+        }
+    }
+    ring->slot[hole] = 0;
+    uint32_t limit = (uint32_t)(k + 1);
+    for (size_t s = 0; s <= mask; s++)
+        ring->slot[s] -= ring->slot[s] > limit;
+}
+
 chash_ring *chash_ring_new(void)
 {
     chash_ring *ring = CHASH_MALLOC(sizeof *ring);
@@ -150,6 +270,14 @@ chash_ring *chash_ring_new(void)
     }
     ring->bucket_cap = 2;
     build_buckets(ring->bucket, 0, NULL, 0);
+    ring->slot_cap = index_size_for(0);
+    ring->slot = CHASH_MALLOC(ring->slot_cap * sizeof *ring->slot);
+    if (!ring->slot) {
+        CHASH_FREE(ring->bucket);
+        CHASH_FREE(ring);
+        return NULL;
+    }
+    index_rebuild(ring, ring->slot_cap);
     return ring;
 }
 
@@ -162,6 +290,7 @@ void chash_ring_free(chash_ring *ring)
     CHASH_FREE(ring->nodes);
     CHASH_FREE(ring->pt);
     CHASH_FREE(ring->bucket);
+    CHASH_FREE(ring->slot);
     CHASH_FREE(ring);
 }
 
@@ -173,20 +302,29 @@ size_t chash_ring_memory(const chash_ring *ring)
     size_t bytes = sizeof *ring
         + ring->point_cap * sizeof *ring->pt
         + ring->bucket_cap * sizeof *ring->bucket
-        + ring->node_cap * sizeof *ring->nodes;
+        + ring->node_cap * sizeof *ring->nodes
+        + ring->slot_cap * sizeof *ring->slot;
     for (size_t i = 0; i < ring->nnodes; i++)
         bytes += ring->nodes[i].id_len + 1;
     return bytes;
 }
 
-long chash_ring_find(const chash_ring *ring, const char *id, size_t id_len)
+int chash_ring_find(const chash_ring *ring, const char *id, size_t id_len, size_t *index)
 {
-    for (size_t i = 0; i < ring->nnodes; i++) {
-        const chash_node *node = &ring->nodes[i];
-        if (node->id_len == id_len && (id_len == 0 || memcmp(node->id, id, id_len) == 0))
-            return (long)i;
-    }
-    return -1;
+    if (!id && id_len)
+        return CHASH_ENOENT;
+    uint32_t e = ring->slot[index_probe(ring, id, id_len, id_hash_of(id, id_len))];
+    if (e == 0)
+        return CHASH_ENOENT;
+    if (index)
+        *index = e - 1;
+    return CHASH_OK;
+}
+
+/* 1 when a node with this id is in the ring. */
+static int has_node(const chash_ring *ring, const char *id, size_t id_len)
+{
+    return chash_ring_find(ring, id, id_len, NULL) == CHASH_OK;
 }
 
 chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
@@ -317,52 +455,6 @@ static int check_growth(const chash_ring *ring, size_t already, size_t n)
     return CHASH_OK;
 }
 
-int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
-                   const uint32_t *points, size_t npoints)
-{
-    if (!id && id_len)
-        return CHASH_EINVAL;
-    int status = check_growth(ring, 0, npoints);
-    if (status != CHASH_OK)
-        return status;
-    if (chash_ring_find(ring, id, id_len) >= 0)
-        return CHASH_EEXIST;
-    if (ring->nnodes >= CHASH_MAX_NODES)
-        return CHASH_ERANGE;
-
-    if (ring->nnodes == ring->node_cap) {
-        /* Growing the table first is harmless: a bigger table holding the
-         * same nodes is the same ring. */
-        size_t cap = ring->node_cap ? ring->node_cap * 2 : 8;
-        chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
-        if (!nodes)
-            return CHASH_ENOMEM;
-        if (ring->nnodes)
-            memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
-        CHASH_FREE(ring->nodes);
-        ring->nodes = nodes;
-        ring->node_cap = cap;
-    }
-    char *copy = CHASH_MALLOC(id_len + 1);
-    uint32_t *sorted = sorted_copy(points, npoints);
-    uint32_t *fresh = NULL;
-    if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
-        CHASH_FREE(copy);
-        CHASH_FREE(sorted);
-        return CHASH_ENOMEM;
-    }
-    if (id_len)
-        memcpy(copy, id, id_len);
-    copy[id_len] = '\0';
-
-    size_t k = ring->nnodes;
-    ring->nodes[k] = (chash_node){copy, id_len, data, npoints};
-    ring->nnodes++;
-    merge_points(ring, k, sorted, npoints, fresh);
-    CHASH_FREE(sorted);
-    return CHASH_OK;
-}
-
 /* Room for count more nodes; harmless on failure (same nodes, more room). */
 static int reserve_nodes(chash_ring *ring, size_t count)
 {
@@ -379,6 +471,55 @@ static int reserve_nodes(chash_ring *ring, size_t count)
     CHASH_FREE(ring->nodes);
     ring->nodes = nodes;
     ring->node_cap = cap;
+    return CHASH_OK;
+}
+
+/* A NUL-terminated private copy of an id, or NULL when out of memory. */
+static char *copy_id(const char *id, size_t id_len)
+{
+    char *copy = CHASH_MALLOC(id_len + 1);
+    if (!copy)
+        return NULL;
+    if (id_len)
+        memcpy(copy, id, id_len);
+    copy[id_len] = '\0';
+    return copy;
+}
+
+int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
+                   const uint32_t *points, size_t npoints)
+{
+    if (!id && id_len)
+        return CHASH_EINVAL;
+    int status = check_growth(ring, 0, npoints);
+    if (status != CHASH_OK)
+        return status;
+    uint64_t h = id_hash_of(id, id_len);
+    if (ring->slot[index_probe(ring, id, id_len, h)] != 0)
+        return CHASH_EEXIST;
+    if (ring->nnodes >= CHASH_MAX_NODES)
+        return CHASH_ERANGE;
+
+    /* Growing the node table first is harmless: a bigger table holding the
+     * same nodes is the same ring. */
+    if (reserve_nodes(ring, 1) != CHASH_OK)
+        return CHASH_ENOMEM;
+    char *copy = copy_id(id, id_len);
+    uint32_t *sorted = sorted_copy(points, npoints);
+    uint32_t *fresh = NULL, *fresh_index = NULL;
+    if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK
+        || reserve_index(ring, 1, &fresh_index) != CHASH_OK) {
+        CHASH_FREE(copy);
+        CHASH_FREE(sorted);
+        CHASH_FREE(fresh);
+        return CHASH_ENOMEM;
+    }
+    size_t k = ring->nnodes;
+    ring->nodes[k] = (chash_node){copy, id_len, data, npoints, h};
+    ring->nnodes++;
+    index_commit(ring, fresh_index, k);
+    merge_points(ring, k, sorted, npoints, fresh);
+    CHASH_FREE(sorted);
     return CHASH_OK;
 }
 
@@ -429,11 +570,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
             return status;
         if (!nodes[s].id && nodes[s].id_len)
             return CHASH_EINVAL;
-        if (chash_ring_find(ring, nodes[s].id, nodes[s].id_len) >= 0)
+        if (has_node(ring, nodes[s].id, nodes[s].id_len))
             return CHASH_EEXIST;
-        for (size_t t = 0; t < s; t++)
-            if (compare_ids(nodes[s].id, nodes[s].id_len, nodes[t].id, nodes[t].id_len) == 0)
-                return CHASH_EEXIST;
         total += nodes[s].npoints;
         if (total > CHASH_MAX_POINTS)
             return CHASH_ERANGE;
@@ -445,19 +583,38 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     if (ring->nnodes + count > CHASH_MAX_NODES)
         return CHASH_ERANGE;
 
-    /* Every allocation first; nothing below them can fail. */
-    if (reserve_nodes(ring, count) != CHASH_OK)
-        return CHASH_ENOMEM;
-    char **ids = CHASH_MALLOC(count * sizeof *ids);
+    /* The new nodes in id order: the points are laid out in it below, and
+     * an id given twice shows as two neighbours. */
     const chash_node_spec **order = CHASH_MALLOC(count * sizeof *order);
-    uint32_t *buf = CHASH_MALLOC(4 * total * sizeof *buf);
-    size_t *radix = total < SMALL_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
-    uint32_t *fresh = NULL;
-    int status = ids && order && buf && (radix || total < SMALL_SORT)
-        ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+    if (!order)
+        return CHASH_ENOMEM;
+    for (size_t s = 0; s < count; s++)
+        order[s] = &nodes[s];
+    qsort(order, count, sizeof *order, compare_spec_ids);
+    for (size_t r = 1; r < count; r++) {
+        if (compare_spec_ids(&order[r - 1], &order[r]) == 0) {
+            CHASH_FREE(order);
+            return CHASH_EEXIST;
+        }
+    }
+
+    /* Every allocation first; nothing below them can fail. */
+    char **ids = NULL;
+    uint32_t *buf = NULL, *fresh = NULL, *fresh_index = NULL;
+    size_t *radix = NULL;
+    int status = reserve_nodes(ring, count);
+    if (status == CHASH_OK) {
+        ids = CHASH_MALLOC(count * sizeof *ids);
+        buf = CHASH_MALLOC(4 * total * sizeof *buf);
+        radix = total < SMALL_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
+        status = ids && buf && (radix || total < SMALL_SORT) ? reserve_merge(ring, total, &fresh)
+                                                             : CHASH_ENOMEM;
+    }
+    if (status == CHASH_OK)
+        status = reserve_index(ring, count, &fresh_index);
     size_t copied = 0;
     while (status == CHASH_OK && copied < count) {
-        ids[copied] = CHASH_MALLOC(nodes[copied].id_len + 1);
+        ids[copied] = copy_id(nodes[copied].id, nodes[copied].id_len);
         if (!ids[copied])
             status = CHASH_ENOMEM;
         else
@@ -467,6 +624,7 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         for (size_t s = 0; s < copied; s++)
             CHASH_FREE(ids[s]);
         CHASH_FREE(fresh);
+        CHASH_FREE(fresh_index);
         CHASH_FREE(ids);
         CHASH_FREE(order);
         CHASH_FREE(buf);
@@ -474,18 +632,15 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         return CHASH_ENOMEM;
     }
     size_t base = ring->nnodes;
-    for (size_t s = 0; s < count; s++) {
-        if (nodes[s].id_len)
-            memcpy(ids[s], nodes[s].id, nodes[s].id_len);
-        ids[s][nodes[s].id_len] = '\0';
-        ring->nodes[base + s] = (chash_node){ids[s], nodes[s].id_len, nodes[s].data, nodes[s].npoints};
-        order[s] = &nodes[s];
-    }
+    for (size_t s = 0; s < count; s++)
+        ring->nodes[base + s] = (chash_node){ids[s], nodes[s].id_len, nodes[s].data,
+                                             nodes[s].npoints,
+                                             id_hash_of(nodes[s].id, nodes[s].id_len)};
     ring->nnodes += count;
     CHASH_FREE(ids);
+    index_commit(ring, fresh_index, base);
     /* Points laid out node by node in id order, then sorted stably by
      * value: equal values end up in id order, as the ring wants. */
-    qsort(order, count, sizeof *order, compare_spec_ids);
     uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
     if (total < SMALL_SORT) {
         /* Few points: a comparison sort of (value, id rank) beats the
@@ -524,8 +679,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
 int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
                     const uint32_t *points, size_t npoints)
 {
-    long k = chash_ring_find(ring, id, id_len);
-    if (k < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
     chash_node *node = &ring->nodes[k];
     int status = check_growth(ring, node->npoints, npoints);
@@ -537,7 +692,7 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
         CHASH_FREE(sorted);
         return CHASH_ENOMEM;
     }
-    merge_points(ring, (size_t)k, sorted, npoints, fresh);
+    merge_points(ring, k, sorted, npoints, fresh);
     node->npoints += npoints;
     CHASH_FREE(sorted);
     return CHASH_OK;
@@ -562,15 +717,25 @@ static void release_slack(chash_ring *ring)
             ring->bucket_cap = need;
         }
     }
+    /* The id index is refilled at its smaller size inside its own block
+     * first, so a failed shrink of the block still leaves a valid index. */
+    size_t slots = index_size_for(ring->nnodes);
+    if (ring->slot_mask + 1 > 4 * slots) {
+        index_rebuild(ring, slots);
+        uint32_t *slot = CHASH_REALLOC(ring->slot, slots * sizeof *slot);
+        if (slot) {
+            ring->slot = slot;
+            ring->slot_cap = slots;
+        }
+    }
 }
 
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
                       const uint32_t *points, size_t npoints)
 {
-    long found = chash_ring_find(ring, id, id_len);
-    if (found < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
-    size_t k = (size_t)found;
     if (npoints == 0)
         return CHASH_OK;
     if (npoints >= ring->nodes[k].npoints)
@@ -614,10 +779,9 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
 
 int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out)
 {
-    long found = chash_ring_find(ring, id, id_len);
-    if (found < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
-    size_t k = (size_t)found;
     unsigned bits = ring->bucket_bits;
     int same_index = bucket_bits_for(ring->npoints - ring->nodes[k].npoints) == bits;
     /* Compact; at each dropped point, the buckets up to its own start one
@@ -651,12 +815,13 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
     uint32_t limit = (uint32_t)k;
     for (size_t i = 0; i < out; i++)
         pt[i].owner -= pt[i].owner > limit;
-    release_slack(ring);
+    index_remove(ring, k);
     if (data_out)
         *data_out = ring->nodes[k].data;
     CHASH_FREE(ring->nodes[k].id);
     memmove(&ring->nodes[k], &ring->nodes[k + 1], (ring->nnodes - k - 1) * sizeof *ring->nodes);
     ring->nnodes--;
+    release_slack(ring);
     return CHASH_OK;
 }
 
@@ -700,19 +865,22 @@ void chash_ring_owners(const chash_ring *ring, const uint32_t *hashes, size_t n,
     }
 }
 
-void *chash_ring_lookup(const chash_ring *ring, uint32_t hash)
+int chash_ring_lookup(const chash_ring *ring, uint32_t hash, void **data)
 {
     if (ring->npoints == 0)
-        return NULL;
-    return ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
+        return CHASH_ENOENT;
+    *data = ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
+    return CHASH_OK;
 }
 
-long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out)
+int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out,
+                          size_t *found_out)
 {
+    *found_out = 0;
     if (n > ring->nnodes)
         n = ring->nnodes;
     if (n == 0 || ring->npoints == 0)
-        return 0;
+        return CHASH_OK;
     unsigned char *seen = CHASH_MALLOC(ring->nnodes);
     if (!seen)
         return CHASH_ENOMEM;
@@ -729,7 +897,8 @@ long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size
             i = 0;
     }
     CHASH_FREE(seen);
-    return (long)found;
+    *found_out = found;
+    return CHASH_OK;
 }
 
 void chash_ring_ownership(const chash_ring *ring, double *share)
@@ -754,16 +923,32 @@ int chash_ring_check(const chash_ring *ring)
             return CHASH_ENOMEM;
         memset(counted, 0, ring->nnodes * sizeof *counted);
     }
+    /* The index's shape first: the probes below need a free slot and
+     * entries that name nodes. */
     int status = CHASH_OK;
+    size_t used = 0;
+    if (ring->slot_mask + 1 < index_size_for(ring->nnodes) || ring->slot_mask + 1 > ring->slot_cap
+        || ((ring->slot_mask + 1) & ring->slot_mask) != 0)
+        status = CHASH_ECORRUPT;
+    for (size_t s = 0; s <= ring->slot_mask && status == CHASH_OK; s++) {
+        if (ring->slot[s] > ring->nnodes)
+            status = CHASH_ECORRUPT;
+        used += ring->slot[s] != 0;
+    }
+    if (used != ring->nnodes)
+        status = CHASH_ECORRUPT;
     size_t declared = 0;
     for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++) {
         const chash_node *node = &ring->nodes[k];
         declared += node->npoints;
-        if (!node->id || node->npoints == 0 || node->id[node->id_len] != '\0')
+        if (!node->id || node->npoints == 0 || node->id[node->id_len] != '\0'
+            || node->id_hash != id_hash_of(node->id, node->id_len))
             status = CHASH_ECORRUPT;
-        for (size_t m = 0; m < k && status == CHASH_OK; m++)
-            if (compare_ids(node->id, node->id_len, ring->nodes[m].id, ring->nodes[m].id_len) == 0)
-                status = CHASH_ECORRUPT;
+        /* Found by the index at its own position: with the slot count
+         * below, this also proves the ids distinct (a second node with an
+         * equal id would be found at the first one's position). */
+        else if (ring->slot[index_probe(ring, node->id, node->id_len, node->id_hash)] != k + 1)
+            status = CHASH_ECORRUPT;
     }
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
         status = CHASH_ECORRUPT;

@@ -5,6 +5,7 @@
 #include "chash_scheme.h"
 
 #include "chash.h"
+#include "chash_alloc.h"
 #include "chash_hash.h"
 
 #include <math.h>
@@ -209,7 +210,7 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
     size_t cap = id_len + 40;
     char *buf = stack;
     if (4 * cap > sizeof stack) {
-        buf = malloc(4 * cap);
+        buf = CHASH_MALLOC(4 * cap);
         if (!buf)
             return CHASH_ENOMEM;
     } else {
@@ -232,7 +233,7 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
         }
     }
     if (buf != stack)
-        free(buf);
+        CHASH_FREE(buf);
     return CHASH_OK;
 }
 

@@ -8,15 +8,9 @@
  */
 #include "chash_strategies.h"
 
-#include <math.h>
-#include <stdlib.h>
+#include "chash_alloc.h"
 
-#ifndef CHASH_MALLOC
-#define CHASH_MALLOC malloc
-#endif
-#ifndef CHASH_FREE
-#define CHASH_FREE free
-#endif
+#include <math.h>
 
 /* Salts giving Maglev two independent views (offset, skip) of a node hash. */
 #define MAGLEV_OFFSET_SALT UINT64_C(0x6A09E667F3BCC908)
