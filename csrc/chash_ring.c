@@ -126,18 +126,6 @@ static int compare_ids(const char *a, size_t alen, const char *b, size_t blen)
     return (alen > blen) - (alen < blen);
 }
 
-static int compare_u64(const void *pa, const void *pb)
-{
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return (a > b) - (a < b);
-}
-
-static int compare_u32(const void *pa, const void *pb)
-{
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    return (a > b) - (a < b);
-}
-
 /* ------------------------------------------------------------------ */
 /* The id index                                                       */
 
@@ -413,7 +401,8 @@ static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *
             lo++;
         /* The run after it moves up by the j points still to place: one
          * block move per new point instead of one step per old point. */
-        memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
+        if (lo < i)
+            memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
         pt[lo + j - 1] = (chash_pair){v, (uint32_t)o};
         i = lo;
     }
@@ -435,14 +424,56 @@ static int reserve_merge(chash_ring *ring, size_t n, uint32_t **fresh)
     return status;
 }
 
-/* A sorted private copy of points, or NULL when out of memory. */
+/* Counters of the wide radix sort (16-bit digits), allocated per call;
+ * the narrow one (8-bit digits) keeps its 257 on the stack. */
+#define RADIX_BUCKETS 65537
+/* From this many points on the wide sort is faster (half the passes). */
+#define WIDE_SORT 8192
+
+/*
+ * Stable LSD radix sort of values v[0..n) by value, bits (8 or 16) a pass,
+ * carrying owners o[0..n) along when o is not NULL.  tv/to are scratch of n
+ * entries (to unused without o); count has (1 << bits) + 1 entries.  The
+ * pass count 32 / bits is even, so the result ends back in v and o.
+ * Stable: points of one value keep the order they came in.
+ */
+static void radix_sort(uint32_t *v, uint32_t *o, uint32_t *tv, uint32_t *to, size_t n,
+                       size_t *count, unsigned bits)
+{
+    size_t radix = (size_t)1 << bits;
+    uint32_t digit = (uint32_t)(radix - 1);
+    for (unsigned shift = 0; shift < 32; shift += bits) {
+        memset(count, 0, (radix + 1) * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[((v[i] >> shift) & digit) + 1]++;
+        for (size_t d = 1; d <= radix; d++)
+            count[d] += count[d - 1];
+        for (size_t i = 0; i < n; i++) {
+            size_t at = count[(v[i] >> shift) & digit]++;
+            tv[at] = v[i];
+            if (o)
+                to[at] = o[i];
+        }
+        uint32_t *swap = v;
+        v = tv;
+        tv = swap;
+        swap = o;
+        o = to;
+        to = swap;
+    }
+}
+
+/* A sorted private copy of points (CHASH_FREE it), or NULL when out of
+ * memory.  The block holds twice n values: the second half is the sort's
+ * scratch space. */
 static uint32_t *sorted_copy(const uint32_t *points, size_t n)
 {
-    uint32_t *copy = CHASH_MALLOC(n * sizeof *copy);
+    uint32_t *copy = CHASH_MALLOC(2 * n * sizeof *copy);
     if (!copy)
         return NULL;
     memcpy(copy, points, n * sizeof *copy);
-    qsort(copy, n, sizeof *copy, compare_u32);
+    size_t count[257];
+    radix_sort(copy, NULL, copy + n, NULL, n, count, 8);
     return copy;
 }
 
@@ -523,37 +554,6 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     return CHASH_OK;
 }
 
-#define RADIX_BUCKETS 65537
-/* Below this many points a comparison sort is faster than the radix sort. */
-#define SMALL_SORT 8192
-
-/* Stable LSD radix sort of (value, owner) by value, 16 bits a pass; the
- * result ends in v/o (tv/to are scratch of the same size, count has
- * RADIX_BUCKETS entries). */
-static void radix_sort_pairs(uint32_t *v, uint32_t *o, uint32_t *tv, uint32_t *to, size_t n,
-                             size_t *count)
-{
-    for (unsigned shift = 0; shift < 32; shift += 16) {
-        memset(count, 0, 65537 * sizeof *count);
-        for (size_t i = 0; i < n; i++)
-            count[((v[i] >> shift) & 0xFFFFu) + 1]++;
-        for (size_t d = 1; d <= 65536; d++)
-            count[d] += count[d - 1];
-        for (size_t i = 0; i < n; i++) {
-            size_t at = count[(v[i] >> shift) & 0xFFFFu]++;
-            tv[at] = v[i];
-            to[at] = o[i];
-        }
-        uint32_t *swap = v;
-        v = tv;
-        tv = swap;
-        swap = o;
-        o = to;
-        to = swap;
-    }
-    /* Two passes: the sorted data is back in the caller's v and o. */
-}
-
 static int compare_spec_ids(const void *pa, const void *pb)
 {
     const chash_node_spec *a = *(const chash_node_spec *const *)pa;
@@ -606,9 +606,9 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     if (status == CHASH_OK) {
         ids = CHASH_MALLOC(count * sizeof *ids);
         buf = CHASH_MALLOC(4 * total * sizeof *buf);
-        radix = total < SMALL_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
-        status = ids && buf && (radix || total < SMALL_SORT) ? reserve_merge(ring, total, &fresh)
-                                                             : CHASH_ENOMEM;
+        radix = total < WIDE_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
+        status = ids && buf && (radix || total < WIDE_SORT) ? reserve_merge(ring, total, &fresh)
+                                                            : CHASH_ENOMEM;
     }
     if (status == CHASH_OK)
         status = reserve_index(ring, count, &fresh_index);
@@ -642,32 +642,17 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     /* Points laid out node by node in id order, then sorted stably by
      * value: equal values end up in id order, as the ring wants. */
     uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
-    if (total < SMALL_SORT) {
-        /* Few points: a comparison sort of (value, id rank) beats the
-         * radix sort's table of 65,537 counters.  tv..to is room for total
-         * 8-byte keys, 8-byte aligned (malloc'd, an even offset). */
-        uint64_t *keys = (uint64_t *)(void *)tv;
-        size_t at = 0;
-        for (size_t r = 0; r < count; r++)
-            for (size_t p = 0; p < order[r]->npoints; p++)
-                keys[at++] = (uint64_t)order[r]->points[p] << 32 | r;
-        qsort(keys, total, sizeof *keys, compare_u64);
-        for (size_t i = 0; i < total; i++) {
-            v[i] = (uint32_t)(keys[i] >> 32);
-            o[i] = (uint32_t)(base + (size_t)(order[keys[i] & 0xFFFFFFFFu] - nodes));
-        }
-    } else {
-        size_t at = 0;
-        for (size_t r = 0; r < count; r++) {
-            const chash_node_spec *spec = order[r];
-            uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
-            memcpy(v + at, spec->points, spec->npoints * sizeof *v);
-            for (size_t p = 0; p < spec->npoints; p++)
-                o[at + p] = index;
-            at += spec->npoints;
-        }
-        radix_sort_pairs(v, o, tv, to, total, radix);
+    size_t at = 0;
+    for (size_t r = 0; r < count; r++) {
+        const chash_node_spec *spec = order[r];
+        uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
+        memcpy(v + at, spec->points, spec->npoints * sizeof *v);
+        for (size_t p = 0; p < spec->npoints; p++)
+            o[at + p] = index;
+        at += spec->npoints;
     }
+    size_t narrow[257];
+    radix_sort(v, o, tv, to, total, radix ? radix : narrow, radix ? 16 : 8);
     CHASH_FREE(order);
     CHASH_FREE(radix);
     merge_sorted(ring, v, o, 0, total);
