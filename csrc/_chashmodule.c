@@ -147,6 +147,38 @@ static int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
 }
 
 /*
+ * Writes points first .. first + count - 1 of a node to out; 0, or -1 with
+ * an exception set.
+ */
+static int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t first,
+                       size_t count, uint32_t *out)
+{
+    if (!self->hash_fn) {
+        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, out);
+        if (status != CHASH_OK) {
+            set_status_error(status, NULL);
+            return -1;
+        }
+        return 0;
+    }
+    size_t cap = (size_t)id_len + 40;
+    char *vkey = PyMem_Malloc(cap);
+    if (!vkey) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < count; k++) {
+        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
+        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &out[k]) < 0) {
+            PyMem_Free(vkey);
+            return -1;
+        }
+    }
+    PyMem_Free(vkey);
+    return 0;
+}
+
+/*
  * Points first .. first + count - 1 of a node, in a PyMem buffer the caller
  * frees, or NULL with an exception set.
  */
@@ -158,30 +190,10 @@ static uint32_t *node_points(RouterObject *self, const char *id, Py_ssize_t id_l
         PyErr_NoMemory();
         return NULL;
     }
-    if (!self->hash_fn) {
-        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, points);
-        if (status != CHASH_OK) {
-            PyMem_Free(points);
-            return set_status_error(status, NULL);
-        }
-        return points;
-    }
-    size_t cap = (size_t)id_len + 40;
-    char *vkey = PyMem_Malloc(cap);
-    if (!vkey) {
+    if (fill_points(self, id, id_len, first, count, points) < 0) {
         PyMem_Free(points);
-        PyErr_NoMemory();
         return NULL;
     }
-    for (size_t k = 0; k < count; k++) {
-        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
-        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &points[k]) < 0) {
-            PyMem_Free(vkey);
-            PyMem_Free(points);
-            return NULL;
-        }
-    }
-    PyMem_Free(vkey);
     return points;
 }
 
@@ -194,6 +206,23 @@ static void free_entry(NodeEntry *entry)
 {
     Py_DECREF(entry->name);
     PyMem_Free(entry);
+}
+
+/* A new NodeEntry for node (an exact str kept), or NULL with an exception. */
+static NodeEntry *new_entry(PyObject *node, double weight)
+{
+    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+    if (!entry) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!entry->name) {
+        PyMem_Free(entry);
+        return NULL;
+    }
+    entry->weight = weight;
+    return entry;
 }
 
 /* ------------------------------------------------------------------ */
@@ -454,18 +483,11 @@ static int add_node(RouterObject *self, PyObject *node, double weight)
     uint32_t *points = node_points(self, id, id_len, 0, count);
     if (!points)
         return -1;
-    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
-    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-    if (!entry || !name) {
+    NodeEntry *entry = new_entry(node, weight);
+    if (!entry) {
         PyMem_Free(points);
-        PyMem_Free(entry);
-        Py_XDECREF(name);
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
         return -1;
     }
-    entry->name = name;
-    entry->weight = weight;
     int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
     PyMem_Free(points);
     if (status != CHASH_OK) {
@@ -514,69 +536,68 @@ static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
-/* Frees what add_many prepared for nodes [0, n). */
-static void free_prepared(chash_node_spec *specs, Py_ssize_t n)
+/* Frees what add_many prepared for nodes [0, n) and their points. */
+static void free_prepared(chash_node_spec *specs, Py_ssize_t n, uint32_t *points)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyMem_Free((void *)specs[i].points);
+    for (Py_ssize_t i = 0; i < n; i++)
         free_entry((NodeEntry *)specs[i].data);
-    }
     PyMem_Free(specs);
+    PyMem_Free(points);
 }
 
 /*
  * Adds every new node of seq (all str, deduplicated) in one engine call.
- * Returns 0, or -1 with an exception set and the ring unchanged.
+ * Returns 0, or -1 with an exception set and the ring unchanged.  The
+ * points of all nodes share one block, freed as one when the engine has
+ * copied them: no per-node block is left behind in the heap.
  */
 static int add_new_nodes(RouterObject *self, PyObject *fresh, double weight, size_t count)
 {
-    Py_ssize_t n = PyList_GET_SIZE(fresh);
-    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? (size_t)n : 1);
-    if (!specs) {
+    size_t n = (size_t)PyList_GET_SIZE(fresh);
+    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->ring)) / count) {
+        set_status_error(CHASH_ERANGE, NULL);
+        return -1;
+    }
+    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
+    uint32_t *points = PyMem_New(uint32_t, n ? n * count : 1);
+    if (!specs || !points) {
+        PyMem_Free(specs);
+        PyMem_Free(points);
         PyErr_NoMemory();
         return -1;
     }
-    Py_ssize_t ready = 0;
+    size_t ready = 0;
     for (; ready < n; ready++) {
-        PyObject *node = PyList_GET_ITEM(fresh, ready);
+        PyObject *node = PyList_GET_ITEM(fresh, (Py_ssize_t)ready);
         const char *id;
         Py_ssize_t id_len;
-        if (node_id(node, &id, &id_len) < 0)
+        uint32_t *mine = points + ready * count;
+        if (node_id(node, &id, &id_len) < 0 || fill_points(self, id, id_len, 0, count, mine) < 0)
             break;
-        uint32_t *points = node_points(self, id, id_len, 0, count);
-        NodeEntry *entry = points ? PyMem_Malloc(sizeof *entry) : NULL;
-        PyObject *name = entry ? (PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node)) : NULL;
-        if (!name) {
-            PyMem_Free(points);
-            PyMem_Free(entry);
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
+        NodeEntry *entry = new_entry(node, weight);
+        if (!entry)
             break;
-        }
-        entry->name = name;
-        entry->weight = weight;
-        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, points, count};
+        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, mine, count};
     }
     if (ready < n) {
-        free_prepared(specs, ready);
+        free_prepared(specs, (Py_ssize_t)ready, points);
         return -1;
     }
-    int status = chash_ring_add_many(self->ring, specs, (size_t)n);
+    int status = chash_ring_add_many(self->ring, specs, n);
     if (status != CHASH_OK) {
-        free_prepared(specs, n);
+        free_prepared(specs, (Py_ssize_t)n, points);
         if (status == CHASH_EEXIST) {
             /* A Python hash let another thread add one of them: one by one. */
-            for (Py_ssize_t i = 0; i < n; i++)
-                if (add_node(self, PyList_GET_ITEM(fresh, i), weight) < 0)
+            for (size_t i = 0; i < n; i++)
+                if (add_node(self, PyList_GET_ITEM(fresh, (Py_ssize_t)i), weight) < 0)
                     return -1;
             return 0;
         }
         set_status_error(status, NULL);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyMem_Free((void *)specs[i].points);
     PyMem_Free(specs);
+    PyMem_Free(points);
     return 0;
 }
 

@@ -105,12 +105,12 @@ static void build_buckets(uint32_t *bucket, unsigned bits, const chash_pair *pt,
 
 /* After sorted points add[0..n) were merged in: each bucket starts later by
  * the number of added points in the buckets before it. */
-static void shift_buckets_up(uint32_t *bucket, unsigned bits, const uint32_t *add, size_t n)
+static void shift_buckets_up(uint32_t *bucket, unsigned bits, const chash_pair *add, size_t n)
 {
     size_t nb = (size_t)1 << bits;
     size_t j = 0;
     for (size_t b = 0; b <= nb; b++) {
-        while (j < n && bucket_of(add[j], bits) < b)
+        while (j < n && bucket_of(add[j].value, bits) < b)
             j++;
         bucket[b] += (uint32_t)j;
     }
@@ -358,7 +358,7 @@ static int reserve_points(chash_ring *ring, size_t total)
 
 /* Installs the index for the current points: shifted in place when its size
  * stays, else rebuilt (into fresh when the caller had to allocate one). */
-static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *add, size_t n)
+static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *add, size_t n)
 {
     unsigned bits = bucket_bits_for(ring->npoints);
     if (fresh) {
@@ -375,18 +375,18 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *ad
 }
 
 /*
- * Merges the sorted points add[0..n) owned by node k into the ring from the
- * back, in place: the arrays must already hold room for them (no failure is
- * possible here).  Node k must be registered (owner_before reads its id).
+ * Merges the points add[0..n), sorted by (value, owner id), into the ring
+ * from the back, in place: the arrays must already hold room for them (no
+ * failure is possible here).  Their owners must be registered
+ * (owner_before reads their ids).
  */
-static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *add_owner,
-                         size_t k, size_t n)
+static void merge_sorted(chash_ring *ring, const chash_pair *add, size_t n)
 {
     chash_pair *pt = ring->pt;
     size_t i = ring->npoints; /* pt[0..i) has not moved yet */
     for (size_t j = n; j > 0; j--) {
-        uint32_t v = add[j - 1];
-        size_t o = add_owner ? add_owner[j - 1] : k;
+        uint32_t v = add[j - 1].value;
+        uint32_t o = add[j - 1].owner;
         /* Where the new point goes: after every point with a smaller value
          * and after those of equal value whose owner's id sorts first. */
         size_t lo = 0, hi = i;
@@ -403,15 +403,15 @@ static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *
          * block move per new point instead of one step per old point. */
         if (lo < i)
             memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
-        pt[lo + j - 1] = (chash_pair){v, (uint32_t)o};
+        pt[lo + j - 1] = add[j - 1];
         i = lo;
     }
     ring->npoints += n;
 }
 
-static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n, uint32_t *fresh)
+static void merge_points(chash_ring *ring, const chash_pair *add, size_t n, uint32_t *fresh)
 {
-    merge_sorted(ring, add, NULL, k, n);
+    merge_sorted(ring, add, n);
     update_buckets(ring, fresh, add, n);
 }
 
@@ -431,50 +431,43 @@ static int reserve_merge(chash_ring *ring, size_t n, uint32_t **fresh)
 #define WIDE_SORT 8192
 
 /*
- * Stable LSD radix sort of values v[0..n) by value, bits (8 or 16) a pass,
- * carrying owners o[0..n) along when o is not NULL.  tv/to are scratch of n
- * entries (to unused without o); count has (1 << bits) + 1 entries.  The
- * pass count 32 / bits is even, so the result ends back in v and o.
- * Stable: points of one value keep the order they came in.
+ * Stable LSD radix sort of the points p[0..n) by value, bits (8 or 16) a
+ * pass; tmp is scratch of n points, count has (1 << bits) + 1 entries
+ * (n <= CHASH_MAX_POINTS fits them).  The pass count 32 / bits is even, so
+ * the result ends back in p.  Stable: points of one value keep the order
+ * they came in.
  */
-static void radix_sort(uint32_t *v, uint32_t *o, uint32_t *tv, uint32_t *to, size_t n,
-                       size_t *count, unsigned bits)
+static void radix_sort(chash_pair *p, chash_pair *tmp, size_t n, uint32_t *count, unsigned bits)
 {
     size_t radix = (size_t)1 << bits;
     uint32_t digit = (uint32_t)(radix - 1);
     for (unsigned shift = 0; shift < 32; shift += bits) {
         memset(count, 0, (radix + 1) * sizeof *count);
         for (size_t i = 0; i < n; i++)
-            count[((v[i] >> shift) & digit) + 1]++;
+            count[((p[i].value >> shift) & digit) + 1]++;
         for (size_t d = 1; d <= radix; d++)
             count[d] += count[d - 1];
-        for (size_t i = 0; i < n; i++) {
-            size_t at = count[(v[i] >> shift) & digit]++;
-            tv[at] = v[i];
-            if (o)
-                to[at] = o[i];
-        }
-        uint32_t *swap = v;
-        v = tv;
-        tv = swap;
-        swap = o;
-        o = to;
-        to = swap;
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(p[i].value >> shift) & digit]++] = p[i];
+        chash_pair *swap = p;
+        p = tmp;
+        tmp = swap;
     }
 }
 
-/* A sorted private copy of points (CHASH_FREE it), or NULL when out of
- * memory.  The block holds twice n values: the second half is the sort's
- * scratch space. */
-static uint32_t *sorted_copy(const uint32_t *points, size_t n)
+/* The points of node k as ring points sorted by value (CHASH_FREE them),
+ * or NULL when out of memory.  The block holds twice n points: the second
+ * half is the sort's scratch space. */
+static chash_pair *sorted_pairs(const uint32_t *points, size_t n, size_t k)
 {
-    uint32_t *copy = CHASH_MALLOC(2 * n * sizeof *copy);
-    if (!copy)
+    chash_pair *pairs = CHASH_MALLOC(2 * n * sizeof *pairs);
+    if (!pairs)
         return NULL;
-    memcpy(copy, points, n * sizeof *copy);
-    size_t count[257];
-    radix_sort(copy, NULL, copy + n, NULL, n, count, 8);
-    return copy;
+    for (size_t i = 0; i < n; i++)
+        pairs[i] = (chash_pair){points[i], (uint32_t)k};
+    uint32_t count[257];
+    radix_sort(pairs, pairs + n, n, count, 8);
+    return pairs;
 }
 
 static int check_growth(const chash_ring *ring, size_t already, size_t n)
@@ -536,7 +529,7 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     if (reserve_nodes(ring, 1) != CHASH_OK)
         return CHASH_ENOMEM;
     char *copy = copy_id(id, id_len);
-    uint32_t *sorted = sorted_copy(points, npoints);
+    chash_pair *sorted = sorted_pairs(points, npoints, ring->nnodes);
     uint32_t *fresh = NULL, *fresh_index = NULL;
     if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK
         || reserve_index(ring, 1, &fresh_index) != CHASH_OK) {
@@ -549,7 +542,7 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
     ring->nodes[k] = (chash_node){copy, id_len, data, npoints, h};
     ring->nnodes++;
     index_commit(ring, fresh_index, k);
-    merge_points(ring, k, sorted, npoints, fresh);
+    merge_points(ring, sorted, npoints, fresh);
     CHASH_FREE(sorted);
     return CHASH_OK;
 }
@@ -599,13 +592,16 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     }
 
     /* Every allocation first; nothing below them can fail. */
+    /* On an empty ring the points are sorted in the ring's own array, with
+     * one scratch array; else in a buffer of their own, then merged in. */
+    int direct = ring->npoints == 0;
     char **ids = NULL;
-    uint32_t *buf = NULL, *fresh = NULL, *fresh_index = NULL;
-    size_t *radix = NULL;
+    chash_pair *buf = NULL;
+    uint32_t *fresh = NULL, *fresh_index = NULL, *radix = NULL;
     int status = reserve_nodes(ring, count);
     if (status == CHASH_OK) {
         ids = CHASH_MALLOC(count * sizeof *ids);
-        buf = CHASH_MALLOC(4 * total * sizeof *buf);
+        buf = CHASH_MALLOC((direct ? 1 : 2) * total * sizeof *buf);
         radix = total < WIDE_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
         status = ids && buf && (radix || total < WIDE_SORT) ? reserve_merge(ring, total, &fresh)
                                                             : CHASH_ENOMEM;
@@ -641,21 +637,22 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     index_commit(ring, fresh_index, base);
     /* Points laid out node by node in id order, then sorted stably by
      * value: equal values end up in id order, as the ring wants. */
-    uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
+    chash_pair *add = direct ? ring->pt : buf, *scratch = direct ? buf : buf + total;
     size_t at = 0;
     for (size_t r = 0; r < count; r++) {
         const chash_node_spec *spec = order[r];
         uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
-        memcpy(v + at, spec->points, spec->npoints * sizeof *v);
         for (size_t p = 0; p < spec->npoints; p++)
-            o[at + p] = index;
-        at += spec->npoints;
+            add[at++] = (chash_pair){spec->points[p], index};
     }
-    size_t narrow[257];
-    radix_sort(v, o, tv, to, total, radix ? radix : narrow, radix ? 16 : 8);
+    uint32_t narrow[257];
+    radix_sort(add, scratch, total, radix ? radix : narrow, radix ? 16 : 8);
     CHASH_FREE(order);
     CHASH_FREE(radix);
-    merge_sorted(ring, v, o, 0, total);
+    if (direct)
+        ring->npoints = total;
+    else
+        merge_sorted(ring, add, total);
     update_buckets(ring, fresh, NULL, 0); /* many points at once: rebuilt */
     CHASH_FREE(buf);
     return CHASH_OK;
@@ -671,13 +668,13 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
     int status = check_growth(ring, node->npoints, npoints);
     if (status != CHASH_OK)
         return status;
-    uint32_t *sorted = sorted_copy(points, npoints);
+    chash_pair *sorted = sorted_pairs(points, npoints, k);
     uint32_t *fresh = NULL;
     if (!sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
         CHASH_FREE(sorted);
         return CHASH_ENOMEM;
     }
-    merge_points(ring, k, sorted, npoints, fresh);
+    merge_points(ring, sorted, npoints, fresh);
     node->npoints += npoints;
     CHASH_FREE(sorted);
     return CHASH_OK;
@@ -725,7 +722,7 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
         return CHASH_OK;
     if (npoints >= ring->nodes[k].npoints)
         return CHASH_EINVAL;
-    uint32_t *drop = sorted_copy(points, npoints);
+    chash_pair *drop = sorted_pairs(points, npoints, k);
     if (!drop)
         return CHASH_ENOMEM;
 
@@ -735,9 +732,9 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     for (size_t i = 0; i < ring->npoints && j < npoints; i++) {
         if (ring->pt[i].owner != k)
             continue;
-        if (drop[j] < ring->pt[i].value)
+        if (drop[j].value < ring->pt[i].value)
             break;
-        if (drop[j] == ring->pt[i].value)
+        if (drop[j].value == ring->pt[i].value)
             j++;
     }
     if (j != npoints) {
@@ -748,7 +745,7 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     size_t out = 0;
     j = 0;
     for (size_t i = 0; i < ring->npoints; i++) {
-        if (ring->pt[i].owner == k && j < npoints && drop[j] == ring->pt[i].value) {
+        if (ring->pt[i].owner == k && j < npoints && drop[j].value == ring->pt[i].value) {
             j++;
             continue;
         }
