@@ -234,6 +234,51 @@ def lookup_measures(
     return [make(SINGLE, single), make(BATCH, many)]
 
 
+_RSS_SCRIPT = """
+import gc, sys
+import chash
+from _bench import node_names
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+PAGE = int(sys.argv[5])
+nodes, vnodes, rings, hash_name = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+names = node_names(nodes)
+gc.collect()
+before = rss()
+keep = []
+for _ in range(rings):
+    router = chash.ConsistentHashRouter(vnodes, hash=hash_name)
+    router.add_service_nodes(names)
+    keep.append(router)
+gc.collect()
+print((rss() - before) / (rings * len(keep[0].hash_ring)))
+"""
+
+RSS_POINTS = 200_000  # points a measurement builds, in as many rings as it takes
+
+
+def rss_per_point(nodes: int, vnodes: int, hash_name: str = "md5") -> float | None:
+    """Resident memory the system gives a ring, in bytes a point: in a fresh
+    process, the growth of its resident set while it builds rings of nodes
+    x vnodes with add_service_nodes (one ring of 200,000 points or more,
+    else as many as make 200,000 points, so pages are not the unit), node
+    names made first.  None where /proc/self/statm does not exist."""
+    if not os.path.exists("/proc/self/statm"):
+        return None
+    rings = max(1, math.ceil(RSS_POINTS / (nodes * vnodes)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "benchmarks"), str(Path(chash.__file__).parent.parent),
+         os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-c", _RSS_SCRIPT, str(nodes), str(vnodes), str(rings), hash_name,
+         str(os.sysconf("SC_PAGE_SIZE"))],
+        capture_output=True, text=True, check=True, env=env)
+    return float(done.stdout)
+
+
 # --------------------------------------------------------------------------
 # Report
 

@@ -424,49 +424,76 @@ static int reserve_merge(chash_ring *ring, size_t n, uint32_t **fresh)
     return status;
 }
 
-/* Counters of the wide radix sort (16-bit digits), allocated per call;
- * the narrow one (8-bit digits) keeps its 257 on the stack. */
-#define RADIX_BUCKETS 65537
-/* From this many points on the wide sort is faster (half the passes). */
-#define WIDE_SORT 8192
+/* The sort key of a point: value first, then owner. */
+static uint64_t pair_key(chash_pair p)
+{
+    return (uint64_t)p.value << 32 | p.owner;
+}
+
+/* Below this many points a run is finished by insertion sort. */
+#define FLAG_SORT_SMALL 32
 
 /*
- * Stable LSD radix sort of the points p[0..n) by value, bits (8 or 16) a
- * pass; tmp is scratch of n points, count has (1 << bits) + 1 entries
- * (n <= CHASH_MAX_POINTS fits them).  The pass count 32 / bits is even, so
- * the result ends back in p.  Stable: points of one value keep the order
- * they came in.
+ * Sorts p[0..n) by (value, owner) in place, with no scratch memory (a build
+ * leaves no freed buffer behind in the heap): an MSD radix sort over the
+ * 64-bit key, 8 bits a level from bit shift down (American flag sort:
+ * count the digits, then cycle each point to its digit's next free place),
+ * insertion sort for short runs.  At most 8 levels of 2 KiB of counters.
  */
-static void radix_sort(chash_pair *p, chash_pair *tmp, size_t n, uint32_t *count, unsigned bits)
+static void flag_sort(chash_pair *p, size_t n, unsigned shift)
 {
-    size_t radix = (size_t)1 << bits;
-    uint32_t digit = (uint32_t)(radix - 1);
-    for (unsigned shift = 0; shift < 32; shift += bits) {
-        memset(count, 0, (radix + 1) * sizeof *count);
-        for (size_t i = 0; i < n; i++)
-            count[((p[i].value >> shift) & digit) + 1]++;
-        for (size_t d = 1; d <= radix; d++)
-            count[d] += count[d - 1];
-        for (size_t i = 0; i < n; i++)
-            tmp[count[(p[i].value >> shift) & digit]++] = p[i];
-        chash_pair *swap = p;
-        p = tmp;
-        tmp = swap;
+    if (n < FLAG_SORT_SMALL) {
+        for (size_t i = 1; i < n; i++) {
+            chash_pair x = p[i];
+            uint64_t key = pair_key(x);
+            size_t j = i;
+            for (; j > 0 && pair_key(p[j - 1]) > key; j--)
+                p[j] = p[j - 1];
+            p[j] = x;
+        }
+        return;
     }
+    uint32_t end[256] = {0}, next[256];
+    for (size_t i = 0; i < n; i++)
+        end[(pair_key(p[i]) >> shift) & 0xFF]++;
+    uint32_t at = 0;
+    for (unsigned d = 0; d < 256; d++) {
+        next[d] = at;
+        at += end[d];
+        end[d] = at;
+    }
+    for (unsigned d = 0; d < 256; d++) {
+        while (next[d] < end[d]) {
+            /* Carry the point at next[d] to its own digit's next place,
+             * and the one found there onwards, until one belongs to d. */
+            chash_pair x = p[next[d]];
+            unsigned e = (unsigned)(pair_key(x) >> shift) & 0xFF;
+            while (e != d) {
+                chash_pair y = p[next[e]];
+                p[next[e]++] = x;
+                x = y;
+                e = (unsigned)(pair_key(x) >> shift) & 0xFF;
+            }
+            p[next[d]++] = x;
+        }
+    }
+    if (shift == 0)
+        return;
+    for (unsigned d = 0, from = 0; d < 256; from = end[d], d++)
+        if (end[d] - from > 1)
+            flag_sort(p + from, end[d] - from, shift - 8);
 }
 
 /* The points of node k as ring points sorted by value (CHASH_FREE them),
- * or NULL when out of memory.  The block holds twice n points: the second
- * half is the sort's scratch space. */
+ * or NULL when out of memory. */
 static chash_pair *sorted_pairs(const uint32_t *points, size_t n, size_t k)
 {
-    chash_pair *pairs = CHASH_MALLOC(2 * n * sizeof *pairs);
+    chash_pair *pairs = CHASH_MALLOC(n * sizeof *pairs);
     if (!pairs)
         return NULL;
     for (size_t i = 0; i < n; i++)
         pairs[i] = (chash_pair){points[i], (uint32_t)k};
-    uint32_t count[257];
-    radix_sort(pairs, pairs + n, n, count, 8);
+    flag_sort(pairs, n, 56);
     return pairs;
 }
 
@@ -592,19 +619,17 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     }
 
     /* Every allocation first; nothing below them can fail. */
-    /* On an empty ring the points are sorted in the ring's own array, with
-     * one scratch array; else in a buffer of their own, then merged in. */
+    /* On an empty ring the points are sorted in the ring's own array; else
+     * in a buffer of their own, then merged in. */
     int direct = ring->npoints == 0;
     char **ids = NULL;
     chash_pair *buf = NULL;
-    uint32_t *fresh = NULL, *fresh_index = NULL, *radix = NULL;
+    uint32_t *fresh = NULL, *fresh_index = NULL;
     int status = reserve_nodes(ring, count);
     if (status == CHASH_OK) {
         ids = CHASH_MALLOC(count * sizeof *ids);
-        buf = CHASH_MALLOC((direct ? 1 : 2) * total * sizeof *buf);
-        radix = total < WIDE_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
-        status = ids && buf && (radix || total < WIDE_SORT) ? reserve_merge(ring, total, &fresh)
-                                                            : CHASH_ENOMEM;
+        buf = direct ? NULL : CHASH_MALLOC(total * sizeof *buf);
+        status = ids && (buf || direct) ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
     }
     if (status == CHASH_OK)
         status = reserve_index(ring, count, &fresh_index);
@@ -624,7 +649,6 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         CHASH_FREE(ids);
         CHASH_FREE(order);
         CHASH_FREE(buf);
-        CHASH_FREE(radix);
         return CHASH_ENOMEM;
     }
     size_t base = ring->nnodes;
@@ -635,20 +659,18 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     ring->nnodes += count;
     CHASH_FREE(ids);
     index_commit(ring, fresh_index, base);
-    /* Points laid out node by node in id order, then sorted stably by
-     * value: equal values end up in id order, as the ring wants. */
-    chash_pair *add = direct ? ring->pt : buf, *scratch = direct ? buf : buf + total;
+    /* Points sorted by (value, rank of their owner's id), so equal values
+     * end up in id order as the ring wants; then the ranks become node
+     * indices. */
+    chash_pair *add = direct ? ring->pt : buf;
     size_t at = 0;
-    for (size_t r = 0; r < count; r++) {
-        const chash_node_spec *spec = order[r];
-        uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
-        for (size_t p = 0; p < spec->npoints; p++)
-            add[at++] = (chash_pair){spec->points[p], index};
-    }
-    uint32_t narrow[257];
-    radix_sort(add, scratch, total, radix ? radix : narrow, radix ? 16 : 8);
+    for (size_t r = 0; r < count; r++)
+        for (size_t p = 0; p < order[r]->npoints; p++)
+            add[at++] = (chash_pair){order[r]->points[p], (uint32_t)r};
+    flag_sort(add, total, 56);
+    for (size_t i = 0; i < total; i++)
+        add[i].owner = (uint32_t)(base + (size_t)(order[add[i].owner] - nodes));
     CHASH_FREE(order);
-    CHASH_FREE(radix);
     if (direct)
         ring->npoints = total;
     else
