@@ -28,14 +28,24 @@ typedef struct chash_pair {
     uint32_t owner; /* index of the owning node */
 } chash_pair;
 
-/* A node entry; a new per-node field goes here (chash_ring_node() copies
- * what callers see into a chash_node_view). */
+/* Ids up to this long live inside their node entry (NUL-terminated), so
+ * finding a node by id reads its entry and nothing else; longer ones get a
+ * heap copy. */
+#define INLINE_ID 31
+/* Node entries are aligned to this (a cache line on common CPUs). */
+#define NODE_ALIGN 64
+
+/* A node entry, 64 bytes; a new per-node field goes here (chash_ring_node()
+ * copies what callers see into a chash_node_view). */
 typedef struct chash_node {
-    char *id;
+    uint64_t id_hash;    /* id_hash_of(id): where the id index looks first */
     size_t id_len;
     void *data;
     size_t npoints;
-    uint64_t id_hash;    /* id_hash_of(id): where the id index looks first */
+    union {
+        char bytes[INLINE_ID + 1]; /* id_len <= INLINE_ID */
+        char *heap;                /* id_len > INLINE_ID */
+    } id;
 } chash_node;
 
 struct chash_ring {
@@ -45,7 +55,8 @@ struct chash_ring {
     uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into pt */
     size_t bucket_cap;   /* entries allocated in bucket */
     unsigned bucket_bits;
-    chash_node *nodes;   /* in insertion order */
+    chash_node *nodes;   /* in insertion order, each entry one cache line */
+    void *node_block;    /* the allocation nodes lies in (nodes is aligned up) */
     size_t nnodes;
     size_t node_cap;
     /* The id index: an open-addressing table (linear probing) of
@@ -57,6 +68,32 @@ struct chash_ring {
     size_t slot_mask;
     size_t slot_cap;
 };
+
+/* The id bytes of a node, NUL-terminated. */
+static const char *id_of(const chash_node *node)
+{
+    return node->id_len <= INLINE_ID ? node->id.bytes : node->id.heap;
+}
+
+/* Fills a node entry; heap is the id's copy when it is too long to sit
+ * inline (from copy_id(), owned by the entry from now on), else NULL. */
+static chash_node make_node(const char *id, size_t id_len, char *heap, void *data,
+                            size_t npoints, uint64_t id_hash)
+{
+    chash_node node = {id_hash, id_len, data, npoints, {{0}}};
+    if (heap)
+        node.id.heap = heap;
+    else if (id_len)
+        memcpy(node.id.bytes, id, id_len);
+    return node;
+}
+
+/* The heap copy of an id too long to sit inline, owned by nobody yet. */
+static void free_node_id(chash_node *node)
+{
+    if (node->id_len > INLINE_ID)
+        CHASH_FREE(node->id.heap);
+}
 
 /* About eight points a bucket: the index costs half a byte a point and stays
  * in the cache, and a search inside a bucket reads one or two lines. */
@@ -173,7 +210,7 @@ static size_t index_probe(const chash_ring *ring, const char *id, size_t id_len,
             return s;
         const chash_node *node = &ring->nodes[e - 1];
         if (node->id_hash == h && node->id_len == id_len
-            && (id_len == 0 || memcmp(node->id, id, id_len) == 0))
+            && (id_len == 0 || memcmp(id_of(node), id, id_len) == 0))
             return s;
     }
 }
@@ -182,7 +219,7 @@ static size_t index_probe(const chash_ring *ring, const char *id, size_t id_len,
 static void index_insert(chash_ring *ring, size_t k)
 {
     const chash_node *node = &ring->nodes[k];
-    size_t s = index_probe(ring, node->id, node->id_len, node->id_hash);
+    size_t s = index_probe(ring, id_of(node), node->id_len, node->id_hash);
     ring->slot[s] = (uint32_t)(k + 1);
 }
 
@@ -231,7 +268,7 @@ static void index_remove(chash_ring *ring, size_t k)
 {
     const chash_node *node = &ring->nodes[k];
     size_t mask = ring->slot_mask;
-    size_t hole = index_probe(ring, node->id, node->id_len, node->id_hash);
+    size_t hole = index_probe(ring, id_of(node), node->id_len, node->id_hash);
     for (size_t j = (hole + 1) & mask; ring->slot[j] != 0; j = (j + 1) & mask) {
         size_t home = (size_t)ring->nodes[ring->slot[j] - 1].id_hash & mask;
         if (((j - home) & mask) >= ((j - hole) & mask)) {
@@ -274,8 +311,8 @@ void chash_ring_free(chash_ring *ring)
     if (!ring)
         return;
     for (size_t i = 0; i < ring->nnodes; i++)
-        CHASH_FREE(ring->nodes[i].id);
-    CHASH_FREE(ring->nodes);
+        free_node_id(&ring->nodes[i]);
+    CHASH_FREE(ring->node_block);
     CHASH_FREE(ring->pt);
     CHASH_FREE(ring->bucket);
     CHASH_FREE(ring->slot);
@@ -290,10 +327,10 @@ size_t chash_ring_memory(const chash_ring *ring)
     size_t bytes = sizeof *ring
         + ring->point_cap * sizeof *ring->pt
         + ring->bucket_cap * sizeof *ring->bucket
-        + ring->node_cap * sizeof *ring->nodes
+        + (ring->node_block ? ring->node_cap * sizeof *ring->nodes + NODE_ALIGN - 1 : 0)
         + ring->slot_cap * sizeof *ring->slot;
     for (size_t i = 0; i < ring->nnodes; i++)
-        bytes += ring->nodes[i].id_len + 1;
+        bytes += ring->nodes[i].id_len > INLINE_ID ? ring->nodes[i].id_len + 1 : 0;
     return bytes;
 }
 
@@ -318,7 +355,7 @@ static int has_node(const chash_ring *ring, const char *id, size_t id_len)
 chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
 {
     const chash_node *node = &ring->nodes[index];
-    chash_node_view view = {node->id, node->id_len, node->data, node->npoints};
+    chash_node_view view = {id_of(node), node->id_len, node->data, node->npoints};
     return view;
 }
 
@@ -329,7 +366,7 @@ size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->p
 static int owner_before(const chash_ring *ring, size_t a, size_t b)
 {
     const chash_node *na = &ring->nodes[a], *nb = &ring->nodes[b];
-    return compare_ids(na->id, na->id_len, nb->id, nb->id_len) < 0;
+    return compare_ids(id_of(na), na->id_len, id_of(nb), nb->id_len) < 0;
 }
 
 /* Room for the index of a ring of n points; 0 or CHASH_ENOMEM. */
@@ -514,12 +551,16 @@ static int reserve_nodes(chash_ring *ring, size_t count)
     size_t cap = ring->node_cap ? ring->node_cap : 8;
     while (cap < ring->nnodes + count)
         cap *= 2;
-    chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
-    if (!nodes)
+    /* Entries start on a cache line: finding a node by id reads one line. */
+    void *block = CHASH_MALLOC(cap * sizeof(chash_node) + NODE_ALIGN - 1);
+    if (!block)
         return CHASH_ENOMEM;
+    chash_node *nodes = (chash_node *)(void *)((char *)block
+        + (NODE_ALIGN - (uintptr_t)block % NODE_ALIGN) % NODE_ALIGN);
     if (ring->nnodes)
         memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
-    CHASH_FREE(ring->nodes);
+    CHASH_FREE(ring->node_block);
+    ring->node_block = block;
     ring->nodes = nodes;
     ring->node_cap = cap;
     return CHASH_OK;
@@ -555,10 +596,10 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
      * same nodes is the same ring. */
     if (reserve_nodes(ring, 1) != CHASH_OK)
         return CHASH_ENOMEM;
-    char *copy = copy_id(id, id_len);
+    char *copy = id_len > INLINE_ID ? copy_id(id, id_len) : NULL;
     chash_pair *sorted = sorted_pairs(points, npoints, ring->nnodes);
     uint32_t *fresh = NULL, *fresh_index = NULL;
-    if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK
+    if ((id_len > INLINE_ID && !copy) || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK
         || reserve_index(ring, 1, &fresh_index) != CHASH_OK) {
         CHASH_FREE(copy);
         CHASH_FREE(sorted);
@@ -566,7 +607,7 @@ int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
         return CHASH_ENOMEM;
     }
     size_t k = ring->nnodes;
-    ring->nodes[k] = (chash_node){copy, id_len, data, npoints, h};
+    ring->nodes[k] = make_node(id, id_len, copy, data, npoints, h);
     ring->nnodes++;
     index_commit(ring, fresh_index, k);
     merge_points(ring, sorted, npoints, fresh);
@@ -635,8 +676,9 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         status = reserve_index(ring, count, &fresh_index);
     size_t copied = 0;
     while (status == CHASH_OK && copied < count) {
-        ids[copied] = copy_id(nodes[copied].id, nodes[copied].id_len);
-        if (!ids[copied])
+        size_t len = nodes[copied].id_len;
+        ids[copied] = len > INLINE_ID ? copy_id(nodes[copied].id, len) : NULL;
+        if (len > INLINE_ID && !ids[copied])
             status = CHASH_ENOMEM;
         else
             copied++;
@@ -653,9 +695,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     }
     size_t base = ring->nnodes;
     for (size_t s = 0; s < count; s++)
-        ring->nodes[base + s] = (chash_node){ids[s], nodes[s].id_len, nodes[s].data,
-                                             nodes[s].npoints,
-                                             id_hash_of(nodes[s].id, nodes[s].id_len)};
+        ring->nodes[base + s] = make_node(nodes[s].id, nodes[s].id_len, ids[s], nodes[s].data,
+                                          nodes[s].npoints, id_hash_of(nodes[s].id, nodes[s].id_len));
     ring->nnodes += count;
     CHASH_FREE(ids);
     index_commit(ring, fresh_index, base);
@@ -790,23 +831,25 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
     int same_index = bucket_bits_for(ring->npoints - ring->nodes[k].npoints) == bits;
     /* Compact; at each dropped point, the buckets up to its own start one
      * point earlier from then on (runs of buckets, not a branch per bucket). */
+    /* One pass over the points: owners after k move down one (nodes stay
+     * dense and in insertion order) as the points are compacted. */
     chash_pair *pt = ring->pt;
     uint32_t *bucket = ring->bucket;
     size_t out = 0, n = ring->npoints, b = 0;
-    uint32_t dropped = 0;
-    while (out < n && pt[out].owner != k)
-        out++;
-    for (size_t i = out; i < n; i++) {
-        if (pt[i].owner == k) {
+    uint32_t dropped = 0, limit = (uint32_t)k;
+    for (size_t i = 0; i < n; i++) {
+        chash_pair p = pt[i];
+        if (p.owner == limit) {
             if (same_index) {
-                size_t here = bucket_of(pt[i].value, bits);
+                size_t here = bucket_of(p.value, bits);
                 for (; b <= here; b++)
                     bucket[b] -= dropped;
             }
             dropped++;
             continue;
         }
-        pt[out++] = pt[i];
+        p.owner -= p.owner > limit;
+        pt[out++] = p;
     }
     ring->npoints = out;
     if (same_index)
@@ -814,15 +857,10 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
             bucket[b] -= dropped;
     else
         update_buckets(ring, NULL, NULL, 0);
-    /* Owners after k move down one, in a branch-free pass: nodes stay dense
-     * and in insertion order. */
-    uint32_t limit = (uint32_t)k;
-    for (size_t i = 0; i < out; i++)
-        pt[i].owner -= pt[i].owner > limit;
     index_remove(ring, k);
     if (data_out)
         *data_out = ring->nodes[k].data;
-    CHASH_FREE(ring->nodes[k].id);
+    free_node_id(&ring->nodes[k]);
     memmove(&ring->nodes[k], &ring->nodes[k + 1], (ring->nnodes - k - 1) * sizeof *ring->nodes);
     ring->nnodes--;
     release_slack(ring);
@@ -945,13 +983,14 @@ int chash_ring_check(const chash_ring *ring)
     for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++) {
         const chash_node *node = &ring->nodes[k];
         declared += node->npoints;
-        if (!node->id || node->npoints == 0 || node->id[node->id_len] != '\0'
-            || node->id_hash != id_hash_of(node->id, node->id_len))
+        const char *id = id_of(node);
+        if (!id || node->npoints == 0 || id[node->id_len] != '\0'
+            || node->id_hash != id_hash_of(id, node->id_len))
             status = CHASH_ECORRUPT;
         /* Found by the index at its own position: with the slot count
          * below, this also proves the ids distinct (a second node with an
          * equal id would be found at the first one's position). */
-        else if (ring->slot[index_probe(ring, node->id, node->id_len, node->id_hash)] != k + 1)
+        else if (ring->slot[index_probe(ring, id, node->id_len, node->id_hash)] != k + 1)
             status = CHASH_ECORRUPT;
     }
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)

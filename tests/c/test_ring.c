@@ -130,6 +130,14 @@ static void test_ids_with_nul_and_empty(void)
     CHECK(chash_ring_find(ring, "", 0, &at) == CHASH_OK && at == 2);
     CHECK(chash_ring_find(ring, "a\0c", 3, &at) == CHASH_ENOENT && at == 2);
     CHECK(chash_ring_find(ring, NULL, 1, NULL) == CHASH_ENOENT);
+    /* Ids past the inline size live on the heap; either way they are found. */
+    static const char longer[] = "an-id-of-forty-bytes-for-the-heap-copy!";
+    CHECK(chash_ring_add(ring, longer, sizeof longer - 1, "long", &q, 1) == CHASH_OK);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 1, &at) == CHASH_OK && at == 3);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 2, &at) == CHASH_ENOENT);
+    CHECK(memcmp(chash_ring_node(ring, 3).id, longer, sizeof longer) == 0);
+    CHECK(chash_ring_remove(ring, "a", 1, NULL) == CHASH_OK);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 1, &at) == CHASH_OK && at == 2);
     CHECK(strcmp(lookup_data(ring, 42), "") == 0); /* the empty id is smallest */
     CHECK(chash_ring_check(ring) == CHASH_OK);
     chash_ring_free(ring);
