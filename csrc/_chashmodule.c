@@ -1,5 +1,7 @@
 /*
- * _chashmodule.c - chash._chash, the only Python-aware C file.
+ * _chashmodule.c - chash._chash, the router's binding.  With
+ * _chash_strategies.c (chash._strategies) one of two Python-aware C files;
+ * what both need lives once in _chash_binding.h.
  *
  * A thin heap type, ConsistentHashRouter, over the ring engine (chash.h) and
  * the point schemes (chash_scheme.h).  The engine stores, for every node, a
@@ -11,10 +13,7 @@
  * to the engine, so no thread ever sees a half-changed ring.  A Python hash
  * callable is only ever called before the engine is touched.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "_chash_strategies.h"
+#include "_chash_binding.h"
 #include "chash.h"
 #include "chash_scheme.h"
 
@@ -51,53 +50,15 @@ static inline module_state *get_state(PyObject *module)
 /* ------------------------------------------------------------------ */
 /* Errors                                                             */
 
-/* The one place engine status codes become Python exceptions. */
+/* Engine status codes become exceptions in chash_py_error()
+ * (_chash_binding.h); node is the KeyError's argument. */
 static void *set_status_error(int status, PyObject *node)
 {
-    switch (status) {
-    case CHASH_ENOMEM:
-        PyErr_NoMemory();
-        break;
-    case CHASH_ENOENT:
-        if (node)
-            PyErr_SetObject(PyExc_KeyError, node);
-        else
-            PyErr_SetString(PyExc_KeyError, chash_strerror(status));
-        break;
-    case CHASH_ERANGE:
-        PyErr_Format(PyExc_ValueError,
-                     "ring size limit exceeded: at most %zu points and %zu nodes",
-                     (size_t)CHASH_MAX_POINTS, (size_t)CHASH_MAX_NODES);
-        break;
-    case CHASH_ECORRUPT:
-        PyErr_SetString(PyExc_AssertionError, "ring invariant broken");
-        break;
-    default:
-        PyErr_Format(PyExc_ValueError, "%s", chash_strerror(status));
-        break;
-    }
-    return NULL;
+    return chash_py_error(status, node, NULL);
 }
 
 /* ------------------------------------------------------------------ */
 /* Keys and node ids                                                  */
-
-/* The UTF-8 bytes of a str key, or a bytes key as is; 0 or -1. */
-static int key_bytes(PyObject *key, const char **buf, Py_ssize_t *len)
-{
-    if (PyUnicode_Check(key)) {
-        /* CPython caches the UTF-8 form inside the str: no copy. */
-        *buf = PyUnicode_AsUTF8AndSize(key, len);
-        return *buf ? 0 : -1;
-    }
-    if (PyBytes_Check(key)) {
-        *buf = PyBytes_AS_STRING(key);
-        *len = PyBytes_GET_SIZE(key);
-        return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
-    return -1;
-}
 
 static int node_id(PyObject *node, const char **buf, Py_ssize_t *len)
 {
@@ -138,7 +99,7 @@ static int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
 {
     const char *buf;
     Py_ssize_t len;
-    if (key_bytes(key, &buf, &len) < 0)
+    if (chash_py_key_bytes(key, &buf, &len) < 0)
         return -1;
     if (self->hash_fn)
         return call_hash_fn(self->hash_fn, buf, len, out);
@@ -707,45 +668,43 @@ static PyObject *router_get(RouterObject *self, PyObject *key)
     return Py_NewRef(((NodeEntry *)entry)->name);
 }
 
+/* Where hash_all's callbacks write: the router and the positions. */
+typedef struct {
+    RouterObject *self;
+    uint32_t *hashes;
+} hash_batch;
+
+static void hash_four(void *ctx, const void *const data[4], const size_t lens[4], size_t at)
+{
+    hash_batch *batch = ctx;
+    chash_scheme_key_hash_x4(&batch->self->scheme, data, lens, batch->hashes + at);
+}
+
+static int hash_one(void *ctx, PyObject *key, size_t at)
+{
+    hash_batch *batch = ctx;
+    return key_hash(batch->self, key, &batch->hashes[at]);
+}
+
 /*
  * The ring positions of every key of seq, in a PyMem buffer the caller
  * frees, or NULL with an exception set.  All keys are hashed before the
  * ring is read, so a batch sees one ring even when a Python hash lets other
- * threads run; MD5 keys are hashed four at a time.
+ * threads run; built-in hashes take keys four at a time.
  */
 static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
 {
-    uint32_t *hashes = PyMem_New(uint32_t, n ? (size_t)n : 1);
-    if (!hashes) {
+    hash_batch batch = {self, PyMem_New(uint32_t, n ? (size_t)n : 1)};
+    if (!batch.hashes) {
         PyErr_NoMemory();
         return NULL;
     }
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t i = 0;
-    if (!self->hash_fn) {
-        for (; i + 4 <= n; i += 4) {
-            const void *keys[4];
-            size_t lens[4];
-            for (int l = 0; l < 4; l++) {
-                const char *buf;
-                Py_ssize_t len;
-                if (key_bytes(items[i + l], &buf, &len) < 0) {
-                    PyMem_Free(hashes);
-                    return NULL;
-                }
-                keys[l] = buf;
-                lens[l] = (size_t)len;
-            }
-            chash_scheme_key_hash_x4(&self->scheme, keys, lens, hashes + i);
-        }
+    if (chash_py_hash_keys(PySequence_Fast_ITEMS(seq), n, self->hash_fn ? NULL : hash_four,
+                           hash_one, &batch) < 0) {
+        PyMem_Free(batch.hashes);
+        return NULL;
     }
-    for (; i < n; i++) {
-        if (key_hash(self, items[i], &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            return NULL;
-        }
-    }
-    return hashes;
+    return batch.hashes;
 }
 
 PyDoc_STRVAR(get_many_doc,
@@ -1061,14 +1020,23 @@ static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(igno
         return NULL;
     }
     size_t n = chash_ring_point_count(self->ring);
-    size_t total = (size_t)head_len;
-    for (size_t k = 0; k < chash_ring_node_count(self->ring); k++)
-        total += chash_ring_node(self->ring, k).id_len + 1;
-    total += n * 8;
-    unsigned char *buf = PyMem_Malloc(total ? total : 1);
-    if (!buf) {
+    size_t nnodes = chash_ring_node_count(self->ring);
+    /* Each point is followed by the first 4 bytes of the MD5 of its owner's
+     * id (its index would depend on the order nodes were added in): hashed
+     * once a node, into owner_tag, not once a point. */
+    unsigned char *buf = PyMem_Malloc((size_t)head_len + n * 8 + 1);
+    uint8_t (*owner_tag)[4] = PyMem_Malloc((nnodes ? nnodes : 1) * sizeof *owner_tag);
+    if (!buf || !owner_tag) {
+        PyMem_Free(buf);
+        PyMem_Free(owner_tag);
         Py_DECREF(parts);
         return PyErr_NoMemory();
+    }
+    for (size_t k = 0; k < nnodes; k++) {
+        chash_node_view node = chash_ring_node(self->ring, k);
+        uint8_t digest[CHASH_MAX_DIGEST];
+        chash_digest(CHASH_HASH_MD5, node.id, node.id_len, 0, digest);
+        memcpy(owner_tag[k], digest, 4);
     }
     size_t at = 0;
     memcpy(buf, head, (size_t)head_len);
@@ -1076,18 +1044,14 @@ static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(igno
     Py_DECREF(parts);
     for (size_t i = 0; i < n; i++) {
         uint32_t v = chash_ring_point(self->ring, i);
-        chash_node_view owner = chash_ring_node(self->ring, chash_ring_point_owner(self->ring, i));
-        /* The owner by a digest of its id: its index would depend on the
-         * order nodes were added in. */
-        uint8_t digest[CHASH_MAX_DIGEST];
-        chash_digest(CHASH_HASH_MD5, owner.id, owner.id_len, 0, digest);
         buf[at++] = (unsigned char)(v >> 24);
         buf[at++] = (unsigned char)(v >> 16);
         buf[at++] = (unsigned char)(v >> 8);
         buf[at++] = (unsigned char)v;
-        memcpy(buf + at, digest, 4);
+        memcpy(buf + at, owner_tag[chash_ring_point_owner(self->ring, i)], 4);
         at += 4;
     }
+    PyMem_Free(owner_tag);
     uint8_t digest[CHASH_MAX_DIGEST];
     chash_digest(CHASH_HASH_MD5, buf, at, 0, digest);
     PyMem_Free(buf);
@@ -1344,6 +1308,20 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* chash_py_ring_api.ring_of: the ring of a router, for chash._strategies. */
+static int ring_of(PyObject *obj, const chash_ring **ring)
+{
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(obj), &chash_module);
+    if (!module || !PyObject_TypeCheck(obj, get_state(module)->router_type)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "router must be a ConsistentHashRouter, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *ring = ((RouterObject *)obj)->ring;
+    return 0;
+}
+
 static int module_exec(PyObject *module)
 {
     module_state *state = get_state(module);
@@ -1377,8 +1355,12 @@ static int module_exec(PyObject *module)
         || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
         || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
         return -1;
-    if (PyModule_AddFunctions(module, chash_strategy_methods) < 0)
+    static const chash_py_ring_api ring_api = {ring_of};
+    PyObject *capsule = PyCapsule_New((void *)&ring_api, CHASH_PY_RING_API, NULL);
+    if (!capsule || PyModule_AddObject(module, "_ring_api", capsule) < 0) {
+        Py_XDECREF(capsule);
         return -1;
+    }
     return 0;
 }
 
