@@ -130,9 +130,9 @@ def run_schedule(
                 gc.collect()
                 shift = r % len(g.measures)
                 for m in g.measures[shift:] + g.measures[:shift]:
-                    if done[m.name] and first[m.name] > slow_s:
-                        if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
-                            continue
+                    if done[m.name] and first[m.name] > slow_s and (
+                            done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s):
+                        continue
                     for _attempt in range(RETAKES + 1):
                         wall = time.perf_counter()
                         values = m.sample(seq[m.name])
@@ -325,14 +325,15 @@ class Row:
         out = {}
         for label, a, b in self.ratio_defs:
             if a in self.samples and b in self.samples:
-                pairs = zip(self.samples[a], self.samples[b])
+                # A slow contender may have fewer rounds: pair what both have.
+                pairs = zip(self.samples[a], self.samples[b], strict=False)
                 out[label] = statistics.median(x / y for x, y in pairs)
         return out
 
     def spread(self) -> float:
         """Largest (max - min) / median over the contenders, a noise gauge."""
         worst = 0.0
-        for name, values in self.samples.items():
+        for values in self.samples.values():
             mid = statistics.median(values)
             if len(values) > 1 and mid > 0:
                 worst = max(worst, (max(values) - min(values)) / mid)
@@ -437,13 +438,13 @@ def render(rows: list[Row], header: list[str]) -> str:
             cells.append(f"{sum(r.switched.values())}/{total}")
             cells.append("; ".join(target_text(t) for t in r.targets))
             table.append(cells)
-        widths = [max(len(x) for x in col) for col in zip(head, *table)]
+        widths = [max(len(x) for x in col) for col in zip(head, *table, strict=True)]
         right = set(range(1, len(head) - 1))
 
-        def line(cells: list[str]) -> str:
+        def line(cells: list[str], right: set[int] = right, widths: list[int] = widths) -> str:
             return "  ".join(
                 c.rjust(w) if i in right else c.ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
 
         lines += ["", section, line(head), line(["-" * w for w in widths])]

@@ -8,7 +8,7 @@ Contenders, all with 160 virtual nodes a node and MD5 unless a row says
 otherwise:
 
 * chash: ``chash.ConsistentHashRouter(160)``;
-* documented: ``DocumentedRouter(160)`` from ``tests/reference_router.py``,
+* documented: ``DocumentedRouter(160)`` from ``tests/_support/reference_router.py``,
   the pure-Python router chash replaces;
 * uhashring: ``uhashring.HashRing(nodes=..., vnodes=160)`` in its default
   (non-ketama) mode, MD5 over the full 128 bits.
@@ -49,10 +49,10 @@ from _bench import (  # noqa: E402
     cpu_check, doubts, lookup_measures, machine_info, make_row, node_names, progress, render,
     request_keys, rss_per_point, run_schedule, target_text, timed,
 )
-from reference_router import DocumentedRouter, md5_point  # noqa: E402
+from _support.reference_router import DocumentedRouter, md5_point  # noqa: E402
 
 try:
-    import uhashring  # type: ignore[import-untyped]  # noqa: E402
+    import uhashring  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit("the benchmark needs uhashring: pip install -e '.[bench]'") from exc
 
@@ -311,7 +311,7 @@ def memory_row(n: int, rings: dict[str, Any]) -> Row:
 def collect_rows(cfg: Config, obs: dict[Key, list[Obs]], memory: dict[int, Row]) -> list[Row]:
     rows: list[Row] = []
     for n in cfg.nodes:
-        def md5_row(row: str, unit: str, scale: float) -> Row:
+        def md5_row(row: str, unit: str, scale: float, n: int = n) -> Row:
             return make_row(MD5_SECTION, row, n, n, unit, scale, obs, [CHASH, DOC, UH], VS)
 
         build, build_one = md5_row(BUILD, "ms", 1e6), md5_row(BUILD_ONE, "ms", 1e6)
@@ -417,8 +417,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text += f"\n\ntargets met: {total - len(failed)} of {total} (wall-clock medians)"
     for r, t in failed:
         text += f"\n  missed: {r.row} at {r.nodes} nodes: {target_text(t)}"
-    for r, t in ((r, t) for r in rows for t in r.targets if doubts(t)):
-        text += f"\n  uncertain: {r.row} at {r.nodes} nodes: {target_text(t)}"
+    for row, target in ((r, t) for r in rows for t in r.targets if doubts(t)):
+        text += f"\n  uncertain: {row.row} at {row.nodes} nodes: {target_text(target)}"
     check = cpu_check(rows)
     if check:
         text += "\n\n" + "\n".join(check)

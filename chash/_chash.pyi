@@ -2,6 +2,8 @@
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Literal
 
+from typing_extensions import disjoint_base
+
 HashName = Literal["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32"]
 LayoutName = Literal["python", "node", "ketama"]
 Key = str | bytes
@@ -16,6 +18,7 @@ MAX_NODES: Final[int]
 # router's ring.
 _ring_api: Final[object]
 
+@disjoint_base
 class ConsistentHashRouter:
     """A consistent-hash ring routing keys to nodes (see the module docs)."""
 

@@ -1,7 +1,18 @@
-"""Hypothesis profiles: "ci" (reproducible, bounded) when CI is set, else "dev"."""
-import os
+"""Shared fixtures, and the hypothesis profiles: "ci" (reproducible,
+bounded) when CI is set, else "dev".
 
+Helpers that are not fixtures live in the ``_support`` package beside this
+file (this folder is on ``sys.path`` while the tests run).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
 from hypothesis import settings
+
+from _support.http_backends import Backend
 
 settings.register_profile(
     "ci",
@@ -12,3 +23,18 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def backends() -> Iterator[Callable[..., Backend]]:
+    """A factory of HTTP Backends on 127.0.0.1, all stopped at teardown."""
+    made: list[Backend] = []
+
+    def make(code: int = 200) -> Backend:
+        backend = Backend(code)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.stop()

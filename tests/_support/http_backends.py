@@ -1,4 +1,4 @@
-"""Real HTTP backends on 127.0.0.1 for the health-check tests.
+"""Real HTTP backends on 127.0.0.1 (threads), for the health-check tests.
 
 Each ``Backend`` is a ThreadingHTTPServer on an OS-chosen port whose every
 GET answers according to its current behaviour, which a test may change at
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import http.server
 import itertools
-import socket
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from chash import ConsistentHashRouter
 
 _HANG_LIMIT = 60.0
 
@@ -184,18 +184,10 @@ class Backend:
         return self
 
 
-def refused_node() -> str:
-    """A host:port on 127.0.0.1 where nothing listens."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"127.0.0.1:{port}"
-
-
-def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.01) -> None:
-    """Poll ``predicate()`` until it is true; AssertionError after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
+def ring_of(backends: list[Backend], weights: list[float] | None = None) -> ConsistentHashRouter:
+    """A ring of 100 virtual nodes a node over the backends' nodes, with
+    ``weights`` (default 1 each) in the same order."""
+    router = ConsistentHashRouter(100)
+    for i, backend in enumerate(backends):
+        router.add_service_node(backend.node, 1.0 if weights is None else weights[i])
+    return router
