@@ -42,11 +42,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import chash
 from _bench import (
-    Group, Key, Measure, Obs, Row, add_target, cpu_check, machine_info, make_row, node_names,
-    progress, render, run_schedule, target_text, timed,
+    Group,
+    Key,
+    Measure,
+    Obs,
+    Row,
+    add_target,
+    cpu_check,
+    machine_info,
+    make_row,
+    node_names,
+    progress,
+    render,
+    run_schedule,
+    target_text,
+    timed,
 )
+
+import chash
 
 BUILD, ADD, REMOVE, IN = "build", "add one node", "remove one node", "in"
 IN_COLD, SET_COLD = "in, cold", "in, cold: a Python set of the names"

@@ -43,12 +43,34 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import chash  # noqa: E402
 from _bench import (  # noqa: E402
-    BATCH, COLD, RETAKE_BELOW_S, RETAKES, SINGLE, Group, Key, Measure, Obs, Row, add_target,
-    cpu_check, doubts, lookup_measures, machine_info, make_row, node_names, progress, render,
-    request_keys, rss_per_point, run_schedule, target_text, timed,
+    BATCH,
+    COLD,
+    RETAKE_BELOW_S,
+    RETAKES,
+    SINGLE,
+    Group,
+    Key,
+    Measure,
+    Obs,
+    Row,
+    add_target,
+    cpu_check,
+    doubts,
+    lookup_measures,
+    machine_info,
+    make_row,
+    node_names,
+    progress,
+    render,
+    request_keys,
+    rss_per_point,
+    run_schedule,
+    target_text,
+    timed,
 )
+
+import chash  # noqa: E402
 from _support.reference_router import DocumentedRouter, md5_point  # noqa: E402
 
 try:

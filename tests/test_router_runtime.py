@@ -445,7 +445,7 @@ def _stub_names(tree: ast.Module) -> tuple[set[str], list[str] | None, dict[str,
     return names, exported, classes
 
 
-STUB_ALIASES = {"HashName", "LayoutName", "Key", "Words"}  # type aliases that exist only in stubs
+STUB_ALIASES = {"HashName", "LayoutName", "Key"}  # type aliases that exist only in stubs
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.
