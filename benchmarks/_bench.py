@@ -7,7 +7,9 @@ docstring and in README.md.
 """
 from __future__ import annotations
 
+import argparse
 import gc
+import json
 import math
 import os
 import platform
@@ -279,6 +281,17 @@ def rss_per_point(nodes: int, vnodes: int, hash_name: str = "md5") -> float | No
     return float(done.stdout)
 
 
+def node_counts(text: str) -> list[int]:
+    """An argparse type: comma-separated node counts, each >= 1, sorted."""
+    try:
+        counts = sorted({int(x) for x in text.split(",") if x})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"node counts are comma-separated integers: {exc}") from exc
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError("every node count must be at least 1")
+    return counts
+
+
 # --------------------------------------------------------------------------
 # Report
 
@@ -461,11 +474,39 @@ def cpu_check(rows: list[Row]) -> list[str]:
         who = ", ".join(f"{c} {k}/{len(r.samples[c])}" for c, k in r.switched.items() if k)
         wall = ", ".join(f"{label} {fmt(v)}×" for label, v in r.ratios.items())
         cpu = ", ".join(f"{label} {fmt(v)}×" for label, v in r.cpu_ratios.items())
-        lines.append(f"  {r.row} at {r.nodes} nodes ({who}): wall {wall}; CPU time {cpu}")
+        lines.append(f"  {row_name(r)} ({who}): wall {wall}; CPU time {cpu}")
     if lines:
         lines.insert(0, "preempted samples kept (too long to retake, or preempted on every"
                         " retake), with ratios by thread CPU time:")
     return lines
+
+
+def row_name(row: Row) -> str:
+    return f"{row.row} at {row.nodes} nodes" if row.nodes != "" else row.row
+
+
+def report(rows: list[Row], header: list[str]) -> tuple[str, int, int]:
+    """The tables, then the targets missed or uncertain and the CPU-time
+    check: (text, targets met, targets)."""
+    text = render(rows, header)
+    failed = [(r, t) for r in rows for t in r.targets if not t["ok"]]
+    total = sum(len(r.targets) for r in rows)
+    text += f"\n\ntargets met: {total - len(failed)} of {total} (wall-clock medians)"
+    for row, target in failed:
+        text += f"\n  missed: {row_name(row)}: {target_text(target)}"
+    for row, target in ((r, t) for r in rows for t in r.targets if doubts(t)):
+        text += f"\n  uncertain: {row_name(row)}: {target_text(target)}"
+    check = cpu_check(rows)
+    if check:
+        text += "\n\n" + "\n".join(check)
+    return text, total - len(failed), total
+
+
+def write_json(path: str, payload: dict[str, Any]) -> None:
+    """payload as indented UTF-8 JSON at path, its folder made if need be."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------

@@ -32,14 +32,12 @@ over the node counts, wall-clock medians, preempted short samples retaken.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from _bench import (
@@ -49,15 +47,15 @@ from _bench import (
     Obs,
     Row,
     add_target,
-    cpu_check,
     machine_info,
     make_row,
+    node_counts,
     node_names,
     progress,
-    render,
+    report,
     run_schedule,
-    target_text,
     timed,
+    write_json,
 )
 
 import chash
@@ -168,7 +166,7 @@ def collect_rows(counts: list[int], obs: dict[Key, list[Obs]], points: int) -> l
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--nodes", default="1000,10000,100000,1000000",
+    parser.add_argument("--nodes", type=node_counts, default="1000,10000,100000,1000000",
                         help="node counts, smallest first (default %(default)s)")
     parser.add_argument("--points", type=int, default=10, help="points a node (default 10)")
     parser.add_argument("--repeat", type=int, default=7, help="rounds (default 7)")
@@ -178,11 +176,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        counts = sorted({int(x) for x in args.nodes.split(",") if x})
-    except ValueError as exc:
-        raise SystemExit(f"node counts are comma-separated integers: {exc}") from exc
-    if not counts or counts[0] < 1 or args.repeat < 1 or args.points < 1:
+    counts = args.nodes
+    if args.repeat < 1 or args.points < 1:
         raise SystemExit("--repeat, --points and every node count must be at least 1")
     info = machine_info()
     started, load_start = time.perf_counter(), os.getloadavg()
@@ -210,26 +205,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"wall-clock medians of {args.repeat} interleaved rounds (builds over 1 s: 3 rounds"
         " within 60 s)",
     ]
-    text = render(rows, header)
-    failed = [(r, t) for r in rows for t in r.targets if not t["ok"]]
-    total = sum(len(r.targets) for r in rows)
-    text += f"\n\ntargets met: {total - len(failed)} of {total} (wall-clock medians)"
-    for r, t in failed:
-        text += f"\n  missed: {r.row}: {target_text(t)}"
-    check = cpu_check(rows)
-    if check:
-        text += "\n\n" + "\n".join(check)
+    text, met, total = report(rows, header)
     if args.json:
         payload = {
             "command": " ".join(["python", *sys.argv]), "machine": info,
             "load_average": {"start": load_start, "end": load_end}, "runtime_s": runtime,
             "config": {"nodes": counts, "points": args.points, "rounds": args.repeat},
             "rows": [r.to_json() for r in rows],
-            "targets_met": total - len(failed), "targets_total": total,
+            "targets_met": met, "targets_total": total,
         }
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(args.json, payload)
     print(text)
     return 0
 

@@ -31,7 +31,6 @@ project's speed goals; a missed one is printed with a cross.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -55,19 +54,18 @@ from _bench import (  # noqa: E402
     Obs,
     Row,
     add_target,
-    cpu_check,
-    doubts,
     lookup_measures,
     machine_info,
     make_row,
+    node_counts,
     node_names,
     progress,
-    render,
+    report,
     request_keys,
     rss_per_point,
     run_schedule,
-    target_text,
     timed,
+    write_json,
 )
 
 import chash  # noqa: E402
@@ -377,8 +375,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: fewer keys and rounds, a 100,000-point flatness ring")
     parser.add_argument("--json", metavar="FILE", help="write every median, sample and ratio")
-    parser.add_argument("--nodes", default="3,10,100,1000", help="node counts (default %(default)s)")
-    parser.add_argument("--fast-nodes", default="10,1000",
+    parser.add_argument("--nodes", type=node_counts, default="3,10,100,1000",
+                        help="node counts (default %(default)s)")
+    parser.add_argument("--fast-nodes", type=node_counts, default="10,1000",
                         help="node counts of the fast-hash rows (default %(default)s)")
     parser.add_argument("--repeat", type=int, help="rounds a row (default 7, --quick 3)")
     parser.add_argument("--keys", type=int, help="lookup keys (default 20000, --quick 2000)")
@@ -387,11 +386,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        nodes = sorted({int(x) for x in args.nodes.split(",") if x})
-        fast_nodes = sorted({int(x) for x in args.fast_nodes.split(",") if x})
-    except ValueError as exc:
-        raise SystemExit(f"node counts are comma-separated integers: {exc}") from exc
+    nodes, fast_nodes = args.nodes, args.fast_nodes
     repeat = args.repeat or (3 if args.quick else 7)
     if repeat < 1 or not nodes or min(nodes + fast_nodes) < 1 or (args.keys or 1) < 1:
         raise SystemExit("--repeat, --keys and every node count must be at least 1")
@@ -433,17 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "targets are judged on the medians; in brackets, a verdict by CPU time (if samples"
         " were preempted) or by the fastest samples that differs",
     ]
-    text = render(rows, header)
-    failed = [(r, t) for r in rows for t in r.targets if not t["ok"]]
-    total = sum(len(r.targets) for r in rows)
-    text += f"\n\ntargets met: {total - len(failed)} of {total} (wall-clock medians)"
-    for r, t in failed:
-        text += f"\n  missed: {r.row} at {r.nodes} nodes: {target_text(t)}"
-    for row, target in ((r, t) for r in rows for t in r.targets if doubts(t)):
-        text += f"\n  uncertain: {row.row} at {row.nodes} nodes: {target_text(target)}"
-    check = cpu_check(rows)
-    if check:
-        text += "\n\n" + "\n".join(check)
+    text, met, total = report(rows, header)
 
     if args.json:
         payload = {
@@ -461,12 +446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "flat_small": FLAT_SMALL, "flat_big": cfg.flat_big, "quick": cfg.quick,
             },
             "rows": [r.to_json() for r in rows],
-            "targets_met": total - len(failed),
+            "targets_met": met,
             "targets_total": total,
         }
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(args.json, payload)
     print(text)
     return 0
 

@@ -106,6 +106,18 @@ static inline int chash_py_hash_keys(PyObject *const *items, Py_ssize_t n, chash
 }
 
 /*
+ * The slots of both modules (PEP 489 multi-phase init): exec, and on a
+ * free-threaded interpreter the GIL kept enabled, because the GIL is what
+ * serialises ring mutations against reads.
+ */
+#ifdef Py_mod_gil
+#define CHASH_PY_MODULE_SLOTS(exec) \
+    {{Py_mod_exec, exec}, {Py_mod_gil, Py_MOD_GIL_USED}, {0, NULL}}
+#else
+#define CHASH_PY_MODULE_SLOTS(exec) {{Py_mod_exec, exec}, {0, NULL}}
+#endif
+
+/*
  * The ring of a router, for chash._strategies: chash._chash stores a
  * chash_py_ring_api in the capsule CHASH_PY_RING_API ("chash._chash._ring_api").
  * ring_of returns 0 and the router's ring (read-only, valid while the

@@ -658,14 +658,7 @@ static int module_exec(PyObject *module)
     return state->ring_api ? 0 : -1;
 }
 
-static PyModuleDef_Slot module_slots[] = {
-    {Py_mod_exec, module_exec},
-#ifdef Py_mod_gil
-    /* Bounded loads reads a router's ring under the GIL's protection. */
-    {Py_mod_gil, Py_MOD_GIL_USED},
-#endif
-    {0, NULL},
-};
+static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
 
 static struct PyModuleDef strategies_module = {
     PyModuleDef_HEAD_INIT,

@@ -1381,15 +1381,7 @@ static void module_free(void *module)
     module_clear((PyObject *)module);
 }
 
-static PyModuleDef_Slot module_slots[] = {
-    {Py_mod_exec, module_exec},
-#ifdef Py_mod_gil
-    /* The ring relies on the GIL to serialise mutations against lookups:
-     * a free-threaded interpreter keeps the GIL enabled for this module. */
-    {Py_mod_gil, Py_MOD_GIL_USED},
-#endif
-    {0, NULL},
-};
+static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
 
 static struct PyModuleDef chash_module = {
     PyModuleDef_HEAD_INIT,
