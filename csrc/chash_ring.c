@@ -415,12 +415,29 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *
  * Merges the points add[0..n), sorted by (value, owner id), into the ring
  * from the back, in place: the arrays must already hold room for them (no
  * failure is possible here).  Their owners must be registered
- * (owner_before reads their ids).
+ * (owner_before reads their ids).  A few points into a big ring are placed
+ * by binary search and block moves; more, by one merging pass.
  */
 static void merge_sorted(chash_ring *ring, const chash_pair *add, size_t n)
 {
     chash_pair *pt = ring->pt;
     size_t i = ring->npoints; /* pt[0..i) has not moved yet */
+    if (n >= i / 16) {
+        /* Many points for the ring's size: one backward pass, each point
+         * moving once (old ones sort after a new one of equal value when
+         * their owner's id sorts after its owner's). */
+        for (size_t j = n; j > 0; j--) {
+            chash_pair x = add[j - 1];
+            while (i > 0 && (pt[i - 1].value > x.value
+                             || (pt[i - 1].value == x.value && owner_before(ring, x.owner, pt[i - 1].owner)))) {
+                pt[i + j - 1] = pt[i - 1];
+                i--;
+            }
+            pt[i + j - 1] = x;
+        }
+        ring->npoints += n;
+        return;
+    }
     for (size_t j = n; j > 0; j--) {
         uint32_t v = add[j - 1].value;
         uint32_t o = add[j - 1].owner;
