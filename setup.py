@@ -39,7 +39,8 @@ ENGINE = ["csrc/chash_ring.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/
 # Each extension: its binding file(s) over the engine; both include
 # csrc/_chash_binding.h.  Every csrc/*.c belongs to one of these lists.
 EXTENSIONS = {
-    "chash._chash": ["csrc/_chashmodule.c", *ENGINE],
+    "chash._chash": ["csrc/_chashmodule.c", "csrc/_chash_points.c", "csrc/_chash_mutate.c",
+                     "csrc/_chash_ketama.c", "csrc/_chash_lookup.c", "csrc/_chash_inspect.c", *ENGINE],
     "chash._strategies": ["csrc/_chash_strategies.c", "csrc/chash_strategies.c", *ENGINE],
 }
 _unlisted = set(glob("csrc/*.c")) - {src for srcs in EXTENSIONS.values() for src in srcs}
