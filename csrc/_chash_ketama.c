@@ -27,6 +27,84 @@ static void free_ketama_slots(KetamaSlot *slots, size_t n, int free_new_entries)
 }
 
 /*
+ * Applies an update whose point scheme stays: the new nodes enter in one
+ * chash_ring_add_many, the present nodes whose count changed gain or lose
+ * only the points between their old and new count (a node's points for
+ * count c are the first c of its sequence) in one chash_ring_change_points,
+ * and the dropped node (an index, or -1) goes last.  Each engine call is
+ * all-or-nothing and a failed recount is undone by removing the nodes just
+ * added (a removal cannot fail), so on error (-1, exception set) the
+ * router is as it was.  No Python code runs in between (these layouts
+ * take no Python hash).
+ */
+static int ketama_apply(RouterObject *self, const KetamaSlot *slots, size_t n,
+                        const size_t *counts, const chash_scheme *scheme, long drop)
+{
+    chash_ring *ring = self->ring;
+    size_t nnew = 0, nchanged = 0, nmoved = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t have = slots[i].old >= 0 ? chash_ring_node(ring, (size_t)slots[i].old).npoints : 0;
+        if (slots[i].old < 0)
+            nnew++;
+        else if (have != counts[i])
+            nchanged++;
+        nmoved += have > counts[i] ? have - counts[i] : counts[i] - have;
+    }
+    chash_node_spec *specs = PyMem_New(chash_node_spec, nnew + 1);
+    chash_point_change *changes = PyMem_New(chash_point_change, nchanged + 1);
+    uint32_t *points = PyMem_New(uint32_t, nmoved + 1);
+    int status = specs && changes && points ? CHASH_OK : CHASH_ENOMEM;
+    size_t s = 0, c = 0, at = 0;
+    for (size_t i = 0; i < n && status == CHASH_OK; i++) {
+        size_t have = slots[i].old >= 0 ? chash_ring_node(ring, (size_t)slots[i].old).npoints : 0;
+        if (have == counts[i])
+            continue;
+        /* Ids from the entries' str: the engine's own copies may move when
+         * the node table grows. */
+        const char *id;
+        Py_ssize_t id_len;
+        if (node_id(slots[i].entry->name, &id, &id_len) < 0) {
+            PyMem_Free(specs);
+            PyMem_Free(changes);
+            PyMem_Free(points);
+            return -1;
+        }
+        size_t lo = have < counts[i] ? have : counts[i], len = (have < counts[i] ? counts[i] : have) - lo;
+        status = chash_scheme_points(scheme, id, (size_t)id_len, lo, len, points + at);
+        if (slots[i].old < 0)
+            specs[s++] = (chash_node_spec){id, (size_t)id_len, slots[i].entry, points + at, len};
+        else if (have < counts[i])
+            changes[c++] = (chash_point_change){id, (size_t)id_len, points + at, len, NULL, 0};
+        else
+            changes[c++] = (chash_point_change){id, (size_t)id_len, NULL, 0, points + at, len};
+        at += len;
+    }
+    if (status == CHASH_OK && s)
+        status = chash_ring_add_many(ring, specs, s);
+    if (status == CHASH_OK && c) {
+        status = chash_ring_change_points(ring, changes, c);
+        for (size_t i = 0; status != CHASH_OK && i < s; i++)
+            (void)chash_ring_remove(ring, specs[i].id, specs[i].id_len, NULL);
+    }
+    PyMem_Free(specs);
+    PyMem_Free(changes);
+    PyMem_Free(points);
+    if (status != CHASH_OK) {
+        set_status_error(status, NULL);
+        return -1;
+    }
+    if (drop >= 0) {
+        NodeEntry *dropped = entry_at(self, (size_t)drop);
+        chash_node_view view = chash_ring_node(ring, (size_t)drop);
+        (void)chash_ring_remove(ring, view.id, view.id_len, NULL); /* present: cannot fail */
+        free_entry(dropped);
+    }
+    for (size_t i = 0; i < n; i++)
+        slots[i].entry->weight = slots[i].weight;
+    return 0;
+}
+
+/*
  * The ketama layout: every node's point count depends on every weight
  * (chash_ketama_counts), so a change of membership rebuilds the ring, as
  * twemproxy and libmemcached rebuild their continuum.  The libmemcached
@@ -71,25 +149,15 @@ int ketama_update(RouterObject *self, PyObject *const *add, const double *weight
             goto done;
         size_t found;
         long k = chash_ring_find(ring, id, (size_t)id_len, &found) == CHASH_OK ? (long)found : -1;
-        size_t at = n;
-        for (size_t j = 0; k >= 0 && j < n; j++)
-            if (slots[j].old == k)
-                at = j;
+        /* The present nodes fill slots in ring order less drop. */
+        size_t at = k < 0 || k == drop ? n : (size_t)(drop >= 0 && k > drop ? k - 1 : k);
         if (at < n) {
             slots[at].weight = weights[i];
             continue;
         }
-        NodeEntry *entry = PyMem_Malloc(sizeof *entry);
-        if (!entry) {
-            PyErr_NoMemory();
+        NodeEntry *entry = new_entry(add[i], weights[i]);
+        if (!entry)
             goto done;
-        }
-        entry->name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
-        if (!entry->name) {
-            PyMem_Free(entry);
-            goto done;
-        }
-        entry->weight = weights[i];
         slots[n++] = (KetamaSlot){entry, -1, weights[i], NULL};
     }
     int weighted = self->scheme.layout == CHASH_LAYOUT_KETAMA, was_weighted = weighted;
@@ -126,48 +194,11 @@ int ketama_update(RouterObject *self, PyObject *const *add, const double *weight
             goto done;
         }
     }
-    /* When no present node's count changes (equal weights, mostly; plain
-     * libmemcached always), the ring changes by the new or dropped node
-     * only: one engine call, itself all-or-nothing, instead of a rebuild. */
-    int counts_stay = weighted == was_weighted;
-    size_t nnew = 0;
-    for (size_t i = 0; i < n && counts_stay; i++) {
-        if (slots[i].old < 0)
-            nnew++;
-        else
-            counts_stay = chash_ring_node(ring, (size_t)slots[i].old).npoints == counts[i];
-    }
-    if (counts_stay) {
-        int status = CHASH_OK;
-        NodeEntry *dropped = drop >= 0 ? entry_at(self, (size_t)drop) : NULL;
-        if (dropped)
-            status = chash_ring_remove(ring, chash_ring_node(ring, (size_t)drop).id,
-                                       chash_ring_node(ring, (size_t)drop).id_len, NULL);
-        size_t k = 0;
-        for (size_t i = 0; i < n && status == CHASH_OK; i++) {
-            if (slots[i].old >= 0)
-                continue;
-            const char *id;
-            Py_ssize_t id_len;
-            if (node_id(slots[i].entry->name, &id, &id_len) < 0)
-                goto done;
-            slots[i].fresh = PyMem_New(uint32_t, counts[i]);
-            status = slots[i].fresh ? chash_scheme_points(&point_scheme, id, (size_t)id_len, 0,
-                                                          counts[i], slots[i].fresh)
-                                    : CHASH_ENOMEM;
-            specs[k++] = (chash_node_spec){id, (size_t)id_len, slots[i].entry, slots[i].fresh, counts[i]};
-        }
-        if (status == CHASH_OK && nnew)
-            status = chash_ring_add_many(ring, specs, nnew);
-        if (status != CHASH_OK) {
-            set_status_error(status, NULL); /* a removal cannot fail: nothing changed */
-            goto done;
-        }
-        for (size_t i = 0; i < n; i++)
-            slots[i].entry->weight = slots[i].weight;
-        if (dropped)
-            free_entry(dropped);
-        result = 0;
+    /* The same point scheme as before (always but when libmemcached turns
+     * weighted or back): the ring changes in place by the points that move
+     * (ketama_apply) instead of being rebuilt. */
+    if (weighted == was_weighted) {
+        result = ketama_apply(self, slots, n, counts, &point_scheme, drop);
         goto done;
     }
     /* The current points of every node, grouped by owner in one pass. */

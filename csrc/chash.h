@@ -147,6 +147,28 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
                       const uint32_t *points, size_t npoints);
 
+/* One node's change in a chash_ring_change_points() call. */
+typedef struct chash_point_change {
+    const char *id;         /* an existing node */
+    size_t id_len;
+    const uint32_t *add;    /* points it gains, any order (NULL when nadd is 0) */
+    size_t nadd;
+    const uint32_t *drop;   /* points of its own it loses, a multiset */
+    size_t ndrop;
+} chash_point_change;
+
+/*
+ * Grows and shrinks count existing nodes at once (a recount of several
+ * nodes' points, as a weighted layout needs when one weight changes): the
+ * dropped points go in one compacting pass and the added ones come in by
+ * one sort and one merge, so the cost is the ring's size once plus the
+ * points that move, not a rebuild.  Returns 0, CHASH_ENOENT (a node, or a
+ * point to drop, absent), CHASH_EEXIST (a node named twice), CHASH_EINVAL
+ * (a node would keep no point, or more than CHASH_MAX_NODE_POINTS),
+ * CHASH_ERANGE or CHASH_ENOMEM; all-or-nothing.
+ */
+int chash_ring_change_points(chash_ring *ring, const chash_point_change *changes, size_t count);
+
 /*
  * Finds the node with this id through the id index, O(1) expected: returns
  * 0 and writes its position in insertion order to *index (if index is not

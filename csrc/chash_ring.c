@@ -141,16 +141,20 @@ static void build_buckets(uint32_t *bucket, unsigned bits, const chash_pair *pt,
         bucket[b] += bucket[b - 1];
 }
 
-/* After sorted points add[0..n) were merged in: each bucket starts later by
- * the number of added points in the buckets before it. */
-static void shift_buckets_up(uint32_t *bucket, unsigned bits, const chash_pair *add, size_t n)
+/* After sorted points add[0..n) were merged in and sorted points
+ * drop[0..ndrop) taken out: each bucket starts later by the number of
+ * added points in the buckets before it, earlier by the dropped ones. */
+static void shift_buckets(uint32_t *bucket, unsigned bits, const chash_pair *add, size_t n,
+                          const chash_pair *drop, size_t ndrop)
 {
     size_t nb = (size_t)1 << bits;
-    size_t j = 0;
+    size_t j = 0, d = 0;
     for (size_t b = 0; b <= nb; b++) {
         while (j < n && bucket_of(add[j].value, bits) < b)
             j++;
-        bucket[b] += (uint32_t)j;
+        while (d < ndrop && bucket_of(drop[d].value, bits) < b)
+            d++;
+        bucket[b] = bucket[b] + (uint32_t)j - (uint32_t)d;
     }
 }
 
@@ -408,9 +412,12 @@ static int reserve_points(chash_ring *ring, size_t total)
     return CHASH_OK;
 }
 
-/* Installs the index for the current points: shifted in place when its size
- * stays, else rebuilt (into fresh when the caller had to allocate one). */
-static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *add, size_t n)
+/* Installs the index for the current points, which differ from the indexed
+ * ones by add[0..n) and drop[0..ndrop) (both sorted by value; NULL when not
+ * known): shifted in place when its size stays, else rebuilt (into fresh
+ * when the caller had to allocate one). */
+static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *add, size_t n,
+                           const chash_pair *drop, size_t ndrop)
 {
     unsigned bits = bucket_bits_for(ring->npoints);
     if (fresh) {
@@ -418,8 +425,8 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *
         ring->bucket = fresh;
         ring->bucket_cap = ((size_t)1 << bits) + 1;
     }
-    if (bits == ring->bucket_bits && add && !fresh) {
-        shift_buckets_up(ring->bucket, bits, add, n);
+    if (bits == ring->bucket_bits && (add || drop) && !fresh) {
+        shift_buckets(ring->bucket, bits, add, n, drop, ndrop);
         return;
     }
     ring->bucket_bits = bits;
@@ -481,7 +488,7 @@ static void merge_sorted(chash_ring *ring, const chash_pair *add, size_t n)
 static void merge_points(chash_ring *ring, const chash_pair *add, size_t n, uint32_t *fresh)
 {
     merge_sorted(ring, add, n);
-    update_buckets(ring, fresh, add, n);
+    update_buckets(ring, fresh, add, n, NULL, 0);
 }
 
 /* Everything merge_points needs for n more points; 0 or CHASH_ENOMEM. */
@@ -753,7 +760,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         ring->npoints = total;
     else
         merge_sorted(ring, add, total);
-    update_buckets(ring, fresh, NULL, 0); /* many points at once: rebuilt */
+    /* Sorted by value: the index shifts by them when its size stays. */
+    update_buckets(ring, fresh, direct ? NULL : add, total, NULL, 0);
     CHASH_FREE(buf);
     return CHASH_OK;
 }
@@ -854,9 +862,157 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     CHASH_FREE(drop);
     ring->npoints = out;
     ring->nodes[k].npoints -= npoints;
-    update_buckets(ring, NULL, NULL, 0);
+    update_buckets(ring, NULL, NULL, 0, NULL, 0);
     release_slack(ring);
     return CHASH_OK;
+}
+
+/* Set in a drop entry's owner once a ring point matched it (owners stay
+ * below CHASH_MAX_NODES, far under this bit). */
+#define DROP_MATCHED UINT32_C(0x80000000)
+
+/*
+ * Whether ring point p is one of drop[0..n) (sorted by value) not matched
+ * yet; if so, marks that entry matched.  *from is where the entries of
+ * p's value may start: ring values never decrease, so it only moves up.
+ */
+static int match_drop(chash_pair p, chash_pair *drop, size_t n, size_t *from)
+{
+    size_t j = *from;
+    while (j < n && drop[j].value < p.value)
+        j++;
+    *from = j;
+    for (; j < n && drop[j].value == p.value; j++) {
+        if (drop[j].owner == p.owner) {
+            drop[j].owner |= DROP_MATCHED;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* How many points of the ring match an entry of drop[0..n), each entry
+ * matched at most once; leaves every entry unmarked again. */
+static size_t count_drops(const chash_ring *ring, chash_pair *drop, size_t n)
+{
+    size_t matched = 0, from = 0;
+    for (size_t i = 0; i < ring->npoints && matched < n; i++)
+        matched += (size_t)match_drop(ring->pt[i], drop, n, &from);
+    for (size_t j = 0; j < n; j++)
+        drop[j].owner &= ~DROP_MATCHED;
+    return matched;
+}
+
+/* The nodes of changes[0..count) as indices into *idx (CHASH_FREE it),
+ * each checked: present, named once, left with 1 .. CHASH_MAX_NODE_POINTS
+ * points.  Sums their points into *nadd and *ndrop. */
+static int check_changes(const chash_ring *ring, const chash_point_change *changes, size_t count,
+                         size_t **idx, size_t *nadd, size_t *ndrop)
+{
+    unsigned char *seen = CHASH_MALLOC(ring->nnodes ? ring->nnodes : 1);
+    *idx = CHASH_MALLOC(count * sizeof **idx);
+    if (!seen || !*idx) {
+        CHASH_FREE(seen);
+        CHASH_FREE(*idx);
+        *idx = NULL;
+        return CHASH_ENOMEM;
+    }
+    memset(seen, 0, ring->nnodes ? ring->nnodes : 1);
+    int status = CHASH_OK;
+    *nadd = *ndrop = 0;
+    for (size_t c = 0; c < count && status == CHASH_OK; c++) {
+        const chash_point_change *ch = &changes[c];
+        size_t k = 0;
+        if ((!ch->id && ch->id_len) || (!ch->add && ch->nadd) || (!ch->drop && ch->ndrop))
+            status = CHASH_EINVAL;
+        else if (chash_ring_find(ring, ch->id, ch->id_len, &k) != CHASH_OK)
+            status = CHASH_ENOENT;
+        else if (seen[k])
+            status = CHASH_EEXIST;
+        else if (ch->ndrop > ring->nodes[k].npoints)
+            status = CHASH_ENOENT; /* more than it owns: some are not its */
+        else if (ch->nadd > CHASH_MAX_NODE_POINTS
+                 || ring->nodes[k].npoints - ch->ndrop + ch->nadd == 0
+                 || ring->nodes[k].npoints - ch->ndrop + ch->nadd > CHASH_MAX_NODE_POINTS)
+            status = CHASH_EINVAL;
+        seen[k] = 1;
+        (*idx)[c] = k;
+        *nadd += ch->nadd;
+        *ndrop += ch->ndrop;
+        if (status == CHASH_OK && *nadd > CHASH_MAX_POINTS)
+            status = CHASH_ERANGE;
+    }
+    if (status == CHASH_OK && ring->npoints - *ndrop + *nadd > CHASH_MAX_POINTS)
+        status = CHASH_ERANGE;
+    CHASH_FREE(seen);
+    if (status != CHASH_OK) {
+        CHASH_FREE(*idx);
+        *idx = NULL;
+    }
+    return status;
+}
+
+int chash_ring_change_points(chash_ring *ring, const chash_point_change *changes, size_t count)
+{
+    if (count == 0)
+        return CHASH_OK;
+    size_t *idx, nadd, ndrop;
+    int status = check_changes(ring, changes, count, &idx, &nadd, &ndrop);
+    if (status != CHASH_OK)
+        return status;
+    chash_pair *add = CHASH_MALLOC((nadd ? nadd : 1) * sizeof *add);
+    chash_pair *drop = CHASH_MALLOC((ndrop ? ndrop : 1) * sizeof *drop);
+    if (!add || !drop) {
+        status = CHASH_ENOMEM;
+        goto done;
+    }
+    size_t na = 0, nd = 0;
+    for (size_t c = 0; c < count; c++) {
+        for (size_t p = 0; p < changes[c].nadd; p++)
+            add[na++] = (chash_pair){changes[c].add[p], (uint32_t)idx[c]};
+        for (size_t p = 0; p < changes[c].ndrop; p++)
+            drop[nd++] = (chash_pair){changes[c].drop[p], (uint32_t)idx[c]};
+    }
+    flag_sort(drop, ndrop, 56);
+    if (count_drops(ring, drop, ndrop) != ndrop) {
+        status = CHASH_ENOENT;
+        goto done;
+    }
+    /* Every allocation before the ring changes; nothing below can fail. */
+    uint32_t *fresh = NULL;
+    size_t total = ring->npoints - ndrop + nadd;
+    status = reserve_points(ring, total > ring->npoints ? total : ring->npoints);
+    if (status == CHASH_OK)
+        status = reserve_buckets(ring, total, &fresh);
+    if (status != CHASH_OK)
+        goto done;
+    /* The added points by (value, owner), then equal values put in the
+     * ring's tie order (a no-op for ties by insertion order). */
+    flag_sort(add, nadd, 56);
+    for (size_t i = 1; i < nadd; i++) {
+        chash_pair x = add[i];
+        size_t j = i;
+        for (; j > 0 && add[j - 1].value == x.value && owner_before(ring, x.owner, add[j - 1].owner); j--)
+            add[j] = add[j - 1];
+        add[j] = x;
+    }
+    size_t out = 0, from = 0;
+    for (size_t i = 0; i < ring->npoints; i++) {
+        chash_pair p = ring->pt[i];
+        if (!match_drop(p, drop, ndrop, &from))
+            ring->pt[out++] = p;
+    }
+    ring->npoints = out;
+    merge_sorted(ring, add, nadd);
+    for (size_t c = 0; c < count; c++)
+        ring->nodes[idx[c]].npoints += changes[c].nadd - changes[c].ndrop;
+    update_buckets(ring, fresh, nadd ? add : NULL, nadd, ndrop ? drop : NULL, ndrop);
+    release_slack(ring);
+done:
+    CHASH_FREE(idx);
+    CHASH_FREE(add);
+    CHASH_FREE(drop);
+    return status;
 }
 
 int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out)
@@ -893,7 +1049,7 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
         for (; b <= ((size_t)1 << bits); b++)
             bucket[b] -= dropped;
     else
-        update_buckets(ring, NULL, NULL, 0);
+        update_buckets(ring, NULL, NULL, 0, NULL, 0);
     index_remove(ring, k);
     if (data_out)
         *data_out = ring->nodes[k].data;

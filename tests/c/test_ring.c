@@ -502,8 +502,86 @@ static void test_id_index_many_nodes(void)
     chash_ring_free(ring);
 }
 
+/* change_points: several nodes grow and shrink in one call and the ring is
+ * the one built from scratch with their final points, in either tie order;
+ * errors and failed allocations leave the ring as it was. */
+static void test_change_points_matches_rebuild(void)
+{
+    enum { NODES = 20, MAXP = 25 }; /* at most 500 points: a snapshot holds 512 */
+    static char names[NODES][16];
+    static uint32_t pts[NODES][MAXP];
+    for (int i = 0; i < NODES; i++) {
+        snprintf(names[i], sizeof names[i], "c%d", (i * 13) % NODES);
+        for (int k = 0; k < MAXP; k++)
+            pts[i][k] = next_u32() % 2000; /* collisions across nodes */
+    }
+    for (int ties = 0; ties < 2; ties++) {
+        size_t have[NODES], want[NODES];
+        chash_ring *ring = chash_ring_new();
+        CHECK(chash_ring_set_ties(ring, ties ? CHASH_TIES_BY_ORDER : CHASH_TIES_BY_ID) == CHASH_OK);
+        for (int i = 0; i < NODES; i++) {
+            have[i] = 5 + (size_t)(next_u32() % 20);
+            CHECK(add_str(ring, names[i], pts[i], have[i]) == CHASH_OK);
+        }
+        for (int round = 0; round < 6; round++) {
+            chash_point_change changes[NODES];
+            size_t n = 0;
+            for (int i = 0; i < NODES; i++) {
+                want[i] = have[i];
+                if (next_u32() % 3)
+                    continue;
+                want[i] = 1 + (size_t)(next_u32() % MAXP);
+                int grow = want[i] > have[i];
+                size_t lo = grow ? have[i] : want[i], hi = grow ? want[i] : have[i];
+                changes[n++] = (chash_point_change){names[i], strlen(names[i]),
+                    grow ? pts[i] + lo : NULL, grow ? hi - lo : 0,
+                    grow ? NULL : pts[i] + lo, grow ? 0 : hi - lo};
+            }
+            /* Errors first: an absent node, a node twice, a foreign point,
+             * a node left with none; then failing allocations. */
+            snapshot before, after;
+            take(ring, &before);
+            uint32_t foreign = 7000;
+            chash_point_change bad[2] = {{"nobody", 6, NULL, 0, NULL, 0}, changes[0]};
+            CHECK(chash_ring_change_points(ring, bad, 1) == CHASH_ENOENT);
+            bad[0] = (chash_point_change){names[0], strlen(names[0]), NULL, 0, &foreign, 1};
+            CHECK(chash_ring_change_points(ring, bad, 1) == CHASH_ENOENT);
+            bad[0] = (chash_point_change){names[1], strlen(names[1]), NULL, 0, pts[1], have[1]};
+            CHECK(chash_ring_change_points(ring, bad, 1) == CHASH_EINVAL);
+            if (n) {
+                bad[0] = changes[0];
+                CHECK(chash_ring_change_points(ring, bad, 2) == CHASH_EEXIST);
+            }
+            for (long budget = 0; budget < 6; budget++) {
+                fail_countdown = budget;
+                int status = chash_ring_change_points(ring, changes, n);
+                fail_countdown = -1;
+                if (status == CHASH_OK) {
+                    for (int i = 0; i < NODES; i++)
+                        have[i] = want[i];
+                    break;
+                }
+                CHECK(status == CHASH_ENOMEM);
+                take(ring, &after);
+                CHECK(same(&before, &after));
+            }
+            CHECK(chash_ring_check(ring) == CHASH_OK);
+            chash_ring *fresh = chash_ring_new();
+            CHECK(chash_ring_set_ties(fresh, ties ? CHASH_TIES_BY_ORDER : CHASH_TIES_BY_ID) == CHASH_OK);
+            for (int i = 0; i < NODES; i++)
+                CHECK(add_str(fresh, names[i], pts[i], have[i]) == CHASH_OK);
+            CHECK(fresh->npoints == ring->npoints);
+            CHECK(memcmp(fresh->pt, ring->pt, ring->npoints * sizeof *ring->pt) == 0);
+            chash_ring_free(fresh);
+        }
+        CHECK(chash_ring_change_points(ring, NULL, 0) == CHASH_OK);
+        chash_ring_free(ring);
+    }
+}
+
 int main(void)
 {
+    test_change_points_matches_rebuild();
     test_id_index_many_nodes();
     test_add_many_large_matches_add();
     test_add_many_matches_add();
