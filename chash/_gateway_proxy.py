@@ -79,6 +79,18 @@ def _simple(status: int, message: str, close: bool) -> bytes:
 
 
 
+async def _relay_exactly(client: Channel, conn: Channel, left: int, timeout: float) -> None:
+    """Copy exactly ``left`` bytes from ``client`` to ``conn`` (EOFError if
+    the client closes first), waiting for ``conn`` to drain after each block."""
+    while left:
+        data = await client.read_some(min(left, BLOCK), timeout)
+        if not data:
+            raise EOFError
+        left -= len(data)
+        conn.write(data)
+        await conn.drain()
+
+
 class Proxy:
     """Serves client connections for one gateway; see the module docstring."""
 
@@ -407,14 +419,7 @@ class Proxy:
         total = 0
         try:
             if not request.chunked:
-                left = request.content_length
-                while left:
-                    data = await client.read_some(min(left, BLOCK), timeout)
-                    if not data:
-                        raise EOFError
-                    left -= len(data)
-                    conn.write(data)
-                    await conn.drain()
+                await _relay_exactly(client, conn, request.content_length, timeout)
                 return None
             while True:
                 size = parse_chunk_size(await client.read_line(4096, timeout))
@@ -428,14 +433,7 @@ class Proxy:
                     conn.write(b"0\r\n\r\n")
                     return None
                 conn.write(b"%x\r\n" % size)
-                left = size
-                while left:
-                    data = await client.read_some(min(left, BLOCK), timeout)
-                    if not data:
-                        raise EOFError
-                    left -= len(data)
-                    conn.write(data)
-                    await conn.drain()
+                await _relay_exactly(client, conn, size, timeout)
                 if await client.read_line(2, timeout) != b"":
                     raise HttpError(400, "malformed chunked body")
                 conn.write(b"\r\n")

@@ -80,7 +80,7 @@ async def served_by(session: Any, gateway: Gateway, users: list[str]) -> dict[st
     """Send one request per user, all at once; every one must succeed."""
     answers = await asyncio.gather(*(get(session, gateway, user) for user in users))
     assert [status for status, _ in answers] == [200] * len(users), answers
-    return {user: body["backend"] for user, (_, body) in zip(users, answers)}
+    return {user: body["backend"] for user, (_, body) in zip(users, answers, strict=True)}
 
 
 def in_ring(gateway: Gateway, node: str) -> bool:
@@ -343,12 +343,11 @@ def test_request_and_response_are_relayed() -> None:
 
 def test_large_responses_are_streamed_whole() -> None:
     async def main() -> None:
-        async with cluster() as (gateway, backends, session):
-            async with session.get(gateway.url + "/big/3000000",
-                                   headers={"X-User-Id": "u1"}) as resp:
-                assert resp.status == 200
-                assert resp.headers["Content-Length"] == "3000000"
-                assert len(await resp.read()) == 3_000_000
+        async with cluster() as (gateway, _, session), session.get(
+                gateway.url + "/big/3000000", headers={"X-User-Id": "u1"}) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Length"] == "3000000"
+            assert len(await resp.read()) == 3_000_000
     run(main())
 
 

@@ -13,7 +13,6 @@ only ever waited for by polling with generous deadlines.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import logging
 import os
 import subprocess
@@ -29,9 +28,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from _support.http_backends import Backend
 from _support.membership_async import BlockingMembership
 from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
-from _support.redis_server import RedisServer, redis_server_path
+from _support.redis_server import RedisServer, running_server
 from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
 
@@ -56,21 +56,13 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def server() -> Iterator[RedisServer]:
     """One redis-server for the module's tests that do not restart it."""
-    redis_server_path()
-    srv = RedisServer()
-    srv.start()
-    yield srv
-    srv.close()
+    yield from running_server()
 
 
 @pytest.fixture
 def own_server() -> Iterator[RedisServer]:
     """A redis-server of the test's own, which it may stop and restart."""
-    redis_server_path()
-    srv = RedisServer()
-    srv.start()
-    yield srv
-    srv.close()
+    yield from running_server()
 
 
 @pytest.fixture
@@ -450,7 +442,7 @@ def test_quorum_of_three_reporters(instances: Factory, quorum: str | int) -> Non
             _vote(m, "a", i < downs)
         expected = {"b": 1.0} if out else {"a": 1.0, "b": 1.0}
         assert ms[0].refresh().ring() == expected, (quorum, downs)
-        wait_until(lambda: all(m.router.weights == expected for m in ms),
+        wait_until(lambda want=expected: all(m.router.weights == want for m in ms),
                    f"every instance applies {downs} down votes under quorum {quorum}")
     state = ms[1].refresh()
     verdict = state.down["a"]
@@ -501,48 +493,22 @@ def test_stop_withdraws_the_votes(instances: Factory) -> None:
     wait_until(lambda: all("a" in m.router for m in ms[:2]), "the node comes back")
 
 
-class _Backend:
-    """A one-page HTTP server answering ``status``, which tests may change."""
-
-    def __init__(self) -> None:
-        self.status = 200
-        backend = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(backend.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
-def test_health_checkers_on_two_instances_share_verdicts(instances: Factory) -> None:
-    backends = {node: _Backend() for node in ("a", "b", "c")}
+def test_health_checkers_on_two_instances_share_verdicts(
+        instances: Factory, backends: Callable[..., Backend]) -> None:
+    servers = {node: backends() for node in ("a", "b", "c")}
     ms = [instances() for _ in range(2)]
-    for node in backends:
+    for node in servers:
         ms[0].add_node(node)
     checkers = [HealthChecker(None, membership=m, fall=1, rise=1, timeout=2.0,
                               panic_threshold=0.0,
-                              url=lambda node: f"http://127.0.0.1:{backends[node].port}/")
+                              url=lambda node: f"http://127.0.0.1:{servers[node].port}/")
                 for m in ms]
     try:
         wait_until(lambda: all(len(m.router) == 3 for m in ms), "both instances hold 3 nodes")
-        for checker, m in zip(checkers, ms):
+        for checker, m in zip(checkers, ms, strict=True):
             checker.check_now()  # both report: two live reporters
             m.flush()
-        backends["b"].status = 503
+        servers["b"].answer(503)
         checkers[0].check_now()  # 1 of 2 reporters: no majority yet
         ms[0].flush()
         assert "b" in ms[0].refresh().ring()
@@ -551,7 +517,7 @@ def test_health_checkers_on_two_instances_share_verdicts(instances: Factory) -> 
                    "both checkers' verdicts take b out everywhere")
         verdict = ms[0].refresh().down["b"]
         assert "HTTP 503" in verdict.reason and (verdict.votes, verdict.reporters) == (2, 2)
-        backends["b"].status = 200
+        servers["b"].answer(200)
         for checker in checkers:
             checker.check_now()
         wait_until(lambda: all(len(m.router) == 3 for m in ms), "b comes back everywhere")
@@ -559,8 +525,6 @@ def test_health_checkers_on_two_instances_share_verdicts(instances: Factory) -> 
     finally:
         for checker in checkers:
             checker.stop()
-        for backend in backends.values():
-            backend.close()
 
 
 # -- a model of the shared ring ---------------------------------------------
@@ -586,9 +550,9 @@ class SharedRingMachine(RuleBasedStateMachine):
 
     @initialize()
     def setup(self) -> None:
+        server = self.server
         for i in range(3):
             if i == 1:
-                server = self.server
                 self.blocking = BlockingMembership(lambda: AsyncRedisMembership(
                     ConsistentHashRouter(),
                     redis.asyncio.Redis(**server.client_kwargs(asyncio=True)), reporter="r1"))
@@ -880,7 +844,7 @@ def test_redis_restart_mid_run(workers: Callable[..., list[Worker]],
     wait_until(lambda: not any(g.status()["connected"] for g in gw),
                "every gateway notices the outage")
     counts = [g.status()["lookups"] for g in gw]
-    wait_until(lambda: all(g.status()["lookups"] > n + 1000 for g, n in zip(gw, counts)),
+    wait_until(lambda: all(g.status()["lookups"] > n + 1000 for g, n in zip(gw, counts, strict=True)),
                "every gateway keeps routing during the outage")
     assert all(s["fingerprint"] == fingerprint_of(ring) for s in (g.status() for g in gw))
     for g in gw:

@@ -14,13 +14,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from _support.ports import free_port
 
-__all__ = ["RedisServer", "redis_server_path"]
+__all__ = ["RedisServer", "redis_server_path", "running_server"]
 
 STARTUP_DEADLINE = 15.0
 
@@ -140,3 +141,16 @@ class RedisServer:
                 return "".join(log.readlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def running_server() -> Iterator[RedisServer]:
+    """A started RedisServer, closed when the generator is closed: the body
+    of the tests' server fixtures (``yield from running_server()``).  Skips
+    the test when redis-server is not installed."""
+    redis_server_path()
+    srv = RedisServer()
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.close()

@@ -48,17 +48,24 @@ static unsigned long fz_failures;   /* allocations made to fail so far */
 static unsigned long fz_allocs;     /* engine allocations that asked for more memory */
 
 #ifdef FUZZ_FAILING_ALLOC
-static void *fz_malloc(size_t size)
+/* Whether the next allocation may succeed: the countdown's last one fails
+ * (once), the others pass. */
+static int fz_allowed(void)
 {
-    fz_allocs++;
     if (fz_countdown == 0) {
         fz_countdown = -1;
         fz_failures++;
-        return NULL;
+        return 0;
     }
     if (fz_countdown > 0)
         fz_countdown--;
-    return malloc(size);
+    return 1;
+}
+
+static void *fz_malloc(size_t size)
+{
+    fz_allocs++;
+    return fz_allowed() ? malloc(size) : NULL;
 }
 
 static void *fz_realloc(void *p, size_t size)
@@ -67,14 +74,7 @@ static void *fz_realloc(void *p, size_t size)
      * do it, and ignore its failure. */
     if (!p || size > malloc_usable_size(p))
         fz_allocs++;
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        fz_failures++;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return realloc(p, size);
+    return fz_allowed() ? realloc(p, size) : NULL;
 }
 
 #define CHASH_MALLOC fz_malloc
