@@ -34,7 +34,7 @@ if sysconfig.get_platform().startswith("win"):
     compile_args, link_args = [], []
 
 # The engine: the ring, the schemes and the hash functions (plain C).
-ENGINE = ["csrc/chash_ring.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/chash_sha1.c",
+ENGINE = ["csrc/chash_ring.c", "csrc/chash_ring_index.c", "csrc/chash_ring_bulk.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/chash_sha1.c",
           "csrc/chash_murmur.c", "csrc/chash_xxhash.c", "csrc/chash_fnv_crc.c"]
 # Each extension: its binding file(s) over the engine; both include
 # csrc/_chash_binding.h.  Every csrc/*.c belongs to one of these lists.

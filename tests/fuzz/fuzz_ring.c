@@ -81,6 +81,8 @@ static void *fz_realloc(void *p, size_t size)
 #define CHASH_REALLOC fz_realloc
 #define CHASH_FREE free
 #include "chash_ring.c"
+#include "chash_ring_bulk.c"
+#include "chash_ring_index.c"
 #endif
 
 /* ------------------------------------------------------------------ */

@@ -52,6 +52,7 @@ if ! "$cc" "${san[@]}" "$work/probe.c" -o "$work/probe" >"$work/probe.log" 2>&1;
 fi
 
 cd "$root"
+ring=(csrc/chash_ring.c csrc/chash_ring_index.c csrc/chash_ring_bulk.c)
 hashes=(csrc/chash_scheme.c csrc/chash_md5.c csrc/chash_sha1.c csrc/chash_murmur.c
         csrc/chash_xxhash.c csrc/chash_fnv_crc.c)
 # chash_ring_check() runs after every step; its loops only compare, so they
@@ -60,7 +61,7 @@ printf 'fun:chash_ring_check\n' >"$work/coverage-ignore.txt"
 flags=(-g -O1 "${san[@]}" -fsanitize-coverage-ignorelist="$work/coverage-ignore.txt"
        -std=c11 -Wall -Wextra -Icsrc)
 echo "fuzz: building with $("$cc" --version | head -n 1)"
-"$cc" "${flags[@]}" tests/fuzz/fuzz_ring.c csrc/chash_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_ring.c "${ring[@]}" "${hashes[@]}" -lm -o "$work/fuzz_ring"
 "$cc" "${flags[@]}" -DFUZZ_FAILING_ALLOC tests/fuzz/fuzz_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring_alloc"
 
 mkdir -p "$work/corpus" "$work/crashes"
