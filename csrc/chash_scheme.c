@@ -258,6 +258,42 @@ static void md5_points_x4(const chash_scheme *scheme, const char *id, size_t id_
     }
 }
 
+/* Points of the ketama layout, four digests (sixteen points) per MD5
+ * call: point i is word i % 4 of the digest of virtual key i / 4.  A run
+ * that starts or ends inside a digest takes its words one digest at a
+ * time. */
+static void ketama_points_x4(const chash_scheme *scheme, const char *id, size_t id_len,
+                             size_t first, size_t count, uint32_t *out, char *buf, size_t cap)
+{
+    size_t prefix = 0;
+    for (int l = 0; l < 4; l++)
+        prefix = vkey_prefix(scheme, id, id_len, buf + (size_t)l * cap);
+    uint8_t digest[4][CHASH_MD5_DIGEST_SIZE];
+    size_t k = 0;
+    while (k < count) {
+        size_t index = first + k, group = index % KETAMA_POINTS_PER_DIGEST;
+        size_t number = index / KETAMA_POINTS_PER_DIGEST;
+        if (group == 0 && count - k >= 4 * KETAMA_POINTS_PER_DIGEST) {
+            const void *keys[4];
+            size_t lens[4];
+            for (int l = 0; l < 4; l++) {
+                char *lane = buf + (size_t)l * cap;
+                lens[l] = prefix + put_decimal(number + (size_t)l, lane + prefix);
+                keys[l] = lane;
+            }
+            chash_md5_x4(keys, lens, digest);
+            for (size_t l = 0; l < 4; l++)
+                for (size_t g = 0; g < KETAMA_POINTS_PER_DIGEST; g++)
+                    out[k++] = cut(scheme, digest[l], CHASH_MD5_DIGEST_SIZE, g);
+            continue;
+        }
+        size_t len = prefix + put_decimal(number, buf + prefix);
+        chash_md5(buf, len, digest[0]);
+        for (; group < KETAMA_POINTS_PER_DIGEST && k < count; group++)
+            out[k++] = cut(scheme, digest[0], CHASH_MD5_DIGEST_SIZE, group);
+    }
+}
+
 /* Where nginx splits a server address: host, then port.  "unix:" (any
  * case) + path is all host; otherwise the port is the run of digits after
  * the last ':' that ends the address, and the host what comes before that
@@ -343,21 +379,18 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
             return CHASH_EINVAL; /* chained from point 0: bounded work only */
         }
         nginx_points(id, id_len, first, count, out, buf);
-    } else if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
+    } else if (scheme->layout == CHASH_LAYOUT_KETAMA) {
+        ketama_points_x4(scheme, id, id_len, first, count, out, buf, cap);
+    } else if (scheme->hash == CHASH_HASH_MD5) {
         md5_points_x4(scheme, id, id_len, first, count, out, buf, cap);
     } else {
         size_t prefix = vkey_prefix(scheme, id, id_len, buf);
         uint8_t digest[CHASH_MAX_DIGEST];
         size_t size = 0;
         for (size_t k = 0; k < count; k++) {
-            size_t index = first + k;
-            size_t group = scheme->layout == CHASH_LAYOUT_KETAMA ? index % KETAMA_POINTS_PER_DIGEST : 0;
-            /* Ketama's four points share one digest: hash only on a new one. */
-            if (group == 0 || k == 0) {
-                size_t len = prefix + put_decimal(vkey_number(scheme, index), buf + prefix);
-                size = chash_digest(scheme->hash, buf, len, 0, digest);
-            }
-            out[k] = cut(scheme, digest, size, group);
+            size_t len = prefix + put_decimal(first + k, buf + prefix);
+            size = chash_digest(scheme->hash, buf, len, 0, digest);
+            out[k] = cut(scheme, digest, size, 0);
         }
     }
     if (buf != stack)
