@@ -1,5 +1,5 @@
-"""Shared fixtures, and the hypothesis profiles: "ci" (reproducible,
-bounded) when CI is set, else "dev".
+"""Shared fixtures (HTTP backends, redis-servers), and the hypothesis
+profiles: "ci" (reproducible, bounded) when CI is set, else "dev".
 
 Helpers that are not fixtures live in the ``_support`` package beside this
 file (this folder is on ``sys.path`` while the tests run).
@@ -13,6 +13,7 @@ import pytest
 from hypothesis import settings
 
 from _support.http_backends import Backend
+from _support.redis_server import RedisServer, running_server
 
 settings.register_profile(
     "ci",
@@ -38,3 +39,16 @@ def backends() -> Iterator[Callable[..., Backend]]:
     yield make
     for backend in made:
         backend.stop()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    """One redis-server for a module's tests that do not restart or pause it
+    (skips without redis-server)."""
+    yield from running_server()
+
+
+@pytest.fixture
+def own_server() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may stop, restart or pause."""
+    yield from running_server()

@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from _support.http_backends import Backend
 from _support.membership_async import BlockingMembership
 from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
-from _support.redis_server import RedisServer, running_server
+from _support.redis_server import RedisServer
 from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
 
@@ -51,18 +51,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 # -- fixtures ---------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    """One redis-server for the module's tests that do not restart it."""
-    yield from running_server()
-
-
-@pytest.fixture
-def own_server() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, which it may stop and restart."""
-    yield from running_server()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from _support.membership_procs import Worker, add_all, converge, driver_factory, fingerprint_of
-from _support.redis_server import RedisServer, running_server
+from _support.redis_server import RedisServer
 from _support.waiting import eventually, run, wait_until
 from chash import ConsistentHashRouter
 
@@ -38,18 +38,6 @@ from chash.membership import (
 META, NODES, VOTES, DOWN = (f"chash:{{default}}:{part}" for part in
                             ("meta", "nodes", "votes", "down"))
 Gateways = Callable[..., list[Worker]]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    """One redis-server for the tests that do not restart or pause it."""
-    yield from running_server()
-
-
-@pytest.fixture
-def own_server() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, which it may restart or pause."""
-    yield from running_server()
 
 
 def _client(srv: RedisServer) -> redis.Redis:
