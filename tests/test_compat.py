@@ -8,6 +8,7 @@ here: the parsing, the errors naming the line, and the layouts' own rules
 from __future__ import annotations
 
 import pickle
+import random
 import re
 from pathlib import Path
 
@@ -159,6 +160,30 @@ def test_ketama_counts_follow_every_weight() -> None:
         skewed.add_service_node("tiny", 1)
     assert skewed.nodes == ["big"] and skewed.points == {"big": 160}
     skewed._check()
+
+
+@pytest.mark.parametrize(("layout", "hash_name"), [("ketama", None), ("libmemcached", "one_at_a_time"),
+                                               ("libmemcached", "md5")])
+def test_recounts_in_place_build_the_ring_of_one_step(layout: str, hash_name: str | None) -> None:
+    # Adds, reweighs and removals recount every node but move only the
+    # points between old and new counts: the ring must be the one built in
+    # one step from the same nodes, weights and order (pickling rebuilds so).
+    rnd = random.Random(7)
+    router = ConsistentHashRouter(layout=layout, hash=hash_name)
+    for step in range(150):
+        node = f"10.0.{rnd.randrange(30)}.1:11211"
+        roll = rnd.random()
+        if roll < 0.5:
+            router.add_service_node(node, rnd.choice([1, 1, 2, 3, 5]))
+        elif roll < 0.65:
+            router.add_service_nodes([f"h{rnd.randrange(40)}" for _ in range(rnd.randrange(1, 6))],
+                                     rnd.choice([1, 2, 4]))
+        else:
+            router.discard_service_node(node)
+        router._check()
+        fresh = pickle.loads(pickle.dumps(router))
+        assert (fresh.hash_ring, fresh.node_map, fresh.points) == (
+            router.hash_ring, router.node_map, router.points), step
 
 
 def test_libmemcached_weights_switch_to_weighted_ketama() -> None:
