@@ -153,7 +153,7 @@ def register(subparsers: Any) -> None:
         description="Proxy HTTP requests to backends chosen by consistent hashing of a "
                     "key taken from each request; fail over along the key's preference "
                     "list; health-check the backends.  Needs aiohttp "
-                    "(pip install 'chash[gateway]').")
+                    "(pip install 'chash-router[gateway]').")
     parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 8080),
                         metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--backend", type=_backend, action="append", default=[],

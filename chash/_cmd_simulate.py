@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             import matplotlib  # noqa: F401  (fail before the long run, not after)
         except ImportError:
-            print("chash simulate: --plot needs matplotlib: pip install 'chash[plot]'", file=sys.stderr)
+            print("chash simulate: --plot needs matplotlib: pip install 'chash-router[plot]'", file=sys.stderr)
             return 1
     result = simulate(config)
     print(json.dumps(result, indent=2) if args.json else render(result))

@@ -24,7 +24,7 @@ so once a response has started it can no longer be retried.
 Connections to backends are pooled in one ``aiohttp.ClientSession``.  The
 gateway answers ``/-/status`` (JSON: ring, nodes, health, ownership,
 counters) and, with prometheus_client installed, ``/metrics``; every other
-path is proxied.  Needs aiohttp: ``pip install 'chash[gateway]'``.
+path is proxied.  Needs aiohttp: ``pip install 'chash-router[gateway]'``.
 See docs/gateway.md.
 """
 
@@ -87,7 +87,7 @@ def _require_aiohttp() -> None:
     try:
         import aiohttp.web  # noqa: F401
     except ImportError as exc:
-        raise ImportError("chash.gateway needs aiohttp: pip install 'chash[gateway]'") from exc
+        raise ImportError("chash.gateway needs aiohttp: pip install 'chash-router[gateway]'") from exc
 
 
 # -- configuration ------------------------------------------------------------

@@ -23,7 +23,7 @@ keeps the local router in step with it:
 ``RedisMembership`` runs a worker and a listener thread for synchronous
 gateways; ``AsyncRedisMembership`` runs the same protocol as two asyncio
 tasks over ``redis.asyncio``.  Both need redis-py: ``pip install
-'chash[redis]'``.  See docs/membership.md for the design.
+'chash-router[redis]'``.  See docs/membership.md for the design.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _import_redis() -> Any:
         import redis
         import redis.asyncio
     except ImportError as exc:
-        raise ImportError("RedisMembership needs redis-py: pip install 'chash[redis]'") from exc
+        raise ImportError("RedisMembership needs redis-py: pip install 'chash-router[redis]'") from exc
     return redis
 
 

@@ -720,14 +720,14 @@ def render(result: dict[str, Any]) -> str:
 def plot(result: dict[str, Any], path: str) -> None:
     """Draw the remap fractions and load spreads of ``result`` into a PNG at ``path``.
 
-    Needs matplotlib (``pip install 'chash[plot]'``); raises ImportError
+    Needs matplotlib (``pip install 'chash-router[plot]'``); raises ImportError
     naming that extra when it is missing.
     """
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise ImportError(
-            "chash simulate --plot needs matplotlib: pip install 'chash[plot]'") from exc
+            "chash simulate --plot needs matplotlib: pip install 'chash-router[plot]'") from exc
 
     figure = Figure(figsize=(15, 5), layout="constrained")
     remap_ax, vnodes_ax, strategy_ax = figure.subplots(1, 3, width_ratios=[1.2, 1, 1.3])

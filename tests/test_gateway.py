@@ -195,7 +195,7 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         if name == "aiohttp" or name.startswith("aiohttp."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "aiohttp", None)
-    with pytest.raises(ImportError, match=r"pip install 'chash\[gateway\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[gateway\]'"):
         Gateway(["127.0.0.1:1"])
 
 

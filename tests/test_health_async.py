@@ -22,7 +22,7 @@ from _http_backends import Backend
 from chash import ConsistentHashRouter
 from chash.health import NodeState
 
-pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
+pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash-router[async])")
 
 from chash.health import AsyncHealthChecker  # noqa: E402
 
@@ -187,7 +187,7 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.delitem(sys.modules, "aiohttp")
     monkeypatch.setattr(builtins, "__import__", no_aiohttp)
-    with pytest.raises(ImportError, match=r"pip install 'chash\[async\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[async\]'"):
         AsyncHealthChecker(ConsistentHashRouter())
 
 

@@ -34,7 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from _redis_server import RedisServer, redis_server_path
 from chash import ConsistentHashRouter
 
-pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
+pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 import redis  # noqa: E402
 import redis.asyncio  # noqa: E402
 
@@ -169,7 +169,7 @@ else:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=REPO, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "pip install 'chash[redis]'" in result.stdout
+    assert "pip install 'chash-router[redis]'" in result.stdout
 
 
 def test_public_names_are_documented() -> None:
