@@ -4,12 +4,29 @@ Build switches (environment variables, read at build time):
   CHASH_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer, -O1 -g
   CHASH_DEBUG=1     -O0 -g with asserts
   CHASH_WERROR=1    warnings are errors
+The default (release) build carries no debug info: -g0, and debug sections
+stripped at link time on ELF platforms; the sanitizer and debug builds keep -g.
 """
 import os
+import sys
 import sysconfig
 from glob import glob
 
+import setuptools
 from setuptools import Extension, setup
+
+# pyproject.toml states its licence as an SPDX expression (PEP 639), which
+# setuptools reads from 77.0 on; older ones reject the file with a schema dump.
+# Build frontends (pip, build) fetch a recent setuptools in an isolated
+# environment; only a direct `setup.py ...` or --no-build-isolation uses the
+# installed one, so say what to do instead.
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit(
+        f"chash: setuptools {setuptools.__version__} is too old to read pyproject.toml "
+        "(licence as an SPDX expression needs setuptools>=77).\n"
+        "Build with `pip install .` (it fetches a recent setuptools), or first run "
+        "`pip install -U 'setuptools>=77'`."
+    )
 
 
 def _flag(name: str) -> bool:
@@ -27,7 +44,10 @@ elif _flag("CHASH_DEBUG"):
     compile_args += ["-O0", "-g"]
     undef.append("NDEBUG")
 else:
-    compile_args += ["-O3"]
+    # Release: no debug info; -g0 overrides the -g in Python's own CFLAGS.
+    compile_args += ["-O3", "-g0"]
+    if sys.platform.startswith("linux"):
+        link_args.append("-Wl,--strip-debug")
 if _flag("CHASH_WERROR"):
     compile_args.append("-Werror")
 if sysconfig.get_platform().startswith("win"):
