@@ -8,12 +8,14 @@ The default (release) build carries no debug info: -g0, and debug sections
 stripped at link time on ELF platforms; the sanitizer and debug builds keep -g.
 """
 import os
+import re
 import sys
 import sysconfig
 from glob import glob
 
 import setuptools
 from setuptools import Extension, setup
+from setuptools.command.sdist import sdist
 
 # pyproject.toml states its licence as an SPDX expression (PEP 639), which
 # setuptools reads from 77.0 on; older ones reject the file with a schema dump.
@@ -53,7 +55,25 @@ if _flag("CHASH_WERROR"):
 if sysconfig.get_platform().startswith("win"):
     compile_args, link_args = [], []
 
+# What a working tree collects by building and testing in place. MANIFEST.in
+# grafts whole folders (so new files ship by themselves) and cannot exclude
+# these without a "no files matching" warning from every clean build; the
+# sdist drops them here instead.
+_ARTEFACTS = re.compile(
+    r"(^|/)(__pycache__|\.hypothesis|\.pytest_cache|\.mypy_cache|build)/"
+    r"|\.(py[cod]|so|pyd|o|a|tmp)$")
+
+
+class Sdist(sdist):
+    """The sdist command, leaving build and test artefacts out."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        kept = [f for f in files if not _ARTEFACTS.search(f.replace(os.sep, "/"))]
+        super().make_release_tree(base_dir, kept)
+
+
 setup(
+    cmdclass={"sdist": Sdist},
     ext_modules=[
         Extension(
             "chash._chash",
