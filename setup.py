@@ -15,7 +15,7 @@ from glob import glob
 
 import setuptools
 from setuptools import Extension, setup
-from setuptools.command.sdist import sdist
+from setuptools.command.egg_info import egg_info
 
 # pyproject.toml states its licence as an SPDX expression (PEP 639), which
 # setuptools reads from 77.0 on; older ones reject the file with a schema dump.
@@ -41,6 +41,12 @@ undef: list[str] = []
 if _flag("CHASH_SANITIZE"):
     sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
     compile_args += sanitize + ["-O1", "-g"]
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    if "gcc" in os.path.basename(compiler.split()[0]):
+        # The unrolled four-lane MD5 overflows GCC's variable-tracking budget
+        # at -O1 -g, which it reports on every build; the debug info is still
+        # complete for what a sanitizer report needs (lines, frames).
+        compile_args.append("-fno-var-tracking-assignments")
     link_args += sanitize
 elif _flag("CHASH_DEBUG"):
     compile_args += ["-O0", "-g"]
@@ -56,24 +62,26 @@ if sysconfig.get_platform().startswith("win"):
     compile_args, link_args = [], []
 
 # What a working tree collects by building and testing in place. MANIFEST.in
-# grafts whole folders (so new files ship by themselves) and cannot exclude
+# grafts whole folders (so new files ship by themselves) but cannot exclude
 # these without a "no files matching" warning from every clean build; the
-# sdist drops them here instead.
+# file list (SOURCES.txt, which the sdist copies) drops them here instead.
 _ARTEFACTS = re.compile(
     r"(^|/)(__pycache__|\.hypothesis|\.pytest_cache|\.mypy_cache|build)/"
     r"|\.(py[cod]|so|pyd|o|a|tmp)$")
 
 
-class Sdist(sdist):
-    """The sdist command, leaving build and test artefacts out."""
+class EggInfo(egg_info):
+    """egg_info whose file list leaves build and test artefacts out."""
 
-    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
-        kept = [f for f in files if not _ARTEFACTS.search(f.replace(os.sep, "/"))]
-        super().make_release_tree(base_dir, kept)
+    def find_sources(self) -> None:
+        super().find_sources()
+        if self.filelist.exclude_pattern(_ARTEFACTS, is_regex=True):
+            self.write_file("SOURCES", os.path.join(self.egg_info, "SOURCES.txt"),
+                            "".join(f"{name}\n" for name in self.filelist.files))
 
 
 setup(
-    cmdclass={"sdist": Sdist},
+    cmdclass={"egg_info": EggInfo},
     ext_modules=[
         Extension(
             "chash._chash",
