@@ -27,11 +27,13 @@ from aiohttp.test_utils import make_mocked_request  # noqa: E402
 from yarl import URL  # noqa: E402
 
 from _backends import EchoBackend, eventually, run  # noqa: E402
+import chash  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.gateway import Gateway, KeyRule, parse_address  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
-REPO = Path(__file__).resolve().parent.parent
+# Where the chash under test comes from (the checkout, or site-packages).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- helpers ------------------------------------------------------------------
@@ -536,7 +538,7 @@ def test_metrics_page() -> None:
 def test_command_serves_until_interrupted() -> None:
     async def main() -> None:
         backends = [await EchoBackend(name).start() for name in "ab"]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
             "--backend", f"a={backends[0].address},b={backends[1].address}",

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+import chash
 from _redis_server import RedisServer, redis_server_path
 from chash import ConsistentHashRouter
 
@@ -50,6 +51,8 @@ DEADLINE = 15.0
 RESYNC = 0.2
 WORKER = Path(__file__).with_name("_membership_worker.py")
 REPO = Path(__file__).resolve().parent.parent
+# Where the chash under test comes from (the checkout, or site-packages).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 def wait_until(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
@@ -165,7 +168,7 @@ except ImportError as exc:
 else:
     print("no error")
 """
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(CHASH_ROOT))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=REPO, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -770,7 +773,7 @@ class Worker:
         self._log = open(self.log_path, "w")
         # The chash under test, whatever an installed copy points to.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+            filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER), str(port), name, reporter, quorum],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
