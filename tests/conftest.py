@@ -23,8 +23,8 @@ from hypothesis import settings
 def _prefer_installed_chash() -> None:
     source = Path(__file__).resolve().parent.parent
     package = source / "chash"
-    built = any(package.glob(f"_chash*{suffix}")
-                for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    built = any(path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+                for path in package.glob("_chash*"))
     if built or not package.is_dir():
         return
 
