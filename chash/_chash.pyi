@@ -2,12 +2,28 @@
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Literal
 
-HashName = Literal["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32"]
-LayoutName = Literal["python", "node", "ketama"]
+# The names `hash=` and `layout=` accept (HASHES and LAYOUTS at run time),
+# one a line: a new hash or layout is one added line.
+HashName = Literal[
+    "md5",
+    "sha1",
+    "murmur2",
+    "murmur3",
+    "xxh32",
+    "xxh64",
+    "xxh3",
+    "fnv1a",
+    "crc32",
+]
+LayoutName = Literal[
+    "python",
+    "node",
+    "ketama",
+]
 Key = str | bytes
 
-HASHES: Final[tuple[str, ...]]
-LAYOUTS: Final[tuple[str, ...]]
+HASHES: Final[tuple[HashName, ...]]
+LAYOUTS: Final[tuple[LayoutName, ...]]
 MAX_VIRTUAL_NODES: Final[int]
 MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
@@ -20,8 +36,8 @@ class ConsistentHashRouter:
         cls,
         virtual_node_count: int | None = None,
         *,
-        hash: HashName | str | Callable[[bytes], int] = "md5",
-        layout: LayoutName | str = "python",
+        hash: HashName | Callable[[bytes], int] = "md5",
+        layout: LayoutName = "python",
     ) -> ConsistentHashRouter: ...
     def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
     def add_service_nodes(self, nodes: Iterable[str], weight: float = 1.0) -> None: ...
@@ -48,9 +64,9 @@ class ConsistentHashRouter:
     @property
     def points(self) -> dict[str, int]: ...
     @property
-    def hash(self) -> str | Callable[[bytes], int]: ...
+    def hash(self) -> HashName | Callable[[bytes], int]: ...
     @property
-    def layout(self) -> str: ...
+    def layout(self) -> LayoutName: ...
     @property
     def memory_bytes(self) -> int: ...
     def __len__(self) -> int: ...

@@ -31,10 +31,13 @@ import time
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chash import _chash
 from chash._chash import ConsistentHashRouter
+
+if TYPE_CHECKING:
+    from chash._chash import HashName
 
 __all__ = [
     "DEFAULT_BALANCE_VNODES",
@@ -109,7 +112,7 @@ class SimulationConfig:
     """The bounded-loads factor c: no node above ceil(c * keys / nodes)."""
     maglev_size: int = 65537
     """Maglev lookup table size (a prime, at least the node count)."""
-    hash: str = "md5"
+    hash: HashName = "md5"
     """Hash of keys and nodes, one of ``chash.HASHES``."""
 
     def __post_init__(self) -> None:
@@ -174,7 +177,7 @@ def node_names(count: int) -> list[str]:
 class Workload:
     """The keys, their 64-bit hashes, and how long hashing them took (best of three)."""
 
-    def __init__(self, keys: list[str], hash_name: str) -> None:
+    def __init__(self, keys: list[str], hash_name: HashName) -> None:
         self.keys = keys
         self.hash_name = hash_name
         self.hash_seconds = math.inf
