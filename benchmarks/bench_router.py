@@ -8,7 +8,7 @@ Contenders, all with 160 virtual nodes a node and MD5 unless a row says
 otherwise:
 
 * chash: ``chash.ConsistentHashRouter(160)``;
-* documented: ``DocumentedRouter(160)`` from ``tests/reference_router.py``,
+* documented: ``DocumentedRouter(160)`` from ``tests/_support/reference_router.py``,
   the pure-Python router chash replaces;
 * uhashring: ``uhashring.HashRing(nodes=..., vnodes=160)`` in its default
   (non-ketama) mode, MD5 over the full 128 bits.
@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import chash  # noqa: E402
-from reference_router import DocumentedRouter, md5_point  # noqa: E402
+from _support.reference_router import DocumentedRouter, md5_point  # noqa: E402
 
 try:
     import uhashring  # type: ignore[import-untyped]  # noqa: E402

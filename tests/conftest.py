@@ -1,4 +1,5 @@
-"""Which chash the tests import, and the hypothesis profiles.
+"""Which chash the tests import, shared fixtures, and the hypothesis profiles:
+"ci" (reproducible, bounded) when CI is set, else "dev".
 
 The suite tests whichever chash is installed: an editable install of this
 checkout, or a wheel (from an unpacked sdist, say). ``python -m pytest`` puts
@@ -9,14 +10,19 @@ it off for the Python subprocesses the tests start), and the installed chash
 is imported. With nothing installed either, chash's own ImportError says what
 to run.
 
-Hypothesis profiles: "ci" (reproducible, bounded) when CI is set, else "dev".
+Helpers that are not fixtures live in the ``_support`` package beside this
+file (this folder is on ``sys.path`` while the tests run).
 """
+from __future__ import annotations
+
 import importlib.machinery
 import importlib.util
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 
@@ -39,7 +45,10 @@ def _prefer_installed_chash() -> None:
     os.environ["PYTHONSAFEPATH"] = "1"
 
 
+# Before anything imports chash (the _support helpers do).
 _prefer_installed_chash()
+
+from _support.http_backends import Backend  # noqa: E402
 
 settings.register_profile(
     "ci",
@@ -50,3 +59,18 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def backends() -> Iterator[Callable[..., Backend]]:
+    """A factory of HTTP Backends on 127.0.0.1, all stopped at teardown."""
+    made: list[Backend] = []
+
+    def make(code: int = 200) -> Backend:
+        backend = Backend(code)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.stop()

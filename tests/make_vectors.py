@@ -1,7 +1,7 @@
 """Prints the known-answer routing table of tests/test_router_documented.py.
 
 The documented example cluster (three order-service nodes, 50 virtual
-nodes) routed by the documented pure-Python router (tests/reference_router.py),
+nodes) routed by the documented pure-Python router (tests/_support/reference_router.py),
 for user_0 .. user_9, plus the ring position of each key.  Run it from the
 repository root and paste its output over the tables in the test:
 
@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from reference_router import DocumentedRouter  # noqa: E402
+from _support.reference_router import DocumentedRouter  # noqa: E402
 
 NODES = ["order-service-v1", "order-service-v2", "order-service-v3"]
 VIRTUAL_NODE_COUNT = 50

@@ -11,7 +11,7 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _backends import run  # noqa: E402
+from _support.waiting import run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.cli import main  # noqa: E402
 from chash.demo import SessionBackend  # noqa: E402

@@ -53,8 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from _http_backends import Backend
-from _redis_server import RedisServer, free_port
+from _support.http_backends import Backend
+from _support.ports import free_port
+from _support.redis_server import RedisServer
 
 import chash
 

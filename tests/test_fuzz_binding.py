@@ -8,10 +8,11 @@ argument (virtual_node_count from 1 to a few thousand, each hash by name,
 a Python callable, each layout), weights valid and not.
 
 Every answer is compared with a model that shares no code with the router:
-tests/reference_router.py's ModelRouter for MD5 and the documented layout,
-and for the other hashes and layouts the same algorithm over independent
-hash oracles (hashlib, zlib, mmh3, xxhash, and small Python references for
-MurmurHash2 and FNV-1a).  Every failed call must leave the router exactly
+tests/_support/reference_router.py's ModelRouter: the documented formula
+for MD5 and the documented layout, and for the other hashes and layouts the
+same algorithm over the independent oracles of tests/_support/hashes.py
+(hashlib, zlib, mmh3, xxhash, and small Python references for MurmurHash2
+and FNV-1a).  Every failed call must leave the router exactly
 as it was, and router._check() runs after every step.
 
 Budget: CHASH_FUZZ_EXAMPLES examples per test when set (for long runs);
@@ -27,9 +28,7 @@ import pickle
 import zlib
 from collections.abc import Callable
 
-import mmh3
 import pytest
-import xxhash
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -43,7 +42,7 @@ from hypothesis.stateful import (
 
 import chash
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
-from reference_router import ModelRouter, md5_point
+from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
 IN_CI = bool(os.environ.get("CI"))
@@ -63,61 +62,8 @@ FUZZ = settings(
 def fuzz(ci: int, dev: int) -> settings:
     return settings(FUZZ, max_examples=budget(ci, dev))
 
-M32 = 0xFFFFFFFF
 
-
-# -- independent hash oracles --------------------------------------------------
-
-def murmur2_ref(data: bytes, seed: int = 0) -> int:
-    """MurmurHash2, 32-bit (m = 0x5bd1e995, r = 24), little-endian blocks."""
-    m = 0x5BD1E995
-    h = (seed ^ len(data)) & M32
-    nblocks = len(data) // 4
-    for i in range(nblocks):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
-        k = (k * m) & M32
-        k ^= k >> 24
-        k = (k * m) & M32
-        h = ((h * m) & M32) ^ k
-    tail = data[4 * nblocks:]
-    if tail:
-        h ^= int.from_bytes(tail, "little")
-        h = (h * m) & M32
-    h ^= h >> 13
-    h = (h * m) & M32
-    h ^= h >> 15
-    return h
-
-
-def fnv1a_ref(data: bytes) -> int:
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & M32
-    return h
-
-
-def digest(name: str, data: bytes) -> bytes:
-    """The big-endian digest bytes chash_scheme.h cuts ring points from."""
-    if name == "md5":
-        return hashlib.md5(data).digest()
-    if name == "sha1":
-        return hashlib.sha1(data).digest()
-    if name == "murmur2":
-        return murmur2_ref(data).to_bytes(4, "big")
-    if name == "murmur3":
-        return mmh3.hash(data, 0, signed=False).to_bytes(4, "big")
-    if name == "xxh32":
-        return xxhash.xxh32_intdigest(data).to_bytes(4, "big")
-    if name == "xxh64":
-        return xxhash.xxh64_intdigest(data).to_bytes(8, "big")
-    if name == "xxh3":
-        return xxhash.xxh3_64_intdigest(data).to_bytes(8, "big")
-    if name == "fnv1a":
-        return fnv1a_ref(data).to_bytes(4, "big")
-    if name == "crc32":
-        return zlib.crc32(data).to_bytes(4, "big")
-    raise AssertionError(name)
-
+# -- user hash functions ---------------------------------------------------------
 
 # Module-level, so routers using them pickle.
 def narrow_hash(data: bytes) -> int:
@@ -138,118 +84,6 @@ def bool_hash(data: bytes) -> bool:
 CALLABLES: dict[str, Callable[[bytes], int]] = {
     "narrow": narrow_hash, "wide": wide_hash, "bool": bool_hash,
 }
-
-
-def as_bytes(key: str | bytes) -> bytes:
-    return key.encode("utf-8") if isinstance(key, str) else key
-
-
-# -- the model -----------------------------------------------------------------
-
-class FuzzModel(ModelRouter):
-    """ModelRouter for any scheme; MD5 with the documented layout is
-    ModelRouter's own code, untouched.
-
-    The ring is rebuilt from the nodes whenever they change (never from the
-    router), and each virtual key is hashed once per example.
-    """
-
-    def __init__(self, virtual_node_count: int, layout: str, hash: str | Callable) -> None:
-        super().__init__(virtual_node_count)
-        self.layout = layout
-        self.hash = hash
-        self.documented = layout == "python" and hash == "md5"
-        self._ring: list[tuple[int, bytes, str]] | None = None
-        self._vpoints: dict[tuple[str, int], int] = {}
-
-    def set_weight(self, node: str, weight: float) -> None:
-        self.weights[node] = float(weight)  # a present node keeps its place
-        self._ring = None
-
-    def drop(self, node: str) -> None:
-        del self.weights[node]
-        self._ring = None
-
-    def key_point(self, key: str | bytes) -> int:
-        data = as_bytes(key)
-        if self.documented:
-            return md5_point(data)
-        if callable(self.hash):
-            return int(self.hash(data)) % 2**32
-        d = digest(self.hash, data)
-        if self.layout == "python":
-            return int.from_bytes(d[-4:], "big")
-        if self.layout == "node":
-            return int.from_bytes(d[:4], "big")
-        return int.from_bytes(d[:4], "little")  # ketama: the first group
-
-    def vpoint(self, node: str, index: int) -> int:
-        cached = self._vpoints.get((node, index))
-        if cached is not None:
-            return cached
-        if self.layout == "python":
-            value = self.key_point(f"{node}_virtual_{index}")
-        elif self.layout == "node":
-            value = self.key_point(f"{node}#vnode{index}")
-        else:
-            d = digest("md5", f"{node}-{index // 4}".encode("utf-8"))
-            g = index % 4
-            value = int.from_bytes(d[4 * g:4 * g + 4], "little")
-        self._vpoints[(node, index)] = value
-        return value
-
-    def points(self) -> list[tuple[int, bytes, str]]:
-        if self._ring is None:
-            if self.documented:
-                self._ring = super().points()
-            else:
-                ring = [(self.vpoint(node, i), node.encode("utf-8"), node)
-                        for node in self.weights for i in range(self.point_count(node))]
-                ring.sort()
-                self._ring = ring
-        return self._ring
-
-    def successor(self, key: str | bytes) -> int:
-        ring = self.points()
-        h = self.key_point(key)
-        for i, (value, _, _) in enumerate(ring):  # brute force: first point >= h
-            if value >= h:
-                return i
-        return 0
-
-    def get_target_node(self, key: str | bytes) -> str | None:
-        if self.documented:
-            return super().get_target_node(key)
-        ring = self.points()
-        return ring[self.successor(key)][2] if ring else None
-
-    def preference(self, key: str | bytes, n: int) -> list[str]:
-        ring = self.points()
-        if not ring:
-            return []
-        start = self.successor(key)
-        out: list[str] = []
-        for step in range(len(ring)):
-            if len(out) >= n:
-                break
-            node = ring[(start + step) % len(ring)][2]
-            if node not in out:
-                out.append(node)
-        return out
-
-    def ownership(self) -> dict[str, float]:
-        ring = self.points()
-        share = {node: 0.0 for node in self.weights}
-        for i, (value, _, node) in enumerate(ring):
-            prev = ring[i - 1][0] if i else ring[-1][0] - 2**32
-            share[node] += (value - prev) / 2**32
-        return share
-
-    def node_map(self) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for value, _, node in self.points():
-            out.setdefault(value, node)  # the smallest id comes first
-        return out
 
 
 # -- strategies -------------------------------------------------------------------
@@ -288,12 +122,12 @@ def snapshot(router: ConsistentHashRouter) -> tuple:
 # -- the state machine ------------------------------------------------------------
 
 class BindingMachine(RuleBasedStateMachine):
-    """Random programs on one router and on FuzzModel, compared after each step."""
+    """Random programs on one router and on ModelRouter, compared after each step."""
 
     def __init__(self) -> None:
         super().__init__()
         self.router: ConsistentHashRouter
-        self.model: FuzzModel
+        self.model: ModelRouter
 
     @initialize(
         vnodes=st.one_of(st.integers(1, 8), st.integers(1, 8), st.integers(9, 120),
@@ -312,7 +146,7 @@ class BindingMachine(RuleBasedStateMachine):
         assert self.router.virtual_node_count == base
         assert self.router.layout == layout
         assert self.router.hash == hash_arg
-        self.model = FuzzModel(base, layout, hash_arg)
+        self.model = ModelRouter(base, layout, hash_arg)
         note(f"router: {self.router!r}")
 
     def unchanged(self, before: tuple) -> None:
@@ -328,21 +162,21 @@ class BindingMachine(RuleBasedStateMachine):
     def add(self, node: str, weight: float) -> None:
         weight = self.weight_for(weight)
         self.router.add_service_node(node, weight)
-        self.model.set_weight(node, weight)
+        self.model.weights[node] = float(weight)
 
     @rule(node=node_ids)
     def add_default(self, node: str) -> None:
         if self.model.virtual_node_count > 1500 and len(self.model.weights) >= 3:
             return
         self.router.add_service_node(node)
-        self.model.set_weight(node, 1.0)
+        self.model.weights[node] = 1.0
 
     @rule(nodes=st.lists(node_ids, max_size=6), weight=good_weights)
     def add_many(self, nodes: list[str], weight: float) -> None:
         weight = self.weight_for(weight)
         self.router.add_service_nodes(iter(nodes), weight=weight)
         for node in nodes:
-            self.model.set_weight(node, weight)
+            self.model.weights[node] = float(weight)
 
     @rule(node=node_ids, weight=st.sampled_from(BAD_WEIGHTS + BAD_WEIGHT_TYPES), many=st.booleans())
     def add_bad_weight(self, node: str, weight: object, many: bool) -> None:
@@ -392,7 +226,7 @@ class BindingMachine(RuleBasedStateMachine):
                 self.router.discard_service_node(node)
             else:
                 self.router.remove_service_node(node)
-            self.model.drop(node)
+            del self.model.weights[node]
             return
         before = snapshot(self.router)
         if discard:
@@ -408,7 +242,7 @@ class BindingMachine(RuleBasedStateMachine):
     def remove_present(self, data: st.DataObject) -> None:
         node = data.draw(st.sampled_from(list(self.model.weights)))
         self.router.remove_service_node(node)
-        self.model.drop(node)
+        del self.model.weights[node]
 
     @rule(node=st.one_of(surrogate_text, st.sampled_from([b"a", 1, None])), discard=st.booleans())
     def remove_bad(self, node: object, discard: bool) -> None:
@@ -493,19 +327,8 @@ class BindingMachine(RuleBasedStateMachine):
 
     @invariant()
     def agrees_with_model(self) -> None:
-        router, model = self.router, self.model
-        router._check()
-        assert router.nodes == list(model.weights)
-        assert list(router) == list(model.weights)
-        assert len(router) == len(model.weights)
-        assert router.weights == model.weights
-        assert router.points == {node: model.point_count(node) for node in model.weights}
-        ring = model.points()
-        assert router.hash_ring == [value for value, _, _ in ring]
-        assert router.node_map == model.node_map()
-        for node in model.weights:
-            assert node in router
-        assert router.memory_bytes >= 8 * len(ring)
+        assert_same_ring(self.router, self.model)
+        assert self.router.memory_bytes >= 8 * len(self.model.points())
 
 
 def test_binding_state_machine() -> None:
@@ -558,7 +381,7 @@ def test_key_hash_every_scheme(key: str | bytes, layout: str, hash: str) -> None
         with pytest.raises(UnicodeEncodeError):
             router._calculate_hash(key)
         return
-    assert router._calculate_hash(key) == FuzzModel(3, layout, hash).key_point(key)
+    assert router._calculate_hash(key) == ModelRouter(3, layout, hash).key_point(key)
 
 
 @fuzz(ci=40, dev=20)
@@ -572,10 +395,10 @@ def test_huge_and_empty_keys(sizes: list[int], char: str, hash: str) -> None:
     """Keys of megabytes, alone and in batches (MD5's four lanes of very
     different lengths), route as the model says."""
     router = ConsistentHashRouter(8, hash=hash)
-    model = FuzzModel(8, "python", hash)
+    model = ModelRouter(8, "python", hash)
     for node in ("a", "b\x00", "\U0001F600", ""):
         router.add_service_node(node)
-        model.set_weight(node, 1.0)
+        model.weights[node] = 1.0
     keys: list[str | bytes] = []
     for i, size in enumerate(sizes):
         text = (char * size)[:size] if char != "\U0001F600" else char * (size // 4)
@@ -600,9 +423,9 @@ def test_python_hash_results_mod_2_32(nodes: list[str], keys: list, returns: int
     router._check()
     for key in keys:
         assert router._calculate_hash(key) == (returns + len(as_bytes(key))) % 2**32
-    model = FuzzModel(3, "python", lambda data: returns + len(data))
+    model = ModelRouter(3, "python", lambda data: returns + len(data))
     for node in nodes:
-        model.set_weight(node, 1.0)
+        model.weights[node] = 1.0
     assert router.get_target_nodes(keys) == [model.get_target_node(k) for k in keys]
 
 
@@ -702,15 +525,15 @@ def test_python_hash_failure_changes_nothing() -> None:
 def test_virtual_node_count_extremes(vnodes: int, nodes: list[str], keys: list) -> None:
     """The documented layout at the smallest and at thousands of points a node."""
     router = ConsistentHashRouter(vnodes)
-    model = FuzzModel(vnodes, "python", "md5")
+    model = ModelRouter(vnodes, "python", "md5")
     router.add_service_nodes(nodes)
     for node in nodes:
-        model.set_weight(node, 1.0)
+        model.weights[node] = 1.0
     router._check()
     assert len(router.hash_ring) == vnodes * len(nodes)
     assert router.get_target_nodes(keys) == [model.get_target_node(k) for k in keys]
     router.remove_service_node(nodes[0])
-    model.drop(nodes[0])
+    del model.weights[nodes[0]]
     assert router.get_target_nodes(keys) == [model.get_target_node(k) for k in keys]
     router._check()
 

@@ -26,8 +26,9 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 from aiohttp.test_utils import make_mocked_request  # noqa: E402
 from yarl import URL  # noqa: E402
 
-from _backends import EchoBackend, eventually, run  # noqa: E402
 import chash  # noqa: E402
+from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.gateway import Gateway, KeyRule, parse_address  # noqa: E402
 

@@ -2,76 +2,24 @@
 
 Oracles: hashlib (md5, sha1), zlib.crc32, mmh3 (MurmurHash3 x86_32),
 xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
-reference implementations below, written from the algorithm descriptions.
+reference implementations of tests/_support/hashes.py, written from the
+algorithm descriptions.
 
 _hash(name, data, seed=0) returns an int: the digest read as a big-endian
 integer for "md5" and "sha1", the hash value itself for the others.
 """
-import hashlib
 import random
-import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-_chash = pytest.importorskip("chash._chash")
-if not hasattr(_chash, "_hash"):
-    pytest.skip("chash._chash does not expose _hash", allow_module_level=True)
+from _support.hashes import M32, M64, ORACLES
+from chash import _chash
 
-import mmh3  # noqa: E402
-import xxhash  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
+# A build without _hash is a regression: it fails here, it does not skip.
 _hash = _chash._hash
 
-M32 = 0xFFFFFFFF
-M64 = 0xFFFFFFFFFFFFFFFF
-
-
-def murmur2_ref(data, seed):
-    """MurmurHash2, 32-bit: m = 0x5bd1e995, r = 24, little-endian blocks."""
-    m = 0x5BD1E995
-    h = (seed ^ len(data)) & M32
-    nblocks = len(data) // 4
-    for i in range(nblocks):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
-        k = (k * m) & M32
-        k ^= k >> 24
-        k = (k * m) & M32
-        h = ((h * m) & M32) ^ k
-    tail = data[4 * nblocks:]
-    if tail:
-        h ^= int.from_bytes(tail, "little")
-        h = (h * m) & M32
-    h ^= h >> 13
-    h = (h * m) & M32
-    h ^= h >> 15
-    return h
-
-
-def fnv1a32_ref(data):
-    """FNV-1a, 32-bit: xor each byte in, then multiply by the FNV prime."""
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & M32
-    return h
-
-
-# name -> (oracle(data, seed), seed width in bits or 0 when unseeded,
-#          result width in bits)
-ORACLES = {
-    "md5": (lambda d, s: int.from_bytes(hashlib.md5(d).digest(), "big"),
-            0, 128),
-    "sha1": (lambda d, s: int.from_bytes(hashlib.sha1(d).digest(), "big"),
-             0, 160),
-    "murmur2": (murmur2_ref, 32, 32),
-    "murmur3": (lambda d, s: mmh3.hash(d, s, signed=False), 32, 32),
-    "xxh32": (lambda d, s: xxhash.xxh32_intdigest(d, s), 32, 32),
-    "xxh64": (lambda d, s: xxhash.xxh64_intdigest(d, s), 64, 64),
-    "xxh3": (lambda d, s: xxhash.xxh3_64_intdigest(d, s), 64, 64),
-    "fnv1a": (lambda d, s: fnv1a32_ref(d), 0, 32),
-    "crc32": (lambda d, s: zlib.crc32(d) & M32, 0, 32),
-}
 NAMES = sorted(ORACLES)
 SEEDED = [n for n in NAMES if ORACLES[n][1]]
 

@@ -25,7 +25,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from _http_backends import Backend, refused_node, wait_until
+from _support.http_backends import Backend
+from _support.ports import refused_node
+from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 from chash._health_state import HealthState
 from chash.health import HealthChecker, LocalMembership, NodeState, NodeStatus
@@ -43,21 +45,6 @@ UP, DOWN = NodeState.UP, NodeState.DOWN
 
 
 # -- fixtures and drivers ---------------------------------------------------
-
-
-@pytest.fixture
-def backends() -> Iterator[Callable[..., Backend]]:
-    """A factory of Backends, all stopped at teardown."""
-    made: list[Backend] = []
-
-    def make(code: int = 200) -> Backend:
-        backend = Backend(code)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.stop()
 
 
 class SyncDriver:

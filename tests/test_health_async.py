@@ -12,13 +12,14 @@ import builtins
 import re
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _http_backends import Backend
+from _support.http_backends import Backend
+from _support.waiting import eventually, run
 from chash import ConsistentHashRouter
 from chash.health import NodeState
 
@@ -27,41 +28,11 @@ pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash-rou
 from chash.health import AsyncHealthChecker  # noqa: E402
 
 
-@pytest.fixture
-def backends() -> Iterator[Callable[..., Backend]]:
-    made: list[Backend] = []
-
-    def make(code: int = 200) -> Backend:
-        backend = Backend(code)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.stop()
-
-
 def ring_of(backends: list[Backend]) -> ConsistentHashRouter:
     router = ConsistentHashRouter(100)
     for backend in backends:
         router.add_service_node(backend.node, 1.0)
     return router
-
-
-def run(coro: Coroutine[Any, Any, None]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(30.0):  # in this task: other_tasks() stays exact
-            await coro
-
-    asyncio.run(bounded())
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:
@@ -82,9 +53,9 @@ def test_background_task_takes_out_and_brings_back(backends: Callable[..., Backe
         ) as checker:
             assert checker.running
             await asyncio.to_thread(group[1].stop)
-            await until(lambda: group[1].node not in router)
+            await eventually(lambda: group[1].node not in router)
             await asyncio.to_thread(group[1].start)
-            await until(lambda: group[1].node in router)
+            await eventually(lambda: group[1].node in router)
         assert not checker.running
         assert other_tasks() == set()
 
@@ -102,7 +73,7 @@ def test_stop_is_prompt_and_leaves_no_task(backends: Callable[..., Backend]) -> 
         await checker.start()
         with pytest.raises(RuntimeError):
             await checker.start()
-        await until(lambda: checker.status().get(backend.node) is not None
+        await eventually(lambda: checker.status().get(backend.node) is not None
                     and checker.status()[backend.node].consecutive_successes == 1)
         started = time.monotonic()
         await checker.stop()
@@ -110,7 +81,7 @@ def test_stop_is_prompt_and_leaves_no_task(backends: Callable[..., Backend]) -> 
         assert other_tasks() == set()
         await checker.aclose()  # idempotent
         await checker.start()  # and restartable
-        await until(lambda: backend.hits >= 2)
+        await eventually(lambda: backend.hits >= 2)
         await checker.aclose()
         assert other_tasks() == set()
 
@@ -124,7 +95,7 @@ def test_stop_cancels_a_hanging_probe_without_counting_it(
     async def main() -> None:
         checker = AsyncHealthChecker(ring_of([backend]), interval=30.0, timeout=30.0)
         await checker.start()
-        await until(lambda: backend.hits >= 1)
+        await eventually(lambda: backend.hits >= 1)
         started = time.monotonic()
         await checker.stop()
         assert time.monotonic() - started < 2.0
@@ -170,7 +141,7 @@ def test_a_round_failing_does_not_stop_the_task(backends: Callable[..., Backend]
 
     async def main() -> None:
         async with AsyncHealthChecker(None, membership=Broken(), interval=0.05) as checker:
-            await until(lambda: backend.node in checker.status()
+            await eventually(lambda: backend.node in checker.status()
                         and checker.status()[backend.node].consecutive_successes >= 1)
 
     run(main())

@@ -4,7 +4,7 @@ Instances in one process test the protocol step by step (operator calls
 return once the local router has changed; ``flush()`` sends health votes
 at once; ``refresh()`` reads the ring), and a hypothesis state machine
 compares two instances with a model of the ring and of the quorum rule.
-Instances in separate processes (tests/_membership_worker.py) test what
+Instances in separate processes (tests/_support/membership_worker.py) test what
 gateways see: convergence to identical fingerprints, concurrent writers,
 and a Redis restart in the middle of the traffic.  Background progress is
 only ever waited for by polling with generous deadlines.
@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import chash
-from _redis_server import RedisServer, redis_server_path
+from _support.redis_server import RedisServer, redis_server_path
+from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
@@ -47,21 +48,11 @@ from chash.membership import (  # noqa: E402
     RedisMembership,
 )
 
-DEADLINE = 15.0
 RESYNC = 0.2
-WORKER = Path(__file__).with_name("_membership_worker.py")
+WORKER = Path(__file__).parent / "_support" / "membership_worker.py"
 REPO = Path(__file__).resolve().parent.parent
 # Where the chash under test comes from (the checkout, or site-packages).
 CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
-
-
-def wait_until(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``deadline``."""
-    end = time.monotonic() + deadline
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {deadline:g}s waiting until {what}")
-        time.sleep(0.02)
 
 
 def fingerprint_of(weights: dict[str, float]) -> str:
@@ -649,15 +640,15 @@ def test_async_membership_follows_and_votes(instances: Factory, server: RedisSer
                 await am.add_node("b", 2.0)
                 assert router.weights == {"a": 1.0, "b": 2.0}
                 sync.add_node("c")
-                await _async_wait(lambda: "c" in router, "the async instance follows")
+                await eventually(lambda: "c" in router, "the async instance follows")
                 am.mark_down("a", "refused")  # the only reporter: a majority
-                await _async_wait(lambda: "a" not in router, "its vote takes a out")
-                await _async_wait(lambda: "a" not in sync.router, "everywhere")
+                await eventually(lambda: "a" not in router, "its vote takes a out")
+                await eventually(lambda: "a" not in sync.router, "everywhere")
                 # mark_up from another thread is safe too
                 thread = threading.Thread(target=am.mark_up, args=("a",))
                 thread.start()
                 thread.join()
-                await _async_wait(lambda: "a" in router and "a" in sync.router,
+                await eventually(lambda: "a" in router and "a" in sync.router,
                                   "a comes back")
                 await am.disable_node("b")
                 await am.enable_node("b")
@@ -667,7 +658,7 @@ def test_async_membership_follows_and_votes(instances: Factory, server: RedisSer
                 assert (await am.refresh()).version == am.version
                 am.mark_down("b", "timeout")
                 await am.flush()
-                await _async_wait(lambda: "b" not in router, "b is out")
+                await eventually(lambda: "b" not in router, "b is out")
             assert not am.running
             # stopping withdrew the only vote on b; the sync sweep restores it
             wait_until(lambda: "b" in sync.router, "b comes back when its voter leaves")
@@ -676,14 +667,6 @@ def test_async_membership_follows_and_votes(instances: Factory, server: RedisSer
 
     asyncio.run(main())
     assert same_ring(sync) and sync.router.weights == {"a": 1.0, "b": 2.0}
-
-
-async def _async_wait(condition: Callable[[], bool], what: str) -> None:
-    end = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {DEADLINE:g}s waiting until {what}")
-        await asyncio.sleep(0.02)
 
 
 # -- outages, in one process ------------------------------------------------
@@ -728,13 +711,13 @@ def test_async_outage(own_server: RedisServer) -> None:
             async with AsyncRedisMembership(router, ac, resync_interval=RESYNC) as am:
                 before = router.fingerprint()
                 own_server.stop()
-                await _async_wait(lambda: not am.connected, "the outage is noticed")
+                await eventually(lambda: not am.connected, "the outage is noticed")
                 am.mark_down("a", "refused")  # kept until Redis is back
                 assert router.get_target_node("k") == "a"
                 assert router.fingerprint() == before
                 own_server.start()
-                await _async_wait(lambda: am.connected, "it reconnects")
-                await _async_wait(lambda: "a" not in router,
+                await eventually(lambda: am.connected, "it reconnects")
+                await eventually(lambda: "a" not in router,
                                   "the vote made during the outage counts")
                 assert am.version == 3  # re-created (2), then the vote (3)
         finally:
@@ -764,7 +747,7 @@ def test_start_during_an_outage_keeps_the_router(own_server: RedisServer) -> Non
 
 
 class Worker:
-    """A gateway instance in its own process (tests/_membership_worker.py)."""
+    """A gateway instance in its own process (tests/_support/membership_worker.py)."""
 
     def __init__(self, port: int, name: str, reporter: str, log_dir: Path,
                  quorum: str = "majority") -> None:
@@ -878,7 +861,7 @@ def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> No
 
     try:
         wait_until(done, what)
-    except pytest.fail.Exception:
+    except AssertionError:
         raise AssertionError(f"{what}: expected {weights}, got "
                              f"{[s['weights'] for s in last]}") from None
     versions = {s["version"] for s in last}

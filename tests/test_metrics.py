@@ -3,13 +3,15 @@ read back through a real registry."""
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from _support.http_backends import Backend
+from _support.ports import refused_node
 from chash import ConsistentHashRouter
 from chash.metrics import OUTCOMES, RouteCounters
 
@@ -210,53 +212,27 @@ def test_counters_are_exported(prom: Any) -> None:
     assert "# TYPE chash_lookups_total counter" in text
 
 
-def refused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-def test_health_state_and_transitions(prom: Any) -> None:
+def test_health_state_and_transitions(prom: Any, backends: Callable[..., Backend]) -> None:
     """A real health checker: one node answers, one refuses connections."""
-    import http.server
-
     from chash.health import HealthChecker
 
-    class Ok(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        good, bad = f"127.0.0.1:{server.server_address[1]}", f"127.0.0.1:{refused_port()}"
-        router = make_router(good, bad)
-        counters = RouteCounters()
-        checker = HealthChecker(router, fall=1, rise=1, timeout=5.0,
-                                on_change=counters.health_change)
-        registry = registry_with(prom, router, health=checker, counters=counters)
-        value = registry.get_sample_value
-        checker.check_now()
-        assert value("chash_node_up", {"node": good}) == 1
-        assert value("chash_node_up", {"node": bad}) == 0
-        # Out of the ring, yet still reported: health keeps watching it.
-        assert value("chash_node_in_ring", {"node": bad}) == 0
-        assert value("chash_node_points", {"node": bad}) == 0
-        assert value("chash_node_weight", {"node": bad}) == 1.0
-        assert value("chash_health_panic") == 0
-        assert value("chash_health_transitions_total", {"node": bad, "state": "down"}) == 1
-        assert value("chash_health_transitions_total", {"node": good, "state": "down"}) is None
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    good, bad = backends().node, refused_node()
+    router = make_router(good, bad)
+    counters = RouteCounters()
+    checker = HealthChecker(router, fall=1, rise=1, timeout=5.0,
+                            on_change=counters.health_change)
+    registry = registry_with(prom, router, health=checker, counters=counters)
+    value = registry.get_sample_value
+    checker.check_now()
+    assert value("chash_node_up", {"node": good}) == 1
+    assert value("chash_node_up", {"node": bad}) == 0
+    # Out of the ring, yet still reported: health keeps watching it.
+    assert value("chash_node_in_ring", {"node": bad}) == 0
+    assert value("chash_node_points", {"node": bad}) == 0
+    assert value("chash_node_weight", {"node": bad}) == 1.0
+    assert value("chash_health_panic") == 0
+    assert value("chash_health_transitions_total", {"node": bad, "state": "down"}) == 1
+    assert value("chash_health_transitions_total", {"node": good, "state": "down"}) is None
 
 
 def test_namespace(prom: Any) -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pickle
 import random
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 
+from _support.http_backends import Backend
 from chash import BoundedLoadRouter, ConsistentHashRouter
 from chash.health import HealthChecker
 
@@ -17,21 +18,8 @@ CHURN = [f"churn-{i}" for i in range(6)]
 EVERY = set(STABLE) | set(CHURN)
 
 
-class _Healthy(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def test_everything_at_once() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Healthy)
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
-    serving.start()
-    port = server.server_address[1]
+def test_everything_at_once(backends: Callable[..., Backend]) -> None:
+    port = backends().port
     router = ConsistentHashRouter(40)
     router.add_service_nodes(STABLE)
     bounded = BoundedLoadRouter(router)
@@ -78,8 +66,6 @@ def test_everything_at_once() -> None:
         for thread in threads:
             thread.join(timeout=120)
         assert not any(thread.is_alive() for thread in threads)
-    server.shutdown()
-    server.server_close()
     assert not errors, errors[0]
     router._check()
     assert set(STABLE) <= set(router.nodes)

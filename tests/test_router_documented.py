@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chash import ConsistentHashRouter
-from reference_router import DocumentedRouter, ModelRouter, md5_point
+from _support.reference_router import DocumentedRouter, ModelRouter, md5_point
 
 EXAMPLE_NODES = ["order-service-v1", "order-service-v2", "order-service-v3"]
 

@@ -17,65 +17,21 @@ import os
 import pathlib
 import shutil
 import subprocess
-import zlib
 
-import mmh3
 import pytest
 import uhashring
-import xxhash
 
+from _support import hashes
+from _support.hashes import ORACLES
+from _support.reference_router import ModelRouter
 from chash import HASHES, ConsistentHashRouter
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
-M32 = 0xFFFFFFFF
 
-
-# -- oracles -------------------------------------------------------------------
-
-
-def murmur2_ref(data: bytes, seed: int = 0) -> int:
-    """MurmurHash2 (32-bit), from Austin Appleby's description."""
-    m = 0x5BD1E995
-    h = (seed ^ len(data)) & M32
-    full = len(data) // 4 * 4
-    for i in range(0, full, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & M32
-        k ^= k >> 24
-        k = (k * m) & M32
-        h = ((h * m) & M32) ^ k
-    if len(data) > full:
-        h ^= int.from_bytes(data[full:], "little")
-        h = (h * m) & M32
-    h ^= h >> 13
-    h = (h * m) & M32
-    return h ^ (h >> 15)
-
-
-def fnv1a_ref(data: bytes) -> int:
-    h = 0x811C9DC5
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & M32
-    return h
-
-
-# name -> (value of the hash as an int, width of its big-endian digest in bits)
-ORACLES = {
-    "md5": (lambda d: int.from_bytes(hashlib.md5(d).digest(), "big"), 128),
-    "sha1": (lambda d: int.from_bytes(hashlib.sha1(d).digest(), "big"), 160),
-    "murmur2": (murmur2_ref, 32),
-    "murmur3": (lambda d: mmh3.hash(d, 0, signed=False), 32),
-    "xxh32": (lambda d: xxhash.xxh32_intdigest(d), 32),
-    "xxh64": (lambda d: xxhash.xxh64_intdigest(d), 64),
-    "xxh3": (lambda d: xxhash.xxh3_64_intdigest(d), 64),
-    "fnv1a": (fnv1a_ref, 32),
-    "crc32": (lambda d: zlib.crc32(d), 32),
-}
-
-# How each layout spells a virtual key and cuts a hash value to 32 bits.
+# How each layout cuts a hash value to 32 bits.
 LAYOUT_RULES = {
-    "python": ("{node}_virtual_{index}", lambda value, width: value % 2**32),
-    "node": ("{node}#vnode{index}", lambda value, width: value >> (width - 32)),
+    "python": lambda value, width: value % 2**32,
+    "node": lambda value, width: value >> (width - 32),
 }
 
 KEYS = (["", "\x00", "a\x00b", "é", "节点", "\U0001F600", "x" * 5000]
@@ -89,22 +45,16 @@ def test_every_hash_has_an_oracle() -> None:
 
 
 def model_ring(layout: str, name: str, vnodes: int) -> list[tuple[int, bytes, str]]:
-    fmt, cut = LAYOUT_RULES[layout]
-    oracle, width = ORACLES[name]
-    ring = []
-    for node in NODES:
-        for index in range(vnodes):
-            vkey = fmt.format(node=node, index=index).encode("utf-8")
-            ring.append((cut(oracle(vkey), width), node.encode("utf-8"), node))
-    ring.sort()
-    return ring
+    model = ModelRouter(vnodes, layout, name)
+    model.weights = dict.fromkeys(NODES, 1.0)
+    return model.points()
 
 
 @pytest.mark.parametrize("name", sorted(ORACLES))
 @pytest.mark.parametrize("layout", sorted(LAYOUT_RULES))
 def test_named_hashes_through_the_ring(layout: str, name: str) -> None:
-    _, cut = LAYOUT_RULES[layout]
-    oracle, width = ORACLES[name]
+    cut = LAYOUT_RULES[layout]
+    oracle, _, width = ORACLES[name]
     router = ConsistentHashRouter(20, hash=name, layout=layout)
     assert router.hash == name
     for node in NODES:
@@ -119,7 +69,7 @@ def test_named_hashes_through_the_ring(layout: str, name: str) -> None:
     expected = []
     for key in KEYS:
         data = key.encode("utf-8")
-        position = cut(oracle(data), width)
+        position = cut(oracle(data, 0), width)
         assert router._calculate_hash(key) == position, key
         assert router._calculate_hash(data) == position, key
         expected.append(ring[bisect.bisect_left(ring, (position,)) % len(ring)][2])
@@ -130,18 +80,16 @@ def test_named_hashes_through_the_ring(layout: str, name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(ORACLES))
 def test_python_layout_position_is_the_value_mod_2_32(name: str) -> None:
-    oracle, _ = ORACLES[name]
     router = ConsistentHashRouter(hash=name)
     for key in KEYS[:50]:
-        assert router._calculate_hash(key) == oracle(key.encode("utf-8")) % 2**32
+        assert router._calculate_hash(key) == hashes.value(name, key.encode("utf-8")) % 2**32
 
 
 @pytest.mark.parametrize("name", sorted(ORACLES))
 def test_node_layout_position_is_the_top_32_bits_of_the_digest(name: str) -> None:
-    oracle, width = ORACLES[name]
     router = ConsistentHashRouter(hash=name, layout="node")
     for key in KEYS[:50]:
-        digest = oracle(key.encode("utf-8")).to_bytes(width // 8, "big")
+        digest = hashes.digest(name, key.encode("utf-8"))
         assert router._calculate_hash(key) == int.from_bytes(digest[:4], "big")
 
 

@@ -1,16 +1,14 @@
 """Random sequences of operations on ConsistentHashRouter and on a model.
 
 Every rule is applied to the C router and to a from-scratch Python model
-(tests/reference_router.py's ModelRouter, which rebuilds its ring on every
-query), every answer is compared, and the ring's invariant checker runs
-after each step.  Four machines: the documented layout with MD5, the same
+(tests/_support/reference_router.py's ModelRouter, which rebuilds its ring
+whenever the nodes change), every answer is compared, and the ring's
+invariant checker runs after each step.  Four machines: the documented layout with MD5, the same
 with a hash so narrow (64 positions) that most points collide, the Node
 layout and the ketama layout.
 """
 from __future__ import annotations
 
-import bisect
-import hashlib
 import math
 import zlib
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from chash import ConsistentHashRouter
-from reference_router import ModelRouter
+from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 
 # Prefixes of each other, empty, NUL, non-ASCII, non-BMP: every byte-order case.
 NODE_NAMES = ["", "a", "ab", "abc", "a\x00", "b", "é", "éa", "节点", "\U0001F600"]
@@ -33,116 +31,20 @@ def narrow_hash(data: bytes) -> int:
     return zlib.crc32(data) % 64
 
 
-def node_point(data: bytes) -> int:
-    """The documented Node ring: the first 8 hex digits of the MD5 digest."""
-    return int(hashlib.md5(data).hexdigest()[:8], 16)
-
-
-def as_bytes(key: str | bytes) -> bytes:
-    return key.encode("utf-8") if isinstance(key, str) else key
-
-
-class Model(ModelRouter):
-    """ModelRouter plus the queries it lacks, over any point function.
-
-    point=None keeps ModelRouter's own documented MD5 points and lookups.
-    """
-
-    def __init__(self, virtual_node_count: int, vkey: str = "{node}_virtual_{index}",
-                 point: Callable[[bytes], int] | None = None) -> None:
-        super().__init__(virtual_node_count)
-        self.vkey = vkey
-        self.point = point
-
-    def key_point(self, key: str | bytes) -> int:
-        assert self.point is not None
-        return self.point(as_bytes(key)) % 2**32
-
-    def points(self) -> list[tuple[int, bytes, str]]:
-        if self.point is None:
-            return super().points()
-        out = []
-        for node in self.weights:
-            for index in range(self.point_count(node)):
-                out.append((self.vpoint(node, index), node.encode("utf-8"), node))
-        out.sort()
-        return out
-
-    def vpoint(self, node: str, index: int) -> int:
-        return self.key_point(self.vkey.format(node=node, index=index))
-
-    def get_target_node(self, key: str | bytes) -> str | None:
-        if self.point is None:
-            return super().get_target_node(key)
-        ring = self.points()
-        if not ring:
-            return None
-        pos = bisect.bisect_left(ring, (self.key_point(key),))
-        return ring[pos % len(ring)][2]
-
-    def hash_of(self, key: str | bytes) -> int:
-        if self.point is None:
-            return int(hashlib.md5(as_bytes(key)).hexdigest(), 16) % 2**32
-        return self.key_point(key)
-
-    def preference(self, key: str | bytes, n: int) -> list[str]:
-        ring = self.points()
-        if not ring:
-            return []
-        pos = bisect.bisect_left(ring, (self.hash_of(key),))
-        out: list[str] = []
-        for step in range(len(ring)):
-            node = ring[(pos + step) % len(ring)][2]
-            if len(out) == n:
-                break
-            if node not in out:
-                out.append(node)
-        return out
-
-    def node_map(self) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for value, _, node in self.points():
-            out.setdefault(value, node)  # the smallest id comes first
-        return out
-
-    def ownership(self) -> dict[str, float]:
-        ring = self.points()
-        share = {node: 0.0 for node in self.weights}
-        for i, (value, _, node) in enumerate(ring):
-            prev = ring[i - 1][0] if i else ring[-1][0] - 2**32
-            share[node] += (value - prev) / 2**32
-        return share
-
-
-def ketama_key_point(data: bytes) -> int:
-    """libketama: the first four MD5 digest bytes, little-endian."""
-    return int.from_bytes(hashlib.md5(data).digest()[:4], "little")
-
-
-class KetamaModel(Model):
-    """libketama: "{node}-{i // 4}", four little-endian points a digest."""
-
-    def vpoint(self, node: str, index: int) -> int:
-        digest = hashlib.md5(f"{node}-{index // 4}".encode("utf-8")).digest()
-        return int.from_bytes(digest[4 * (index % 4):4 * (index % 4) + 4], "little")
-
-
 class RouterMachine(RuleBasedStateMachine):
     layout = "python"
     hash: str | Callable[[bytes], int] = "md5"
     vkey = "{node}_virtual_{index}"
-    point: Callable[[bytes], int] | None = None
-    model_class = Model
 
     def __init__(self) -> None:
         super().__init__()
         self.router: ConsistentHashRouter | None = None
-        self.model: Model | None = None
+        self.model: ModelRouter | None = None
 
     @initialize(vnodes=st.sampled_from([1, 2, 3, 7]))
     def start(self, vnodes: int) -> None:
         self.router = ConsistentHashRouter(vnodes, hash=self.hash, layout=self.layout)
-        self.model = self.model_class(vnodes, self.vkey, self.point)
+        self.model = ModelRouter(vnodes, self.layout, self.hash)
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         raise NotImplementedError
@@ -195,7 +97,7 @@ class RouterMachine(RuleBasedStateMachine):
         expected = self.model.get_target_node(key)
         assert self.router.get_target_node(key) == expected
         assert self.router.get_target_node(as_bytes(key)) == expected
-        assert self.router._calculate_hash(key) == self.model.hash_of(key)
+        assert self.router._calculate_hash(key) == self.model.key_point(key)
 
     @rule(data=st.data())
     def exact_point_lookup(self, data: st.DataObject) -> None:
@@ -228,17 +130,9 @@ class RouterMachine(RuleBasedStateMachine):
         if self.router is None:
             return
         router, model = self.router, self.model
-        router._check()
-        assert router.nodes == list(model.weights)
-        assert list(router) == list(model.weights)
-        assert len(router) == len(model.weights)
-        assert router.weights == model.weights
-        assert router.points == {node: model.point_count(node) for node in model.weights}
+        assert_same_ring(router, model)
         for node in NODE_NAMES:
             assert (node in router) == (node in model.weights)
-        ring = model.points()
-        assert router.hash_ring == [value for value, _, _ in ring]
-        assert router.node_map == model.node_map()
         ownership = router.ownership()
         assert ownership.keys() == model.weights.keys()
         for node, share in model.ownership().items():
@@ -271,7 +165,6 @@ class CollidingMachine(RouterMachine):
     """A 64-position hash: shared points everywhere, keys often on a point."""
 
     hash = staticmethod(narrow_hash)
-    point = staticmethod(narrow_hash)
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         return KEYS
@@ -282,7 +175,6 @@ class NodeLayoutMachine(RouterMachine):
 
     layout = "node"
     vkey = "{node}#vnode{index}"
-    point = staticmethod(node_point)
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         return KEYS
@@ -293,8 +185,6 @@ class KetamaLayoutMachine(RouterMachine):
 
     layout = "ketama"
     vkey = "{node}-{index}"  # only for exact_point_lookup: point 4 * index
-    point = staticmethod(ketama_key_point)
-    model_class = KetamaModel
 
     def keys(self) -> st.SearchStrategy[str | bytes]:
         return KEYS
@@ -318,7 +208,7 @@ def test_the_colliding_machine_really_collides() -> None:
         router.add_service_node(node)
     ring = router.hash_ring
     assert len(set(ring)) < len(ring)
-    model = Model(7, point=narrow_hash)
+    model = ModelRouter(7, hash=narrow_hash)
     for node in NODE_NAMES:
         model.weights[node] = 1.0
     assert router.node_map == model.node_map()

@@ -4,8 +4,8 @@
 Every vector hashes a prefix of one deterministic byte pattern (see
 pattern() below, mirrored by fill_pattern() in test_hash.c) with an oracle:
 hashlib for MD5 and SHA-1, zlib for CRC-32, mmh3 for MurmurHash3, the
-xxhash package for XXH32/XXH64/XXH3, and small reference implementations
-written here from the algorithm descriptions for MurmurHash2 and FNV-1a.
+xxhash package for XXH32/XXH64/XXH3, and for MurmurHash2 and FNV-1a the
+small reference implementations of tests/_support/hashes.py.
 
 The output replaces the text between the BEGIN/END GENERATED VECTORS
 markers of test_hash.c.  Usage: python3 tests/c/hash_vectors_gen.py
@@ -13,53 +13,20 @@ markers of test_hash.c.  Usage: python3 tests/c/hash_vectors_gen.py
 import hashlib
 import os
 import sys
-import zlib
-
-import mmh3
-import xxhash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _support.hashes import M32, ORACLES  # noqa: E402
+
 TARGET = os.path.join(HERE, "test_hash.c")
 BEGIN = "/* BEGIN GENERATED VECTORS (tests/c/hash_vectors_gen.py) */\n"
 END = "/* END GENERATED VECTORS */\n"
-
-M32 = 0xFFFFFFFF
 
 
 def pattern(n):
     """Byte i is the top byte of i * 2654435761 mod 2^32 (all 256 values)."""
     return bytes(((i * 2654435761) & M32) >> 24 for i in range(n))
-
-
-def murmur2(data, seed):
-    """MurmurHash2, 32-bit: m = 0x5bd1e995, r = 24, little-endian blocks."""
-    m = 0x5BD1E995
-    n = len(data)
-    h = (seed ^ n) & M32
-    nblocks = n // 4
-    for i in range(nblocks):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
-        k = (k * m) & M32
-        k ^= k >> 24
-        k = (k * m) & M32
-        h = (h * m) & M32
-        h ^= k
-    tail = data[4 * nblocks:]
-    if tail:
-        for j in reversed(range(len(tail))):
-            h ^= tail[j] << (8 * j)
-        h = (h * m) & M32
-    h ^= h >> 13
-    h = (h * m) & M32
-    h ^= h >> 15
-    return h
-
-
-def fnv1a32(data):
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & M32
-    return h
 
 
 # Lengths cover every branch of every function: each tail size, block and
@@ -108,17 +75,13 @@ def unseeded(name, fn):
 SECTIONS = [
     lambda: digest("md5", hashlib.md5),
     lambda: digest("sha1", hashlib.sha1),
-    lambda: seeded("murmur2", murmur2, SEEDS32, 32),
-    lambda: seeded("murmur3", lambda d, s: mmh3.hash(d, s, signed=False),
-                   SEEDS32, 32),
-    lambda: seeded("xxh32", lambda d, s: xxhash.xxh32_intdigest(d, s),
-                   SEEDS32, 32),
-    lambda: seeded("xxh64", lambda d, s: xxhash.xxh64_intdigest(d, s),
-                   SEEDS64, 64),
-    lambda: seeded("xxh3", lambda d, s: xxhash.xxh3_64_intdigest(d, s),
-                   SEEDS64, 64),
-    lambda: unseeded("fnv1a", fnv1a32),
-    lambda: unseeded("crc32", lambda d: zlib.crc32(d) & M32),
+    lambda: seeded("murmur2", ORACLES["murmur2"].value, SEEDS32, 32),
+    lambda: seeded("murmur3", ORACLES["murmur3"].value, SEEDS32, 32),
+    lambda: seeded("xxh32", ORACLES["xxh32"].value, SEEDS32, 32),
+    lambda: seeded("xxh64", ORACLES["xxh64"].value, SEEDS64, 64),
+    lambda: seeded("xxh3", ORACLES["xxh3"].value, SEEDS64, 64),
+    lambda: unseeded("fnv1a", lambda d: ORACLES["fnv1a"].value(d, 0)),
+    lambda: unseeded("crc32", lambda d: ORACLES["crc32"].value(d, 0)),
 ]
 
 

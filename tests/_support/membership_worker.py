@@ -16,7 +16,7 @@ per line on stdin and answers one JSON object per line on stdout:
                                      ``{"errors": [...]}``
 ``{"op": "quit"}``                   stop and exit
 
-Usage: python _membership_worker.py PORT NAME REPORTER [QUORUM]
+Usage: python membership_worker.py PORT NAME REPORTER [QUORUM]
 """
 
 from __future__ import annotations

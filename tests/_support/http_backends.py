@@ -1,4 +1,4 @@
-"""Real HTTP backends on 127.0.0.1 for the health-check tests.
+"""Real HTTP backends on 127.0.0.1 (threads), for the health-check tests.
 
 Each ``Backend`` is a ThreadingHTTPServer on an OS-chosen port whose every
 GET answers according to its current behaviour, which a test may change at
@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import http.server
 import itertools
-import socket
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -182,20 +180,3 @@ class Backend:
         server.server_close()
         thread.join()
         return self
-
-
-def refused_node() -> str:
-    """A host:port on 127.0.0.1 where nothing listens."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"127.0.0.1:{port}"
-
-
-def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.01) -> None:
-    """Poll ``predicate()`` until it is true; AssertionError after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)

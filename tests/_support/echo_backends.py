@@ -19,9 +19,6 @@ connection halfway.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -123,26 +120,3 @@ class EchoBackend:
         response.headers.add("Set-Cookie", "a=1")
         response.headers.add("Set-Cookie", "b=2")
         return response
-
-
-def run(coro: Awaitable[Any], timeout: float = 60.0) -> Any:
-    """Run ``coro`` in a new event loop, bounded by ``timeout`` seconds."""
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-    return asyncio.run(bounded())
-
-
-async def eventually(predicate: Callable[[], Any], timeout: float = 20.0,
-                     interval: float = 0.02) -> None:
-    """Poll ``predicate()`` (awaiting it if it is a coroutine) until true;
-    AssertionError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(interval)

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-__all__ = ["RedisServer", "free_port", "redis_server_path"]
+from _support.ports import free_port
+
+__all__ = ["RedisServer", "redis_server_path"]
 
 STARTUP_DEADLINE = 15.0
 
@@ -28,14 +30,6 @@ def redis_server_path() -> str:
     if path is None:
         pytest.skip("redis-server not installed: apt-get install redis-server")
     return path
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that the OS reports free."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _pings(port: int) -> bool:

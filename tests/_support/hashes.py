@@ -1,0 +1,86 @@
+"""Independent oracles for every hash chash implements, written once.
+
+hashlib (MD5, SHA-1), zlib (CRC-32), mmh3 (MurmurHash3 x86_32) and the
+xxhash package (XXH32, XXH64, XXH3-64) are the oracles where a well-kept
+library exists; MurmurHash2 and FNV-1a have none, so they are written here
+from the algorithm descriptions.
+
+``ORACLES[name]`` is ``Oracle(value, seed_bits, width)``: ``value(data,
+seed)`` is the hash as an int (the digest read big-endian for MD5 and
+SHA-1), ``seed_bits`` the width of the seed (0 when unseeded), ``width`` the
+width of the value in bits.  ``digest(name, data)`` gives the big-endian
+digest bytes that ring points are cut from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable
+from typing import NamedTuple
+
+import mmh3
+import xxhash
+
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def murmur2(data: bytes, seed: int = 0) -> int:
+    """MurmurHash2, 32-bit: m = 0x5bd1e995, r = 24, little-endian blocks."""
+    m = 0x5BD1E995
+    h = (seed ^ len(data)) & M32
+    nblocks = len(data) // 4
+    for i in range(nblocks):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & M32
+        k ^= k >> 24
+        k = (k * m) & M32
+        h = ((h * m) & M32) ^ k
+    tail = data[4 * nblocks:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & M32
+    h ^= h >> 13
+    h = (h * m) & M32
+    h ^= h >> 15
+    return h
+
+
+def fnv1a32(data: bytes) -> int:
+    """FNV-1a, 32-bit: xor each byte in, then multiply by the FNV prime."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & M32
+    return h
+
+
+class Oracle(NamedTuple):
+    """One hash function: its value, seed width and result width in bits."""
+
+    value: Callable[[bytes, int], int]
+    seed_bits: int
+    width: int
+
+
+ORACLES: dict[str, Oracle] = {
+    "md5": Oracle(lambda d, s: int.from_bytes(hashlib.md5(d).digest(), "big"), 0, 128),
+    "sha1": Oracle(lambda d, s: int.from_bytes(hashlib.sha1(d).digest(), "big"), 0, 160),
+    "murmur2": Oracle(murmur2, 32, 32),
+    "murmur3": Oracle(lambda d, s: mmh3.hash(d, s, signed=False), 32, 32),
+    "xxh32": Oracle(lambda d, s: xxhash.xxh32_intdigest(d, s), 32, 32),
+    "xxh64": Oracle(lambda d, s: xxhash.xxh64_intdigest(d, s), 64, 64),
+    "xxh3": Oracle(lambda d, s: xxhash.xxh3_64_intdigest(d, s), 64, 64),
+    "fnv1a": Oracle(lambda d, s: fnv1a32(d), 0, 32),
+    "crc32": Oracle(lambda d, s: zlib.crc32(d) & M32, 0, 32),
+}
+
+
+def value(name: str, data: bytes, seed: int = 0) -> int:
+    """The hash ``name`` of ``data`` as an int (unseeded hashes ignore ``seed``)."""
+    return ORACLES[name].value(data, seed)
+
+
+def digest(name: str, data: bytes) -> bytes:
+    """The big-endian digest bytes of ``name`` (seed 0) that ring points are cut from."""
+    return value(name, data).to_bytes(ORACLES[name].width // 8, "big")
