@@ -53,7 +53,7 @@ import chash  # noqa: E402
 from _support.reference_router import DocumentedRouter, md5_point  # noqa: E402
 
 try:
-    import uhashring  # type: ignore[import-untyped]  # noqa: E402
+    import uhashring  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit("the benchmark needs uhashring: pip install -e '.[bench]'") from exc
 
@@ -169,9 +169,9 @@ def run_schedule(
                 gc.collect()
                 shift = r % len(g.measures)
                 for m in g.measures[shift:] + g.measures[:shift]:
-                    if done[m.name] and first[m.name] > slow_s:
-                        if done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s:
-                            continue
+                    if done[m.name] and first[m.name] > slow_s and (
+                            done[m.name] >= slow_rounds or spent[m.name] + first[m.name] > budget_s):
+                        continue
                     for _attempt in range(RETAKES + 1):
                         wall = time.perf_counter()
                         values = m.sample(seq[m.name])
@@ -396,14 +396,15 @@ class Row:
         out = {}
         for label, a, b in self.ratio_defs:
             if a in self.samples and b in self.samples:
-                pairs = zip(self.samples[a], self.samples[b])
+                # A slow contender may have fewer rounds: pair what both have.
+                pairs = zip(self.samples[a], self.samples[b], strict=False)
                 out[label] = statistics.median(x / y for x, y in pairs)
         return out
 
     def spread(self) -> float:
         """Largest (max - min) / median over the contenders, a noise gauge."""
         worst = 0.0
-        for name, values in self.samples.items():
+        for values in self.samples.values():
             mid = statistics.median(values)
             if len(values) > 1 and mid > 0:
                 worst = max(worst, (max(values) - min(values)) / mid)
@@ -508,13 +509,13 @@ def render(rows: list[Row], header: list[str]) -> str:
             cells.append(f"{sum(r.switched.values())}/{total}")
             cells.append("; ".join(target_text(t) for t in r.targets))
             table.append(cells)
-        widths = [max(len(x) for x in col) for col in zip(head, *table)]
+        widths = [max(len(x) for x in col) for col in zip(head, *table, strict=True)]
         right = set(range(1, len(head) - 1))
 
-        def line(cells: list[str]) -> str:
+        def line(cells: list[str], right: set[int] = right, widths: list[int] = widths) -> str:
             return "  ".join(
                 c.rjust(w) if i in right else c.ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
             ).rstrip()
 
         lines += ["", section, line(head), line(["-" * w for w in widths])]
@@ -691,7 +692,7 @@ def memory_row(n: int, rings: dict[str, Any]) -> Row:
 def collect_rows(cfg: Config, obs: dict[Key, list[Obs]], memory: dict[int, Row]) -> list[Row]:
     rows: list[Row] = []
     for n in cfg.nodes:
-        def md5_row(row: str, unit: str, scale: float) -> Row:
+        def md5_row(row: str, unit: str, scale: float, n: int = n) -> Row:
             return make_row(MD5_SECTION, row, n, n, unit, scale, obs, [CHASH, DOC, UH], VS)
 
         build, build_one = md5_row(BUILD, "ms", 1e6), md5_row(BUILD_ONE, "ms", 1e6)
@@ -839,8 +840,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text += f"\n\ntargets met: {total - len(failed)} of {total} (wall-clock medians)"
     for r, t in failed:
         text += f"\n  missed: {r.row} at {r.nodes} nodes: {target_text(t)}"
-    for r, t in ((r, t) for r in rows for t in r.targets if doubts(t)):
-        text += f"\n  uncertain: {r.row} at {r.nodes} nodes: {target_text(t)}"
+    for row, target in ((r, t) for r in rows for t in r.targets if doubts(t)):
+        text += f"\n  uncertain: {row.row} at {row.nodes} nodes: {target_text(target)}"
     check = cpu_check(rows)
     if check:
         text += "\n\n" + "\n".join(check)

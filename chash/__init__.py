@@ -42,7 +42,7 @@ except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
         raise
     raise _missing_extension(_exc) from _exc
-from chash.bounded import BoundedLoadRouter
+from chash.bounded import BoundedLoadRouter  # noqa: E402  (needs the extension, checked above)
 
 __all__ = [
     "BoundedLoadRouter",

@@ -2,6 +2,8 @@
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Literal
 
+from typing_extensions import disjoint_base
+
 # The names `hash=` and `layout=` accept (HASHES and LAYOUTS at run time),
 # one a line: a new hash or layout is one added line.
 HashName = Literal[
@@ -29,6 +31,7 @@ MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
 MAX_NODES: Final[int]
 
+@disjoint_base
 class ConsistentHashRouter:
     """A consistent-hash ring routing keys to nodes (see the module docs)."""
 

@@ -10,36 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 from typing import Any
+
+from chash._cli_args import int_between, seconds_between
 
 __all__ = ["register", "run"]
 
 MIN_DURATION = 2.0
 MAX_DURATION = 600.0
 MAX_USERS = 2000
-
-
-def _duration(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or not MIN_DURATION <= value <= MAX_DURATION:
-        raise argparse.ArgumentTypeError(
-            f"must be from {MIN_DURATION:g} to {MAX_DURATION:g} seconds, not {text}")
-    return value
-
-
-def _users(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 3 <= value <= MAX_USERS:
-        raise argparse.ArgumentTypeError(f"must be from 3 to {MAX_USERS}, not {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,10 +54,10 @@ def register(subparsers: Any) -> None:
                     "users on 127.0.0.1; stop one backend mid-run and restart it; show "
                     "that only its users moved, that no request failed, and that exactly "
                     "they came back.  Needs aiohttp (pip install 'chash-router[gateway]').")
-    parser.add_argument("--duration", type=_duration, default=30.0, metavar="S",
+    parser.add_argument("--duration", type=seconds_between(MIN_DURATION, MAX_DURATION), default=30.0, metavar="S",
                         help=f"length of the run in seconds (default 30, at least "
                              f"{MIN_DURATION:g})")
-    parser.add_argument("--users", type=_users, default=60, metavar="N",
+    parser.add_argument("--users", type=int_between(3, MAX_USERS), default=60, metavar="N",
                         help="simulated users (default 60)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as JSON instead of the timeline")

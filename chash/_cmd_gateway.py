@@ -11,27 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import math
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from chash._cmd_route import add_ring_arguments, build_router, positive_int
+from chash._cli_args import add_ring_arguments, build_router, positive_int, seconds
 
 if TYPE_CHECKING:
     from chash.gateway import Gateway
 
 __all__ = ["register", "run", "serve"]
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -170,18 +159,18 @@ def register(subparsers: Any) -> None:
     add_ring_arguments(parser)
     parser.add_argument("--attempts", type=positive_int, default=3, metavar="N",
                         help="nodes of the preference list tried per request (default 3)")
-    parser.add_argument("--connect-timeout", type=_seconds, default=2.0, metavar="S",
+    parser.add_argument("--connect-timeout", type=seconds, default=2.0, metavar="S",
                         help="seconds to connect to a backend (default 2)")
-    parser.add_argument("--read-timeout", type=_seconds, default=30.0, metavar="S",
+    parser.add_argument("--read-timeout", type=seconds, default=30.0, metavar="S",
                         help="seconds a backend may stay silent while answering (default 30)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
     parser.add_argument("--no-health", action="store_true", help="no health checks")
     parser.add_argument("--health-path", default="/health", metavar="PATH",
                         help="path probed on each backend (default /health)")
-    parser.add_argument("--health-interval", type=_seconds, default=5.0, metavar="S",
+    parser.add_argument("--health-interval", type=seconds, default=5.0, metavar="S",
                         help="seconds between health-check rounds (default 5)")
-    parser.add_argument("--health-timeout", type=_seconds, default=2.0, metavar="S",
+    parser.add_argument("--health-timeout", type=seconds, default=2.0, metavar="S",
                         help="seconds a probe may take (default 2)")
     parser.add_argument("--fall", type=positive_int, default=3, metavar="N",
                         help="consecutive failures that take a backend out (default 3)")
@@ -190,7 +179,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--node-header", metavar="NAME",
                         help="name the serving node in this response header")
     parser.add_argument("--no-metrics", action="store_true", help="do not serve /metrics")
-    parser.add_argument("--duration", type=_seconds, metavar="S",
+    parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default="info", help="stderr logging level (default info)")

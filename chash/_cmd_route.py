@@ -5,55 +5,20 @@ standard input (``--nodes -``); a file holds node names separated by new
 lines or commas, with ``#`` comments.  The ring is built exactly as a
 router with the same options would build it, so the answer is the one a
 gateway using those options gives.
-
-Also holds the argument helpers the other ring-building subcommands share.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterable
 from typing import Any
 
-from chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
+from chash import ConsistentHashRouter
+from chash._cli_args import add_ring_arguments, build_router, positive_int
+from chash._text import plural
 
-__all__ = ["add_ring_arguments", "build_router", "parse_node_list", "positive_int", "register",
-           "render", "route", "run", "weight_arg"]
-
-
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
-def _vnodes(text: str) -> int:
-    value = positive_int(text)
-    if value > MAX_VIRTUAL_NODES:
-        raise argparse.ArgumentTypeError(f"must be <= {MAX_VIRTUAL_NODES:,}, not {value:,}")
-    return value
-
-
-def weight_arg(text: str) -> tuple[str, float]:
-    """An ``argparse`` type: ``NODE=WEIGHT`` with a positive, finite weight."""
-    node, sep, weight = text.rpartition("=")
-    node = node.strip()
-    if not sep or not node:
-        raise argparse.ArgumentTypeError(f"expected NODE=WEIGHT, not {text!r}")
-    try:
-        value = float(weight)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"in {text!r}: the weight is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"in {text!r}: the weight must be positive")
-    return node, value
+__all__ = ["parse_node_list", "register", "render", "route", "run"]
 
 
 def parse_node_list(lines: Iterable[str]) -> list[str]:
@@ -71,37 +36,6 @@ def parse_node_list(lines: Iterable[str]) -> list[str]:
             seen.add(node)
             nodes.append(node)
     return nodes
-
-
-def add_ring_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--vnodes``, ``--hash``, ``--layout`` and ``--weight``."""
-    parser.add_argument("--vnodes", type=_vnodes, default=None, metavar="N",
-                        help="virtual nodes per node of weight 1 "
-                             "(default: the layout's, 100 for python)")
-    parser.add_argument("--hash", choices=HASHES, default="md5",
-                        help="hash function (default md5)")
-    parser.add_argument("--layout", choices=LAYOUTS, default="python",
-                        help="how virtual nodes are named and placed (default python)")
-    parser.add_argument("--weight", type=weight_arg, action="append", default=[],
-                        metavar="NODE=WEIGHT",
-                        help="give NODE this weight (default 1); repeatable")
-
-
-def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                 nodes: list[str]) -> ConsistentHashRouter:
-    """The ring the arguments describe; ``parser.error`` (exit 2) if they do
-    not make one."""
-    weights = dict(args.weight)
-    unknown = sorted(set(weights) - set(nodes))
-    if unknown:
-        parser.error(f"--weight names unknown node(s): {', '.join(unknown)}")
-    try:
-        router = ConsistentHashRouter(args.vnodes, hash=args.hash, layout=args.layout)
-        for node in nodes:
-            router.add_service_node(node, weights.get(node, 1.0))
-    except (ValueError, OverflowError, MemoryError) as exc:
-        parser.error(f"cannot build the ring: {exc}")
-    return router
 
 
 def _read_nodes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -137,7 +71,8 @@ def route(router: ConsistentHashRouter, keys: Iterable[str], n: int) -> list[dic
 
 def render(router: ConsistentHashRouter, answers: list[dict[str, Any]]) -> str:
     """The answers as short readable blocks."""
-    ring = (f"{len(router)} nodes, {router.virtual_node_count} virtual nodes per weight 1, "
+    ring = (f"{plural(len(router), 'node')}, "
+            f"{plural(router.virtual_node_count, 'virtual node')} per weight 1, "
             f"{router.hash} hash, {router.layout} layout")
     blocks = []
     for answer in answers:

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from chash import HASHES
+from chash._cli_args import positive_int
 from chash.simulate import (
     DEFAULT_BALANCE_VNODES,
     DEFAULT_RING_VNODES,
@@ -21,19 +22,10 @@ from chash.simulate import (
     SimulationConfig,
     is_prime,
     plot,
+    plot_path,
     render,
     simulate,
 )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
 
 
 def _node_range(text: str) -> tuple[int, int]:
@@ -59,6 +51,10 @@ def _vnode_list(text: str) -> tuple[int, ...]:
     if len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"a virtual node count is repeated: {text!r}")
     return values
+
+
+def _listed(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
 
 
 def _balance_factor(text: str) -> float:
@@ -105,16 +101,18 @@ def run(args: argparse.Namespace) -> int:
         directory = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(directory):
             return _error(f"--plot: no such directory: {directory}")
-        try:
-            import matplotlib  # noqa: F401  (fail before the long run, not after)
+        try:  # fail before the long run, not after
+            plot_path(args.plot)
         except ImportError:
             print("chash simulate: --plot needs matplotlib: pip install 'chash-router[plot]'", file=sys.stderr)
             return 1
+        except ValueError as exc:
+            return _error(f"--plot: {exc}")
     result = simulate(config)
     print(json.dumps(result, indent=2) if args.json else render(result))
     if args.plot is not None:
-        plot(result, args.plot)
-        print(f"chash simulate: wrote {args.plot}", file=sys.stderr)
+        written = plot(result, args.plot)
+        print(f"chash simulate: wrote {written}", file=sys.stderr)
     return 0
 
 
@@ -127,21 +125,20 @@ def register(subparsers: Any) -> None:
                     "they spread, and what the ring costs, for hash % N, the ring, jump, "
                     "rendezvous, Maglev and bounded loads.",
     )
-    parser.add_argument("--keys", type=_positive, default=1_000_000,
+    parser.add_argument("--keys", type=positive_int, default=1_000_000,
                         help="keys to route (default 1,000,000)")
     parser.add_argument("--nodes", type=_node_range, default=(3, 20), metavar="FIRST:LAST",
                         help="grow the cluster from FIRST to LAST nodes (default 3:20)")
     parser.add_argument("--ring-vnodes", type=_vnode_list, default=DEFAULT_RING_VNODES, metavar="V,V,...",
-                        help="virtual nodes of the ring columns (default %s)"
-                             % ",".join(map(str, DEFAULT_RING_VNODES)))
+                        help=f"virtual nodes of the ring columns (default {_listed(DEFAULT_RING_VNODES)})")
     parser.add_argument("--vnodes", type=_vnode_list, default=DEFAULT_BALANCE_VNODES, metavar="V,V,...",
-                        help="virtual nodes of the balance and cost tables (default %s)"
-                             % ",".join(map(str, DEFAULT_BALANCE_VNODES)))
+                        help="virtual nodes of the balance and cost tables "
+                             f"(default {_listed(DEFAULT_BALANCE_VNODES)})")
     parser.add_argument("--bounded-vnodes", type=_vnode_list, default=(10, 150), metavar="V,V,...",
                         help="rings the bounded-loads columns run over (default 10,150)")
     parser.add_argument("--balance-factor", type=_balance_factor, default=1.25, metavar="C",
                         help="bounded loads: no node above ceil(C * keys / nodes) (default 1.25)")
-    parser.add_argument("--maglev-size", type=_positive, default=65537, metavar="M",
+    parser.add_argument("--maglev-size", type=positive_int, default=65537, metavar="M",
                         help="Maglev table size, a prime (default 65537)")
     parser.add_argument("--hash", choices=HASHES, default="md5",
                         help="hash of keys and nodes (default md5)")

@@ -13,12 +13,14 @@ import time
 from typing import Any
 
 from chash import ConsistentHashRouter
+from chash._cli_args import positive_int
+from chash._text import plural
 
 DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
 
 def _moved(before: list[Any], after: list[Any]) -> int:
-    return sum(1 for a, b in zip(before, after) if a != b)
+    return sum(1 for a, b in zip(before, after, strict=True) if a != b)
 
 
 def measure(keys: int, vnodes: int) -> dict[str, Any]:
@@ -68,8 +70,8 @@ def render(result: dict[str, Any]) -> str:
     """The figures as a short readable report."""
     keys = result["keys"]
     lines = [
-        f"{keys:,} keys over {len(result['spread'])} nodes "
-        f"({result['virtual_node_count']} virtual nodes each), "
+        f"{plural(keys, 'key')} over {plural(len(result['spread']), 'node')} "
+        f"({plural(result['virtual_node_count'], 'virtual node')} each), "
         f"routed in {result['route_seconds']:.2f} s",
         "",
         "spread:",
@@ -93,17 +95,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add ``spread`` to the ``chash`` command."""
-    parser = subparsers.add_parser("spread", help="spread and key movement on the documented cluster")
-    parser.add_argument("--keys", type=_positive, default=1_000_000, help="keys to route (default 1,000,000)")
-    parser.add_argument("--vnodes", type=_positive, default=50, help="virtual nodes per node (default 50)")
+    parser = subparsers.add_parser(
+        "spread", help="spread and key movement on the documented cluster",
+        description="Route keys user_0 .. user_{N-1} through the documented cluster (three "
+                    "order-service nodes, 50 virtual nodes each); print how they spread, then "
+                    "how many move when a node is added or removed, beside hash % N on the same "
+                    "keys.")
+    parser.add_argument("--keys", type=positive_int, default=1_000_000, metavar="N",
+                        help="keys to route (default 1,000,000)")
+    parser.add_argument("--vnodes", type=positive_int, default=50, metavar="N",
+                        help="virtual nodes per node (default 50)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)

@@ -23,10 +23,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from chash._text import plural
+
 __all__ = ["HealthState", "NodeState", "NodeStatus", "Transition"]
 
 
-class NodeState(str, enum.Enum):
+class NodeState(str, enum.Enum):  # noqa: UP042 (StrEnum would change str() of a state)
     """The health verdict on a node: ``UP`` (serving) or ``DOWN`` (failed)."""
 
     UP = "up"
@@ -74,10 +76,6 @@ class Transition:
     old: NodeState
     new: NodeState
     reason: str
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} consecutive {what}{'' if n == 1 else 'es' if what.endswith('s') else 's'}"
 
 
 class _Node:
@@ -169,7 +167,7 @@ class HealthState:
             entry.last_latency = latency
         if entry.state is NodeState.DOWN and entry.successes >= self.rise:
             return self._change(node, entry, NodeState.UP, now,
-                                _count(entry.successes, "success"))
+                                plural(entry.successes, "consecutive success", "consecutive successes"))
         return None
 
     def record_failure(self, node: str, error: str, now: float, *,
@@ -187,7 +185,7 @@ class HealthState:
             entry.last_latency = latency
         if entry.state is NodeState.UP and entry.failures >= self.fall:
             return self._change(node, entry, NodeState.DOWN, now,
-                                f"{_count(entry.failures, 'failure')}, last: {error}")
+                                f"{plural(entry.failures, 'consecutive failure')}, last: {error}")
         return None
 
     @staticmethod

@@ -3,32 +3,31 @@
 Each subcommand lives in its own module ``chash._cmd_<name>`` defining
 ``register(subparsers)``, which adds its parser and sets ``func`` (a
 callable taking the parsed arguments and returning the exit code).
-Without a subcommand, ``chash`` runs ``spread``.
+Without a subcommand, ``chash`` prints its help.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
+
+from chash import __version__
 
 #: Subcommands in the order ``chash --help`` lists them.
 SUBCOMMANDS = ("demo", "gateway", "route", "simulate", "spread")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand whose module is installed."""
+    """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="chash",
         description="Consistent-hash routing for gateways: demo, gateway, route, simulate, spread.",
     )
+    parser.add_argument("--version", action="version", version=f"chash {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        module_name = f"chash._cmd_{name}"
-        if importlib.util.find_spec(module_name) is None:
-            continue
-        importlib.import_module(module_name).register(subparsers)
+        importlib.import_module(f"chash._cmd_{name}").register(subparsers)
     return parser
 
 
@@ -37,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command is None:
-        args = parser.parse_args(["spread"])
+        parser.print_help()
+        return 0
     code: int = args.func(args)
     return code

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chash._text import plural
+
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
@@ -352,8 +354,8 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                           metrics=False)
         url = await gateway.start()
         result.ownership = gateway.router.ownership()
-        say(f"gateway on {url}: key header:X-User-Id, a ring of {len(gateway.router)} nodes "
-            f"x {gateway.router.virtual_node_count} virtual nodes, health checks every "
+        say(f"gateway on {url}: key header:X-User-Id, a ring of {plural(len(gateway.router), 'node')} "
+            f"x {plural(gateway.router.virtual_node_count, 'virtual node')}, health checks every "
             f"{HEALTH_INTERVAL:g} s")
 
         timeout = aiohttp.ClientTimeout(total=30.0)
@@ -363,7 +365,7 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                 tasks.append(asyncio.create_task(_browse(
                     session, url + "/cart", name, logs[name], say.now, stop, pause,
                     random.Random(i))))
-            say(f"{users} users start browsing, each sending a request every "
+            say(f"{plural(users, 'user')} start browsing, each sending a request every "
                 f"{pause[0]:g}-{pause[1]:g} s")
 
             # Phase 1: everyone on their own backend.
@@ -375,18 +377,20 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                 served = {v.backend for v in log if v.backend and v.started < before}
                 result.home[name] = min(served) if served else "?"
                 result.sticky = result.sticky and len(served) == 1
-            counts = ", ".join(f"{n} {sum(1 for h in result.home.values() if h == n)} users"
+            counts = ", ".join(f"{n} {plural(sum(1 for h in result.home.values() if h == n), 'user')}"
                                for n in BACKENDS)
             done = sum(len(log) for log in logs.values())
             failed = sum(1 for log in logs.values() for v in log if v.backend is None)
             say(("every user stayed on one backend: " if result.sticky
                  else "some users were served by several backends: ")
-                + f"{counts} ({done:,} requests, {failed} failed)")
+                + f"{counts} ({plural(done, 'request')}, {failed:,} failed)")
             result.expected = sorted(u for u, h in result.home.items() if h == STOPPED)
 
             # Phase 2: the backend stops.
-            result.stopped_at = say(f"backend {STOPPED} stops; its {len(result.expected)} "
-                                    "users' sessions go with it")
+            result.stopped_at = say(f"backend {STOPPED} stops; its "
+                                    + ("1 user's session goes" if len(result.expected) == 1
+                                       else f"{len(result.expected)} users' sessions go")
+                                    + " with it")
             await backends[STOPPED].stop()
             await asyncio.sleep(outage)
             stopped_at = result.stopped_at
@@ -401,7 +405,7 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                     result.moved.append(name)
                     went.update(during - {result.home[name]})
             stayed = users - len(result.moved)
-            say(f"while {STOPPED} was down {len(result.moved)} users moved"
+            say(f"while {STOPPED} was down {plural(len(result.moved), 'user')} moved"
                 + (f", exactly {STOPPED}'s {len(result.expected)}" if result.moved
                    == result.expected else f" ({STOPPED} had {len(result.expected)})")
                 + " (to " + ", ".join(f"{n} {c}" for n, c in sorted(went.items()))
@@ -425,10 +429,11 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                     result.strayed.append(name)
                 elif name in result.moved and after == {result.home[name]}:
                     result.returned.append(name)
-            say(f"{len(result.returned)} of {STOPPED}'s {len(result.expected)} users are "
-                f"back on {STOPPED}; "
-                + (f"nobody else moved" if not result.strayed
-                   else f"{len(result.strayed)} users are elsewhere"))
+            say(f"{len(result.returned)} of {STOPPED}'s {plural(len(result.expected), 'user')} "
+                f"{'is' if len(result.returned) == 1 else 'are'} back on {STOPPED}; "
+                + ("nobody else moved" if not result.strayed
+                   else f"{plural(len(result.strayed), 'user')} "
+                        f"{'is' if len(result.strayed) == 1 else 'are'} elsewhere"))
             stop.set()
             await asyncio.gather(*tasks)
             tasks.clear()

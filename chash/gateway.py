@@ -30,7 +30,6 @@ See docs/gateway.md.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import logging
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chash import ConsistentHashRouter
+from chash._text import plural
 from chash.metrics import RouteCounters
 
 if TYPE_CHECKING:
@@ -479,8 +479,8 @@ class Gateway:
         self._started_at = time.time()
         if self._health is not None:
             await self._health.start()
-        logger.info("gateway listening on %s, key %s, %d backends",
-                    self.url, self._key, len(self._addresses))
+        logger.info("gateway listening on %s, key %s, %s",
+                    self.url, self._key, plural(len(self._addresses), "backend"))
         return self.url
 
     async def stop(self) -> None:
@@ -578,7 +578,6 @@ class Gateway:
 
     async def _handle_metrics(self, request: web.Request) -> web.StreamResponse:
         import prometheus_client
-
         from aiohttp import web
 
         body = prometheus_client.generate_latest(self._registry)

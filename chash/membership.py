@@ -216,7 +216,7 @@ class RedisMembership(_Base):
     def __init__(
         self,
         router: ConsistentHashRouter,
-        client: redis.Redis,
+        client: redis.Redis[Any],
         name: str = "default",
         *,
         quorum: str | int = "majority",
@@ -247,7 +247,7 @@ class RedisMembership(_Base):
         self._threads: list[threading.Thread] = []
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis[Any]:
         """The Redis client."""
         return self._client
 
@@ -499,7 +499,7 @@ class AsyncRedisMembership(_Base):
     def __init__(
         self,
         router: ConsistentHashRouter,
-        client: redis.asyncio.Redis,
+        client: redis.asyncio.Redis[Any],
         name: str = "default",
         *,
         quorum: str | int = "majority",
@@ -531,7 +531,7 @@ class AsyncRedisMembership(_Base):
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
-    def client(self) -> redis.asyncio.Redis:
+    def client(self) -> redis.asyncio.Redis[Any]:
         """The Redis client."""
         return self._client
 

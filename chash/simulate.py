@@ -25,6 +25,7 @@ matplotlib (the ``plot`` extra).  All the heavy loops run in C.
 from __future__ import annotations
 
 import math
+import os
 import random
 import sys
 import time
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from chash import _chash
 from chash._chash import ConsistentHashRouter
+from chash._text import plural
 
 if TYPE_CHECKING:
     from chash._chash import HashName
@@ -626,7 +628,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
     def line(cells: Sequence[str]) -> str:
         first = cells[0].ljust(widths[0])
-        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:]))
+        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
         return "  ".join([first, *rest]).rstrip()
 
     return [line(headers), "  ".join("-" * w for w in widths), *(line(row) for row in body)]
@@ -652,7 +654,7 @@ def render(result: dict[str, Any]) -> str:
     strategies = result["strategies"]
     ids = [s["id"] for s in strategies]
     out: list[str] = [
-        f"chash simulate: {keys:,} keys, {config['first_nodes']} -> {last} nodes, "
+        f"chash simulate: {plural(keys, 'key')}, {config['first_nodes']} -> {last} nodes, "
         f"hash {config['hash']}, measured in {result['seconds']:.1f} s",
         "",
         "Keys remapped as the cluster grows one node at a time (shrinking back, newest node",
@@ -675,7 +677,7 @@ def render(result: dict[str, Any]) -> str:
         f"maglev: table of {config['maglev_size']:,} entries; jump: a failed node's bucket "
         f"goes to the last node.",
         "",
-        f"Load balance by virtual nodes ({last} nodes, {keys:,} keys; "
+        f"Load balance by virtual nodes ({last} nodes, {plural(keys, 'key')}; "
         f"arc = share of the ring each node owns)",
     ]
     out += _table(
@@ -720,35 +722,68 @@ def render(result: dict[str, Any]) -> str:
 # Pictures
 
 
-def plot(result: dict[str, Any], path: str) -> None:
-    """Draw the remap fractions and load spreads of ``result`` into a PNG at ``path``.
+_PLOT_EXTRA = "chash simulate --plot needs matplotlib: pip install 'chash-router[plot]'"
 
-    Needs matplotlib (``pip install 'chash-router[plot]'``); raises ImportError
-    naming that extra when it is missing.
-    """
+def plot_path(path: str) -> str:
+    """The file ``plot(result, path)`` writes: ``path``, with ``.png``
+    appended when it has no extension.
+
+    ImportError naming the extra without matplotlib; ValueError when the
+    extension is not an image format matplotlib writes."""
+    try:
+        import matplotlib  # noqa: F401  (the package itself, even if a submodule is loaded)
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(_PLOT_EXTRA) from exc
+    ext = os.path.splitext(path)[1]
+    if not ext:
+        return path + ".png"
+    formats = Figure().canvas.get_supported_filetypes()
+    if ext[1:].lower() not in formats:
+        raise ValueError(f"cannot draw a {ext!r} file: use one of "
+                         f"{', '.join('.' + name for name in sorted(formats))}")
+    return path
+
+
+def plot_figure(result: dict[str, Any]) -> Any:
+    """The remap fractions and load spreads of ``result`` as a matplotlib
+    ``Figure`` (ImportError naming the extra without matplotlib)."""
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ImportError(
-            "chash simulate --plot needs matplotlib: pip install 'chash-router[plot]'") from exc
+        raise ImportError(_PLOT_EXTRA) from exc
 
-    figure = Figure(figsize=(15, 5), layout="constrained")
-    remap_ax, vnodes_ax, strategy_ax = figure.subplots(1, 3, width_ratios=[1.2, 1, 1.3])
+    figure = Figure(figsize=(16, 6), layout="constrained")
+    halves: Any = figure.subfigures(1, 2, width_ratios=[1.25, 2])
+    remap_fig, load_fig = halves
 
+    # One small panel a strategy, each over the ideal 1/N: the curves that
+    # run together near 1/N cannot hide one another.
     growth = result["remap"]["growth"]
     sizes = [step["to"] for step in growth]
-    for strategy in result["strategies"]:
-        remap_ax.plot(sizes, [step["moved"][strategy["id"]] for step in growth],
-                      marker=".", label=strategy["label"])
-    remap_ax.plot(sizes, [step["ideal"] for step in growth], "k--", linewidth=2, label="ideal 1/N")
-    remap_ax.set_yscale("log")
-    # Room below the curves for the legend.
-    remap_ax.set_ylim(min(step["ideal"] for step in growth) / 5, 1.5)
-    remap_ax.set_xlabel("nodes after adding one")
-    remap_ax.set_ylabel("fraction of keys remapped")
-    remap_ax.set_title("Keys remapped as the cluster grows")
-    remap_ax.legend(fontsize="small", loc="lower left", ncol=2)
-    remap_ax.grid(True, which="both", alpha=0.3)
+    ideal = [step["ideal"] for step in growth]
+    strategies = result["strategies"]
+    columns = 3
+    rows = -(-len(strategies) // columns)
+    panels = remap_fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
+    for k, ax in enumerate(panels.flat):
+        if k >= len(strategies):
+            ax.set_visible(False)
+            continue
+        strategy = strategies[k]
+        ax.plot(sizes, [step["moved"][strategy["id"]] for step in growth], color=f"C{k}",
+                marker=".", linewidth=2, label=strategy["label"])
+        ax.plot(sizes, ideal, color="black", linestyle="--", linewidth=1, label="ideal 1/N")
+        ax.set_title(strategy["label"], fontsize="medium")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    panels[0][0].set_ylim(min(ideal) / 2, 1.5)
+    panels[0][0].legend(handles=panels[0][0].lines[1:], fontsize="small", loc="lower left")
+    remap_fig.supxlabel("nodes after adding one")
+    remap_fig.supylabel("fraction of keys remapped")
+    remap_fig.suptitle(f"Keys remapped as the cluster grows ({plural(result['keys'], 'key')}, "
+                       f"hash {result['config']['hash']})")
+    vnodes_ax, strategy_ax = load_fig.subplots(1, 2, width_ratios=[1, 1.3])
 
     def strip(ax: Any, groups: list[tuple[str, list[int]]], title: str) -> None:
         for x, (_, loads) in enumerate(groups):
@@ -766,5 +801,15 @@ def plot(result: dict[str, Any], path: str) -> None:
           f"Ring load per node by virtual nodes ({last} nodes)")
     strip(strategy_ax, [(row["label"], row["loads"]) for row in result["balance_by_strategy"]],
           f"Load per node by strategy ({last} nodes)")
-    figure.savefig(path, dpi=110)
+    return figure
+
+
+def plot(result: dict[str, Any], path: str) -> str:
+    """Draw ``plot_figure(result)`` into an image file; returns the path
+    written, ``plot_path(path)`` (a PNG unless ``path`` names another
+    format).  Needs matplotlib (``pip install 'chash-router[plot]'``); raises
+    ImportError naming that extra when it is missing."""
+    written = plot_path(path)
+    plot_figure(result).savefig(written, dpi=110)
+    return written
 

@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _support.reference_router import DocumentedRouter  # noqa: E402
+from _support.reference_router import DocumentedRouter
 
 NODES = ["order-service-v1", "order-service-v2", "order-service-v3"]
 VIRTUAL_NODE_COUNT = 50

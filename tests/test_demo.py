@@ -124,3 +124,14 @@ def test_run_demo_rejects_bad_arguments() -> None:
     for duration, users in ((0.0, 10), (5.0, 2)):
         with pytest.raises(ValueError):
             asyncio.run(run_demo(duration, users, out=None))
+
+
+def test_demo_counts_read_right_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # Three users: a ring of a, b, c gives b exactly one of them and a none.
+    assert main(["demo", "--duration", "3", "--users", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "a 0 users, b 1 user, c 2 users" in out
+    assert "its 1 user's session goes with it" in out
+    assert "while b was down 1 user moved, exactly b's 1" in out
+    assert "1 of b's 1 user is back on b" in out
+    assert not re.search(r"\b1 (users|nodes|backends|requests|keys)\b", out), out

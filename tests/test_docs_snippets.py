@@ -53,11 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+import chash
 from _support.http_backends import Backend
 from _support.ports import free_port
 from _support.redis_server import RedisServer
-
-import chash
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

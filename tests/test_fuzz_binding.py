@@ -41,8 +41,8 @@ from hypothesis.stateful import (
 )
 
 import chash
+from _support.reference_router import ModelRouter, as_bytes, assert_same_ring, snapshot
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
-from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
 IN_CI = bool(os.environ.get("CI"))
@@ -113,10 +113,6 @@ BAD_WEIGHT_TYPES = [True, False, "1", None, b"1", 1j]
 
 def has_surrogate(key: object) -> bool:
     return isinstance(key, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in key)
-
-
-def snapshot(router: ConsistentHashRouter) -> tuple:
-    return (router.nodes, router.weights, router.points, router.hash_ring, router.fingerprint())
 
 
 # -- the state machine ------------------------------------------------------------

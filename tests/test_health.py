@@ -25,7 +25,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from _support.http_backends import Backend
+from _support.http_backends import Backend, ring_of
 from _support.ports import refused_node
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -101,13 +101,6 @@ def make_driver(request: pytest.FixtureRequest) -> Iterator[Callable[..., Driver
     yield make
     for driver in made:
         driver.close()
-
-
-def ring_of(backends: list[Backend], weights: list[float] | None = None) -> ConsistentHashRouter:
-    router = ConsistentHashRouter(100)
-    for i, backend in enumerate(backends):
-        router.add_service_node(backend.node, 1.0 if weights is None else weights[i])
-    return router
 
 
 def owners(router: Any) -> dict[str, str | None]:
@@ -468,7 +461,7 @@ def test_stopped_backend_leaves_and_returns_with_its_keys(
     driver.round()  # rise - 1 successes: still out
     assert victim not in router
     driver.round()
-    assert router.weights == {b.node: w for b, w in zip(group, weights)}
+    assert router.weights == {b.node: w for b, w in zip(group, weights, strict=True)}
     assert owners(router) == before  # exactly its old keys came back
     assert changes.changes() == [(victim, UP, DOWN), (victim, DOWN, UP)]
     assert changes.calls[0][3] == "3 consecutive failures, last: connection refused"
@@ -574,7 +567,7 @@ def test_panic_keeps_every_node_in_service(
     group[3].answer(503)
     driver.round()  # every node failing: still all in service
     assert owners(router) == before
-    assert router.weights == {b.node: w for b, w in zip(group, [1.0, 2.0, 1.0, 0.5])}
+    assert router.weights == {b.node: w for b, w in zip(group, [1.0, 2.0, 1.0, 0.5], strict=True)}
 
     group[0].answer(200)
     group[3].answer(200)
@@ -730,7 +723,7 @@ def test_transitions_are_logged(backends: Callable[..., Backend],
     group[2].answer(200)
     driver.round()
     records = [r for r in caplog.records if getattr(r, "new_state", None)]
-    assert [(r.levelno, getattr(r, "node"), getattr(r, "old_state"), getattr(r, "new_state"))
+    assert [(r.levelno, r.node, r.old_state, r.new_state)
             for r in records] == [(logging.WARNING, group[2].node, "up", "down"),
                                   (logging.INFO, group[2].node, "down", "up")]
     assert records[0].getMessage() == \

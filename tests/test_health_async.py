@@ -18,21 +18,14 @@ from typing import Any
 
 import pytest
 
-from _support.http_backends import Backend
+from _support.http_backends import Backend, ring_of
 from _support.waiting import eventually, run
 from chash import ConsistentHashRouter
 from chash.health import NodeState
 
 pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash-router[async])")
 
-from chash.health import AsyncHealthChecker  # noqa: E402
-
-
-def ring_of(backends: list[Backend]) -> ConsistentHashRouter:
-    router = ConsistentHashRouter(100)
-    for backend in backends:
-        router.add_service_node(backend.node, 1.0)
-    return router
+from chash.health import AsyncHealthChecker
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:

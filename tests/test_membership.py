@@ -37,14 +37,13 @@ from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
-import redis  # noqa: E402
-import redis.asyncio  # noqa: E402
+import redis
+import redis.asyncio
 
-from chash.health import HealthChecker  # noqa: E402
-from chash.membership import (  # noqa: E402
+from chash.health import HealthChecker
+from chash.membership import (
     AsyncRedisMembership,
     HealthVerdict,
-    MembershipState,
     RedisMembership,
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -168,7 +168,7 @@ def test_metrics_follow_the_ring(prom: Any) -> None:
 
 def test_in_flight_load_is_read_from_any_loads_mapping(prom: Any) -> None:
     class Load:
-        loads = {"a": 2, "b": 0, "c": 7}
+        loads: ClassVar[dict[str, int]] = {"a": 2, "b": 0, "c": 7}
 
     value = registry_with(prom, make_router(*NODES), load=Load()).get_sample_value
     assert value("chash_node_in_flight", {"node": "a"}) == 2

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chash import ConsistentHashRouter
 from _support.reference_router import DocumentedRouter, ModelRouter, md5_point
+from chash import ConsistentHashRouter
 
 EXAMPLE_NODES = ["order-service-v1", "order-service-v2", "order-service-v3"]
 

@@ -149,7 +149,7 @@ def test_node_vectors_hash_like_the_node_ring() -> None:
     assert router.virtual_node_count == 150
     keys, hashes = NODE_VECTORS["keys"], NODE_VECTORS["hashes"]
     assert len(keys) == len(hashes) > 400
-    for key, value in zip(keys, hashes):
+    for key, value in zip(keys, hashes, strict=True):
         assert router._calculate_hash(key) == value, key
         assert router._calculate_hash(key.encode("utf-8")) == value, key
 

@@ -49,7 +49,7 @@ def build(nodes: dict[str, float], vnodes: int = 8, hash=narrow_hash, order=None
 
 
 def moved(before: list, after: list) -> list[tuple[str | None, str | None]]:
-    return [(b, a) for b, a in zip(before, after) if b != a]
+    return [(b, a) for b, a in zip(before, after, strict=True) if b != a]
 
 
 # -- insertion order -------------------------------------------------------
@@ -365,7 +365,7 @@ CONFIGS = ([("python", h) for h in HASHES] + [("node", h) for h in HASHES]
 
 def assert_same_router(a: ConsistentHashRouter, b: ConsistentHashRouter) -> None:
     assert type(a) is type(b)
-    assert a == b and not (a != b)
+    assert a == b and not (a != b)  # noqa: SIM202 (both operators are under test)
     assert (a.virtual_node_count, a.hash, a.layout) == (b.virtual_node_count, b.hash, b.layout)
     assert a.nodes == b.nodes
     assert a.weights == b.weights

@@ -227,7 +227,7 @@ def _stress(hash_fn, writers: int, iterations: int) -> tuple[ConsistentHashRoute
                     assert sum(counts.values()) == len(batch) and set(counts) <= ever
                     assert set(router.ownership()) <= ever
                     assert set(router.nodes) <= ever
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             failures.append(exc)
 
     def writer(seed: int) -> None:
@@ -252,7 +252,7 @@ def _stress(hash_fn, writers: int, iterations: int) -> tuple[ConsistentHashRoute
                     # Two writers and a Python hash: the other writer changed
                     # the node while this one computed its points.
                     assert writers > 1 and "changed while its points were computed" in str(exc)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             failures.append(exc)
 
     threads = [threading.Thread(target=reader, args=(i,)) for i in range(4)]
@@ -399,7 +399,7 @@ def test_every_public_method_has_a_signature() -> None:
     for name in public:
         method = getattr(ConsistentHashRouter, name)
         signature = inspect.signature(method)  # from the docstring's signature line
-        assert list(signature.parameters)[0] == "self", name
+        assert next(iter(signature.parameters)) == "self", name
         if name in SIGNATURES:
             assert str(signature) == SIGNATURES[name], name
         doc = inspect.getdoc(method)

@@ -18,8 +18,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from chash import ConsistentHashRouter
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
+from chash import ConsistentHashRouter
 
 # Prefixes of each other, empty, NUL, non-ASCII, non-BMP: every byte-order case.
 NODE_NAMES = ["", "a", "ab", "abc", "a\x00", "b", "é", "éa", "节点", "\U0001F600"]

@@ -6,7 +6,6 @@ import hashlib
 import inspect
 import json
 import math
-import os
 import sys
 from array import array
 from typing import Any
@@ -15,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chash import BoundedLoadRouter, ConsistentHashRouter, HASHES
-from chash import _chash
+from _support.plotting import need_matplotlib
+from chash import HASHES, BoundedLoadRouter, ConsistentHashRouter, _chash
 from chash.cli import main
 from chash.simulate import SimulationConfig, is_prime, key_names, node_names, plot, render, simulate
 
@@ -115,7 +114,7 @@ def test_jump_matches_the_paper_and_only_moves_to_the_new_bucket(keys: list[int]
     now = list(C._jump_assign(u64(keys), buckets))
     grown = list(C._jump_assign(u64(keys), buckets + 1))
     assert now == [jump_oracle(k, buckets) for k in keys]
-    assert all(b == a or b == buckets for a, b in zip(now, grown))
+    assert all(b in (a, buckets) for a, b in zip(now, grown, strict=True))
 
 
 @settings(deadline=None)
@@ -437,15 +436,6 @@ def test_is_prime() -> None:
 
 # ----------------------------------------------------------------------
 # Pictures and the command line
-
-
-def need_matplotlib() -> None:
-    """Skip unless matplotlib can draw in this process."""
-    pytest.importorskip("matplotlib")
-    preload = os.environ.get("LD_PRELOAD", "")
-    if "libasan" in preload and "libstdc++" not in preload:
-        pytest.skip("matplotlib's C++ font module aborts when the ASan runtime is preloaded "
-                    "without libstdc++")
 
 
 def test_plot_writes_a_png(result: dict[str, Any], tmp_path: Any) -> None:

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from chash import ConsistentHashRouter
+
 _HANG_LIMIT = 60.0
 
 
@@ -180,3 +182,12 @@ class Backend:
         server.server_close()
         thread.join()
         return self
+
+
+def ring_of(backends: list[Backend], weights: list[float] | None = None) -> ConsistentHashRouter:
+    """A ring of 100 virtual nodes a node over the backends' nodes, with
+    ``weights`` (default 1 each) in the same order."""
+    router = ConsistentHashRouter(100)
+    for i, backend in enumerate(backends):
+        router.add_service_node(backend.node, 1.0 if weights is None else weights[i])
+    return router

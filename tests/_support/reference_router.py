@@ -184,3 +184,10 @@ def assert_same_ring(router: ConsistentHashRouter, model: ModelRouter) -> None:
     assert router.node_map == model.node_map()
     for node in model.weights:
         assert node in router
+
+
+def snapshot(router: ConsistentHashRouter) -> tuple[object, ...]:
+    """Everything observable about ``router``'s ring, for "nothing changed"
+    checks: equal snapshots route every key alike.  The node list comes first."""
+    return (router.nodes, router.weights, router.points, router.hash_ring, router.node_map,
+            router.fingerprint(), len(router), router.get_target_nodes(["a", "b", "c", "d", "e"]))

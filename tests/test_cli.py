@@ -1,0 +1,303 @@
+"""The ``chash`` command as a whole: shared argument types, help, version,
+the output's wording."""
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import chash
+from _support.plotting import need_matplotlib
+from chash import MAX_VIRTUAL_NODES, ConsistentHashRouter
+from chash._cli_args import int_between, positive_int, seconds, seconds_between, weight_arg
+from chash._text import plural
+from chash.cli import SUBCOMMANDS, build_parser, main
+from chash.simulate import SimulationConfig, plot_figure, plot_path, simulate
+
+
+def error(parse: object, text: str) -> str:
+    assert callable(parse)
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        parse(text)
+    return str(info.value)
+
+
+# -- the argument types ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1", 1), ("42", 42), ("1000000", 1_000_000), ("1_000_000", 1_000_000), ("1,000", 1000), (" 7 ", 7),
+])
+def test_positive_int_accepts_grouped_digits(text: str, value: int) -> None:
+    assert positive_int(text) == value
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("0", "must be >= 1, not 0"),
+    ("-3", "must be >= 1, not -3"),
+    ("ten", "not a whole number: 'ten'"),
+    ("1.5", "not a whole number: '1.5'"),
+    ("", "not a whole number: ''"),
+])
+def test_positive_int_names_the_problem(text: str, message: str) -> None:
+    assert error(positive_int, text) == message
+
+
+def test_int_between_bounds() -> None:
+    vnodes = int_between(1, MAX_VIRTUAL_NODES)
+    assert vnodes("1") == 1 and vnodes(str(MAX_VIRTUAL_NODES)) == MAX_VIRTUAL_NODES
+    assert error(vnodes, "0") == "must be >= 1, not 0"
+    assert error(vnodes, "1000001") == "must be <= 1,000,000, not 1,000,001"
+    users = int_between(3, 2000)
+    assert users("3") == 3 and users("2000") == 2000
+    assert error(users, "2") == "must be from 3 to 2000, not 2"
+    assert error(users, "2001") == "must be from 3 to 2000, not 2001"
+    assert error(int_between(5), "4") == "must be >= 5, not 4"
+
+
+def test_seconds() -> None:
+    assert seconds("0.5") == 0.5 and seconds("30") == 30.0
+    for bad in ("0", "-1", "nan", "inf", "-inf"):
+        assert error(seconds, bad) == f"must be a positive number of seconds, not {bad}"
+    assert error(seconds, "soon") == "not a number of seconds: 'soon'"
+
+
+def test_seconds_between() -> None:
+    duration = seconds_between(2, 600)
+    assert duration("2") == 2.0 and duration("600") == 600.0
+    for bad in ("1.99", "601", "nan", "inf"):
+        assert error(duration, bad) == f"must be from 2 to 600 seconds, not {bad}"
+    assert error(duration, "later") == "not a number of seconds: 'later'"
+
+
+def test_weight_arg() -> None:
+    assert weight_arg("a=2") == ("a", 2.0)
+    assert weight_arg("host:1=0.5") == ("host:1", 0.5)
+    assert weight_arg("a=b=3") == ("a=b", 3.0)
+    assert error(weight_arg, "a") == "expected NODE=WEIGHT, not 'a'"
+    assert error(weight_arg, "=1") == "expected NODE=WEIGHT, not '=1'"
+    assert "the weight is not a number" in error(weight_arg, "a=x")
+    for bad in ("0", "-1", "nan", "inf"):
+        assert "the weight must be positive" in error(weight_arg, f"a={bad}")
+    assert math.isfinite(weight_arg("a=1e300")[1])
+
+
+@pytest.mark.parametrize(("count", "text"), [
+    (0, "0 nodes"), (1, "1 node"), (2, "2 nodes"), (1000, "1,000 nodes"),
+])
+def test_plural(count: int, text: str) -> None:
+    assert plural(count, "node") == text
+
+
+def test_plural_irregular() -> None:
+    assert plural(1, "virtual node per", "virtual nodes per") == "1 virtual node per"
+    assert plural(2, "virtual node per", "virtual nodes per") == "2 virtual nodes per"
+
+
+# -- one type for one kind of argument -----------------------------------------------
+
+
+def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+def test_every_subcommand_is_registered() -> None:
+    assert set(_actions(build_parser())) == set(SUBCOMMANDS)
+
+
+@pytest.mark.parametrize(("command", "option"), [
+    ("route", "-n"), ("gateway", "--attempts"), ("gateway", "--fall"), ("gateway", "--rise"),
+    ("simulate", "--keys"), ("simulate", "--maglev-size"), ("spread", "--keys"), ("spread", "--vnodes"),
+])
+def test_positive_counts_share_one_type(command: str, option: str) -> None:
+    sub = _actions(build_parser())[command]
+    (action,) = [a for a in sub._actions if option in a.option_strings]
+    assert action.type is positive_int
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["spread", "--keys", "0"], "argument --keys: must be >= 1, not 0"),
+    (["spread", "--keys", "many"], "argument --keys: not a whole number: 'many'"),
+    (["spread", "--vnodes", "-2"], "argument --vnodes: must be >= 1, not -2"),
+    (["simulate", "--keys", "0"], "argument --keys: must be >= 1, not 0"),
+    (["gateway", "--backend", "127.0.0.1:1", "--attempts", "0"], "argument --attempts: must be >= 1, not 0"),
+    (["gateway", "--backend", "127.0.0.1:1", "--health-interval", "0"],
+     "argument --health-interval: must be a positive number of seconds, not 0"),
+    (["route", "k", "--nodes", "a", "--vnodes", "2000000"], "argument --vnodes: must be <= 1,000,000"),
+])
+def test_bad_counts_exit_2_naming_the_option(argv: list[str], message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert captured.out == ""
+
+
+# -- help, version, defaults ------------------------------------------------------
+
+
+def test_bare_chash_prints_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("usage: chash")
+    for name in SUBCOMMANDS:
+        assert f"    {name} " in captured.out
+    assert "keys over" not in captured.out  # the spread did not run
+    assert captured.err == ""
+
+
+def test_python_dash_m_is_the_same_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "chash"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: chash")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"chash {chash.__version__}\n"
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_has_a_description(command: str) -> None:
+    parser = _actions(build_parser())[command]
+    assert parser.description and len(parser.description) > 40
+    assert " ".join(parser.description.split()[:4]) in " ".join(parser.format_help().split())
+
+
+def test_route_and_the_readme_example_agree() -> None:
+    # The README's first example builds ConsistentHashRouter() and routes
+    # user_7; chash route with no --vnodes must give the same ring.
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    constructor = re.search(r"router = ConsistentHashRouter\((.*)\)", example)
+    assert constructor and constructor.group(1) == "", "the first example uses the defaults"
+    answer = re.search(r'get_target_node\("user_7"\)\s+# \'([^\']+)\'', example)
+    assert answer
+    router = ConsistentHashRouter()
+    for node in ("order-service-v1", "order-service-v2", "order-service-v3"):
+        router.add_service_node(node)
+    assert router.get_target_node("user_7") == answer.group(1)
+    vnodes = _actions(build_parser())["route"].get_default("vnodes")
+    assert ConsistentHashRouter(vnodes).virtual_node_count == router.virtual_node_count
+
+
+# -- counts read right ----------------------------------------------------------------
+
+
+def test_route_with_one_node(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["route", "k", "--nodes", "only", "--vnodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(1 node, 1 virtual node per weight 1, md5 hash, python layout)" in out
+    assert main(["route", "k", "--nodes", "a,b"]) == 0
+    assert "(2 nodes, 100 virtual nodes per weight 1," in capsys.readouterr().out
+
+
+def test_spread_with_one_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spread", "--keys", "1", "--vnodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 key over 3 nodes (1 virtual node each)")
+    assert main(["spread", "--keys", "2000", "--vnodes", "50"]) == 0
+    assert capsys.readouterr().out.startswith("2,000 keys over 3 nodes (50 virtual nodes each)")
+
+
+def test_simulate_with_one_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--keys", "1", "--nodes", "2:3", "--vnodes", "1", "--ring-vnodes", "1",
+                 "--bounded-vnodes", "1", "--maglev-size", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("chash simulate: 1 key, 2 -> 3 nodes")
+    assert "(3 nodes, 1 key;" in out
+    assert not re.search(r"\b1 (keys|nodes)\b", out)
+
+
+def test_gateway_log_names_one_backend(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
+    from _support.waiting import run
+    from chash.gateway import Gateway
+
+    async def main_() -> None:
+        gateway = Gateway({"a": "127.0.0.1:1"}, health=False, metrics=False)
+        await gateway.start("127.0.0.1", 0)
+        await gateway.stop()
+
+    with caplog.at_level(logging.INFO, logger="chash.gateway"):
+        run(main_())
+    assert any(record.getMessage().endswith(", 1 backend") for record in caplog.records), caplog.text
+
+
+# -- simulate --plot ------------------------------------------------------------------
+
+PLOT_RUN = ["simulate", "--keys", "2000", "--nodes", "3:5", "--vnodes", "50"]
+
+
+def test_plot_without_an_extension_reports_the_png_it_wrote(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    need_matplotlib()
+    assert main([*PLOT_RUN, "--plot", str(tmp_path / "out")]) == 0
+    written = tmp_path / "out.png"
+    assert capsys.readouterr().err == f"chash simulate: wrote {written}\n"
+    assert written.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_plot_in_another_format_keeps_its_name(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    need_matplotlib()
+    assert main([*PLOT_RUN, "--plot", str(tmp_path / "out.svg")]) == 0
+    assert capsys.readouterr().err == f"chash simulate: wrote {tmp_path / 'out.svg'}\n"
+    assert b"<svg" in (tmp_path / "out.svg").read_bytes()[:2000]
+
+
+def test_plot_format_unknown_fails_before_measuring(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    need_matplotlib()
+    assert main([*PLOT_RUN, "--plot", str(tmp_path / "out.xyz")]) == 2
+    captured = capsys.readouterr()
+    assert "chash simulate: error: --plot: cannot draw a '.xyz' file: use one of" in captured.err
+    assert ".png" in captured.err and captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_path() -> None:
+    need_matplotlib()
+    assert plot_path("a/b") == "a/b.png"
+    assert plot_path("a.b/c") == "a.b/c.png"
+    assert plot_path("x.PNG") == "x.PNG"
+    assert plot_path("x.pdf") == "x.pdf"
+    with pytest.raises(ValueError, match=r"cannot draw a '\.txt' file"):
+        plot_path("x.txt")
+
+
+@pytest.mark.parametrize("hash_name", ["md5", "xxh3"])
+def test_remap_plot_shows_every_series_and_names_keys_and_hash(hash_name: str) -> None:
+    need_matplotlib()
+    result = simulate(SimulationConfig(keys=2500, first_nodes=3, last_nodes=7, balance_vnodes=(10, 50),
+                                       hash=hash_name))
+    figure = plot_figure(result)
+    growth = result["remap"]["growth"]
+    ideal = [step["ideal"] for step in growth]
+    panels = {ax.get_title(): ax for ax in figure.get_axes() if ax.get_visible() and ax.get_title()}
+    strategies = result["strategies"]
+    assert len(strategies) + 1 == 10  # nine strategies and the ideal: ten series
+    for strategy in strategies:
+        # Each strategy has a panel of its own, with the ideal 1/N drawn over it.
+        ax = panels[strategy["label"]]
+        moved, reference = ax.get_lines()
+        assert list(moved.get_ydata()) == [step["moved"][strategy["id"]] for step in growth]
+        assert list(reference.get_ydata()) == ideal
+        assert moved.get_label() == strategy["label"] and reference.get_label() == "ideal 1/N"
+    # The two load panels; nothing else is visible with a title.
+    assert len(panels) == len(strategies) + 2
+    titles = [sub.get_suptitle() for sub in figure.subfigs]
+    assert f"Keys remapped as the cluster grows (2,500 keys, hash {hash_name})" in titles
