@@ -1,4 +1,4 @@
-"""Declares the C extension; all metadata lives in pyproject.toml.
+"""Declares the C extensions; all metadata lives in pyproject.toml.
 
 Build switches (environment variables, read at build time):
   CHASH_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer, -O1 -g
@@ -79,18 +79,31 @@ class EggInfo(egg_info):
             self.write_file("SOURCES", os.path.join(self.egg_info, "SOURCES.txt"),
                             "".join(f"{name}\n" for name in self.filelist.files))
 
+# The engine: the ring, the schemes and the hash functions (plain C).
+ENGINE = ["csrc/chash_ring.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/chash_sha1.c",
+          "csrc/chash_murmur.c", "csrc/chash_xxhash.c", "csrc/chash_fnv_crc.c"]
+# Each extension: its binding file(s) over the engine; both include
+# csrc/_chash_binding.h.  Every csrc/*.c belongs to one of these lists.
+EXTENSIONS = {
+    "chash._chash": ["csrc/_chashmodule.c", *ENGINE],
+    "chash._strategies": ["csrc/_chash_strategies.c", "csrc/chash_strategies.c", *ENGINE],
+}
+_unlisted = set(glob("csrc/*.c")) - {src for srcs in EXTENSIONS.values() for src in srcs}
+if _unlisted:
+    raise SystemExit(f"setup.py: csrc files in no extension: {sorted(_unlisted)}")
 
 setup(
     cmdclass={"egg_info": EggInfo},
     ext_modules=[
         Extension(
-            "chash._chash",
-            sources=sorted(glob("csrc/*.c")),
+            name,
+            sources=sources,
             include_dirs=["csrc"],
             depends=sorted(glob("csrc/*.h")),
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             undef_macros=undef,
         )
+        for name, sources in EXTENSIONS.items()
     ]
 )

@@ -30,6 +30,9 @@ MAX_VIRTUAL_NODES: Final[int]
 MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
 MAX_NODES: Final[int]
+# A capsule of C function pointers through which chash._strategies reads a
+# router's ring.
+_ring_api: Final[object]
 
 @disjoint_base
 class ConsistentHashRouter:

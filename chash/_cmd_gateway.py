@@ -5,14 +5,21 @@
 
 Runs until interrupted (Ctrl-C, SIGTERM) or for ``--duration`` seconds.
 Health transitions and failed backend requests are logged to stderr.
+``--workers N`` runs N processes on the port (SO_REUSEPORT); ``--redis URL``
+shares the ring and the health verdicts between them and other instances.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import multiprocessing
+import multiprocessing.connection
 import signal
+import socket
 import sys
+import time
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from chash._cli_args import add_ring_arguments, build_router, positive_int, seconds
@@ -61,9 +68,59 @@ def _backend(text: str) -> list[tuple[str, str]]:
     return backends
 
 
-async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None) -> None:
+def _statuses(text: str) -> frozenset[int]:
+    statuses = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or not 100 <= int(item) <= 599:
+            raise argparse.ArgumentTypeError(f"expected HTTP statuses like 500,503, not {text!r}")
+        statuses.add(int(item))
+    return frozenset(statuses)
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    number, unit = (text[:-1], units[text[-1].lower()]) if text[-1:].lower() in units \
+        else (text, 1)
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a size in bytes (or with k, m, g), not "
+                                         f"{text!r}")
+    return int(number) * unit
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop when it is installed, else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
+def _banner(gateway: Gateway, workers: int) -> str:
+    nodes = ", ".join(f"{node}={address}" if node != address else node
+                      for node, address in gateway.addresses.items())
+    url = gateway.url
+    admin = gateway.admin_url
+    lines = [f"chash gateway listening on {url}"
+             + (f" ({workers} worker processes)" if workers > 1 else ""),
+             f"  key {gateway.key_rule}; backends {nodes}"]
+    if admin is None:
+        lines.append("  no admin listener (status page and metrics: --admin-listen HOST:PORT)")
+    else:
+        lines.append(f"  status {admin}{gateway.status_path}, "
+                     + (f"metrics {admin}{gateway.metrics_path}" if gateway.registry is not None
+                        else str(gateway.metrics_off)))
+    return "\n".join(lines)
+
+
+async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None, *,
+                reuse_port: bool = False, ready: Callable[[Gateway], None] | None = None,
+                membership: Any = None) -> None:
     """Run ``gateway`` on ``host:port`` until SIGINT/SIGTERM or ``duration``
-    seconds, printing where it listens."""
+    seconds.  ``ready(gateway)`` is called once it listens (by default: print
+    where).  ``membership``, if given, is started first and stopped last."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
@@ -74,26 +131,145 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
         except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
             pass
     try:
-        url = await gateway.start(host, port)
+        if membership is not None:
+            await asyncio.to_thread(membership.start)
         try:
-            nodes = ", ".join(f"{node}={address}" if node != address else node
-                              for node, address in gateway.addresses.items())
-            print(f"chash gateway listening on {url}\n"
-                  f"  key {gateway.key_rule}; backends {nodes}\n"
-                  f"  status {url}{gateway.status_path}"
-                  + (f", metrics {url}{gateway.metrics_path}" if gateway.registry is not None
-                     else ""),
-                  flush=True)
+            await gateway.start(host, port, reuse_port=reuse_port)
             try:
-                await asyncio.wait_for(stop.wait(), duration)
-            except TimeoutError:
-                pass
-            print("chash gateway stopping", flush=True)
+                if ready is None:
+                    print(_banner(gateway, 1), flush=True)
+                else:
+                    ready(gateway)
+                try:
+                    await asyncio.wait_for(stop.wait(), duration)
+                except TimeoutError:
+                    pass
+                if ready is None:
+                    print("chash gateway stopping", flush=True)
+            finally:
+                await gateway.stop()
         finally:
-            await gateway.stop()
+            if membership is not None:
+                await asyncio.to_thread(membership.stop)
     finally:
         for signum in handled:
             loop.remove_signal_handler(signum)
+
+
+def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
+           backends: dict[str, str], worker: int) -> tuple[Gateway, Any]:
+    """The gateway of one process, and its membership (or None)."""
+    from chash.gateway import Gateway, GatewayConfig
+
+    router = build_router(parser, args, list(backends))
+    membership = None
+    if args.redis:
+        from chash.membership import RedisMembership
+
+        try:
+            import redis
+        except ImportError:
+            raise ImportError("--redis needs redis-py: pip install 'chash-router[redis]'") \
+                from None
+        client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
+                                      socket_connect_timeout=1.0)
+        membership = RedisMembership(router, client, name=args.ring or "default",
+                                     bootstrap=args.bootstrap)
+    config = GatewayConfig(
+        key=args.key, missing_key=args.missing_key, attempts=args.attempts,
+        connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
+        deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
+        fail_on_status=args.fail_on_status, health=not args.no_health,
+        health_path=args.health_path, health_interval=args.health_interval,
+        health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
+        metrics=False if args.no_metrics else None,
+        admin_listen=args.admin_listen if worker == 0 else None,
+        node_header=args.node_header, max_body=args.max_body,
+        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout)
+    return Gateway(backends, config, router=router, membership=membership), membership
+
+
+def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
+            backends: dict[str, str], index: int, pipe: Any) -> None:
+    """One worker process of ``--workers N``: serve until SIGTERM."""
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format=f"%(asctime)s worker {index} %(name)s %(levelname)s %(message)s")
+    try:
+        gateway, membership = _build(args, parser, backends, index)
+        host, port = args.listen
+
+        def ready(gateway: Gateway) -> None:
+            pipe.send(("ready", _banner(gateway, args.workers)))
+
+        _run_loop(serve(gateway, host, port, None, reuse_port=True, ready=ready,
+                        membership=membership))
+    except (ImportError, OSError, ValueError) as exc:
+        pipe.send(("error", str(getattr(exc, "strerror", None) or exc)))
+        sys.exit(1)
+
+
+def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
+               backends: dict[str, str]) -> int:
+    """Run ``args.workers`` processes on one port (SO_REUSEPORT)."""
+    host, port = args.listen
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    reserve = socket.socket(family, socket.SOCK_STREAM)
+    reserve.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        reserve.bind((host, port))  # holds the port (not listening) until all listen
+    except OSError as exc:
+        print(f"chash gateway: cannot listen on {host}:{port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    args.listen = (host, reserve.getsockname()[1])
+    context = multiprocessing.get_context("fork")
+    stopping = []
+    previous = {signum: signal.signal(signum, lambda s, f: stopping.append(s))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    workers = []
+    try:
+        pipes = []
+        for index in range(args.workers):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_worker, name=f"chash-gateway-{index}",
+                                      args=(args, parser, backends, index, theirs))
+            process.start()
+            workers.append(process)
+            pipes.append(ours)
+        banners = []
+        for ours in pipes:
+            if not ours.poll(60):
+                print("chash gateway: a worker did not start within 60 s", file=sys.stderr)
+                return 1
+            kind, text = ours.recv()
+            if kind == "error":
+                print(f"chash gateway: {text}", file=sys.stderr)
+                return 1
+            banners.append(text)
+        reserve.close()
+        print(banners[0], flush=True)  # worker 0 serves the admin listener
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        while not stopping:
+            if any(not p.is_alive() for p in workers):
+                print("chash gateway: a worker process exited; stopping", file=sys.stderr)
+                return 1
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            multiprocessing.connection.wait([p.sentinel for p in workers], timeout=0.2)
+        print("chash gateway stopping", flush=True)
+        return 0
+    finally:
+        reserve.close()
+        for process in workers:
+            if process.is_alive():
+                process.terminate()
+        for process in workers:
+            process.join(15)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,28 +282,23 @@ def run(args: argparse.Namespace) -> int:
         backends[name] = address
     if not backends:
         parser.error("at least one --backend is required")
-    router = build_router(parser, args, list(backends))
+    if (args.ring or args.bootstrap) and not args.redis:
+        parser.error("--ring and --bootstrap need --redis URL")
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        from chash.gateway import Gateway
-
-        gateway = Gateway(
-            backends, router=router, key=args.key, missing_key=args.missing_key,
-            attempts=args.attempts, connect_timeout=args.connect_timeout,
-            read_timeout=args.read_timeout, retry_unsafe=args.retry_unsafe,
-            health=not args.no_health, health_path=args.health_path,
-            health_interval=args.health_interval, health_timeout=args.health_timeout,
-            fall=args.fall, rise=args.rise, metrics=False if args.no_metrics else None,
-            node_header=args.node_header)
+        gateway, membership = _build(args, parser, backends, 0)
     except ImportError as exc:
         print(f"chash gateway: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         parser.error(str(exc))
+    if args.workers > 1:
+        del gateway, membership  # each worker builds its own after the fork
+        return _supervise(args, parser, backends)
     host, port = args.listen
     try:
-        asyncio.run(serve(gateway, host, port, args.duration))
+        _run_loop(serve(gateway, host, port, args.duration, membership=membership))
     except OSError as exc:
         print(f"chash gateway: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
@@ -157,14 +328,44 @@ def register(subparsers: Any) -> None:
                         help="requests without a key: route by client IP (remote, the "
                              "default) or answer 400 (reject)")
     add_ring_arguments(parser)
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                        help="worker processes sharing the port (SO_REUSEPORT; default 1)")
+    parser.add_argument("--redis", metavar="URL",
+                        help="share the ring and health verdicts through Redis "
+                             "(redis://HOST:PORT/DB), with every worker and instance")
+    parser.add_argument("--ring", metavar="NAME",
+                        help="the shared ring's name in Redis (default 'default')")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="with --redis: this instance may create the shared ring from its "
+                             "--backend list if Redis holds none (give it to the first "
+                             "instance only; the others join, and restore a ring Redis lost)")
+    parser.add_argument("--admin-listen", type=_listen, metavar="HOST:PORT",
+                        help="serve the status page and metrics here (default: nowhere)")
     parser.add_argument("--attempts", type=positive_int, default=3, metavar="N",
                         help="nodes of the preference list tried per request (default 3)")
     parser.add_argument("--connect-timeout", type=seconds, default=2.0, metavar="S",
                         help="seconds to connect to a backend (default 2)")
     parser.add_argument("--read-timeout", type=seconds, default=30.0, metavar="S",
                         help="seconds a backend may stay silent while answering (default 30)")
+    parser.add_argument("--deadline", type=seconds, default=60.0, metavar="S",
+                        help="seconds until a backend must have started answering, all "
+                             "attempts included (default 60)")
+    parser.add_argument("--pool-size", type=int, default=100, metavar="N",
+                        help="connections open at once to each backend (default 100; "
+                             "0: no limit)")
+    parser.add_argument("--max-body", type=_size, default=1 << 20, metavar="BYTES",
+                        help="largest request body accepted (default 1m; 413 above)")
+    parser.add_argument("--header-timeout", type=seconds, default=60.0, metavar="S",
+                        help="seconds a client may take to send a request head "
+                             "(default 60; 408 after)")
+    parser.add_argument("--idle-timeout", type=seconds, default=75.0, metavar="S",
+                        help="seconds a keep-alive connection may stay idle (default 75)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
+    parser.add_argument("--fail-on-status", type=_statuses, default=frozenset(),
+                        metavar="STATUSES",
+                        help="backend statuses that count as health failures, e.g. 500,503 "
+                             "(default none: only connection errors and timeouts count)")
     parser.add_argument("--no-health", action="store_true", help="no health checks")
     parser.add_argument("--health-path", default="/health", metavar="PATH",
                         help="path probed on each backend (default /health)")
@@ -178,7 +379,8 @@ def register(subparsers: Any) -> None:
                         help="consecutive successes that put it back (default 2)")
     parser.add_argument("--node-header", metavar="NAME",
                         help="name the serving node in this response header")
-    parser.add_argument("--no-metrics", action="store_true", help="do not serve /metrics")
+    parser.add_argument("--no-metrics", action="store_true",
+                        help="do not serve metrics on the admin listener")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),

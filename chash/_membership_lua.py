@@ -1,16 +1,27 @@
 """The Lua scripts that read and change a shared ring in Redis.
 
 Every change to a ring runs as one script, so it is atomic: no other client
-sees it half done, and two writers never interleave.  A script that changes
-what the ring holds bumps the ring's version and publishes ``epoch:version``
-on the ring's channel; a script that changes nothing bumps nothing, so the
-health checkers' periodic re-votes cost no resynchronisation.
+sees it half done, and two writers never interleave.  Every script checks
+the whole store before it writes anything (the metadata first, then every
+vote record and verdict it will use, decoded up front), so a script either
+fails before any write or does not fail: no half-applied change can exist.
+Unreadable entries are skipped, and named in the reply so that the caller
+can log them.  A script that changes what the ring holds (``nodes``,
+``disabled``, ``down``) bumps the ring's version, clears its digest and
+publishes ``epoch:version`` on the ring's channel; a script that changes
+nothing bumps nothing, so the health checkers' periodic re-votes cost no
+resynchronisation.
 
 Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
 
-``meta``      hash: ``epoch`` (random, new whenever the ring is seeded),
-              ``version`` (integer), ``config`` (settings every instance
-              must share)
+``meta``      hash: ``epoch`` (random, new whenever the ring is seeded or
+              Redis was seen going back), ``version`` (integer),
+              ``config`` (settings every instance must share), ``count``
+              and ``ndisabled`` (how many entries ``nodes`` and
+              ``disabled`` hold, to notice a store that lost a key while
+              keeping the others), ``digest`` (the ring's
+              ``router.fingerprint()`` at this version, stamped by the first
+              instance that applied it)
 ``nodes``     hash: node -> weight, as Python's ``repr(float)``
 ``disabled``  hash: node -> reason, nodes an operator took out
 ``down``      hash: node -> JSON ``{r: reason, n: down votes, l: live
@@ -20,35 +31,116 @@ Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
               reason]}``, the latest verdict of each reporter
 
 Times are the Redis server's clock (``TIME``), in milliseconds, so gateway
-clocks never need to agree.  Scripts reply with an array whose first item is
-a status: 1 changed, 0 unchanged, -1 the ring does not exist (Redis lost it,
-or it was never seeded), -2 no such node.  Requires Redis 5 or newer
-(scripts replicated by their effects, so ``TIME`` may precede writes).
+clocks never need to agree.  Announcements use sharded pub/sub
+(``SPUBLISH``) on Redis 7 and newer, ``PUBLISH`` before; ``SNAPSHOT`` tells
+the listeners which one.
+
+Scripts reply with an array whose first item is a status: 1 changed,
+0 unchanged, then the epoch and version after the script, then the
+unreadable entries skipped (a flat list of key, node, value) and, for
+``WRITE``, the nodes in service before the change and how many it took
+out.  Other statuses: -1 the ring does not exist (Redis lost it, or it was
+never seeded), -2 no such node, ``{-3, why}`` the store is damaged (a key
+lost, a field unreadable), ``{-4, in service, removed}`` a change refused
+because it would take out more than half of the nodes in service, ``{-5,
+config}`` the caller's shared settings differ from the ring's.  Requires
+Redis 5 or newer (scripts replicated by their effects, so ``TIME`` may
+precede writes).
 """
 
 from __future__ import annotations
 
-__all__ = ["SEED", "SNAPSHOT", "SWEEP", "VOTE", "WRITE"]
+__all__ = ["HEAD", "REEPOCH", "SCRIPTS", "SEED", "SNAPSHOT", "STAMP", "SWEEP", "VOTE",
+           "WRITE"]
 
 # KEYS: meta, nodes, disabled, down, votes (the same five for every script).
 _COMMON = r"""
 local meta, nodes, disabled, down, votes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local SHARDED = redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070000
 
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Announce a change: bump the version and publish epoch:version.
-local function bump(channel)
-  local epoch = redis.call('HGET', meta, 'epoch')
-  local version = redis.call('HINCRBY', meta, 'version', 1)
-  redis.call('PUBLISH', channel, epoch .. ':' .. version)
+local function announce(channel, message)
+  if SHARDED then
+    redis.call('SPUBLISH', channel, message)
+  else
+    redis.call('PUBLISH', channel, message)
+  end
 end
 
-local function reply(status)
+-- nil if the store is sound, else the reply to give: {-1} if there is no
+-- ring, {-3, why} if part of it is gone or unreadable.  Reads only.
+local function damage()
+  if redis.call('EXISTS', meta) == 0 then return {-1} end
+  local m = redis.call('HMGET', meta, 'epoch', 'version', 'count', 'ndisabled')
+  if not m[1] or m[1] == '' then return {-3, 'meta has no epoch'} end
+  local v = tonumber(m[2])
+  if not v or v < 0 or v ~= math.floor(v) then
+    return {-3, 'meta.version is not a count: ' .. tostring(m[2])}
+  end
+  for _, check in ipairs({{m[3], nodes, 'count'}, {m[4], disabled, 'ndisabled'}}) do
+    if check[1] then
+      local held = redis.call('HLEN', check[2])
+      if tonumber(check[1]) ~= held then
+        return {-3, 'meta.' .. check[3] .. ' is ' .. check[1] .. ' but ' .. held ..
+                    ' entries are stored'}
+      end
+    end
+  end
+  return nil
+end
+
+-- Announce a change: record the counts, forget the digest of the old
+-- ring, bump the version and publish epoch:version.
+local function bump(channel)
+  redis.call('HSET', meta, 'count', redis.call('HLEN', nodes),
+             'ndisabled', redis.call('HLEN', disabled))
+  redis.call('HDEL', meta, 'digest')
+  local epoch = redis.call('HGET', meta, 'epoch')
+  local version = redis.call('HINCRBY', meta, 'version', 1)
+  announce(channel, epoch .. ':' .. version)
+end
+
+local function reply(status, skipped)
   local m = redis.call('HMGET', meta, 'epoch', 'version')
-  return {status, m[1], tonumber(m[2])}
+  return {status, m[1], tonumber(m[2]), skipped or {}}
+end
+
+-- A JSON value, or nil if it does not decode.
+local function decode(raw)
+  local ok, value = pcall(cjson.decode, raw)
+  if ok then return value end
+  return nil
+end
+
+-- A votes record {reporter: [0|1, ms, reason]} with every vote well
+-- formed, or nil.
+local function decode_record(raw)
+  local record = decode(raw)
+  if type(record) ~= 'table' then return nil end
+  for reporter, vote in pairs(record) do
+    if type(reporter) ~= 'string' or type(vote) ~= 'table'
+        or (vote[1] ~= 0 and vote[1] ~= 1) or type(vote[2]) ~= 'number'
+        or (vote[3] ~= nil and type(vote[3]) ~= 'string') then
+      return nil
+    end
+  end
+  return record
+end
+
+-- The down verdict of a node as a table, false if there is none, and
+-- whether it was unreadable (then it counts as a verdict nobody stands by).
+local function read_verdict(node)
+  local raw = redis.call('HGET', down, node)
+  if not raw then return false, false, nil end
+  local verdict = decode(raw)
+  if type(verdict) ~= 'table' or type(verdict.t) ~= 'number' then
+    return {t = 0}, true, raw
+  end
+  return verdict, false, raw
 end
 
 -- Whether `downs` down votes out of `live` live reporters take a node out.
@@ -64,9 +156,10 @@ end
 -- whether the node is down.  With no live vote left a down verdict lapses:
 -- nobody stands by it.  The exception is a verdict carried over by SEED
 -- (its votes were lost with the store), kept until it is `ttl` old so that
--- the checkers have time to vote again.
+-- the checkers have time to vote again.  `current` is the node's verdict
+-- as read by read_verdict (decoded before any write).
 -- Returns true if the node went down or came back.
-local function settle(node, record, now, ttl, quorum)
+local function settle(node, record, current, now, ttl, quorum)
   local live, downs, reason, latest = 0, 0, '', -1
   for reporter, vote in pairs(record) do
     if now - vote[2] > ttl then
@@ -84,15 +177,9 @@ local function settle(node, record, now, ttl, quorum)
   else
     redis.call('HSET', votes, node, cjson.encode(record))
   end
-  local current = redis.call('HGET', down, node)
   local out
   if live == 0 then
-    if current then
-      local verdict = cjson.decode(current)
-      out = verdict.s == 1 and now - verdict.t <= ttl
-    else
-      out = false
-    end
+    out = current and current.s == 1 and now - current.t <= ttl or false
   else
     out = quorum_met(downs, live, quorum)
   end
@@ -109,123 +196,247 @@ end
 """
 
 #: Read the whole ring: ``{1, epoch, version, config, nodes, disabled,
-#: down}`` with each hash flattened, or ``{-1}``.
+#: down, digest or false, 1 if announcements are sharded else 0}`` with each
+#: hash flattened; ``{-1}`` or ``{-3, why}``.
 SNAPSHOT = _COMMON + r"""
-if redis.call('EXISTS', meta) == 0 then return {-1} end
-local m = redis.call('HMGET', meta, 'epoch', 'version', 'config')
+local d = damage()
+if d then return d end
+local m = redis.call('HMGET', meta, 'epoch', 'version', 'config', 'digest')
 return {1, m[1], tonumber(m[2]), m[3], redis.call('HGETALL', nodes),
-        redis.call('HGETALL', disabled), redis.call('HGETALL', down)}
+        redis.call('HGETALL', disabled), redis.call('HGETALL', down), m[4],
+        SHARDED and 1 or 0}
 """
 
-#: Create the ring if it does not exist, and only then.
-#: ARGV: channel, epoch, version, config, then the count of nodes and their
-#: (node, weight) pairs, the count of disabled nodes and their (node,
-#: reason) pairs, and (node, down JSON) pairs up to the end.
-#: Replies ``{1, epoch, version}`` if it seeded, ``{0, epoch, version}`` if
-#: the ring existed already (someone else seeded it first).
-SEED = _COMMON + r"""
-if redis.call('EXISTS', meta) == 1 then return reply(0) end
-redis.call('DEL', nodes, disabled, down, votes)
-local i = 6
-for _ = 1, tonumber(ARGV[5]) do
-  redis.call('HSET', nodes, ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-local n = tonumber(ARGV[i])
-i = i + 1
-for _ = 1, n do
-  redis.call('HSET', disabled, ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-while i < #ARGV do
-  local verdict = cjson.decode(ARGV[i + 1])
-  verdict.t = now_ms()
-  verdict.s = 1
-  redis.call('HSET', down, ARGV[i], cjson.encode(verdict))
-  i = i + 2
-end
-redis.call('HSET', meta, 'epoch', ARGV[2], 'version', ARGV[3], 'config', ARGV[4])
-redis.call('PUBLISH', ARGV[1], ARGV[2] .. ':' .. ARGV[3])
+#: The ring's position and digest, for the periodic check:
+#: ``{1, epoch, version, digest or false}``, ``{-1}`` or ``{-3, why}``.
+HEAD = _COMMON + r"""
+local d = damage()
+if d then return d end
+local m = redis.call('HMGET', meta, 'epoch', 'version', 'digest')
+return {1, m[1], tonumber(m[2]), m[3]}
+"""
+
+#: Record the digest of the ring at a version, if nobody did yet.  ARGV:
+#: epoch, version, digest.  Replies 1 if stamped, 0 if the ring moved on or
+#: already has one.  Changes no ring content, so bumps nothing.
+STAMP = _COMMON + r"""
+if damage() then return 0 end
+local m = redis.call('HMGET', meta, 'epoch', 'version', 'digest')
+if m[1] ~= ARGV[1] or tonumber(m[2]) ~= tonumber(ARGV[2]) or m[3] then return 0 end
+redis.call('HSET', meta, 'digest', ARGV[3])
+return 1
+"""
+
+#: Start a new epoch after Redis was seen going back (or holding another
+#: ring at the version an instance applied), so that every instance reads
+#: the ring again whatever version it holds.  ARGV: channel, epoch and
+#: version seen, new epoch, new version.  Only if the ring is still where it
+#: was seen; replies as a write.
+REEPOCH = _COMMON + r"""
+local d = damage()
+if d then return d end
+local m = redis.call('HMGET', meta, 'epoch', 'version')
+if m[1] ~= ARGV[2] or tonumber(m[2]) ~= tonumber(ARGV[3]) then return reply(0) end
+redis.call('HSET', meta, 'epoch', ARGV[4], 'version', ARGV[5])
+redis.call('HDEL', meta, 'digest')
+announce(ARGV[1], ARGV[4] .. ':' .. ARGV[5])
 return reply(1)
 """
 
-#: An operator's change.  ARGV: channel, op, node, value; op is ``add``
-#: (value: the weight; adds the node or reweighs it), ``remove``,
-#: ``disable`` (value: the reason) or ``enable``.
+#: Create the ring if it does not exist, and only then; with ``restore``
+#: set, also replace a damaged one.
+#: ARGV: channel, epoch, version, config, restore (1 or 0), then the count
+#: of nodes and their (node, weight) pairs, the count of disabled nodes and
+#: their (node, reason) pairs, and (node, down JSON) pairs up to the end.
+#: Replies ``{1, epoch, version}`` if it seeded, ``{0, epoch, version}`` if
+#: a sound ring existed already (someone else seeded it first), ``{-3,
+#: why}`` for a damaged ring without ``restore``.
+SEED = _COMMON + r"""
+local d = damage()
+if not d then return reply(0) end
+if d[1] == -3 and ARGV[5] ~= '1' then return d end
+local verdicts = {}
+local i = 7
+local n_nodes = tonumber(ARGV[6])
+i = i + 2 * n_nodes
+local n_disabled = tonumber(ARGV[i])
+local j = i + 1 + 2 * n_disabled
+while j < #ARGV do
+  local verdict = decode(ARGV[j + 1])
+  if type(verdict) == 'table' then verdicts[#verdicts + 1] = {ARGV[j], verdict} end
+  j = j + 2
+end
+local now = now_ms()
+redis.call('DEL', meta, nodes, disabled, down, votes)
+i = 7
+for _ = 1, n_nodes do
+  redis.call('HSET', nodes, ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+i = i + 1
+for _ = 1, n_disabled do
+  redis.call('HSET', disabled, ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+for _, pair in ipairs(verdicts) do
+  pair[2].t = now
+  pair[2].s = 1
+  redis.call('HSET', down, pair[1], cjson.encode(pair[2]))
+end
+redis.call('HSET', meta, 'epoch', ARGV[2], 'version', ARGV[3], 'config', ARGV[4],
+           'count', redis.call('HLEN', nodes), 'ndisabled', redis.call('HLEN', disabled))
+announce(ARGV[1], ARGV[2] .. ':' .. ARGV[3])
+return reply(1)
+"""
+
+#: An operator's change.  ARGV: channel, op, node, value, force (1 or 0),
+#: config; op is ``add`` (value: the weight; adds the node or reweighs it),
+#: ``remove``, ``disable`` (value: the reason) or ``enable``.  A removal or
+#: a disable that would take out more than half of the nodes in service is
+#: refused (``{-4, in service, 1}``) unless forced.
 WRITE = _COMMON + r"""
-if redis.call('EXISTS', meta) == 0 then return {-1} end
-local channel, op, node, value = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local d = damage()
+if d then return d end
+local channel, op, node, value, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == '1'
+local config = redis.call('HGET', meta, 'config')
+if config ~= ARGV[6] then return {-5, config or ''} end
+if op ~= 'add' and op ~= 'remove' and op ~= 'disable' and op ~= 'enable' then
+  return redis.error_reply('unknown operation ' .. op)
+end
+local exists = redis.call('HEXISTS', nodes, node) == 1
+if op ~= 'add' and not exists then return {-2} end
+local in_service, removed = 0, 0
+if op == 'remove' or op == 'disable' then
+  for _, other in ipairs(redis.call('HKEYS', nodes)) do
+    if redis.call('HEXISTS', disabled, other) == 0 and redis.call('HEXISTS', down, other) == 0 then
+      in_service = in_service + 1
+    end
+  end
+  if redis.call('HEXISTS', disabled, node) == 0 and redis.call('HEXISTS', down, node) == 0 then
+    removed = 1
+  end
+  if op == 'disable' and redis.call('HEXISTS', disabled, node) == 1 then
+    return reply(0)
+  end
+  if removed * 2 > in_service and not force then return {-4, in_service, removed} end
+end
 if op == 'add' then
   if redis.call('HGET', nodes, node) == value then return reply(0) end
   redis.call('HSET', nodes, node, value)
 elseif op == 'remove' then
-  if redis.call('HDEL', nodes, node) == 0 then return {-2} end
+  redis.call('HDEL', nodes, node)
   redis.call('HDEL', disabled, node)
   redis.call('HDEL', down, node)
   redis.call('HDEL', votes, node)
 elseif op == 'disable' then
-  if redis.call('HEXISTS', nodes, node) == 0 then return {-2} end
-  if redis.call('HEXISTS', disabled, node) == 1 then return reply(0) end
   redis.call('HSET', disabled, node, value)
 elseif op == 'enable' then
-  if redis.call('HEXISTS', nodes, node) == 0 then return {-2} end
   if redis.call('HDEL', disabled, node) == 0 then return reply(0) end
-else
-  return redis.error_reply('unknown operation ' .. op)
 end
 bump(channel)
-return reply(1)
+local r = reply(1)
+r[5], r[6] = in_service, removed
+return r
 """
 
 #: One reporter's health verdicts.  ARGV: channel, reporter, vote TTL in
 #: ms, quorum, then (node, 1 if down else 0, reason) triples.  Votes on
-#: nodes the ring does not hold are ignored.
+#: nodes the ring does not hold are ignored; an unreadable votes record is
+#: replaced by the new vote and reported as skipped.
 VOTE = _COMMON + r"""
-if redis.call('EXISTS', meta) == 0 then return {-1} end
+local d = damage()
+if d then return d end
 local channel, reporter, ttl, quorum = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = now_ms()
-local changed = false
+local skipped = {}
+local work = {}
 for i = 5, #ARGV - 2, 3 do
   local node = ARGV[i]
   if redis.call('HEXISTS', nodes, node) == 1 then
     local raw = redis.call('HGET', votes, node)
     local record = {}
-    if raw then record = cjson.decode(raw) end
+    if raw then
+      record = decode_record(raw)
+      if record == nil then
+        record = {}
+        for _, item in ipairs({'votes', node, raw}) do skipped[#skipped + 1] = item end
+      end
+    end
+    local current, unreadable, raw_verdict = read_verdict(node)
+    if unreadable then
+      for _, item in ipairs({'down', node, raw_verdict}) do skipped[#skipped + 1] = item end
+    end
     record[reporter] = {tonumber(ARGV[i + 1]), now, ARGV[i + 2]}
-    if settle(node, record, now, ttl, quorum) then changed = true end
+    work[#work + 1] = {node, record, current}
   end
 end
+local changed = false
+for _, item in ipairs(work) do
+  if settle(item[1], item[2], item[3], now, ttl, quorum) then changed = true end
+end
 if changed then bump(channel) end
-return reply(changed and 1 or 0)
+return reply(changed and 1 or 0, skipped)
 """
 
 #: Expire old votes and re-decide every node, optionally withdrawing every
 #: vote of one reporter first.  ARGV: channel, vote TTL in ms, quorum,
-#: reporter to withdraw (empty for none).
+#: reporter to withdraw (empty for none).  Unreadable votes records are
+#: left alone and reported as skipped.
 SWEEP = _COMMON + r"""
-if redis.call('EXISTS', meta) == 0 then return {-1} end
+local d = damage()
+if d then return d end
 local channel, ttl, quorum, gone = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local now = now_ms()
-local changed = false
+local skipped = {}
+local work = {}
+local orphans = {}
 local all = redis.call('HGETALL', votes)
 for i = 1, #all, 2 do
   local node = all[i]
   if redis.call('HEXISTS', nodes, node) == 0 then
-    redis.call('HDEL', votes, node)
+    orphans[#orphans + 1] = node
   else
-    local record = cjson.decode(all[i + 1])
-    if gone ~= '' then record[gone] = nil end
-    if settle(node, record, now, ttl, quorum) then changed = true end
+    local record = decode_record(all[i + 1])
+    if record == nil then
+      for _, item in ipairs({'votes', node, all[i + 1]}) do skipped[#skipped + 1] = item end
+    else
+      if gone ~= '' then record[gone] = nil end
+      local current, unreadable, raw = read_verdict(node)
+      if unreadable then
+        for _, item in ipairs({'down', node, raw}) do skipped[#skipped + 1] = item end
+      end
+      work[#work + 1] = {node, record, current}
+    end
   end
 end
+local stale, lone = {}, {}
 for _, node in ipairs(redis.call('HKEYS', down)) do
   if redis.call('HEXISTS', nodes, node) == 0 then
-    redis.call('HDEL', down, node)
-    changed = true
+    stale[#stale + 1] = node
   elseif redis.call('HEXISTS', votes, node) == 0 then
-    if settle(node, {}, now, ttl, quorum) then changed = true end
+    local current, unreadable, raw = read_verdict(node)
+    if unreadable then
+      for _, item in ipairs({'down', node, raw}) do skipped[#skipped + 1] = item end
+    end
+    lone[#lone + 1] = {node, {}, current}
   end
 end
+local changed = false
+for _, node in ipairs(orphans) do redis.call('HDEL', votes, node) end
+for _, node in ipairs(stale) do
+  redis.call('HDEL', down, node)
+  changed = true
+end
+for _, item in ipairs(work) do
+  if settle(item[1], item[2], item[3], now, ttl, quorum) then changed = true end
+end
+for _, item in ipairs(lone) do
+  if settle(item[1], item[2], item[3], now, ttl, quorum) then changed = true end
+end
 if changed then bump(channel) end
-return reply(changed and 1 or 0)
+return reply(changed and 1 or 0, skipped)
 """
+
+#: Every script by name, as the protocol asks for them.
+SCRIPTS = {"SNAPSHOT": SNAPSHOT, "HEAD": HEAD, "STAMP": STAMP, "REEPOCH": REEPOCH,
+           "SEED": SEED, "WRITE": WRITE, "VOTE": VOTE, "SWEEP": SWEEP}

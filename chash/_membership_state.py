@@ -1,20 +1,24 @@
-"""What both Redis membership runners share, without any I/O.
+"""What both Redis membership drivers share, without any I/O.
 
-The runners (``chash.membership``) talk to Redis; this module knows what
-to send and what a reply means: the key names, the settings every instance
-must share, the arguments of each script, the parsed ring
-(``MembershipState``), the verdicts waiting to be sent, the outage
-bookkeeping, and how a state is applied to the local router.
+The drivers (``chash.membership``) talk to Redis; this module and the
+protocol built on it (``chash._membership_protocol``) know what to send and
+what a reply means: the key names, the settings every instance must share,
+the arguments of each script, the parsed ring (``MembershipState``), the
+verdicts waiting to be sent, the outage bookkeeping, and how a state is
+applied to the local router.
 
 Invariants:
 
-* the router holds exactly ``state.ring()`` once a state has been applied,
-  and a state is applied only if it is newer than the one applied before
-  (another epoch, or a higher version in the same epoch), so a slow reader
-  never rolls the router back;
+* the router holds exactly ``state.ring()`` (less the entries it rejects,
+  skipped alike on every instance) once a state has been applied, and a
+  state is applied only if it is newer than the one applied before
+  (another epoch, or a higher version in the same epoch) unless the caller
+  found Redis itself went back, so a slow reader never rolls the router
+  back;
 * a node is in the ring iff the store holds it, no operator disabled it and
   the health verdicts did not take it out;
-* at most one pending verdict per node: the latest.
+* at most one pending verdict per node: the latest;
+* every unreadable entry is logged once per (key, node, value).
 """
 
 from __future__ import annotations
@@ -26,14 +30,15 @@ import os
 import secrets
 import socket
 import threading
+import time
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._chash import ConsistentHashRouter
 
-__all__ = ["HealthVerdict", "MembershipState"]
+__all__ = ["HealthVerdict", "MembershipState", "RingMissingError"]
 
 logger = logging.getLogger("chash.membership")
 
@@ -41,9 +46,15 @@ logger = logging.getLogger("chash.membership")
 QUORUMS = ("majority", "any", "all")
 
 #: Status codes of the scripts (see ``chash._membership_lua``).
-CHANGED, UNCHANGED, MISSING, NO_SUCH_NODE = 1, 0, -1, -2
+CHANGED, UNCHANGED, MISSING, NO_SUCH_NODE, DAMAGED, REFUSED, OTHER_CONFIG = 1, 0, -1, -2, -3, -4, -5
 
 Position = tuple[str | None, int]
+
+
+class RingMissingError(RuntimeError):
+    """The ring is missing (or damaged) in Redis, and this instance may not
+    create it: it never synced and was not told to bootstrap.  An instance
+    that holds the ring restores it."""
 
 
 def text(value: object) -> str:
@@ -55,6 +66,11 @@ def text(value: object) -> str:
 
 def _pairs(flat: Sequence[object]) -> list[tuple[str, str]]:
     return [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+
+
+def _optional(value: object) -> str | None:
+    """A reply item that Lua gives as false (or Redis as nil) when absent."""
+    return None if value is None or value is False or value == 0 else text(value)
 
 
 @dataclass(frozen=True)
@@ -80,13 +96,13 @@ class MembershipState:
 
     epoch: str | None
     """Random id of the store's lifetime: new whenever the ring is seeded
-    (first use, or Redis lost its data).  None before the first sync."""
+    (first use, or Redis lost its data) or Redis was seen going back."""
     version: int
     """Bumped by every change of the ring within an epoch."""
     config: str
     """The settings every instance must share (router and quorum)."""
     weights: Mapping[str, float] = field(default_factory=dict)
-    """Every node the store holds, in service or not, with its weight."""
+    """Every readable node the store holds, in service or not, with its weight."""
     disabled: Mapping[str, str] = field(default_factory=dict)
     """Nodes an operator took out, with the reason given."""
     down: Mapping[str, HealthVerdict] = field(default_factory=dict)
@@ -103,39 +119,37 @@ class MembershipState:
                 if node not in self.disabled}
 
 
-def parse_verdict(raw: str) -> HealthVerdict:
-    """A ``down`` hash value (JSON written by the scripts)."""
-    data = json.loads(raw)
-    return HealthVerdict(reason=str(data.get("r") or "unhealthy"),
-                         votes=int(data.get("n", 0)), reporters=int(data.get("l", 0)),
-                         since=float(data.get("t", 0)) / 1000.0)
+@dataclass(frozen=True)
+class Reply:
+    """A script's reply: status, the ring's position after it, the
+    unreadable entries it skipped (key, node, value), and any other items."""
+
+    status: int
+    position: Position | None = None
+    skipped: tuple[tuple[str, str, str], ...] = ()
+    detail: tuple[Any, ...] = ()
 
 
-def parse_snapshot(reply: Sequence[Any]) -> MembershipState | None:
-    """The reply of ``SNAPSHOT``; None if the ring does not exist."""
-    if int(reply[0]) == MISSING:
-        return None
-    weights = {node: float(weight) for node, weight in _pairs(reply[4])}
-    down = {}
-    for node, raw in _pairs(reply[6]):
-        try:
-            down[node] = parse_verdict(raw)
-        except (ValueError, TypeError, AttributeError):
-            down[node] = HealthVerdict("unreadable verdict", 0, 0, 0.0)
-    return MembershipState(
-        epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
-        weights=types.MappingProxyType(weights),
-        disabled=types.MappingProxyType(dict(_pairs(reply[5]))),
-        down=types.MappingProxyType(down),
-    )
-
-
-def parse_status(reply: Sequence[Any]) -> tuple[int, Position | None]:
-    """The reply of a write: its status and the ring's position after it."""
+def parse_reply(reply: Sequence[Any]) -> Reply:
+    """The reply of any script but ``SNAPSHOT`` and ``STAMP``."""
     status = int(reply[0])
-    if status in (MISSING, NO_SUCH_NODE):
-        return status, None
-    return status, (text(reply[1]), int(reply[2]))
+    if status < 0:
+        return Reply(status, detail=tuple(reply[1:]))
+    flat = [text(item) for item in (reply[3] if len(reply) > 3 else [])]
+    skipped = tuple((flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat) - 2, 3))
+    return Reply(status, (text(reply[1]), int(reply[2])), skipped, tuple(reply[4:]))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A parsed ``SNAPSHOT``: the state (None if the ring is missing or
+    damaged), the digest stamped for it, and whether announcements are
+    sharded."""
+
+    state: MembershipState | None
+    digest: str | None = None
+    sharded: bool = False
+    damage: str | None = None
 
 
 def default_reporter() -> str:
@@ -144,12 +158,18 @@ def default_reporter() -> str:
 
 
 class MembershipCore:
-    """State shared by a runner's threads or tasks; every method is quick
-    and thread-safe."""
+    """State shared by a driver's threads or tasks; every method is quick
+    and thread-safe.  ``outage_errors`` are the exceptions that mean Redis
+    is unreachable, ``auth_errors`` those that mean it refused us (both
+    given by the driver, which knows the client library); ``clock`` is the
+    monotonic clock the outage watchdog reads."""
 
     def __init__(self, router: ConsistentHashRouter, name: str, *, prefix: str,
                  quorum: str | int, vote_ttl: float, resync_interval: float,
-                 reporter: str | None) -> None:
+                 reporter: str | None, bootstrap: bool = False,
+                 outage_errors: tuple[type[BaseException], ...] = (OSError,),
+                 auth_errors: tuple[type[BaseException], ...] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """Validate the settings; see ``RedisMembership``."""
         if not isinstance(router, ConsistentHashRouter):
             raise TypeError(f"router must be a chash.ConsistentHashRouter, not {router!r}")
@@ -170,12 +190,20 @@ class MembershipCore:
             reporter = default_reporter()
         elif not isinstance(reporter, str) or not reporter:
             raise ValueError(f"reporter must be a non-empty str, not {reporter!r}")
+        if not isinstance(bootstrap, bool):
+            raise TypeError(f"bootstrap must be a bool, not {bootstrap!r}")
         self.router = router
         self.name = name
         self.reporter = reporter
+        self.bootstrap = bootstrap
         self.quorum = str(quorum)
         self.vote_ttl = float(vote_ttl)
         self.resync_interval = float(resync_interval)
+        self.outage_errors = outage_errors
+        self.auth_errors = auth_errors
+        self.clock = clock
+        #: An exchange that takes longer than this counts as an outage.
+        self.stall_after = max(2.0, 2 * self.resync_interval)
         base = f"{prefix}:{{{name}}}"
         self.keys = [f"{base}:{part}" for part in ("meta", "nodes", "disabled", "down", "votes")]
         self.channel = f"{base}:events"
@@ -185,11 +213,20 @@ class MembershipCore:
         self.config = (f"layout={router.layout} hash={hash_name} "
                        f"virtual_node_count={router.virtual_node_count} "
                        f"quorum={self.quorum} vote_ttl={self.vote_ttl:g}")
-        self._lock = threading.Lock()
+        #: Whether announcements are sharded (SSUBSCRIBE); None until known.
+        self.sharded: bool | None = None
+        self._lock = threading.RLock()
         self._state: MembershipState | None = None
+        self._fingerprint: tuple[Position, str] | None = None
         self._votes: dict[str, tuple[bool, str]] = {}
         self._outage: str | None = None
         self._mismatch_logged: str | None = None
+        self._missing_logged = False
+        self._cannot_listen_logged = False
+        self._logged: set[tuple[str, str, str]] = set()
+        self._foreign_digest_logged: tuple[Position, str] | None = None
+        self._inflight: dict[int, float] = {}
+        self._next_exchange = 0
 
     # -- what we know -------------------------------------------------------
 
@@ -214,6 +251,75 @@ class MembershipCore:
         state = self._state
         return dict(self.router.weights) if state is None else state.watched()
 
+    def fingerprint(self) -> str:
+        """``router.fingerprint()`` of the state applied, computed once per
+        state (it costs O(ring points))."""
+        with self._lock:
+            cached = self._fingerprint
+            if cached is not None and cached[0] == self.position:
+                return cached[1]
+            digest = self.router.fingerprint()
+            self._fingerprint = (self.position, digest)
+            return digest
+
+    # -- reading replies ----------------------------------------------------
+
+    def skipped(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Log each unreadable entry a script or a read skipped, once."""
+        for key, node, value in entries:
+            self._bad_entry(key, node, value, "unreadable")
+
+    def _bad_entry(self, key: str, node: str, value: str, why: str) -> None:
+        entry = (key, node, value)
+        with self._lock:
+            if entry in self._logged:
+                return
+            self._logged.add(entry)
+        logger.error("ring %s: skipped %s entry %s[%r] = %r", self.name, why, key, node, value,
+                     extra={"ring": self.name, "key": key, "node": node, "value": value})
+
+    def parse_verdict(self, node: str, raw: str) -> HealthVerdict:
+        """A ``down`` hash value (JSON written by the scripts); an unreadable
+        one still takes the node out (it is logged once)."""
+        try:
+            data = json.loads(raw)
+            return HealthVerdict(reason=str(data.get("r") or "unhealthy"),
+                                 votes=int(data.get("n", 0)), reporters=int(data.get("l", 0)),
+                                 since=float(data.get("t", 0)) / 1000.0)
+        except (ValueError, TypeError, AttributeError):
+            self._bad_entry("down", node, raw, "unreadable")
+            return HealthVerdict("unreadable verdict", 0, 0, 0.0)
+
+    def parse_snapshot(self, reply: Sequence[Any]) -> Snapshot:
+        """The reply of ``SNAPSHOT``.  Weights that are not positive finite
+        numbers are skipped one by one (each logged once), so one bad entry
+        never stops the others from being applied."""
+        status = int(reply[0])
+        if status == MISSING:
+            return Snapshot(None)
+        if status == DAMAGED:
+            return Snapshot(None, damage=text(reply[1]))
+        weights: dict[str, float] = {}
+        for node, raw in _pairs(reply[4]):
+            try:
+                weight = float(raw)
+            except ValueError:
+                weight = math.nan
+            if not math.isfinite(weight) or weight <= 0:
+                self._bad_entry("nodes", node, raw, "unreadable")
+                continue
+            weights[node] = weight
+        down = {node: self.parse_verdict(node, raw) for node, raw in _pairs(reply[6])}
+        state = MembershipState(
+            epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
+            weights=types.MappingProxyType(weights),
+            disabled=types.MappingProxyType(dict(_pairs(reply[5]))),
+            down=types.MappingProxyType(down),
+        )
+        digest = _optional(reply[7]) if len(reply) > 7 else None
+        sharded = len(reply) > 8 and int(reply[8]) == 1
+        return Snapshot(state, digest, sharded)
+
     # -- operator changes ---------------------------------------------------
 
     def weight_arg(self, node: str, weight: float) -> str:
@@ -229,13 +335,60 @@ class MembershipCore:
         scratch.add_service_node(node, weight)
         return repr(float(weight))
 
-    def write_args(self, op: str, node: str, value: str = "") -> list[str]:
+    def write_args(self, op: str, node: str, value: str = "", force: bool = False) -> list[str]:
         """ARGV of ``WRITE``."""
-        return [self.channel, op, node, value]
+        return [self.channel, op, node, value, "1" if force else "0", self.config]
+
+    def may_seed(self, damaged: bool) -> bool:
+        """Whether this instance may create the ring (it synced, or was told
+        to bootstrap) or replace a damaged one (only if it synced)."""
+        return self._state is not None or (self.bootstrap and not damaged)
+
+    def missing_error(self, damage: str | None) -> RingMissingError:
+        """The error an operator call raises when it may not create the ring."""
+        if damage is None:
+            return RingMissingError(f"ring {self.name!r} is missing in Redis; an instance "
+                                    "that holds it will restore it")
+        return RingMissingError(f"ring {self.name!r} is damaged in Redis ({damage}); an "
+                                "instance that holds it will restore it")
+
+    def note_missing(self, damage: str | None) -> None:
+        """Log, once until the ring is seen again, that this instance waits
+        for another one to restore the ring."""
+        if self._missing_logged:
+            return
+        self._missing_logged = True
+        logger.warning("%s; waiting for it (this instance never synced; give "
+                       "bootstrap=True to create a new ring)", self.missing_error(damage),
+                       extra={"ring": self.name})
+
+    def refused(self, in_service: int, removed: int, op: str, node: str) -> ValueError:
+        """Log a refused mass removal; the error the operator call raises."""
+        logger.warning("ring %s: refused to %s %r: it would take %d of the %d nodes in "
+                       "service out at once; pass force=True to do it anyway", self.name, op,
+                       node, removed, in_service, extra={"ring": self.name})
+        return ValueError(f"ring {self.name!r}: {op} {node!r} would take {removed} of the "
+                          f"{in_service} nodes in service out at once; pass force=True")
+
+    def committed(self, reply: Reply, op: str, node: str) -> None:
+        """Log a forced mass removal that was written."""
+        if len(reply.detail) >= 2:
+            in_service, removed = int(reply.detail[0]), int(reply.detail[1])
+            if removed * 2 > in_service:
+                logger.warning("ring %s: %s %r took %d of the %d nodes in service out at "
+                               "once (forced)", self.name, op, node, removed, in_service,
+                               extra={"ring": self.name})
+
+    def other_config(self, stored: object) -> ValueError:
+        """The error for a ring made with other shared settings."""
+        return ValueError(
+            f"ring {self.name!r} in Redis was made with {text(stored)!r}, but this "
+            f"instance has {self.config!r}; every instance must use the same router "
+            "settings, quorum and vote_ttl (or another ring name)")
 
     # -- seeding ------------------------------------------------------------
 
-    def seed_args(self) -> list[str | int]:
+    def seed_args(self, restore: bool, stored_version: int = 0) -> list[str | int]:
         """ARGV of ``SEED``: the last state applied, or the router's nodes
         if there is none, under a new epoch and the next version."""
         with self._lock:
@@ -246,8 +399,9 @@ class MembershipCore:
                 down: Mapping[str, HealthVerdict] = {}
             else:
                 weights, disabled, down = state.weights, state.disabled, state.down
-            args: list[str | int] = [self.channel, secrets.token_hex(8),
-                                     self.position[1] + 1, self.config, len(weights)]
+            version = max(self.position[1], stored_version) + 1
+            args: list[str | int] = [self.channel, secrets.token_hex(8), version,
+                                     self.config, 1 if restore else 0, len(weights)]
             for node, weight in weights.items():
                 args += [node, repr(float(weight))]
             args.append(len(disabled))
@@ -258,51 +412,59 @@ class MembershipCore:
                                            "l": verdict.reporters})]
         return args
 
-    def seeded(self, created: bool) -> None:
+    def seeded(self, created: bool, damage: str | None) -> None:
         """Log that this instance created (or re-created) the ring in Redis."""
         if not created:
             return
         if self._state is None:
-            logger.info("ring %s created in Redis from the router's %d nodes",
+            logger.info("ring %s created in Redis from the router's %d nodes (bootstrap)",
                         self.name, len(self.router), extra={"ring": self.name})
         else:
-            logger.warning("ring %s was missing from Redis (restarted without persistence?); "
-                           "re-created it from the last known ring, version %d",
-                           self.name, self._state.version, extra={"ring": self.name})
+            logger.warning("ring %s was %s in Redis; restored it from the last known ring, "
+                           "version %d, %d nodes", self.name,
+                           "missing" if damage is None else f"damaged ({damage})",
+                           self._state.version, len(self._state.weights),
+                           extra={"ring": self.name})
 
     # -- applying -----------------------------------------------------------
 
     def check_config(self, state: MembershipState) -> None:
         """ValueError if the store's shared settings differ from ours."""
         if state.config != self.config:
-            raise ValueError(
-                f"ring {self.name!r} in Redis was made with {state.config!r}, but this "
-                f"instance has {self.config!r}; every instance must use the same router "
-                "settings, quorum and vote_ttl (or another ring name)")
+            raise self.other_config(state.config)
 
-    def apply(self, state: MembershipState, *, rollback: bool = False) -> bool:
+    def apply(self, state: MembershipState, *, rollback: bool = False,
+              force: bool = False) -> bool:
         """Make the router hold ``state.ring()`` if ``state`` is newer than
         the last one applied; return whether it was applied.  ValueError
         (nothing applied) if the shared settings differ.
 
-        ``rollback`` applies an older version of the same epoch too: for
-        when Redis itself went back (a failover lost acknowledged writes),
-        since the store, not this instance, is the authority.
+        ``rollback`` applies an older version of the same epoch too (Redis
+        itself went back: a failover lost acknowledged writes), and
+        ``force`` the same version (Redis holds another ring at the version
+        applied), since the store, not this instance, is the authority.
         """
         with self._lock:
             current = self._state
-            if current is not None and state.epoch == current.epoch \
-                    and (state.version == current.version
-                         or (state.version < current.version and not rollback)):
-                return False
+            self._missing_logged = False
+            if current is not None and state.epoch == current.epoch:
+                if state.version == current.version and not force:
+                    return False
+                if state.version < current.version and not rollback:
+                    return False
             if rollback and current is not None and state.epoch == current.epoch \
                     and state.version < current.version:
                 logger.warning("ring %s went back from version %d to %d in Redis (a failover "
                                "lost writes?); following it", self.name, current.version,
                                state.version, extra={"ring": self.name})
             self.check_config(state)
+            before = len(self.router)
             self._state = state
             added, removed, reweighed = self._converge(state)
+        if removed and len(removed) * 2 > before:
+            logger.warning("ring %s at version %d: %d of %d nodes removed at once",
+                           self.name, state.version, len(removed), before,
+                           extra={"ring": self.name, "version": state.version})
         if added or removed or reweighed:
             logger.info("ring %s at version %d: %s", self.name, state.version,
                         _describe(added, removed, reweighed),
@@ -321,6 +483,18 @@ class MembershipCore:
                            self.name, _describe(added, removed, reweighed),
                            extra={"ring": self.name})
 
+    def foreign_digest(self, digest: str) -> None:
+        """Log, once per version, that Redis holds a digest this instance
+        cannot reproduce from the same content (routing depends on more than
+        the ring's content: another build or layout order)."""
+        key = (self.position, digest)
+        if self._foreign_digest_logged == key:
+            return
+        self._foreign_digest_logged = key
+        logger.error("ring %s at version %d: Redis holds digest %s but this instance "
+                     "routes with %s for the same nodes", self.name, self.position[1], digest,
+                     self.fingerprint(), extra={"ring": self.name})
+
     def _converge(self, state: MembershipState) -> tuple[list[str], list[str], list[str]]:
         # Adds and reweighs before removals, so that a non-empty ring never
         # passes through empty.  Each step is one C call under the GIL.
@@ -338,14 +512,15 @@ class MembershipCore:
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:
                 # Every instance fails the same way on the same entry, so
                 # the rings stay identical.
-                logger.error("ring %s: cannot add node %r with weight %r: %s",
-                             self.name, node, weight, exc, extra={"ring": self.name})
+                self._bad_entry("nodes", node, repr(weight), f"rejected ({exc})")
                 continue
             (added if old is None else reweighed).append(node)
         for node in present:
             if node not in wanted:
                 self.router.discard_service_node(node)
                 removed.append(node)
+        if added or removed or reweighed:
+            self._fingerprint = None
         return added, removed, reweighed
 
     # -- health verdicts ----------------------------------------------------
@@ -386,20 +561,58 @@ class MembershipCore:
 
     # -- outages ------------------------------------------------------------
 
+    def is_outage(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means Redis is unreachable or refuses us."""
+        return isinstance(exc, self.outage_errors + self.auth_errors)
+
+    def is_refusal(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an authentication or permission error."""
+        message = str(exc)
+        return isinstance(exc, self.auth_errors) or "NOPERM" in message \
+            or "no permissions" in message or "user executing the script can't" in message
+
     @property
     def connected(self) -> bool:
-        """False from a failed exchange with Redis to the next good one."""
-        return self._outage is None
+        """False from a failed exchange with Redis to the next good one, and
+        while an exchange has waited longer than ``stall_after``."""
+        return self._outage is None and not self._stalled()
+
+    def _stalled(self) -> bool:
+        inflight = list(self._inflight.values())
+        return bool(inflight) and self.clock() - min(inflight) > self.stall_after
+
+    def exchange_started(self) -> int:
+        """Note an exchange with Redis beginning; returns its ticket."""
+        with self._lock:
+            ticket = self._next_exchange
+            self._next_exchange += 1
+            self._inflight[ticket] = self.clock()
+        return ticket
+
+    def exchange_ended(self, ticket: int) -> None:
+        """Note an exchange ending, whatever its outcome."""
+        with self._lock:
+            self._inflight.pop(ticket, None)
+
+    def watch(self) -> None:
+        """Called regularly by a driver: an exchange stuck for longer than
+        ``stall_after`` starts an outage (logged), so that a hung Redis and
+        a client retrying for long do not look like success."""
+        if self._outage is None and self._stalled():
+            self.outage(TimeoutError(f"no answer for {self.stall_after:g}s"))
 
     def outage(self, exc: BaseException) -> None:
         """Note a failed exchange; log it if it starts an outage."""
+        refused = self.is_refusal(exc)
         with self._lock:
             starting = self._outage is None
             self._outage = f"{type(exc).__name__}: {exc}"
         if starting:
-            logger.warning("Redis unreachable for ring %s (%s); routing on the last known "
-                           "ring, version %d, until it returns", self.name, self._outage,
-                           self.position[1], extra={"ring": self.name})
+            logger.log(logging.ERROR if refused else logging.WARNING,
+                       "Redis %s for ring %s (%s); routing on the last known ring, version "
+                       "%d, until it returns", "refuses this instance" if refused
+                       else "unreachable", self.name, self._outage, self.position[1],
+                       extra={"ring": self.name})
 
     def reconnected(self) -> None:
         """Note a good exchange; log it if it ends an outage."""
@@ -408,6 +621,16 @@ class MembershipCore:
         if ending:
             logger.warning("Redis reachable again for ring %s; in step at version %d",
                            self.name, self.position[1], extra={"ring": self.name})
+
+    def cannot_listen(self, why: str) -> None:
+        """Log once that announcements cannot be received (the checks every
+        ``resync_interval`` still apply every change)."""
+        if self._cannot_listen_logged:
+            return
+        self._cannot_listen_logged = True
+        logger.warning("ring %s: %s; changes arrive by the check every %gs instead of at once "
+                       "(upgrade redis-py)", self.name, why, self.resync_interval,
+                       extra={"ring": self.name})
 
     def mismatch(self, exc: ValueError) -> None:
         """Log a settings mismatch found in the background, once."""
@@ -421,5 +644,7 @@ def _describe(added: list[str], removed: list[str], reweighed: list[str]) -> str
     parts = []
     for label, nodes in (("added", added), ("removed", removed), ("reweighed", reweighed)):
         if nodes:
-            parts.append(f"{label} {', '.join(map(repr, nodes))}")
+            shown = ", ".join(map(repr, nodes[:20]))
+            more = f" and {len(nodes) - 20} more" if len(nodes) > 20 else ""
+            parts.append(f"{label} {shown}{more}")
     return "; ".join(parts)

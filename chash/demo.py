@@ -312,7 +312,7 @@ async def run_demo(duration: float = 30.0, users: int = 60,
     printing the timeline through ``out`` (None: silent)."""
     import aiohttp
 
-    from chash.gateway import Gateway
+    from chash.gateway import Gateway, GatewayConfig
 
     if not duration > 0 or users < len(BACKENDS):
         raise ValueError("duration must be positive and users at least 3")
@@ -348,10 +348,10 @@ async def run_demo(duration: float = 30.0, users: int = 60,
         result.backends = {name: b.address for name, b in backends.items()}
         say("backends " + ", ".join(f"{n} on {b.address}" for n, b in backends.items())
             + ", each keeping its users' sessions in memory")
-        gateway = Gateway(result.backends, key="header:X-User-Id",
-                          health_interval=HEALTH_INTERVAL, health_timeout=HEALTH_TIMEOUT,
-                          connect_timeout=2.0, read_timeout=10.0, on_change=on_change,
-                          metrics=False)
+        gateway = Gateway(result.backends, GatewayConfig(
+            key="header:X-User-Id", health_interval=HEALTH_INTERVAL,
+            health_timeout=HEALTH_TIMEOUT, connect_timeout=2.0, read_timeout=10.0,
+            metrics=False), on_change=on_change)
         url = await gateway.start()
         result.ownership = gateway.router.ownership()
         say(f"gateway on {url}: key header:X-User-Id, a ring of {plural(len(gateway.router), 'node')} "

@@ -15,14 +15,19 @@ keeps the local router in step with it:
   ``mark_up`` (the ``chash.health.Membership`` protocol); a node is taken
   out when a quorum of the live reporters votes it down (by default a strict
   majority) and a vote lapses unless renewed within ``vote_ttl``;
+* agreement is checked on content: each version carries the ring's
+  ``router.fingerprint()``, compared at every check;
 * when Redis is unreachable, routing goes on with the last known ring (the
-  router is local, lookups never touch Redis), the outage is logged once,
-  and the instance catches up when Redis returns, re-creating the ring from
-  the last known one if Redis lost it.
+  router is local, lookups never touch Redis), the outage is logged when it
+  begins and ends, and the instance catches up when Redis returns,
+  restoring the ring from the last known one if Redis lost it.  Only an
+  instance that synced (or one told ``bootstrap=True``) creates a ring.
 
-``RedisMembership`` runs a worker and a listener thread for synchronous
-gateways; ``AsyncRedisMembership`` runs the same protocol as two asyncio
-tasks over ``redis.asyncio``.  Both need redis-py: ``pip install
+The protocol is written once, without I/O (``chash._membership_protocol``
+yields the scripts it needs run and receives their replies):
+``RedisMembership`` drives it with a worker and a listener thread for
+synchronous gateways, ``AsyncRedisMembership`` with two asyncio tasks over
+``redis.asyncio``.  Both need redis-py: ``pip install
 'chash-router[redis]'``.  See docs/membership.md for the design.
 """
 
@@ -33,30 +38,29 @@ import logging
 import threading
 import time
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _membership_lua as lua
+from . import _membership_protocol as protocol
 from ._chash import ConsistentHashRouter
+from ._membership_protocol import Exchange
 from ._membership_state import (
-    CHANGED,
-    MISSING,
-    NO_SUCH_NODE,
     HealthVerdict,
     MembershipCore,
     MembershipState,
-    Position,
-    parse_snapshot,
-    parse_status,
-    text,
+    RingMissingError,
 )
 
 if TYPE_CHECKING:
     import redis
     import redis.asyncio
 
-__all__ = ["AsyncRedisMembership", "HealthVerdict", "MembershipState", "RedisMembership"]
+__all__ = ["AsyncRedisMembership", "HealthVerdict", "MembershipState", "RedisMembership",
+           "RingMissingError"]
 
 logger = logging.getLogger("chash.membership")
+
+T = TypeVar("T")
 
 #: How long stop() waits for a thread stuck in a Redis call.
 _JOIN_TIMEOUT = 10.0
@@ -71,19 +75,45 @@ def _import_redis() -> Any:
     return redis
 
 
-def _went_back(seen: Position | None, ours: Position) -> bool:
-    """Whether Redis holds an older version of our epoch than we applied."""
-    return seen is not None and seen[0] == ours[0] and seen[1] < ours[1]
-
-
-def _outage_errors(redis_module: Any) -> tuple[type[BaseException], ...]:
-    """Errors that mean "Redis is unreachable", as opposed to a bug."""
+def _make_core(redis_module: Any, router: ConsistentHashRouter, name: str, *,
+               quorum: str | int, vote_ttl: float, resync_interval: float,
+               reporter: str | None, prefix: str, bootstrap: bool) -> MembershipCore:
     exceptions = redis_module.exceptions
-    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+    # AuthenticationError is a ConnectionError in redis-py: listed apart so
+    # that start() raises it instead of waiting for an outage to end.
+    auth = tuple(getattr(exceptions, name) for name in
+                 ("AuthenticationError", "AuthorizationError", "NoPermissionError",
+                  "AuthenticationWrongNumberOfArgsError") if hasattr(exceptions, name))
+    outage = (exceptions.ConnectionError, exceptions.TimeoutError, OSError,
+              *(getattr(exceptions, name) for name in
+                ("ClusterDownError", "TryAgainError", "ReadOnlyError", "MasterDownError",
+                 "SlotNotCoveredError", "RedisClusterException")
+                if hasattr(exceptions, name)))
+    return MembershipCore(router, name, prefix=prefix, quorum=quorum, vote_ttl=vote_ttl,
+                          resync_interval=resync_interval, reporter=reporter,
+                          bootstrap=bootstrap, outage_errors=outage, auth_errors=auth)
+
+
+#: What a listener does with a pub/sub message.
+_SYNC, _RESUBSCRIBE = "sync", "resubscribe"
+
+
+def _on_message(core: MembershipCore, message: Any) -> str | None:
+    """An announcement asks for a sync; losing the subscription (a cluster
+    slot moved away, the server dropped us) for a new one."""
+    if not isinstance(message, dict):
+        return None
+    kind = message.get("type")
+    kind = kind.decode() if isinstance(kind, bytes) else kind
+    if kind in ("message", "smessage"):
+        return _SYNC if core.is_news(message.get("data")) else None
+    if kind in ("unsubscribe", "sunsubscribe"):
+        return _RESUBSCRIBE
+    return None
 
 
 class _Schedule:
-    """When a runner's worker checks the version and sweeps the votes."""
+    """When a driver's worker checks the ring and sweeps the votes."""
 
     def __init__(self, core: MembershipCore, now: float) -> None:
         self.check_every = core.resync_interval
@@ -96,7 +126,7 @@ class _Schedule:
         return max(0.0, min(self.next_check, self.next_sweep) - now)
 
     def due(self, now: float) -> tuple[bool, bool]:
-        """Whether the version check and the sweep are due; reschedules them."""
+        """Whether the check and the sweep are due; reschedules them."""
         check, sweep = now >= self.next_check, now >= self.next_sweep
         if check:
             self.next_check = now + self.check_every
@@ -106,7 +136,7 @@ class _Schedule:
 
 
 class _Base:
-    """Settings and the non-blocking half of the API, shared by both runners."""
+    """Settings and the non-blocking half of the API, shared by both drivers."""
 
     _core: MembershipCore
 
@@ -137,12 +167,17 @@ class _Base:
 
     @property
     def resync_interval(self) -> float:
-        """Seconds between two version checks."""
+        """Seconds between two checks of the ring."""
         return self._core.resync_interval
 
     @property
+    def bootstrap(self) -> bool:
+        """Whether this instance may create the ring before it ever synced."""
+        return self._core.bootstrap
+
+    @property
     def state(self) -> MembershipState | None:
-        """The shared ring as last applied, or None before the first sync."""
+        """The shared ring as last applied; None before the first sync."""
         return self._core.state
 
     @property
@@ -152,7 +187,9 @@ class _Base:
 
     @property
     def connected(self) -> bool:
-        """False while Redis is known to be unreachable."""
+        """False while Redis is known to be unreachable or refuses this
+        instance, and while an exchange has waited for an answer for longer
+        than twice ``resync_interval`` (at least 2 s)."""
         return self._core.connected
 
     def watched_nodes(self) -> dict[str, float]:
@@ -191,9 +228,11 @@ class RedisMembership(_Base):
             must build it with the same ``virtual_node_count``, ``hash`` and
             ``layout`` (checked).  Route with it directly: lookups never
             touch Redis.
-        client: a ``redis.Redis``.  Give it short ``socket_timeout`` and
-            ``socket_connect_timeout`` (about a second) so that an outage
-            is noticed quickly.
+        client: a ``redis.Redis`` (also from a Sentinel's ``master_for``)
+            or a ``redis.cluster.RedisCluster``.  Give it short
+            ``socket_timeout`` and ``socket_connect_timeout`` (about a
+            second) and few retries, so that an outage is noticed quickly
+            (docs/membership.md shows settings with measured figures).
         name: the ring's name in Redis; rings of different names are
             independent.
         quorum: how health votes combine: ``"majority"`` (more than half of
@@ -201,16 +240,21 @@ class RedisMembership(_Base):
             (at least k, or all live reporters if fewer).  Shared setting.
         vote_ttl: seconds a vote counts unless renewed; at least three
             health-check intervals.  Shared setting.
-        resync_interval: seconds between two version checks, the safety
-            net for lost announcements.
+        resync_interval: seconds between two checks of the ring (version
+            and content digest), the safety net for lost announcements.
         reporter: this instance's id in the votes; default host:pid:random.
         prefix: first part of every key name.
+        bootstrap: whether this instance may create the ring before it ever
+            synced (from the router's nodes).  Leave it False on gateways
+            that join an existing ring: if Redis lost the ring, the
+            instances that hold it restore it, and a fresh one must not
+            replace it with its own (maybe empty) router.
 
-    ``start()`` syncs with Redis (creating the ring from the router's nodes
-    if Redis has none) and starts the threads; ``stop()`` stops them and
-    withdraws this instance's votes.  Operator calls (``add_node``...) work
-    with or without ``start()``: they change Redis, then the local router,
-    and raise on Redis errors.
+    ``start()`` syncs with Redis and starts the threads; ``stop()`` stops
+    them and withdraws this instance's votes.  Operator calls
+    (``add_node``...) work with or without ``start()``: they change Redis,
+    then the local router, and raise on Redis errors, but never after their
+    write committed.
     """
 
     def __init__(
@@ -224,22 +268,19 @@ class RedisMembership(_Base):
         resync_interval: float = 5.0,
         reporter: str | None = None,
         prefix: str = "chash",
+        bootstrap: bool = False,
     ) -> None:
         """See the class docstring; ImportError without redis-py."""
         redis_module = _import_redis()
         if isinstance(client, redis_module.asyncio.Redis):
             raise TypeError("RedisMembership needs a redis.Redis; use AsyncRedisMembership "
                             "with a redis.asyncio.Redis")
-        self._core = MembershipCore(router, name, prefix=prefix, quorum=quorum,
-                                    vote_ttl=vote_ttl, resync_interval=resync_interval,
-                                    reporter=reporter)
+        self._core = _make_core(redis_module, router, name, quorum=quorum, vote_ttl=vote_ttl,
+                                resync_interval=resync_interval, reporter=reporter,
+                                prefix=prefix, bootstrap=bootstrap)
         self._client = client
-        self._errors = _outage_errors(redis_module)
-        self._snapshot = client.register_script(lua.SNAPSHOT)
-        self._seed = client.register_script(lua.SEED)
-        self._write_script = client.register_script(lua.WRITE)
-        self._vote = client.register_script(lua.VOTE)
-        self._sweep_script = client.register_script(lua.SWEEP)
+        self._scripts = {script: client.register_script(source)
+                         for script, source in lua.SCRIPTS.items()}
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._sync_requested = False
@@ -256,21 +297,44 @@ class RedisMembership(_Base):
         """Whether the background threads run."""
         return any(thread.is_alive() for thread in self._threads)
 
+    def _run(self, exchange: Exchange[T]) -> T:
+        """Perform the calls of one protocol operation; return its result."""
+        core = self._core
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = exchange.send(reply) if error is None else exchange.throw(error)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            reply, error = None, None
+            ticket = core.exchange_started()
+            try:
+                reply = self._scripts[call.script](keys=core.keys, args=list(call.args))
+            except Exception as exc:
+                error = exc
+            except BaseException:
+                exchange.close()
+                raise
+            finally:
+                core.exchange_ended(ticket)
+
     # -- lifecycle ----------------------------------------------------------
 
     def start(self) -> None:
         """Sync with Redis, then follow it in two daemon threads.
 
         If Redis is unreachable the router keeps its nodes, the outage is
-        logged, and the threads sync once Redis answers.  ValueError if the
-        ring in Redis was made with other shared settings.
+        logged, and the threads sync once Redis answers; if it holds no
+        ring and this instance may not create one, it waits for one.
+        Raises the Redis error if Redis refuses this instance
+        (authentication, permissions), and ValueError if the ring in Redis
+        was made with other shared settings.
         """
         if self.running:
             raise RuntimeError("the membership is already running")
-        try:
-            self._pull()
-        except self._errors as exc:
-            self._core.outage(exc)
+        self._run(protocol.start(self._core))
         self._stopping = stopping = threading.Event()
         self._threads = [
             threading.Thread(target=self._work, args=(stopping,),
@@ -284,9 +348,9 @@ class RedisMembership(_Base):
     def stop(self) -> None:
         """Stop the threads and withdraw this instance's health votes.
 
-        Safe to call twice, or without ``start()``.  A thread blocked in a
-        Redis call is waited for up to 10 seconds, then left to end on its
-        own (it is a daemon and will do nothing more).
+        Safe to call twice, or without ``start()``; raises nothing.  A
+        thread blocked in a Redis call is waited for up to 10 seconds, then
+        left to end on its own (it is a daemon and will do nothing more).
         """
         self._stopping.set()
         self._wake.set()
@@ -297,10 +361,7 @@ class RedisMembership(_Base):
                 if thread.is_alive():
                     logger.warning("%s still waits for Redis; leaving it", thread.name)
         if threads and self._core.connected:
-            try:
-                self._sweep(withdraw=True)
-            except self._errors as exc:
-                logger.info("could not withdraw the votes of %s: %s", self.reporter, exc)
+            self._run(protocol.withdraw(self._core))
 
     def __enter__(self) -> RedisMembership:
         self.start()
@@ -313,102 +374,45 @@ class RedisMembership(_Base):
     # -- operator API -------------------------------------------------------
 
     def refresh(self) -> MembershipState:
-        """Read the ring from Redis now and apply it; raises on Redis errors."""
-        self._pull()
-        state = self._core.state
-        assert state is not None
+        """Read the ring from Redis now and apply it; raises on Redis errors,
+        and RingMissingError if Redis has none this instance may create."""
+        state = self._run(protocol.pull(self._core))
+        if state is None:
+            raise self._core.missing_error(None)
         return state
 
     def flush(self) -> None:
         """Send the health votes waiting, now; raises on Redis errors."""
-        self._send_votes()
+        with self._vote_lock:
+            self._run(protocol.send_votes(self._core))
 
     def add_node(self, node: str, weight: float = 1.0) -> None:
         """Add ``node`` to the shared ring, or give it a new weight.
 
         The local router has it when this returns, every other instance a
-        moment later.  TypeError / ValueError as the router would raise.
+        moment later.  TypeError / ValueError as the router would raise;
+        RingMissingError if Redis holds no ring and this instance may not
+        create one (see ``bootstrap``).
         """
-        self._write("add", node, self._core.weight_arg(node, weight))
+        self._run(protocol.write(self._core, "add", node, self._core.weight_arg(node, weight)))
 
-    def remove_node(self, node: str) -> None:
+    def remove_node(self, node: str, *, force: bool = False) -> None:
         """Remove ``node`` from the shared ring, in whatever state it is;
-        KeyError if Redis does not hold it."""
-        self._write("remove", node)
+        KeyError if Redis does not hold it.  ValueError (logged) if that
+        would take more than half of the nodes in service out, unless
+        ``force``."""
+        self._run(protocol.write(self._core, "remove", node, force=force))
 
-    def disable_node(self, node: str, reason: str = "disabled by an operator") -> None:
+    def disable_node(self, node: str, reason: str = "disabled by an operator", *,
+                     force: bool = False) -> None:
         """Take ``node`` out of service, keeping its weight, until
         ``enable_node``; health checks stop watching it.  KeyError if
-        Redis does not hold it."""
-        self._write("disable", node, reason)
+        Redis does not hold it; ValueError as ``remove_node``."""
+        self._run(protocol.write(self._core, "disable", node, reason, force=force))
 
     def enable_node(self, node: str) -> None:
         """Undo ``disable_node``; KeyError if Redis does not hold the node."""
-        self._write("enable", node)
-
-    # -- Redis exchanges ----------------------------------------------------
-
-    def _write(self, op: str, node: str, value: str = "") -> None:
-        if not isinstance(node, str) or not isinstance(value, str):
-            raise TypeError("node and reason must be str")
-        core = self._core
-        for _ in range(2):
-            status, position = parse_status(
-                self._write_script(keys=core.keys, args=core.write_args(op, node, value)))
-            if status == MISSING:
-                self._pull()
-                continue
-            if status == NO_SUCH_NODE:
-                raise KeyError(node)
-            if position != core.position:
-                self._pull()
-            return
-        raise RuntimeError(f"ring {self.name!r} vanished from Redis twice in a row")
-
-    def _pull(self, rollback: bool = False) -> None:
-        """Read the ring, creating it if Redis has none, and apply it."""
-        core = self._core
-        for _ in range(2):
-            state = parse_snapshot(self._snapshot(keys=core.keys))
-            if state is not None:
-                core.apply(state, rollback=rollback)
-                return
-            status, _ = parse_status(self._seed(keys=core.keys, args=core.seed_args()))
-            core.seeded(status == CHANGED)
-
-    def _check(self) -> None:
-        """Pull the ring if its version moved; else repair the router."""
-        epoch, version = self._client.hmget(self._core.keys[0], ["epoch", "version"])
-        position = None if epoch is None or version is None else (text(epoch), int(version))
-        if position == self._core.position:
-            self._core.repair()
-        else:
-            self._pull(rollback=_went_back(position, self._core.position))
-
-    def _send_votes(self) -> None:
-        core = self._core
-        with self._vote_lock:
-            votes = core.take_votes()
-            if not votes:
-                return
-            try:
-                reply = self._vote(keys=core.keys, args=core.vote_args(votes))
-            except self._errors:
-                core.requeue_votes(votes)
-                raise
-        status, position = parse_status(reply)
-        if status == MISSING:
-            core.requeue_votes(votes)
-            self._pull()
-        elif position != core.position:
-            self._pull()
-
-    def _sweep(self, withdraw: bool = False) -> None:
-        core = self._core
-        status, position = parse_status(
-            self._sweep_script(keys=core.keys, args=core.sweep_args(withdraw)))
-        if status == MISSING or position != core.position:
-            self._pull()
+        self._run(protocol.write(self._core, "enable", node))
 
     # -- threads ------------------------------------------------------------
 
@@ -432,40 +436,47 @@ class RedisMembership(_Base):
             check, sweep = schedule.due(time.monotonic())
             if not (core.connected or check or requested):
                 continue  # in an outage, try again only when a check is due
-            try:
-                if check or requested or not core.connected:
-                    self._check()
-                if core.has_votes():
-                    self._send_votes()
-                if sweep:
-                    self._sweep()
-                core.reconnected()
-            except self._errors as exc:
-                core.outage(exc)
-            except ValueError as exc:
-                core.reconnected()
-                core.mismatch(exc)
-            except Exception:
-                logger.exception("ring %s: background sync failed", core.name)
+            with self._vote_lock:
+                self._run(protocol.tick(core, check_due=check, requested=requested,
+                                        sweep_due=sweep))
 
     def _listen(self, stopping: threading.Event) -> None:
         core = self._core
         poll = min(0.5, core.resync_interval)
         pubsub: Any = None
+        sharded = False
         try:
             while not stopping.is_set():
+                core.watch()
                 try:
+                    if pubsub is not None and core.sharded is not None \
+                            and core.sharded != sharded:
+                        _close_quietly(pubsub)  # the server changed: subscribe anew
+                        pubsub = None
                     if pubsub is None:
-                        client: Any = self._client  # redis-py leaves pubsub() untyped
-                        pubsub = client.pubsub(ignore_subscribe_messages=True)
-                        pubsub.subscribe(core.channel)
+                        if core.sharded is None:  # not synced yet: the worker finds out
+                            stopping.wait(poll)
+                            continue
+                        sharded = core.sharded
+                        subscribe = _subscriber(core, self._client, sharded)
+                        if subscribe is None:  # this redis-py cannot: the checks carry on
+                            stopping.wait(core.resync_interval)
+                            continue
+                        pubsub, subscribe = subscribe
+                        subscribe(core.channel)
                         self._request_sync()  # announcements made before we listened
-                    message = pubsub.get_message(ignore_subscribe_messages=True, timeout=poll)
-                    if message is not None and message.get("type") == "message" \
-                            and core.is_news(message.get("data")):
+                    if sharded and hasattr(pubsub, "get_sharded_message"):
+                        message = pubsub.get_sharded_message(timeout=poll)
+                    else:
+                        message = pubsub.get_message(timeout=poll)
+                    action = _on_message(core, message)
+                    if action == _RESUBSCRIBE:
+                        _close_quietly(pubsub)
+                        pubsub = None
+                    if action is not None:
                         self._request_sync()
                 except Exception as exc:
-                    if not isinstance(exc, self._errors):
+                    if not core.is_outage(exc):
                         logger.exception("ring %s: listener failed; re-subscribing", core.name)
                     _close_quietly(pubsub)
                     pubsub = None
@@ -473,6 +484,27 @@ class RedisMembership(_Base):
                     stopping.wait(core.resync_interval)
         finally:
             _close_quietly(pubsub)
+
+
+def _subscriber(core: MembershipCore, client: Any, sharded: bool) -> tuple[Any, Any] | None:
+    """A new pub/sub object and its (s)subscribe method, or None (logged
+    once) if this client has none: redis.asyncio has SSUBSCRIBE only from
+    redis-py 8, and its cluster client pub/sub only lately.  The periodic
+    check then carries every change, one ``resync_interval`` later."""
+    pubsub = client.pubsub() if hasattr(client, "pubsub") else None
+    method = getattr(pubsub, "ssubscribe" if sharded else "subscribe", None)
+    if method is None:
+        core.cannot_listen(f"{type(client).__module__}.{type(client).__name__} offers no "
+                           f"{'sharded ' if sharded else ''}pub/sub")
+        _close_quietly_any(pubsub)
+        return None
+    return pubsub, method
+
+
+def _close_quietly_any(pubsub: Any) -> None:
+    close = getattr(pubsub, "close", None)
+    if close is not None and not asyncio.iscoroutinefunction(close):
+        _close_quietly(pubsub)
 
 
 def _close_quietly(pubsub: Any) -> None:
@@ -487,13 +519,14 @@ class AsyncRedisMembership(_Base):
     """A ring shared through Redis, for asyncio gateways.
 
     Takes the same arguments as ``RedisMembership`` with a
-    ``redis.asyncio.Redis`` client, and runs the same protocol as two
-    tasks.  ``async with`` (or ``await start()``) syncs and starts them;
-    ``await stop()`` (or ``aclose()``) cancels them and withdraws this
-    instance's votes.  Operator calls are coroutines: ``await
-    add_node(...)``.  ``watched_nodes``, ``mark_down`` and ``mark_up`` are
-    plain, non-blocking methods, safe to call from the event loop (as
-    ``AsyncHealthChecker`` does) or from other threads.
+    ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``)
+    client, and drives the same protocol with two tasks.  ``async with``
+    (or ``await start()``) syncs and starts them; ``await stop()`` (or
+    ``aclose()``) cancels them and withdraws this instance's votes.
+    Operator calls are coroutines: ``await add_node(...)``.
+    ``watched_nodes``, ``mark_down`` and ``mark_up`` are plain, non-blocking
+    methods, safe to call from the event loop (as ``AsyncHealthChecker``
+    does) or from other threads.
     """
 
     def __init__(
@@ -507,22 +540,19 @@ class AsyncRedisMembership(_Base):
         resync_interval: float = 5.0,
         reporter: str | None = None,
         prefix: str = "chash",
+        bootstrap: bool = False,
     ) -> None:
         """See ``RedisMembership``; ImportError without redis-py."""
         redis_module = _import_redis()
         if isinstance(client, redis_module.Redis):
             raise TypeError("AsyncRedisMembership needs a redis.asyncio.Redis; use "
                             "RedisMembership with a redis.Redis")
-        self._core = MembershipCore(router, name, prefix=prefix, quorum=quorum,
-                                    vote_ttl=vote_ttl, resync_interval=resync_interval,
-                                    reporter=reporter)
+        self._core = _make_core(redis_module, router, name, quorum=quorum, vote_ttl=vote_ttl,
+                                resync_interval=resync_interval, reporter=reporter,
+                                prefix=prefix, bootstrap=bootstrap)
         self._client = client
-        self._errors = _outage_errors(redis_module)
-        self._snapshot = client.register_script(lua.SNAPSHOT)
-        self._seed = client.register_script(lua.SEED)
-        self._write_script = client.register_script(lua.WRITE)
-        self._vote = client.register_script(lua.VOTE)
-        self._sweep_script = client.register_script(lua.SWEEP)
+        self._scripts = {script: client.register_script(source)
+                         for script, source in lua.SCRIPTS.items()}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._sync_requested = False
@@ -540,6 +570,34 @@ class AsyncRedisMembership(_Base):
         """Whether the background tasks run."""
         return any(not task.done() for task in self._tasks)
 
+    async def _run(self, exchange: Exchange[T]) -> T:
+        """Perform the calls of one protocol operation; return its result."""
+        core = self._core
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = exchange.send(reply) if error is None else exchange.throw(error)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            reply, error = None, None
+            ticket = core.exchange_started()
+            try:
+                reply = await self._scripts[call.script](keys=core.keys, args=list(call.args))
+            except Exception as exc:
+                error = exc
+            except BaseException:  # cancelled: the operation is abandoned
+                exchange.close()
+                raise
+            finally:
+                core.exchange_ended(ticket)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._vote_lock is None:
+            self._vote_lock = asyncio.Lock()
+        return self._vote_lock
+
     # -- lifecycle ----------------------------------------------------------
 
     async def start(self) -> None:
@@ -550,10 +608,7 @@ class AsyncRedisMembership(_Base):
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._closing = False
-        try:
-            await self._pull()
-        except self._errors as exc:
-            self._core.outage(exc)
+        await self._run(protocol.start(self._core))
         self._tasks = [
             self._loop.create_task(self._work(), name="chash-membership"),
             self._loop.create_task(self._listen(), name="chash-membership-listener"),
@@ -562,7 +617,7 @@ class AsyncRedisMembership(_Base):
     async def stop(self) -> None:
         """Cancel the tasks (waiting up to 10 seconds for them) and withdraw
         this instance's health votes.  Safe to call twice, or without
-        ``start()``."""
+        ``start()``; raises nothing."""
         tasks, self._tasks = self._tasks, []
         self._closing = True
         if self._wake is not None:
@@ -583,10 +638,7 @@ class AsyncRedisMembership(_Base):
             elif not task.cancelled() and task.exception() is not None:
                 logger.error("%s failed", task.get_name(), exc_info=task.exception())
         if tasks and self._core.connected:
-            try:
-                await self._sweep(withdraw=True)
-            except self._errors as exc:
-                logger.info("could not withdraw the votes of %s: %s", self.reporter, exc)
+            await self._run(protocol.withdraw(self._core))
 
     async def aclose(self) -> None:
         """Same as ``stop()``."""
@@ -603,96 +655,34 @@ class AsyncRedisMembership(_Base):
     # -- operator API -------------------------------------------------------
 
     async def refresh(self) -> MembershipState:
-        """Read the ring from Redis now and apply it; raises on Redis errors."""
-        await self._pull()
-        state = self._core.state
-        assert state is not None
+        """As ``RedisMembership.refresh``."""
+        state = await self._run(protocol.pull(self._core))
+        if state is None:
+            raise self._core.missing_error(None)
         return state
 
     async def flush(self) -> None:
         """Send the health votes waiting, now; raises on Redis errors."""
-        await self._send_votes()
+        async with self._lock():
+            await self._run(protocol.send_votes(self._core))
 
     async def add_node(self, node: str, weight: float = 1.0) -> None:
         """As ``RedisMembership.add_node``."""
-        await self._write("add", node, self._core.weight_arg(node, weight))
+        await self._run(protocol.write(self._core, "add", node,
+                                       self._core.weight_arg(node, weight)))
 
-    async def remove_node(self, node: str) -> None:
+    async def remove_node(self, node: str, *, force: bool = False) -> None:
         """As ``RedisMembership.remove_node``."""
-        await self._write("remove", node)
+        await self._run(protocol.write(self._core, "remove", node, force=force))
 
-    async def disable_node(self, node: str, reason: str = "disabled by an operator") -> None:
+    async def disable_node(self, node: str, reason: str = "disabled by an operator", *,
+                           force: bool = False) -> None:
         """As ``RedisMembership.disable_node``."""
-        await self._write("disable", node, reason)
+        await self._run(protocol.write(self._core, "disable", node, reason, force=force))
 
     async def enable_node(self, node: str) -> None:
         """As ``RedisMembership.enable_node``."""
-        await self._write("enable", node)
-
-    # -- Redis exchanges ----------------------------------------------------
-
-    async def _write(self, op: str, node: str, value: str = "") -> None:
-        if not isinstance(node, str) or not isinstance(value, str):
-            raise TypeError("node and reason must be str")
-        core = self._core
-        for _ in range(2):
-            status, position = parse_status(
-                await self._write_script(keys=core.keys, args=core.write_args(op, node, value)))
-            if status == MISSING:
-                await self._pull()
-                continue
-            if status == NO_SUCH_NODE:
-                raise KeyError(node)
-            if position != core.position:
-                await self._pull()
-            return
-        raise RuntimeError(f"ring {self.name!r} vanished from Redis twice in a row")
-
-    async def _pull(self, rollback: bool = False) -> None:
-        core = self._core
-        for _ in range(2):
-            state = parse_snapshot(await self._snapshot(keys=core.keys))
-            if state is not None:
-                core.apply(state, rollback=rollback)
-                return
-            status, _ = parse_status(await self._seed(keys=core.keys, args=core.seed_args()))
-            core.seeded(status == CHANGED)
-
-    async def _check(self) -> None:
-        epoch, version = await self._client.hmget(self._core.keys[0], ["epoch", "version"])
-        position = None if epoch is None or version is None else (text(epoch), int(version))
-        if position == self._core.position:
-            self._core.repair()
-        else:
-            await self._pull(rollback=_went_back(position, self._core.position))
-
-    async def _send_votes(self) -> None:
-        core = self._core
-        if self._vote_lock is None:
-            self._vote_lock = asyncio.Lock()
-        async with self._vote_lock:
-            votes = core.take_votes()
-            if not votes:
-                return
-            try:
-                reply = await self._vote(keys=core.keys, args=core.vote_args(votes))
-            except BaseException as exc:  # cancelled or unreachable: keep them
-                if isinstance(exc, (asyncio.CancelledError, *self._errors)):
-                    core.requeue_votes(votes)
-                raise
-        status, position = parse_status(reply)
-        if status == MISSING:
-            core.requeue_votes(votes)
-            await self._pull()
-        elif position != core.position:
-            await self._pull()
-
-    async def _sweep(self, withdraw: bool = False) -> None:
-        core = self._core
-        status, position = parse_status(
-            await self._sweep_script(keys=core.keys, args=core.sweep_args(withdraw)))
-        if status == MISSING or position != core.position:
-            await self._pull()
+        await self._run(protocol.write(self._core, "enable", node))
 
     # -- tasks --------------------------------------------------------------
 
@@ -738,40 +728,47 @@ class AsyncRedisMembership(_Base):
             check, sweep = schedule.due(loop.time())
             if not (core.connected or check or requested):
                 continue
-            try:
-                if check or requested or not core.connected:
-                    await self._check()
-                if core.has_votes():
-                    await self._send_votes()
-                if sweep:
-                    await self._sweep()
-                core.reconnected()
-            except self._errors as exc:
-                core.outage(exc)
-            except ValueError as exc:
-                core.reconnected()
-                core.mismatch(exc)
-            except Exception:
-                logger.exception("ring %s: background sync failed", core.name)
+            async with self._lock():
+                await self._run(protocol.tick(core, check_due=check, requested=requested,
+                                              sweep_due=sweep))
 
     async def _listen(self) -> None:
         core = self._core
+        poll = min(0.5, core.resync_interval)
         pubsub: Any = None
+        sharded = False
         try:
             while not self._closing:
+                core.watch()
                 try:
+                    if pubsub is not None and core.sharded is not None \
+                            and core.sharded != sharded:
+                        await _aclose_quietly(pubsub)
+                        pubsub = None
                     if pubsub is None:
-                        client: Any = self._client  # redis-py leaves pubsub() untyped
-                        pubsub = client.pubsub(ignore_subscribe_messages=True)
-                        await pubsub.subscribe(core.channel)
+                        if core.sharded is None:
+                            await asyncio.sleep(poll)
+                            continue
+                        sharded = core.sharded
+                        subscribe = _subscriber(core, self._client, sharded)
+                        if subscribe is None:
+                            await asyncio.sleep(core.resync_interval)
+                            continue
+                        pubsub, subscribe = subscribe
+                        await subscribe(core.channel)
                         self._request_sync()
-                    message = await pubsub.get_message(ignore_subscribe_messages=True,
-                                                       timeout=1.0)
-                    if message is not None and message.get("type") == "message" \
-                            and core.is_news(message.get("data")):
+                    if sharded and hasattr(pubsub, "get_sharded_message"):
+                        message = await pubsub.get_sharded_message(timeout=poll)
+                    else:
+                        message = await pubsub.get_message(timeout=poll)
+                    action = _on_message(core, message)
+                    if action == _RESUBSCRIBE:
+                        await _aclose_quietly(pubsub)
+                        pubsub = None
+                    if action is not None:
                         self._request_sync()
                 except Exception as exc:
-                    if not isinstance(exc, self._errors):
+                    if not core.is_outage(exc):
                         logger.exception("ring %s: listener failed; re-subscribing", core.name)
                     await _aclose_quietly(pubsub)
                     pubsub = None

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from chash import _chash
+from chash import _chash, _strategies
 from chash._chash import ConsistentHashRouter
 from chash._text import plural
 
@@ -69,29 +69,12 @@ TIMING_REPEATS = 3
 #: Seed of the request order of round robin's second pass.
 ROUND_ROBIN_SEED = 6
 
-# The private C helpers, typed here (their results are array('I') of node
-# indices or array('Q') of 64-bit hashes).
-_ext: Any = _chash
-
-
-def _key_hashes(keys: Sequence[str], hash_name: str) -> array[int]:
-    result: array[int] = _ext._key_hashes(keys, hash_name)
-    return result
-
-
-def _moved(before: array[int], after: array[int]) -> int:
-    result: int = _ext._moved(before, after)
-    return result
-
-
-def _counts(assignment: array[int], nodes: int) -> list[int]:
-    result: list[int] = _ext._counts(assignment, nodes)
-    return result
-
-
-def _relabel(assignment: array[int], labels: array[int]) -> array[int]:
-    result: array[int] = _ext._relabel(assignment, labels)
-    return result
+# The private C helpers (chash._strategies, typed by its stub): results are
+# array('I') of node indices or array('Q') of 64-bit hashes.
+_key_hashes = _strategies._key_hashes
+_moved = _strategies._moved
+_counts = _strategies._counts
+_relabel = _strategies._relabel
 
 
 @dataclass(frozen=True)
@@ -235,7 +218,7 @@ class ModuloStrategy(Strategy):
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
         started = time.perf_counter()
-        result: array[int] = _ext._modulo_assign(self.workload.hashes, len(nodes))
+        result = _strategies._modulo_assign(self.workload.hashes, len(nodes))
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -253,7 +236,7 @@ class JumpStrategy(Strategy):
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
         started = time.perf_counter()
-        result: array[int] = _ext._jump_assign(self.workload.hashes, len(nodes))
+        result = _strategies._jump_assign(self.workload.hashes, len(nodes))
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -275,7 +258,7 @@ class RendezvousStrategy(Strategy):
         """Node index of every key."""
         node_hashes = _key_hashes(nodes, self.workload.hash_name)
         started = time.perf_counter()
-        result: array[int] = _ext._rendezvous_assign(self.workload.hashes, node_hashes)
+        result = _strategies._rendezvous_assign(self.workload.hashes, node_hashes)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -296,9 +279,9 @@ class MaglevStrategy(Strategy):
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
-        table = _ext._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
+        table = _strategies._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
         started = time.perf_counter()
-        result: array[int] = _ext._table_assign(self.workload.hashes, table)
+        result = _strategies._table_assign(self.workload.hashes, table)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -330,7 +313,7 @@ class RingStrategy(Strategy):
         started = time.perf_counter()
         owners = router.get_target_nodes(self.workload.keys)
         self.route_seconds = time.perf_counter() - started
-        result: array[int] = _ext._node_indices(owners, nodes)
+        result = _strategies._node_indices(owners, nodes)
         return result
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
@@ -355,15 +338,11 @@ class BoundedStrategy(RingStrategy):
         self.label = f"bounded/{vnodes}"
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
-        """Node index of every key, placed one by one under the load bound."""
+        """Node index of every key, placed one by one under the load bound
+        over the router's own ring (its node order is that of nodes)."""
         router = self.router(nodes)
-        position = {node: i for i, node in enumerate(nodes)}
-        points = router.hash_ring
-        node_map = router.node_map
-        owners = array("I", [position[node_map[p]] for p in points])
         started = time.perf_counter()
-        result: array[int] = _ext._bounded_assign(
-            self.workload.hashes, array("I", points), owners, len(nodes), self.balance_factor)
+        result = _strategies._bounded_assign(router, self.workload.hashes, self.balance_factor)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -485,13 +464,13 @@ def _measure_round_robin(config: SimulationConfig, keys: int) -> dict[str, Any]:
     # request number is the key's own number), and the pass-two request number.
     first_pass = array("Q", order)
     second_pass = array("Q", range(keys, 2 * keys))
-    stable_before: array[int] = _ext._modulo_assign(first_pass, n)
-    stable_after: array[int] = _ext._modulo_assign(second_pass, n)
-    grown_before: array[int] = _ext._modulo_assign(first_pass, n - 1)
+    stable_before: array[int] = _strategies._modulo_assign(first_pass, n)
+    stable_after: array[int] = _strategies._modulo_assign(second_pass, n)
+    grown_before: array[int] = _strategies._modulo_assign(first_pass, n - 1)
     failed = (n - 1) // 2
     all_nodes = node_names(n)
     survivors = [node for i, node in enumerate(all_nodes) if i != failed]
-    failed_after = _relabel(_ext._modulo_assign(second_pass, n - 1), _labels(survivors, all_nodes))
+    failed_after = _relabel(_strategies._modulo_assign(second_pass, n - 1), _labels(survivors, all_nodes))
     return {
         "same_node_on_repeat": 1.0 - _moved(stable_before, stable_after) / keys,
         "growth_moved": _moved(grown_before, stable_after) / keys,

@@ -1,5 +1,10 @@
 /*
- * _chash_strategies.c - private Python functions over chash_strategies.h.
+ * _chash_strategies.c - chash._strategies: private Python functions over
+ * chash_strategies.h (jump, rendezvous, Maglev, bounded loads, modulo) and
+ * the bulk helpers chash.simulate measures them with.  A module of its own,
+ * apart from the router's chash._chash; what both need (status mapping,
+ * key reading, batch hashing) is _chash_binding.h's.  Bounded loads reads a
+ * router's ring through the capsule chash._chash._ring_api.
  *
  * Bulk data crosses the boundary as flat buffers of native unsigned
  * integers, never as Python ints: key and node hashes as 64-bit words
@@ -12,10 +17,7 @@
  * cannot be resized or freed) and the outputs are new arrays nobody else
  * sees yet.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "_chash_strategies.h"
+#include "_chash_binding.h"
 #include "chash.h"
 #include "chash_hash.h"
 #include "chash_scheme.h"
@@ -25,19 +27,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ */
-/* Errors                                                             */
-
-/* The one place strategy status codes become Python exceptions; what
- * names the argument or operation for a ValueError. */
-static void *set_strategy_error(int status, const char *what)
-{
-    if (status == CHASH_ENOMEM)
-        PyErr_NoMemory();
-    else
-        PyErr_Format(PyExc_ValueError, "%s: %s", what, chash_strerror(status));
-    return NULL;
-}
+typedef struct {
+    const chash_py_ring_api *ring_api; /* from chash._chash's capsule */
+} module_state;
 
 /* ------------------------------------------------------------------ */
 /* Word buffers                                                       */
@@ -116,6 +108,33 @@ static void words_release(words_view *w)
     PyBuffer_Release(&w->view);
 }
 
+/* A word argument: the object, its width in bytes, its name in errors. */
+typedef struct {
+    PyObject *obj;
+    size_t width;
+    const char *what;
+} words_arg;
+
+/* Views args[0..n) into views[0..n): all of them (0), or none (-1 with the
+ * first failure's exception set; those already taken are released). */
+static int words_get_all(const words_arg *args, size_t n, words_view *views)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (words_get(args[i].obj, args[i].width, args[i].what, &views[i]) < 0) {
+            while (i > 0)
+                words_release(&views[--i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void words_release_all(words_view *views, size_t n)
+{
+    while (n > 0)
+        words_release(&views[--n]);
+}
+
 /*
  * A new array of count zero words, typecode 'I' (width 4) or 'Q' (width 8),
  * with a writable view of it in *out; NULL with an exception set.  The
@@ -159,7 +178,7 @@ static PyObject *finish_words(PyObject *result, Py_buffer *out, int status, cons
     PyBuffer_Release(out);
     if (status != CHASH_OK) {
         Py_DECREF(result);
-        return set_strategy_error(status, what);
+        return chash_py_error(status, NULL, what);
     }
     return result;
 }
@@ -185,22 +204,6 @@ PyDoc_STRVAR(key_hashes_doc,
 "digest).  With md5 the low 32 bits are the key's position on a ring of\n"
 "the 'python' layout.");
 
-/* The UTF-8 bytes of a str key, or a bytes key as is; 0 or -1. */
-static int key_view(PyObject *key, const char **buf, Py_ssize_t *len)
-{
-    if (PyUnicode_Check(key)) {
-        *buf = PyUnicode_AsUTF8AndSize(key, len);
-        return *buf ? 0 : -1;
-    }
-    if (PyBytes_Check(key)) {
-        *buf = PyBytes_AS_STRING(key);
-        *len = PyBytes_GET_SIZE(key);
-        return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
-    return -1;
-}
-
 /* The last 8 bytes of a digest (all of a shorter one), big-endian. */
 static uint64_t digest_tail(const uint8_t *digest, size_t size)
 {
@@ -210,14 +213,42 @@ static uint64_t digest_tail(const uint8_t *digest, size_t size)
     return value;
 }
 
+/* Where _key_hashes' callbacks write: the hash and the results. */
+typedef struct {
+    chash_hash_id id;
+    uint64_t *hashes;
+} key_batch;
+
+static void key_hash_four(void *ctx, const void *const data[4], const size_t lens[4], size_t at)
+{
+    key_batch *batch = ctx;
+    uint8_t digests[4][CHASH_MD5_DIGEST_SIZE];
+    chash_md5_x4(data, lens, digests);
+    for (int l = 0; l < 4; l++)
+        batch->hashes[at + (size_t)l] = digest_tail(digests[l], CHASH_MD5_DIGEST_SIZE);
+}
+
+static int key_hash_one(void *ctx, PyObject *key, size_t at)
+{
+    key_batch *batch = ctx;
+    const char *buf;
+    Py_ssize_t len;
+    if (chash_py_key_bytes(key, &buf, &len) < 0)
+        return -1;
+    uint8_t digest[CHASH_MAX_DIGEST];
+    size_t size = chash_digest(batch->id, buf, (size_t)len, 0, digest);
+    batch->hashes[at] = digest_tail(digest, size);
+    return 0;
+}
+
 static PyObject *py_key_hashes(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *keys;
     const char *name = "md5";
     if (!PyArg_ParseTuple(args, "O|s:_key_hashes", &keys, &name))
         return NULL;
-    chash_hash_id id;
-    if (chash_hash_by_name(name, &id) != CHASH_OK) {
+    key_batch batch;
+    if (chash_hash_by_name(name, &batch.id) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError, "unknown hash '%s'", name);
         return NULL;
     }
@@ -227,46 +258,18 @@ static PyObject *py_key_hashes(PyObject *Py_UNUSED(module), PyObject *args)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     Py_buffer out;
     PyObject *result = new_words((size_t)n, 8, &out);
-    if (!result) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    uint64_t *hashes = out.buf;
-    Py_ssize_t i = 0;
-    /* MD5 runs four keys at once.  Nothing here runs Python code, so the
-     * borrowed key buffers stay valid across a group. */
-    for (; id == CHASH_HASH_MD5 && i + 4 <= n; i += 4) {
-        const void *data[4];
-        size_t lens[4];
-        for (int l = 0; l < 4; l++) {
-            const char *buf;
-            Py_ssize_t len;
-            if (key_view(PySequence_Fast_GET_ITEM(seq, i + l), &buf, &len) < 0)
-                goto error;
-            data[l] = buf;
-            lens[l] = (size_t)len;
-        }
-        uint8_t digests[4][CHASH_MD5_DIGEST_SIZE];
-        chash_md5_x4(data, lens, digests);
-        for (int l = 0; l < 4; l++)
-            hashes[i + l] = digest_tail(digests[l], CHASH_MD5_DIGEST_SIZE);
-    }
-    for (; i < n; i++) {
-        const char *buf;
-        Py_ssize_t len;
-        if (key_view(PySequence_Fast_GET_ITEM(seq, i), &buf, &len) < 0)
-            goto error;
-        uint8_t digest[CHASH_MAX_DIGEST];
-        size_t size = chash_digest(id, buf, (size_t)len, 0, digest);
-        hashes[i] = digest_tail(digest, size);
+    if (result) {
+        batch.hashes = out.buf;
+        /* MD5 runs four keys at once; nothing here runs Python code. */
+        int failed = chash_py_hash_keys(PySequence_Fast_ITEMS(seq), n,
+                                        batch.id == CHASH_HASH_MD5 ? key_hash_four : NULL,
+                                        key_hash_one, &batch);
+        PyBuffer_Release(&out);
+        if (failed)
+            Py_CLEAR(result);
     }
     Py_DECREF(seq);
-    return finish_words(result, &out, CHASH_OK, "_key_hashes");
-error:
-    PyBuffer_Release(&out);
-    Py_DECREF(result);
-    Py_DECREF(seq);
-    return NULL;
+    return result;
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,33 +330,27 @@ PyDoc_STRVAR(rendezvous_doc,
 
 static PyObject *py_rendezvous_assign(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *hashes_obj, *nodes_obj;
-    if (!PyArg_ParseTuple(args, "OO:_rendezvous_assign", &hashes_obj, &nodes_obj))
+    words_arg in[2] = {{NULL, 8, "hashes"}, {NULL, 8, "node_hashes"}};
+    words_view v[2];
+    if (!PyArg_ParseTuple(args, "OO:_rendezvous_assign", &in[0].obj, &in[1].obj)
+        || words_get_all(in, 2, v) < 0)
         return NULL;
-    words_view keys, nodes;
-    if (words_get(hashes_obj, 8, "hashes", &keys) < 0)
-        return NULL;
-    if (words_get(nodes_obj, 8, "node_hashes", &nodes) < 0) {
-        words_release(&keys);
-        return NULL;
-    }
     PyObject *result = NULL;
-    if (nodes.count == 0 || nodes.count > UINT32_MAX) {
+    if (v[1].count == 0 || v[1].count > UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "node_hashes must hold between 1 and 2**32 - 1 hashes");
     } else {
         Py_buffer out;
-        result = new_words(keys.count, 4, &out);
+        result = new_words(v[0].count, 4, &out);
         int status = CHASH_OK;
         if (result) {
             Py_BEGIN_ALLOW_THREADS
-            status = chash_rendezvous_assign(keys.words, keys.count, nodes.words, nodes.count,
+            status = chash_rendezvous_assign(v[0].words, v[0].count, v[1].words, v[1].count,
                                              out.buf);
             Py_END_ALLOW_THREADS
             result = finish_words(result, &out, status, "_rendezvous_assign");
         }
     }
-    words_release(&nodes);
-    words_release(&keys);
+    words_release_all(v, 2);
     return result;
 }
 
@@ -401,91 +398,67 @@ PyDoc_STRVAR(table_doc,
 
 static PyObject *py_table_assign(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *hashes_obj, *table_obj;
-    if (!PyArg_ParseTuple(args, "OO:_table_assign", &hashes_obj, &table_obj))
+    words_arg in[2] = {{NULL, 8, "hashes"}, {NULL, 4, "table"}};
+    words_view v[2];
+    if (!PyArg_ParseTuple(args, "OO:_table_assign", &in[0].obj, &in[1].obj)
+        || words_get_all(in, 2, v) < 0)
         return NULL;
-    words_view keys, table;
-    if (words_get(hashes_obj, 8, "hashes", &keys) < 0)
-        return NULL;
-    if (words_get(table_obj, 4, "table", &table) < 0) {
-        words_release(&keys);
-        return NULL;
-    }
     PyObject *result = NULL;
-    if (table.count == 0) {
+    if (v[1].count == 0) {
         PyErr_SetString(PyExc_ValueError, "table must not be empty");
     } else {
         Py_buffer out;
-        result = new_words(keys.count, 4, &out);
+        result = new_words(v[0].count, 4, &out);
         int status = CHASH_OK;
         if (result) {
             Py_BEGIN_ALLOW_THREADS
-            status = chash_table_assign(keys.words, keys.count, table.words, table.count, out.buf);
+            status = chash_table_assign(v[0].words, v[0].count, v[1].words, v[1].count, out.buf);
             Py_END_ALLOW_THREADS
             result = finish_words(result, &out, status, "_table_assign");
         }
     }
-    words_release(&table);
-    words_release(&keys);
+    words_release_all(v, 2);
     return result;
 }
 
 PyDoc_STRVAR(bounded_doc,
-"_bounded_assign(hashes, points, owners, node_count, balance, /)\n--\n\n"
-"Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam):\n"
-"keys placed in order, each on the first node clockwise from the successor\n"
-"of its ring position (the hash's low 32 bits) whose load is below\n"
-"ceil(balance * (placed + 1) / node_count).  points: the sorted ring points\n"
-"(32-bit words); owners: the node index of each point.  Returns array('I').");
+"_bounded_assign(router, hashes, balance, /)\n--\n\n"
+"Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam)\n"
+"over the ring of router (a ConsistentHashRouter, only read): keys placed\n"
+"in order, each on the first node clockwise from the successor of its ring\n"
+"position (the hash's low 32 bits) whose load is below\n"
+"ceil(balance * (placed + 1) / len(router)).  Returns array('I') of node\n"
+"indices in router.nodes order.");
 
-static PyObject *py_bounded_assign(PyObject *Py_UNUSED(module), PyObject *args)
+static PyObject *py_bounded_assign(PyObject *module, PyObject *args)
 {
-    PyObject *hashes_obj, *points_obj, *owners_obj;
-    Py_ssize_t nodes_arg;
+    PyObject *router, *hashes_obj;
     double balance;
-    size_t nnodes;
-    if (!PyArg_ParseTuple(args, "OOOnd:_bounded_assign", &hashes_obj, &points_obj, &owners_obj,
-                          &nodes_arg, &balance)
-        || count_arg(nodes_arg, UINT32_MAX, "node_count", &nnodes) < 0)
+    if (!PyArg_ParseTuple(args, "OOd:_bounded_assign", &router, &hashes_obj, &balance))
+        return NULL;
+    const chash_ring *ring;
+    module_state *state = PyModule_GetState(module);
+    if (state->ring_api->ring_of(router, &ring) < 0)
         return NULL;
     if (!isfinite(balance) || balance < 1.0) {
         PyErr_Format(PyExc_ValueError, "balance must be a finite number >= 1, not %R",
-                     PyTuple_GET_ITEM(args, 4));
+                     PyTuple_GET_ITEM(args, 2));
         return NULL;
     }
-    words_view keys, points, owners;
+    if (chash_ring_point_count(ring) == 0) {
+        PyErr_SetString(PyExc_ValueError, "_bounded_assign: the router has no node");
+        return NULL;
+    }
+    words_view keys;
     if (words_get(hashes_obj, 8, "hashes", &keys) < 0)
         return NULL;
-    if (words_get(points_obj, 4, "points", &points) < 0) {
-        words_release(&keys);
-        return NULL;
+    Py_buffer out;
+    PyObject *result = new_words(keys.count, 4, &out);
+    if (result) {
+        /* The GIL stays held: it is what keeps the router's ring unchanged. */
+        int status = chash_bounded_assign(ring, balance, keys.words, keys.count, out.buf);
+        result = finish_words(result, &out, status, "_bounded_assign");
     }
-    if (words_get(owners_obj, 4, "owners", &owners) < 0) {
-        words_release(&points);
-        words_release(&keys);
-        return NULL;
-    }
-    PyObject *result = NULL;
-    if (points.count != owners.count || points.count == 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "points and owners must be non-empty and of one length, not %zu and %zu",
-                     points.count, owners.count);
-    } else {
-        Py_buffer out;
-        result = new_words(keys.count, 4, &out);
-        int status = CHASH_OK;
-        if (result) {
-            Py_BEGIN_ALLOW_THREADS
-            status = chash_bounded_assign(points.words, owners.words, points.count, nnodes,
-                                          balance, keys.words, keys.count, out.buf);
-            Py_END_ALLOW_THREADS
-            result = finish_words(result, &out, status,
-                                  "_bounded_assign (points must be sorted, owners below "
-                                  "node_count, every node owning a point)");
-        }
-    }
-    words_release(&owners);
-    words_release(&points);
     words_release(&keys);
     return result;
 }
@@ -500,29 +473,23 @@ PyDoc_STRVAR(moved_doc,
 
 static PyObject *py_moved(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *a_obj, *b_obj;
-    if (!PyArg_ParseTuple(args, "OO:_moved", &a_obj, &b_obj))
+    words_arg in[2] = {{NULL, 4, "before"}, {NULL, 4, "after"}};
+    words_view v[2];
+    if (!PyArg_ParseTuple(args, "OO:_moved", &in[0].obj, &in[1].obj)
+        || words_get_all(in, 2, v) < 0)
         return NULL;
-    words_view a, b;
-    if (words_get(a_obj, 4, "before", &a) < 0)
-        return NULL;
-    if (words_get(b_obj, 4, "after", &b) < 0) {
-        words_release(&a);
-        return NULL;
-    }
     PyObject *result = NULL;
-    if (a.count != b.count) {
+    if (v[0].count != v[1].count) {
         PyErr_Format(PyExc_ValueError, "before and after differ in length: %zu and %zu",
-                     a.count, b.count);
+                     v[0].count, v[1].count);
     } else {
-        const uint32_t *x = a.words, *y = b.words;
+        const uint32_t *x = v[0].words, *y = v[1].words;
         size_t moved = 0;
-        for (size_t i = 0; i < a.count; i++)
+        for (size_t i = 0; i < v[0].count; i++)
             moved += x[i] != y[i];
         result = PyLong_FromSize_t(moved);
     }
-    words_release(&b);
-    words_release(&a);
+    words_release_all(v, 2);
     return result;
 }
 
@@ -577,33 +544,27 @@ PyDoc_STRVAR(relabel_doc,
 
 static PyObject *py_relabel(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *a_obj, *labels_obj;
-    if (!PyArg_ParseTuple(args, "OO:_relabel", &a_obj, &labels_obj))
+    words_arg in[2] = {{NULL, 4, "assignment"}, {NULL, 4, "labels"}};
+    words_view v[2];
+    if (!PyArg_ParseTuple(args, "OO:_relabel", &in[0].obj, &in[1].obj)
+        || words_get_all(in, 2, v) < 0)
         return NULL;
-    words_view a, labels;
-    if (words_get(a_obj, 4, "assignment", &a) < 0)
-        return NULL;
-    if (words_get(labels_obj, 4, "labels", &labels) < 0) {
-        words_release(&a);
-        return NULL;
-    }
     Py_buffer out;
-    PyObject *result = new_words(a.count, 4, &out);
+    PyObject *result = new_words(v[0].count, 4, &out);
     if (result) {
-        const uint32_t *x = a.words, *map = labels.words;
+        const uint32_t *x = v[0].words, *map = v[1].words;
         uint32_t *y = out.buf;
         size_t i = 0;
-        for (; i < a.count && x[i] < labels.count; i++)
+        for (; i < v[0].count && x[i] < v[1].count; i++)
             y[i] = map[x[i]];
         PyBuffer_Release(&out);
-        if (i < a.count) {
+        if (i < v[0].count) {
             PyErr_Format(PyExc_ValueError, "assignment[%zu] = %u has no label (%zu labels)", i,
-                         (unsigned)x[i], labels.count);
+                         (unsigned)x[i], v[1].count);
             Py_CLEAR(result);
         }
     }
-    words_release(&labels);
-    words_release(&a);
+    words_release_all(v, 2);
     return result;
 }
 
@@ -675,7 +636,7 @@ done:
     return result;
 }
 
-PyMethodDef chash_strategy_methods[] = {
+static PyMethodDef strategy_methods[] = {
     {"_key_hashes", py_key_hashes, METH_VARARGS, key_hashes_doc},
     {"_modulo_assign", py_modulo_assign, METH_VARARGS, modulo_doc},
     {"_jump_assign", py_jump_assign, METH_VARARGS, jump_doc},
@@ -689,3 +650,26 @@ PyMethodDef chash_strategy_methods[] = {
     {"_node_indices", py_node_indices, METH_VARARGS, node_indices_doc},
     {NULL, NULL, 0, NULL},
 };
+
+static int module_exec(PyObject *module)
+{
+    module_state *state = PyModule_GetState(module);
+    state->ring_api = PyCapsule_Import(CHASH_PY_RING_API, 0);
+    return state->ring_api ? 0 : -1;
+}
+
+static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
+
+static struct PyModuleDef strategies_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "chash._strategies",
+    .m_doc = "Key-to-node strategies beside the ring, and the bulk helpers of chash.simulate.",
+    .m_size = sizeof(module_state),
+    .m_methods = strategy_methods,
+    .m_slots = module_slots,
+};
+
+PyMODINIT_FUNC PyInit__strategies(void)
+{
+    return PyModuleDef_Init(&strategies_module);
+}

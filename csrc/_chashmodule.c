@@ -1,5 +1,7 @@
 /*
- * _chashmodule.c - chash._chash, the only Python-aware C file.
+ * _chashmodule.c - chash._chash, the router's binding.  With
+ * _chash_strategies.c (chash._strategies) one of two Python-aware C files;
+ * what both need lives once in _chash_binding.h.
  *
  * A thin heap type, ConsistentHashRouter, over the ring engine (chash.h) and
  * the point schemes (chash_scheme.h).  The engine stores, for every node, a
@@ -11,10 +13,7 @@
  * to the engine, so no thread ever sees a half-changed ring.  A Python hash
  * callable is only ever called before the engine is touched.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "_chash_strategies.h"
+#include "_chash_binding.h"
 #include "chash.h"
 #include "chash_scheme.h"
 
@@ -51,53 +50,15 @@ static inline module_state *get_state(PyObject *module)
 /* ------------------------------------------------------------------ */
 /* Errors                                                             */
 
-/* The one place engine status codes become Python exceptions. */
+/* Engine status codes become exceptions in chash_py_error()
+ * (_chash_binding.h); node is the KeyError's argument. */
 static void *set_status_error(int status, PyObject *node)
 {
-    switch (status) {
-    case CHASH_ENOMEM:
-        PyErr_NoMemory();
-        break;
-    case CHASH_ENOENT:
-        if (node)
-            PyErr_SetObject(PyExc_KeyError, node);
-        else
-            PyErr_SetString(PyExc_KeyError, chash_strerror(status));
-        break;
-    case CHASH_ERANGE:
-        PyErr_Format(PyExc_ValueError,
-                     "ring size limit exceeded: at most %zu points and %zu nodes",
-                     (size_t)CHASH_MAX_POINTS, (size_t)CHASH_MAX_NODES);
-        break;
-    case CHASH_ECORRUPT:
-        PyErr_SetString(PyExc_AssertionError, "ring invariant broken");
-        break;
-    default:
-        PyErr_Format(PyExc_ValueError, "%s", chash_strerror(status));
-        break;
-    }
-    return NULL;
+    return chash_py_error(status, node, NULL);
 }
 
 /* ------------------------------------------------------------------ */
 /* Keys and node ids                                                  */
-
-/* The UTF-8 bytes of a str key, or a bytes key as is; 0 or -1. */
-static int key_bytes(PyObject *key, const char **buf, Py_ssize_t *len)
-{
-    if (PyUnicode_Check(key)) {
-        /* CPython caches the UTF-8 form inside the str: no copy. */
-        *buf = PyUnicode_AsUTF8AndSize(key, len);
-        return *buf ? 0 : -1;
-    }
-    if (PyBytes_Check(key)) {
-        *buf = PyBytes_AS_STRING(key);
-        *len = PyBytes_GET_SIZE(key);
-        return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
-    return -1;
-}
 
 static int node_id(PyObject *node, const char **buf, Py_ssize_t *len)
 {
@@ -138,11 +99,43 @@ static int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
 {
     const char *buf;
     Py_ssize_t len;
-    if (key_bytes(key, &buf, &len) < 0)
+    if (chash_py_key_bytes(key, &buf, &len) < 0)
         return -1;
     if (self->hash_fn)
         return call_hash_fn(self->hash_fn, buf, len, out);
     *out = chash_scheme_key_hash(&self->scheme, buf, (size_t)len);
+    return 0;
+}
+
+/*
+ * Writes points first .. first + count - 1 of a node to out; 0, or -1 with
+ * an exception set.
+ */
+static int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t first,
+                       size_t count, uint32_t *out)
+{
+    if (!self->hash_fn) {
+        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, out);
+        if (status != CHASH_OK) {
+            set_status_error(status, NULL);
+            return -1;
+        }
+        return 0;
+    }
+    size_t cap = (size_t)id_len + 40;
+    char *vkey = PyMem_Malloc(cap);
+    if (!vkey) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < count; k++) {
+        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
+        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &out[k]) < 0) {
+            PyMem_Free(vkey);
+            return -1;
+        }
+    }
+    PyMem_Free(vkey);
     return 0;
 }
 
@@ -158,30 +151,10 @@ static uint32_t *node_points(RouterObject *self, const char *id, Py_ssize_t id_l
         PyErr_NoMemory();
         return NULL;
     }
-    if (!self->hash_fn) {
-        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, points);
-        if (status != CHASH_OK) {
-            PyMem_Free(points);
-            return set_status_error(status, NULL);
-        }
-        return points;
-    }
-    size_t cap = (size_t)id_len + 40;
-    char *vkey = PyMem_Malloc(cap);
-    if (!vkey) {
+    if (fill_points(self, id, id_len, first, count, points) < 0) {
         PyMem_Free(points);
-        PyErr_NoMemory();
         return NULL;
     }
-    for (size_t k = 0; k < count; k++) {
-        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
-        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &points[k]) < 0) {
-            PyMem_Free(vkey);
-            PyMem_Free(points);
-            return NULL;
-        }
-    }
-    PyMem_Free(vkey);
     return points;
 }
 
@@ -194,6 +167,23 @@ static void free_entry(NodeEntry *entry)
 {
     Py_DECREF(entry->name);
     PyMem_Free(entry);
+}
+
+/* A new NodeEntry for node (an exact str kept), or NULL with an exception. */
+static NodeEntry *new_entry(PyObject *node, double weight)
+{
+    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+    if (!entry) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!entry->name) {
+        PyMem_Free(entry);
+        return NULL;
+    }
+    entry->weight = weight;
+    return entry;
 }
 
 /* ------------------------------------------------------------------ */
@@ -372,9 +362,10 @@ static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_
     if (!points)
         return -1;
     int status;
-    long k = chash_ring_find(self->ring, id, (size_t)id_len);
+    size_t k;
     /* A Python hash may have let another thread change this node. */
-    if (k < 0 || chash_ring_node(self->ring, (size_t)k).npoints != old_count)
+    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK
+        || chash_ring_node(self->ring, k).npoints != old_count)
         status = CHASH_EINVAL;
     else if (grow)
         status = chash_ring_grow(self->ring, id, (size_t)id_len, points, count);
@@ -440,31 +431,24 @@ static int add_node(RouterObject *self, PyObject *node, double weight)
         weight_error(node, weight);
         return -1;
     }
-    long k = chash_ring_find(self->ring, id, (size_t)id_len);
-    if (k >= 0) {
-        size_t old_count = chash_ring_node(self->ring, (size_t)k).npoints;
+    size_t k;
+    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK) {
+        size_t old_count = chash_ring_node(self->ring, k).npoints;
         if (reweigh(self, node, id, id_len, old_count, count) < 0)
             return -1;
         /* Found again: the node table may have moved meanwhile. */
-        k = chash_ring_find(self->ring, id, (size_t)id_len);
-        entry_at(self, (size_t)k)->weight = weight;
+        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK)
+            entry_at(self, k)->weight = weight;
         return 0;
     }
     uint32_t *points = node_points(self, id, id_len, 0, count);
     if (!points)
         return -1;
-    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
-    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-    if (!entry || !name) {
+    NodeEntry *entry = new_entry(node, weight);
+    if (!entry) {
         PyMem_Free(points);
-        PyMem_Free(entry);
-        Py_XDECREF(name);
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
         return -1;
     }
-    entry->name = name;
-    entry->weight = weight;
     int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
     PyMem_Free(points);
     if (status != CHASH_OK) {
@@ -513,69 +497,68 @@ static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
-/* Frees what add_many prepared for nodes [0, n). */
-static void free_prepared(chash_node_spec *specs, Py_ssize_t n)
+/* Frees what add_many prepared for nodes [0, n) and their points. */
+static void free_prepared(chash_node_spec *specs, Py_ssize_t n, uint32_t *points)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyMem_Free((void *)specs[i].points);
+    for (Py_ssize_t i = 0; i < n; i++)
         free_entry((NodeEntry *)specs[i].data);
-    }
     PyMem_Free(specs);
+    PyMem_Free(points);
 }
 
 /*
  * Adds every new node of seq (all str, deduplicated) in one engine call.
- * Returns 0, or -1 with an exception set and the ring unchanged.
+ * Returns 0, or -1 with an exception set and the ring unchanged.  The
+ * points of all nodes share one block, freed as one when the engine has
+ * copied them: no per-node block is left behind in the heap.
  */
 static int add_new_nodes(RouterObject *self, PyObject *fresh, double weight, size_t count)
 {
-    Py_ssize_t n = PyList_GET_SIZE(fresh);
-    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? (size_t)n : 1);
-    if (!specs) {
+    size_t n = (size_t)PyList_GET_SIZE(fresh);
+    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->ring)) / count) {
+        set_status_error(CHASH_ERANGE, NULL);
+        return -1;
+    }
+    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
+    uint32_t *points = PyMem_New(uint32_t, n ? n * count : 1);
+    if (!specs || !points) {
+        PyMem_Free(specs);
+        PyMem_Free(points);
         PyErr_NoMemory();
         return -1;
     }
-    Py_ssize_t ready = 0;
+    size_t ready = 0;
     for (; ready < n; ready++) {
-        PyObject *node = PyList_GET_ITEM(fresh, ready);
+        PyObject *node = PyList_GET_ITEM(fresh, (Py_ssize_t)ready);
         const char *id;
         Py_ssize_t id_len;
-        if (node_id(node, &id, &id_len) < 0)
+        uint32_t *mine = points + ready * count;
+        if (node_id(node, &id, &id_len) < 0 || fill_points(self, id, id_len, 0, count, mine) < 0)
             break;
-        uint32_t *points = node_points(self, id, id_len, 0, count);
-        NodeEntry *entry = points ? PyMem_Malloc(sizeof *entry) : NULL;
-        PyObject *name = entry ? (PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node)) : NULL;
-        if (!name) {
-            PyMem_Free(points);
-            PyMem_Free(entry);
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
+        NodeEntry *entry = new_entry(node, weight);
+        if (!entry)
             break;
-        }
-        entry->name = name;
-        entry->weight = weight;
-        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, points, count};
+        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, mine, count};
     }
     if (ready < n) {
-        free_prepared(specs, ready);
+        free_prepared(specs, (Py_ssize_t)ready, points);
         return -1;
     }
-    int status = chash_ring_add_many(self->ring, specs, (size_t)n);
+    int status = chash_ring_add_many(self->ring, specs, n);
     if (status != CHASH_OK) {
-        free_prepared(specs, n);
+        free_prepared(specs, (Py_ssize_t)n, points);
         if (status == CHASH_EEXIST) {
             /* A Python hash let another thread add one of them: one by one. */
-            for (Py_ssize_t i = 0; i < n; i++)
-                if (add_node(self, PyList_GET_ITEM(fresh, i), weight) < 0)
+            for (size_t i = 0; i < n; i++)
+                if (add_node(self, PyList_GET_ITEM(fresh, (Py_ssize_t)i), weight) < 0)
                     return -1;
             return 0;
         }
         set_status_error(status, NULL);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyMem_Free((void *)specs[i].points);
     PyMem_Free(specs);
+    PyMem_Free(points);
     return 0;
 }
 
@@ -623,7 +606,7 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
             goto done;
         if (dup)
             continue;
-        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len) >= 0 ? present : fresh;
+        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
         if (PyList_Append(into, node) < 0)
             goto done;
     }
@@ -679,51 +662,49 @@ static PyObject *router_get(RouterObject *self, PyObject *key)
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
         return NULL;
-    NodeEntry *entry = chash_ring_lookup(self->ring, hash);
-    if (!entry)
-        Py_RETURN_NONE;
-    return Py_NewRef(entry->name);
+    void *entry;
+    if (chash_ring_lookup(self->ring, hash, &entry) != CHASH_OK)
+        Py_RETURN_NONE; /* an empty ring */
+    return Py_NewRef(((NodeEntry *)entry)->name);
+}
+
+/* Where hash_all's callbacks write: the router and the positions. */
+typedef struct {
+    RouterObject *self;
+    uint32_t *hashes;
+} hash_batch;
+
+static void hash_four(void *ctx, const void *const data[4], const size_t lens[4], size_t at)
+{
+    hash_batch *batch = ctx;
+    chash_scheme_key_hash_x4(&batch->self->scheme, data, lens, batch->hashes + at);
+}
+
+static int hash_one(void *ctx, PyObject *key, size_t at)
+{
+    hash_batch *batch = ctx;
+    return key_hash(batch->self, key, &batch->hashes[at]);
 }
 
 /*
  * The ring positions of every key of seq, in a PyMem buffer the caller
  * frees, or NULL with an exception set.  All keys are hashed before the
  * ring is read, so a batch sees one ring even when a Python hash lets other
- * threads run; MD5 keys are hashed four at a time.
+ * threads run; built-in hashes take keys four at a time.
  */
 static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
 {
-    uint32_t *hashes = PyMem_New(uint32_t, n ? (size_t)n : 1);
-    if (!hashes) {
+    hash_batch batch = {self, PyMem_New(uint32_t, n ? (size_t)n : 1)};
+    if (!batch.hashes) {
         PyErr_NoMemory();
         return NULL;
     }
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t i = 0;
-    if (!self->hash_fn) {
-        for (; i + 4 <= n; i += 4) {
-            const void *keys[4];
-            size_t lens[4];
-            for (int l = 0; l < 4; l++) {
-                const char *buf;
-                Py_ssize_t len;
-                if (key_bytes(items[i + l], &buf, &len) < 0) {
-                    PyMem_Free(hashes);
-                    return NULL;
-                }
-                keys[l] = buf;
-                lens[l] = (size_t)len;
-            }
-            chash_scheme_key_hash_x4(&self->scheme, keys, lens, hashes + i);
-        }
+    if (chash_py_hash_keys(PySequence_Fast_ITEMS(seq), n, self->hash_fn ? NULL : hash_four,
+                           hash_one, &batch) < 0) {
+        PyMem_Free(batch.hashes);
+        return NULL;
     }
-    for (; i < n; i++) {
-        if (key_hash(self, items[i], &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            return NULL;
-        }
-    }
-    return hashes;
+    return batch.hashes;
 }
 
 PyDoc_STRVAR(get_many_doc,
@@ -817,15 +798,16 @@ static PyObject *router_preference(RouterObject *self, PyObject *const *args, Py
     size_t *owners = PyMem_New(size_t, want ? want : 1);
     if (!owners)
         return PyErr_NoMemory();
-    long found = chash_ring_preference(self->ring, hash, want, owners);
-    if (found < 0) {
+    size_t found;
+    int status = chash_ring_preference(self->ring, hash, want, owners, &found);
+    if (status != CHASH_OK) {
         PyMem_Free(owners);
-        return set_status_error((int)found, NULL);
+        return set_status_error(status, NULL);
     }
-    PyObject *result = PyList_New(found);
+    PyObject *result = PyList_New((Py_ssize_t)found);
     if (result)
-        for (long i = 0; i < found; i++)
-            PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, owners[i])->name));
+        for (size_t i = 0; i < found; i++)
+            PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(entry_at(self, owners[i])->name));
     PyMem_Free(owners);
     return result;
 }
@@ -1038,14 +1020,23 @@ static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(igno
         return NULL;
     }
     size_t n = chash_ring_point_count(self->ring);
-    size_t total = (size_t)head_len;
-    for (size_t k = 0; k < chash_ring_node_count(self->ring); k++)
-        total += chash_ring_node(self->ring, k).id_len + 1;
-    total += n * 8;
-    unsigned char *buf = PyMem_Malloc(total ? total : 1);
-    if (!buf) {
+    size_t nnodes = chash_ring_node_count(self->ring);
+    /* Each point is followed by the first 4 bytes of the MD5 of its owner's
+     * id (its index would depend on the order nodes were added in): hashed
+     * once a node, into owner_tag, not once a point. */
+    unsigned char *buf = PyMem_Malloc((size_t)head_len + n * 8 + 1);
+    uint8_t (*owner_tag)[4] = PyMem_Malloc((nnodes ? nnodes : 1) * sizeof *owner_tag);
+    if (!buf || !owner_tag) {
+        PyMem_Free(buf);
+        PyMem_Free(owner_tag);
         Py_DECREF(parts);
         return PyErr_NoMemory();
+    }
+    for (size_t k = 0; k < nnodes; k++) {
+        chash_node_view node = chash_ring_node(self->ring, k);
+        uint8_t digest[CHASH_MAX_DIGEST];
+        chash_digest(CHASH_HASH_MD5, node.id, node.id_len, 0, digest);
+        memcpy(owner_tag[k], digest, 4);
     }
     size_t at = 0;
     memcpy(buf, head, (size_t)head_len);
@@ -1053,18 +1044,14 @@ static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(igno
     Py_DECREF(parts);
     for (size_t i = 0; i < n; i++) {
         uint32_t v = chash_ring_point(self->ring, i);
-        chash_node_view owner = chash_ring_node(self->ring, chash_ring_point_owner(self->ring, i));
-        /* The owner by a digest of its id: its index would depend on the
-         * order nodes were added in. */
-        uint8_t digest[CHASH_MAX_DIGEST];
-        chash_digest(CHASH_HASH_MD5, owner.id, owner.id_len, 0, digest);
         buf[at++] = (unsigned char)(v >> 24);
         buf[at++] = (unsigned char)(v >> 16);
         buf[at++] = (unsigned char)(v >> 8);
         buf[at++] = (unsigned char)v;
-        memcpy(buf + at, digest, 4);
+        memcpy(buf + at, owner_tag[chash_ring_point_owner(self->ring, i)], 4);
         at += 4;
     }
+    PyMem_Free(owner_tag);
     uint8_t digest[CHASH_MAX_DIGEST];
     chash_digest(CHASH_HASH_MD5, buf, at, 0, digest);
     PyMem_Free(buf);
@@ -1098,7 +1085,7 @@ static int router_contains(RouterObject *self, PyObject *node)
         PyErr_Clear();
         return 0;
     }
-    return chash_ring_find(self->ring, id, (size_t)id_len) >= 0;
+    return chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK;
 }
 
 static PyObject *router_iter(RouterObject *self)
@@ -1321,6 +1308,20 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* chash_py_ring_api.ring_of: the ring of a router, for chash._strategies. */
+static int ring_of(PyObject *obj, const chash_ring **ring)
+{
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(obj), &chash_module);
+    if (!module || !PyObject_TypeCheck(obj, get_state(module)->router_type)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "router must be a ConsistentHashRouter, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *ring = ((RouterObject *)obj)->ring;
+    return 0;
+}
+
 static int module_exec(PyObject *module)
 {
     module_state *state = get_state(module);
@@ -1354,8 +1355,12 @@ static int module_exec(PyObject *module)
         || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
         || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
         return -1;
-    if (PyModule_AddFunctions(module, chash_strategy_methods) < 0)
+    static const chash_py_ring_api ring_api = {ring_of};
+    PyObject *capsule = PyCapsule_New((void *)&ring_api, CHASH_PY_RING_API, NULL);
+    if (!capsule || PyModule_AddObject(module, "_ring_api", capsule) < 0) {
+        Py_XDECREF(capsule);
         return -1;
+    }
     return 0;
 }
 
@@ -1376,15 +1381,7 @@ static void module_free(void *module)
     module_clear((PyObject *)module);
 }
 
-static PyModuleDef_Slot module_slots[] = {
-    {Py_mod_exec, module_exec},
-#ifdef Py_mod_gil
-    /* The ring relies on the GIL to serialise mutations against lookups:
-     * a free-threaded interpreter keeps the GIL enabled for this module. */
-    {Py_mod_gil, Py_MOD_GIL_USED},
-#endif
-    {0, NULL},
-};
+static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
 
 static struct PyModuleDef chash_module = {
     PyModuleDef_HEAD_INIT,

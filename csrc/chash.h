@@ -18,6 +18,8 @@
  *  - every point's owner is a live node, and each node owns exactly as many
  *    points as it declares;
  *  - node ids are distinct; nodes are kept in the order they were added;
+ *  - the id index finds every node at its position, so finding a node by
+ *    id costs O(1) expected whatever the node count;
  *  - the bucket index maps the top bits of a value to the first point whose
  *    top bits are not smaller.
  *
@@ -74,7 +76,8 @@ void chash_ring_free(chash_ring *ring);
 size_t chash_ring_node_count(const chash_ring *ring);
 size_t chash_ring_point_count(const chash_ring *ring);
 
-/* Bytes the ring holds on the heap (points, index, node table, ids). */
+/* Bytes the ring asked the allocator for: points, bucket index, node
+ * table, id index and ids (the allocator's own overhead not included). */
 size_t chash_ring_memory(const chash_ring *ring);
 
 /*
@@ -127,8 +130,12 @@ int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
                       const uint32_t *points, size_t npoints);
 
-/* Index of the node with this id in insertion order, or -1 when absent. */
-long chash_ring_find(const chash_ring *ring, const char *id, size_t id_len);
+/*
+ * Finds the node with this id through the id index, O(1) expected: returns
+ * 0 and writes its position in insertion order to *index (if index is not
+ * NULL), or CHASH_ENOENT when no node has this id.
+ */
+int chash_ring_find(const chash_ring *ring, const char *id, size_t id_len, size_t *index);
 
 /* The node at position index (0 <= index < node count), in insertion order. */
 chash_node_view chash_ring_node(const chash_ring *ring, size_t index);
@@ -139,8 +146,11 @@ chash_node_view chash_ring_node(const chash_ring *ring, size_t index);
  */
 size_t chash_ring_successor(const chash_ring *ring, uint32_t hash);
 
-/* Data of the node owning the successor of hash; NULL on an empty ring. */
-void *chash_ring_lookup(const chash_ring *ring, uint32_t hash);
+/*
+ * The data of the node owning the successor of hash into *data: returns 0,
+ * or CHASH_ENOENT on an empty ring (*data untouched).
+ */
+int chash_ring_lookup(const chash_ring *ring, uint32_t hash, void **data);
 
 /*
  * The owner (node index) of the successor of each of hashes[0..n) into
@@ -157,10 +167,12 @@ size_t chash_ring_point_owner(const chash_ring *ring, size_t i);
 
 /*
  * The first n distinct nodes met walking clockwise from hash, owner first.
- * Writes node indices to out (room for n) and returns how many were found:
- * min(n, node count).  Returns a negative status (CHASH_ENOMEM) on failure.
+ * Writes node indices to out (room for n) and how many were found,
+ * min(n, node count), to *found.  Returns 0, or CHASH_ENOMEM (*found is
+ * then 0).
  */
-long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out);
+int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out,
+                          size_t *found);
 
 /*
  * Fraction of the 2**32 values each node owns, written to share[node index]
@@ -169,7 +181,8 @@ long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size
  */
 void chash_ring_ownership(const chash_ring *ring, double *share);
 
-/* Checks every invariant above in O(points + nodes); 0 or CHASH_ECORRUPT. */
+/* Checks every invariant above in O(points + nodes); 0, CHASH_ECORRUPT, or
+ * CHASH_ENOMEM when its scratch counters cannot be allocated. */
 int chash_ring_check(const chash_ring *ring);
 
 #endif /* CHASH_H */

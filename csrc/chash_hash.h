@@ -7,7 +7,7 @@
  *
  * Multi-byte results are returned as the integer the specification defines;
  * how a result is cut to a 32-bit ring point is the layout's business
- * (chash_layout.c), not this file's.
+ * (chash_scheme.c), not this file's.
  */
 #ifndef CHASH_HASH_H
 #define CHASH_HASH_H

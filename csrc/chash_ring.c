@@ -19,30 +19,33 @@
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.
  */
 #include "chash.h"
+#include "chash_alloc.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-#ifndef CHASH_MALLOC
-#define CHASH_MALLOC malloc
-#endif
-#ifndef CHASH_FREE
-#define CHASH_FREE free
-#endif
-#ifndef CHASH_REALLOC
-#define CHASH_REALLOC realloc
-#endif
 
 typedef struct chash_pair {
     uint32_t value; /* the 32-bit ring position */
     uint32_t owner; /* index of the owning node */
 } chash_pair;
 
+/* Ids up to this long live inside their node entry (NUL-terminated), so
+ * finding a node by id reads its entry and nothing else; longer ones get a
+ * heap copy. */
+#define INLINE_ID 31
+/* Node entries are aligned to this (a cache line on common CPUs). */
+#define NODE_ALIGN 64
+
+/* A node entry, 64 bytes; a new per-node field goes here (chash_ring_node()
+ * copies what callers see into a chash_node_view). */
 typedef struct chash_node {
-    char *id;
+    uint64_t id_hash;    /* id_hash_of(id): where the id index looks first */
     size_t id_len;
     void *data;
     size_t npoints;
+    union {
+        char bytes[INLINE_ID + 1]; /* id_len <= INLINE_ID */
+        char *heap;                /* id_len > INLINE_ID */
+    } id;
 } chash_node;
 
 struct chash_ring {
@@ -52,10 +55,45 @@ struct chash_ring {
     uint32_t *bucket;    /* (1 << bucket_bits) + 1 indices into pt */
     size_t bucket_cap;   /* entries allocated in bucket */
     unsigned bucket_bits;
-    chash_node *nodes;   /* in insertion order */
+    chash_node *nodes;   /* in insertion order, each entry one cache line */
+    void *node_block;    /* the allocation nodes lies in (nodes is aligned up) */
     size_t nnodes;
     size_t node_cap;
+    /* The id index: an open-addressing table (linear probing) of
+     * slot_mask + 1 entries, a power of two at least twice the node count;
+     * 0 is a free slot, k + 1 names node k.  slot_cap entries are
+     * allocated (more than slot_mask + 1 after a shrink that could not
+     * hand the block back). */
+    uint32_t *slot;
+    size_t slot_mask;
+    size_t slot_cap;
 };
+
+/* The id bytes of a node, NUL-terminated. */
+static const char *id_of(const chash_node *node)
+{
+    return node->id_len <= INLINE_ID ? node->id.bytes : node->id.heap;
+}
+
+/* Fills a node entry; heap is the id's copy when it is too long to sit
+ * inline (from copy_id(), owned by the entry from now on), else NULL. */
+static chash_node make_node(const char *id, size_t id_len, char *heap, void *data,
+                            size_t npoints, uint64_t id_hash)
+{
+    chash_node node = {id_hash, id_len, data, npoints, {{0}}};
+    if (heap)
+        node.id.heap = heap;
+    else if (id_len)
+        memcpy(node.id.bytes, id, id_len);
+    return node;
+}
+
+/* The heap copy of an id too long to sit inline, owned by nobody yet. */
+static void free_node_id(chash_node *node)
+{
+    if (node->id_len > INLINE_ID)
+        CHASH_FREE(node->id.heap);
+}
 
 /* About eight points a bucket: the index costs half a byte a point and stays
  * in the cache, and a search inside a bucket reads one or two lines. */
@@ -104,12 +142,12 @@ static void build_buckets(uint32_t *bucket, unsigned bits, const chash_pair *pt,
 
 /* After sorted points add[0..n) were merged in: each bucket starts later by
  * the number of added points in the buckets before it. */
-static void shift_buckets_up(uint32_t *bucket, unsigned bits, const uint32_t *add, size_t n)
+static void shift_buckets_up(uint32_t *bucket, unsigned bits, const chash_pair *add, size_t n)
 {
     size_t nb = (size_t)1 << bits;
     size_t j = 0;
     for (size_t b = 0; b <= nb; b++) {
-        while (j < n && bucket_of(add[j], bits) < b)
+        while (j < n && bucket_of(add[j].value, bits) < b)
             j++;
         bucket[b] += (uint32_t)j;
     }
@@ -125,16 +163,123 @@ static int compare_ids(const char *a, size_t alen, const char *b, size_t blen)
     return (alen > blen) - (alen < blen);
 }
 
-static int compare_u64(const void *pa, const void *pb)
+/* ------------------------------------------------------------------ */
+/* The id index                                                       */
+
+/* Smallest id index for this many nodes: a power of two, at least twice
+ * as many slots as nodes (probe runs stay short), at least 8. */
+static size_t index_size_for(size_t nnodes)
 {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return (a > b) - (a < b);
+    size_t size = 8;
+    while (size < 2 * nnodes)
+        size *= 2;
+    return size;
 }
 
-static int compare_u32(const void *pa, const void *pb)
+/* A 64-bit hash of id bytes for the index: eight bytes a multiply, then a
+ * final avalanche.  Only the index's slot order depends on it, never a
+ * route, so it need not match any published hash. */
+static uint64_t id_hash_of(const char *id, size_t len)
 {
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    return (a > b) - (a < b);
+    const uint64_t mul = UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t h = (uint64_t)len * mul;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, id + i, 8);
+        h = (h ^ word) * mul;
+        h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    for (unsigned shift = 0; i < len; i++, shift += 8)
+        tail |= (uint64_t)(unsigned char)id[i] << shift;
+    h = (h ^ tail) * UINT64_C(0xD6E8FEB86659FD93);
+    h ^= h >> 32;
+    h *= UINT64_C(0xD6E8FEB86659FD93);
+    return h ^ (h >> 32);
+}
+
+/* The slot holding the node with this id, or the free slot that ends its
+ * probe run.  The table always has a free slot (it is at most half full). */
+static size_t index_probe(const chash_ring *ring, const char *id, size_t id_len, uint64_t h)
+{
+    size_t mask = ring->slot_mask;
+    for (size_t s = (size_t)h & mask;; s = (s + 1) & mask) {
+        uint32_t e = ring->slot[s];
+        if (e == 0)
+            return s;
+        const chash_node *node = &ring->nodes[e - 1];
+        if (node->id_hash == h && node->id_len == id_len
+            && (id_len == 0 || memcmp(id_of(node), id, id_len) == 0))
+            return s;
+    }
+}
+
+/* Enters node k (registered, id not yet in the index); cannot fail. */
+static void index_insert(chash_ring *ring, size_t k)
+{
+    const chash_node *node = &ring->nodes[k];
+    size_t s = index_probe(ring, id_of(node), node->id_len, node->id_hash);
+    ring->slot[s] = (uint32_t)(k + 1);
+}
+
+/* Refills the index (size slots, already allocated) from the node table. */
+static void index_rebuild(chash_ring *ring, size_t size)
+{
+    ring->slot_mask = size - 1;
+    memset(ring->slot, 0, size * sizeof *ring->slot);
+    for (size_t k = 0; k < ring->nnodes; k++)
+        index_insert(ring, k);
+}
+
+/* Room in the index for count more nodes: *fresh receives a new table when
+ * the current one would be over half full (NULL otherwise); 0 or
+ * CHASH_ENOMEM, and the ring is untouched either way. */
+static int reserve_index(const chash_ring *ring, size_t count, uint32_t **fresh)
+{
+    size_t size = index_size_for(ring->nnodes + count);
+    *fresh = NULL;
+    if (size <= ring->slot_mask + 1)
+        return CHASH_OK;
+    *fresh = CHASH_MALLOC(size * sizeof **fresh);
+    return *fresh ? CHASH_OK : CHASH_ENOMEM;
+}
+
+/* Enters nodes [first, nnodes), into fresh (from reserve_index) if given. */
+static void index_commit(chash_ring *ring, uint32_t *fresh, size_t first)
+{
+    if (fresh) {
+        CHASH_FREE(ring->slot);
+        ring->slot = fresh;
+        ring->slot_cap = index_size_for(ring->nnodes);
+        index_rebuild(ring, ring->slot_cap);
+        return;
+    }
+    for (size_t k = first; k < ring->nnodes; k++)
+        index_insert(ring, k);
+}
+
+/* Takes node k out of the index (before the node table closes the gap)
+ * and renumbers the nodes after it, k + 1 .. n - 1, one lower.  Backward
+ * shift: every entry after the hole in the probe run moves into it when
+ * its home slot does not lie between the hole and itself, so no probe run
+ * is ever broken and no tombstone is needed. */
+static void index_remove(chash_ring *ring, size_t k)
+{
+    const chash_node *node = &ring->nodes[k];
+    size_t mask = ring->slot_mask;
+    size_t hole = index_probe(ring, id_of(node), node->id_len, node->id_hash);
+    for (size_t j = (hole + 1) & mask; ring->slot[j] != 0; j = (j + 1) & mask) {
+        size_t home = (size_t)ring->nodes[ring->slot[j] - 1].id_hash & mask;
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            ring->slot[hole] = ring->slot[j];
+            hole = j;
+        }
+    }
+    ring->slot[hole] = 0;
+    uint32_t limit = (uint32_t)(k + 1);
+    for (size_t s = 0; s <= mask; s++)
+        ring->slot[s] -= ring->slot[s] > limit;
 }
 
 chash_ring *chash_ring_new(void)
@@ -150,6 +295,14 @@ chash_ring *chash_ring_new(void)
     }
     ring->bucket_cap = 2;
     build_buckets(ring->bucket, 0, NULL, 0);
+    ring->slot_cap = index_size_for(0);
+    ring->slot = CHASH_MALLOC(ring->slot_cap * sizeof *ring->slot);
+    if (!ring->slot) {
+        CHASH_FREE(ring->bucket);
+        CHASH_FREE(ring);
+        return NULL;
+    }
+    index_rebuild(ring, ring->slot_cap);
     return ring;
 }
 
@@ -158,10 +311,11 @@ void chash_ring_free(chash_ring *ring)
     if (!ring)
         return;
     for (size_t i = 0; i < ring->nnodes; i++)
-        CHASH_FREE(ring->nodes[i].id);
-    CHASH_FREE(ring->nodes);
+        free_node_id(&ring->nodes[i]);
+    CHASH_FREE(ring->node_block);
     CHASH_FREE(ring->pt);
     CHASH_FREE(ring->bucket);
+    CHASH_FREE(ring->slot);
     CHASH_FREE(ring);
 }
 
@@ -173,26 +327,35 @@ size_t chash_ring_memory(const chash_ring *ring)
     size_t bytes = sizeof *ring
         + ring->point_cap * sizeof *ring->pt
         + ring->bucket_cap * sizeof *ring->bucket
-        + ring->node_cap * sizeof *ring->nodes;
+        + (ring->node_block ? ring->node_cap * sizeof *ring->nodes + NODE_ALIGN - 1 : 0)
+        + ring->slot_cap * sizeof *ring->slot;
     for (size_t i = 0; i < ring->nnodes; i++)
-        bytes += ring->nodes[i].id_len + 1;
+        bytes += ring->nodes[i].id_len > INLINE_ID ? ring->nodes[i].id_len + 1 : 0;
     return bytes;
 }
 
-long chash_ring_find(const chash_ring *ring, const char *id, size_t id_len)
+int chash_ring_find(const chash_ring *ring, const char *id, size_t id_len, size_t *index)
 {
-    for (size_t i = 0; i < ring->nnodes; i++) {
-        const chash_node *node = &ring->nodes[i];
-        if (node->id_len == id_len && (id_len == 0 || memcmp(node->id, id, id_len) == 0))
-            return (long)i;
-    }
-    return -1;
+    if (!id && id_len)
+        return CHASH_ENOENT;
+    uint32_t e = ring->slot[index_probe(ring, id, id_len, id_hash_of(id, id_len))];
+    if (e == 0)
+        return CHASH_ENOENT;
+    if (index)
+        *index = e - 1;
+    return CHASH_OK;
+}
+
+/* 1 when a node with this id is in the ring. */
+static int has_node(const chash_ring *ring, const char *id, size_t id_len)
+{
+    return chash_ring_find(ring, id, id_len, NULL) == CHASH_OK;
 }
 
 chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
 {
     const chash_node *node = &ring->nodes[index];
-    chash_node_view view = {node->id, node->id_len, node->data, node->npoints};
+    chash_node_view view = {id_of(node), node->id_len, node->data, node->npoints};
     return view;
 }
 
@@ -203,7 +366,7 @@ size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->p
 static int owner_before(const chash_ring *ring, size_t a, size_t b)
 {
     const chash_node *na = &ring->nodes[a], *nb = &ring->nodes[b];
-    return compare_ids(na->id, na->id_len, nb->id, nb->id_len) < 0;
+    return compare_ids(id_of(na), na->id_len, id_of(nb), nb->id_len) < 0;
 }
 
 /* Room for the index of a ring of n points; 0 or CHASH_ENOMEM. */
@@ -232,7 +395,7 @@ static int reserve_points(chash_ring *ring, size_t total)
 
 /* Installs the index for the current points: shifted in place when its size
  * stays, else rebuilt (into fresh when the caller had to allocate one). */
-static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *add, size_t n)
+static void update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *add, size_t n)
 {
     unsigned bits = bucket_bits_for(ring->npoints);
     if (fresh) {
@@ -249,18 +412,35 @@ static void update_buckets(chash_ring *ring, uint32_t *fresh, const uint32_t *ad
 }
 
 /*
- * Merges the sorted points add[0..n) owned by node k into the ring from the
- * back, in place: the arrays must already hold room for them (no failure is
- * possible here).  Node k must be registered (owner_before reads its id).
+ * Merges the points add[0..n), sorted by (value, owner id), into the ring
+ * from the back, in place: the arrays must already hold room for them (no
+ * failure is possible here).  Their owners must be registered
+ * (owner_before reads their ids).  A few points into a big ring are placed
+ * by binary search and block moves; more, by one merging pass.
  */
-static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *add_owner,
-                         size_t k, size_t n)
+static void merge_sorted(chash_ring *ring, const chash_pair *add, size_t n)
 {
     chash_pair *pt = ring->pt;
     size_t i = ring->npoints; /* pt[0..i) has not moved yet */
+    if (n >= i / 16) {
+        /* Many points for the ring's size: one backward pass, each point
+         * moving once (old ones sort after a new one of equal value when
+         * their owner's id sorts after its owner's). */
+        for (size_t j = n; j > 0; j--) {
+            chash_pair x = add[j - 1];
+            while (i > 0 && (pt[i - 1].value > x.value
+                             || (pt[i - 1].value == x.value && owner_before(ring, x.owner, pt[i - 1].owner)))) {
+                pt[i + j - 1] = pt[i - 1];
+                i--;
+            }
+            pt[i + j - 1] = x;
+        }
+        ring->npoints += n;
+        return;
+    }
     for (size_t j = n; j > 0; j--) {
-        uint32_t v = add[j - 1];
-        size_t o = add_owner ? add_owner[j - 1] : k;
+        uint32_t v = add[j - 1].value;
+        uint32_t o = add[j - 1].owner;
         /* Where the new point goes: after every point with a smaller value
          * and after those of equal value whose owner's id sorts first. */
         size_t lo = 0, hi = i;
@@ -275,16 +455,17 @@ static void merge_sorted(chash_ring *ring, const uint32_t *add, const uint32_t *
             lo++;
         /* The run after it moves up by the j points still to place: one
          * block move per new point instead of one step per old point. */
-        memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
-        pt[lo + j - 1] = (chash_pair){v, (uint32_t)o};
+        if (lo < i)
+            memmove(&pt[lo + j], &pt[lo], (i - lo) * sizeof *pt);
+        pt[lo + j - 1] = add[j - 1];
         i = lo;
     }
     ring->npoints += n;
 }
 
-static void merge_points(chash_ring *ring, size_t k, const uint32_t *add, size_t n, uint32_t *fresh)
+static void merge_points(chash_ring *ring, const chash_pair *add, size_t n, uint32_t *fresh)
 {
-    merge_sorted(ring, add, NULL, k, n);
+    merge_sorted(ring, add, n);
     update_buckets(ring, fresh, add, n);
 }
 
@@ -297,15 +478,77 @@ static int reserve_merge(chash_ring *ring, size_t n, uint32_t **fresh)
     return status;
 }
 
-/* A sorted private copy of points, or NULL when out of memory. */
-static uint32_t *sorted_copy(const uint32_t *points, size_t n)
+/* The sort key of a point: value first, then owner. */
+static uint64_t pair_key(chash_pair p)
 {
-    uint32_t *copy = CHASH_MALLOC(n * sizeof *copy);
-    if (!copy)
+    return (uint64_t)p.value << 32 | p.owner;
+}
+
+/* Below this many points a run is finished by insertion sort. */
+#define FLAG_SORT_SMALL 32
+
+/*
+ * Sorts p[0..n) by (value, owner) in place, with no scratch memory (a build
+ * leaves no freed buffer behind in the heap): an MSD radix sort over the
+ * 64-bit key, 8 bits a level from bit shift down (American flag sort:
+ * count the digits, then cycle each point to its digit's next free place),
+ * insertion sort for short runs.  At most 8 levels of 2 KiB of counters.
+ */
+static void flag_sort(chash_pair *p, size_t n, unsigned shift)
+{
+    if (n < FLAG_SORT_SMALL) {
+        for (size_t i = 1; i < n; i++) {
+            chash_pair x = p[i];
+            uint64_t key = pair_key(x);
+            size_t j = i;
+            for (; j > 0 && pair_key(p[j - 1]) > key; j--)
+                p[j] = p[j - 1];
+            p[j] = x;
+        }
+        return;
+    }
+    uint32_t end[256] = {0}, next[256];
+    for (size_t i = 0; i < n; i++)
+        end[(pair_key(p[i]) >> shift) & 0xFF]++;
+    uint32_t at = 0;
+    for (unsigned d = 0; d < 256; d++) {
+        next[d] = at;
+        at += end[d];
+        end[d] = at;
+    }
+    for (unsigned d = 0; d < 256; d++) {
+        while (next[d] < end[d]) {
+            /* Carry the point at next[d] to its own digit's next place,
+             * and the one found there onwards, until one belongs to d. */
+            chash_pair x = p[next[d]];
+            unsigned e = (unsigned)(pair_key(x) >> shift) & 0xFF;
+            while (e != d) {
+                chash_pair y = p[next[e]];
+                p[next[e]++] = x;
+                x = y;
+                e = (unsigned)(pair_key(x) >> shift) & 0xFF;
+            }
+            p[next[d]++] = x;
+        }
+    }
+    if (shift == 0)
+        return;
+    for (unsigned d = 0, from = 0; d < 256; from = end[d], d++)
+        if (end[d] - from > 1)
+            flag_sort(p + from, end[d] - from, shift - 8);
+}
+
+/* The points of node k as ring points sorted by value (CHASH_FREE them),
+ * or NULL when out of memory. */
+static chash_pair *sorted_pairs(const uint32_t *points, size_t n, size_t k)
+{
+    chash_pair *pairs = CHASH_MALLOC(n * sizeof *pairs);
+    if (!pairs)
         return NULL;
-    memcpy(copy, points, n * sizeof *copy);
-    qsort(copy, n, sizeof *copy, compare_u32);
-    return copy;
+    for (size_t i = 0; i < n; i++)
+        pairs[i] = (chash_pair){points[i], (uint32_t)k};
+    flag_sort(pairs, n, 56);
+    return pairs;
 }
 
 static int check_growth(const chash_ring *ring, size_t already, size_t n)
@@ -317,52 +560,6 @@ static int check_growth(const chash_ring *ring, size_t already, size_t n)
     return CHASH_OK;
 }
 
-int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
-                   const uint32_t *points, size_t npoints)
-{
-    if (!id && id_len)
-        return CHASH_EINVAL;
-    int status = check_growth(ring, 0, npoints);
-    if (status != CHASH_OK)
-        return status;
-    if (chash_ring_find(ring, id, id_len) >= 0)
-        return CHASH_EEXIST;
-    if (ring->nnodes >= CHASH_MAX_NODES)
-        return CHASH_ERANGE;
-
-    if (ring->nnodes == ring->node_cap) {
-        /* Growing the table first is harmless: a bigger table holding the
-         * same nodes is the same ring. */
-        size_t cap = ring->node_cap ? ring->node_cap * 2 : 8;
-        chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
-        if (!nodes)
-            return CHASH_ENOMEM;
-        if (ring->nnodes)
-            memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
-        CHASH_FREE(ring->nodes);
-        ring->nodes = nodes;
-        ring->node_cap = cap;
-    }
-    char *copy = CHASH_MALLOC(id_len + 1);
-    uint32_t *sorted = sorted_copy(points, npoints);
-    uint32_t *fresh = NULL;
-    if (!copy || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
-        CHASH_FREE(copy);
-        CHASH_FREE(sorted);
-        return CHASH_ENOMEM;
-    }
-    if (id_len)
-        memcpy(copy, id, id_len);
-    copy[id_len] = '\0';
-
-    size_t k = ring->nnodes;
-    ring->nodes[k] = (chash_node){copy, id_len, data, npoints};
-    ring->nnodes++;
-    merge_points(ring, k, sorted, npoints, fresh);
-    CHASH_FREE(sorted);
-    return CHASH_OK;
-}
-
 /* Room for count more nodes; harmless on failure (same nodes, more room). */
 static int reserve_nodes(chash_ring *ring, size_t count)
 {
@@ -371,46 +568,68 @@ static int reserve_nodes(chash_ring *ring, size_t count)
     size_t cap = ring->node_cap ? ring->node_cap : 8;
     while (cap < ring->nnodes + count)
         cap *= 2;
-    chash_node *nodes = CHASH_MALLOC(cap * sizeof *nodes);
-    if (!nodes)
+    /* Entries start on a cache line: finding a node by id reads one line. */
+    void *block = CHASH_MALLOC(cap * sizeof(chash_node) + NODE_ALIGN - 1);
+    if (!block)
         return CHASH_ENOMEM;
+    chash_node *nodes = (chash_node *)(void *)((char *)block
+        + (NODE_ALIGN - (uintptr_t)block % NODE_ALIGN) % NODE_ALIGN);
     if (ring->nnodes)
         memcpy(nodes, ring->nodes, ring->nnodes * sizeof *nodes);
-    CHASH_FREE(ring->nodes);
+    CHASH_FREE(ring->node_block);
+    ring->node_block = block;
     ring->nodes = nodes;
     ring->node_cap = cap;
     return CHASH_OK;
 }
 
-#define RADIX_BUCKETS 65537
-/* Below this many points a comparison sort is faster than the radix sort. */
-#define SMALL_SORT 8192
-
-/* Stable LSD radix sort of (value, owner) by value, 16 bits a pass; the
- * result ends in v/o (tv/to are scratch of the same size, count has
- * RADIX_BUCKETS entries). */
-static void radix_sort_pairs(uint32_t *v, uint32_t *o, uint32_t *tv, uint32_t *to, size_t n,
-                             size_t *count)
+/* A NUL-terminated private copy of an id, or NULL when out of memory. */
+static char *copy_id(const char *id, size_t id_len)
 {
-    for (unsigned shift = 0; shift < 32; shift += 16) {
-        memset(count, 0, 65537 * sizeof *count);
-        for (size_t i = 0; i < n; i++)
-            count[((v[i] >> shift) & 0xFFFFu) + 1]++;
-        for (size_t d = 1; d <= 65536; d++)
-            count[d] += count[d - 1];
-        for (size_t i = 0; i < n; i++) {
-            size_t at = count[(v[i] >> shift) & 0xFFFFu]++;
-            tv[at] = v[i];
-            to[at] = o[i];
-        }
-        uint32_t *swap = v;
-        v = tv;
-        tv = swap;
-        swap = o;
-        o = to;
-        to = swap;
+    char *copy = CHASH_MALLOC(id_len + 1);
+    if (!copy)
+        return NULL;
+    if (id_len)
+        memcpy(copy, id, id_len);
+    copy[id_len] = '\0';
+    return copy;
+}
+
+int chash_ring_add(chash_ring *ring, const char *id, size_t id_len, void *data,
+                   const uint32_t *points, size_t npoints)
+{
+    if (!id && id_len)
+        return CHASH_EINVAL;
+    int status = check_growth(ring, 0, npoints);
+    if (status != CHASH_OK)
+        return status;
+    uint64_t h = id_hash_of(id, id_len);
+    if (ring->slot[index_probe(ring, id, id_len, h)] != 0)
+        return CHASH_EEXIST;
+    if (ring->nnodes >= CHASH_MAX_NODES)
+        return CHASH_ERANGE;
+
+    /* Growing the node table first is harmless: a bigger table holding the
+     * same nodes is the same ring. */
+    if (reserve_nodes(ring, 1) != CHASH_OK)
+        return CHASH_ENOMEM;
+    char *copy = id_len > INLINE_ID ? copy_id(id, id_len) : NULL;
+    chash_pair *sorted = sorted_pairs(points, npoints, ring->nnodes);
+    uint32_t *fresh = NULL, *fresh_index = NULL;
+    if ((id_len > INLINE_ID && !copy) || !sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK
+        || reserve_index(ring, 1, &fresh_index) != CHASH_OK) {
+        CHASH_FREE(copy);
+        CHASH_FREE(sorted);
+        CHASH_FREE(fresh);
+        return CHASH_ENOMEM;
     }
-    /* Two passes: the sorted data is back in the caller's v and o. */
+    size_t k = ring->nnodes;
+    ring->nodes[k] = make_node(id, id_len, copy, data, npoints, h);
+    ring->nnodes++;
+    index_commit(ring, fresh_index, k);
+    merge_points(ring, sorted, npoints, fresh);
+    CHASH_FREE(sorted);
+    return CHASH_OK;
 }
 
 static int compare_spec_ids(const void *pa, const void *pb)
@@ -429,11 +648,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
             return status;
         if (!nodes[s].id && nodes[s].id_len)
             return CHASH_EINVAL;
-        if (chash_ring_find(ring, nodes[s].id, nodes[s].id_len) >= 0)
+        if (has_node(ring, nodes[s].id, nodes[s].id_len))
             return CHASH_EEXIST;
-        for (size_t t = 0; t < s; t++)
-            if (compare_ids(nodes[s].id, nodes[s].id_len, nodes[t].id, nodes[t].id_len) == 0)
-                return CHASH_EEXIST;
         total += nodes[s].npoints;
         if (total > CHASH_MAX_POINTS)
             return CHASH_ERANGE;
@@ -445,20 +661,41 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     if (ring->nnodes + count > CHASH_MAX_NODES)
         return CHASH_ERANGE;
 
-    /* Every allocation first; nothing below them can fail. */
-    if (reserve_nodes(ring, count) != CHASH_OK)
-        return CHASH_ENOMEM;
-    char **ids = CHASH_MALLOC(count * sizeof *ids);
+    /* The new nodes in id order: the points are laid out in it below, and
+     * an id given twice shows as two neighbours. */
     const chash_node_spec **order = CHASH_MALLOC(count * sizeof *order);
-    uint32_t *buf = CHASH_MALLOC(4 * total * sizeof *buf);
-    size_t *radix = total < SMALL_SORT ? NULL : CHASH_MALLOC(RADIX_BUCKETS * sizeof *radix);
-    uint32_t *fresh = NULL;
-    int status = ids && order && buf && (radix || total < SMALL_SORT)
-        ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+    if (!order)
+        return CHASH_ENOMEM;
+    for (size_t s = 0; s < count; s++)
+        order[s] = &nodes[s];
+    qsort(order, count, sizeof *order, compare_spec_ids);
+    for (size_t r = 1; r < count; r++) {
+        if (compare_spec_ids(&order[r - 1], &order[r]) == 0) {
+            CHASH_FREE(order);
+            return CHASH_EEXIST;
+        }
+    }
+
+    /* Every allocation first; nothing below them can fail. */
+    /* On an empty ring the points are sorted in the ring's own array; else
+     * in a buffer of their own, then merged in. */
+    int direct = ring->npoints == 0;
+    char **ids = NULL;
+    chash_pair *buf = NULL;
+    uint32_t *fresh = NULL, *fresh_index = NULL;
+    int status = reserve_nodes(ring, count);
+    if (status == CHASH_OK) {
+        ids = CHASH_MALLOC(count * sizeof *ids);
+        buf = direct ? NULL : CHASH_MALLOC(total * sizeof *buf);
+        status = ids && (buf || direct) ? reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+    }
+    if (status == CHASH_OK)
+        status = reserve_index(ring, count, &fresh_index);
     size_t copied = 0;
     while (status == CHASH_OK && copied < count) {
-        ids[copied] = CHASH_MALLOC(nodes[copied].id_len + 1);
-        if (!ids[copied])
+        size_t len = nodes[copied].id_len;
+        ids[copied] = len > INLINE_ID ? copy_id(nodes[copied].id, len) : NULL;
+        if (len > INLINE_ID && !ids[copied])
             status = CHASH_ENOMEM;
         else
             copied++;
@@ -467,55 +704,35 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
         for (size_t s = 0; s < copied; s++)
             CHASH_FREE(ids[s]);
         CHASH_FREE(fresh);
+        CHASH_FREE(fresh_index);
         CHASH_FREE(ids);
         CHASH_FREE(order);
         CHASH_FREE(buf);
-        CHASH_FREE(radix);
         return CHASH_ENOMEM;
     }
     size_t base = ring->nnodes;
-    for (size_t s = 0; s < count; s++) {
-        if (nodes[s].id_len)
-            memcpy(ids[s], nodes[s].id, nodes[s].id_len);
-        ids[s][nodes[s].id_len] = '\0';
-        ring->nodes[base + s] = (chash_node){ids[s], nodes[s].id_len, nodes[s].data, nodes[s].npoints};
-        order[s] = &nodes[s];
-    }
+    for (size_t s = 0; s < count; s++)
+        ring->nodes[base + s] = make_node(nodes[s].id, nodes[s].id_len, ids[s], nodes[s].data,
+                                          nodes[s].npoints, id_hash_of(nodes[s].id, nodes[s].id_len));
     ring->nnodes += count;
     CHASH_FREE(ids);
-    /* Points laid out node by node in id order, then sorted stably by
-     * value: equal values end up in id order, as the ring wants. */
-    qsort(order, count, sizeof *order, compare_spec_ids);
-    uint32_t *v = buf, *o = buf + total, *tv = buf + 2 * total, *to = buf + 3 * total;
-    if (total < SMALL_SORT) {
-        /* Few points: a comparison sort of (value, id rank) beats the
-         * radix sort's table of 65,537 counters.  tv..to is room for total
-         * 8-byte keys, 8-byte aligned (malloc'd, an even offset). */
-        uint64_t *keys = (uint64_t *)(void *)tv;
-        size_t at = 0;
-        for (size_t r = 0; r < count; r++)
-            for (size_t p = 0; p < order[r]->npoints; p++)
-                keys[at++] = (uint64_t)order[r]->points[p] << 32 | r;
-        qsort(keys, total, sizeof *keys, compare_u64);
-        for (size_t i = 0; i < total; i++) {
-            v[i] = (uint32_t)(keys[i] >> 32);
-            o[i] = (uint32_t)(base + (size_t)(order[keys[i] & 0xFFFFFFFFu] - nodes));
-        }
-    } else {
-        size_t at = 0;
-        for (size_t r = 0; r < count; r++) {
-            const chash_node_spec *spec = order[r];
-            uint32_t index = (uint32_t)(base + (size_t)(spec - nodes));
-            memcpy(v + at, spec->points, spec->npoints * sizeof *v);
-            for (size_t p = 0; p < spec->npoints; p++)
-                o[at + p] = index;
-            at += spec->npoints;
-        }
-        radix_sort_pairs(v, o, tv, to, total, radix);
-    }
+    index_commit(ring, fresh_index, base);
+    /* Points sorted by (value, rank of their owner's id), so equal values
+     * end up in id order as the ring wants; then the ranks become node
+     * indices. */
+    chash_pair *add = direct ? ring->pt : buf;
+    size_t at = 0;
+    for (size_t r = 0; r < count; r++)
+        for (size_t p = 0; p < order[r]->npoints; p++)
+            add[at++] = (chash_pair){order[r]->points[p], (uint32_t)r};
+    flag_sort(add, total, 56);
+    for (size_t i = 0; i < total; i++)
+        add[i].owner = (uint32_t)(base + (size_t)(order[add[i].owner] - nodes));
     CHASH_FREE(order);
-    CHASH_FREE(radix);
-    merge_sorted(ring, v, o, 0, total);
+    if (direct)
+        ring->npoints = total;
+    else
+        merge_sorted(ring, add, total);
     update_buckets(ring, fresh, NULL, 0); /* many points at once: rebuilt */
     CHASH_FREE(buf);
     return CHASH_OK;
@@ -524,20 +741,20 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
 int chash_ring_grow(chash_ring *ring, const char *id, size_t id_len,
                     const uint32_t *points, size_t npoints)
 {
-    long k = chash_ring_find(ring, id, id_len);
-    if (k < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
     chash_node *node = &ring->nodes[k];
     int status = check_growth(ring, node->npoints, npoints);
     if (status != CHASH_OK)
         return status;
-    uint32_t *sorted = sorted_copy(points, npoints);
+    chash_pair *sorted = sorted_pairs(points, npoints, k);
     uint32_t *fresh = NULL;
     if (!sorted || reserve_merge(ring, npoints, &fresh) != CHASH_OK) {
         CHASH_FREE(sorted);
         return CHASH_ENOMEM;
     }
-    merge_points(ring, (size_t)k, sorted, npoints, fresh);
+    merge_points(ring, sorted, npoints, fresh);
     node->npoints += npoints;
     CHASH_FREE(sorted);
     return CHASH_OK;
@@ -562,20 +779,30 @@ static void release_slack(chash_ring *ring)
             ring->bucket_cap = need;
         }
     }
+    /* The id index is refilled at its smaller size inside its own block
+     * first, so a failed shrink of the block still leaves a valid index. */
+    size_t slots = index_size_for(ring->nnodes);
+    if (ring->slot_mask + 1 > 4 * slots) {
+        index_rebuild(ring, slots);
+        uint32_t *slot = CHASH_REALLOC(ring->slot, slots * sizeof *slot);
+        if (slot) {
+            ring->slot = slot;
+            ring->slot_cap = slots;
+        }
+    }
 }
 
 int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
                       const uint32_t *points, size_t npoints)
 {
-    long found = chash_ring_find(ring, id, id_len);
-    if (found < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
-    size_t k = (size_t)found;
     if (npoints == 0)
         return CHASH_OK;
     if (npoints >= ring->nodes[k].npoints)
         return CHASH_EINVAL;
-    uint32_t *drop = sorted_copy(points, npoints);
+    chash_pair *drop = sorted_pairs(points, npoints, k);
     if (!drop)
         return CHASH_ENOMEM;
 
@@ -585,9 +812,9 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     for (size_t i = 0; i < ring->npoints && j < npoints; i++) {
         if (ring->pt[i].owner != k)
             continue;
-        if (drop[j] < ring->pt[i].value)
+        if (drop[j].value < ring->pt[i].value)
             break;
-        if (drop[j] == ring->pt[i].value)
+        if (drop[j].value == ring->pt[i].value)
             j++;
     }
     if (j != npoints) {
@@ -598,7 +825,7 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
     size_t out = 0;
     j = 0;
     for (size_t i = 0; i < ring->npoints; i++) {
-        if (ring->pt[i].owner == k && j < npoints && drop[j] == ring->pt[i].value) {
+        if (ring->pt[i].owner == k && j < npoints && drop[j].value == ring->pt[i].value) {
             j++;
             continue;
         }
@@ -614,31 +841,32 @@ int chash_ring_shrink(chash_ring *ring, const char *id, size_t id_len,
 
 int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **data_out)
 {
-    long found = chash_ring_find(ring, id, id_len);
-    if (found < 0)
+    size_t k;
+    if (chash_ring_find(ring, id, id_len, &k) != CHASH_OK)
         return CHASH_ENOENT;
-    size_t k = (size_t)found;
     unsigned bits = ring->bucket_bits;
     int same_index = bucket_bits_for(ring->npoints - ring->nodes[k].npoints) == bits;
     /* Compact; at each dropped point, the buckets up to its own start one
      * point earlier from then on (runs of buckets, not a branch per bucket). */
+    /* One pass over the points: owners after k move down one (nodes stay
+     * dense and in insertion order) as the points are compacted. */
     chash_pair *pt = ring->pt;
     uint32_t *bucket = ring->bucket;
     size_t out = 0, n = ring->npoints, b = 0;
-    uint32_t dropped = 0;
-    while (out < n && pt[out].owner != k)
-        out++;
-    for (size_t i = out; i < n; i++) {
-        if (pt[i].owner == k) {
+    uint32_t dropped = 0, limit = (uint32_t)k;
+    for (size_t i = 0; i < n; i++) {
+        chash_pair p = pt[i];
+        if (p.owner == limit) {
             if (same_index) {
-                size_t here = bucket_of(pt[i].value, bits);
+                size_t here = bucket_of(p.value, bits);
                 for (; b <= here; b++)
                     bucket[b] -= dropped;
             }
             dropped++;
             continue;
         }
-        pt[out++] = pt[i];
+        p.owner -= p.owner > limit;
+        pt[out++] = p;
     }
     ring->npoints = out;
     if (same_index)
@@ -646,17 +874,13 @@ int chash_ring_remove(chash_ring *ring, const char *id, size_t id_len, void **da
             bucket[b] -= dropped;
     else
         update_buckets(ring, NULL, NULL, 0);
-    /* Owners after k move down one, in a branch-free pass: nodes stay dense
-     * and in insertion order. */
-    uint32_t limit = (uint32_t)k;
-    for (size_t i = 0; i < out; i++)
-        pt[i].owner -= pt[i].owner > limit;
-    release_slack(ring);
+    index_remove(ring, k);
     if (data_out)
         *data_out = ring->nodes[k].data;
-    CHASH_FREE(ring->nodes[k].id);
+    free_node_id(&ring->nodes[k]);
     memmove(&ring->nodes[k], &ring->nodes[k + 1], (ring->nnodes - k - 1) * sizeof *ring->nodes);
     ring->nnodes--;
+    release_slack(ring);
     return CHASH_OK;
 }
 
@@ -700,19 +924,22 @@ void chash_ring_owners(const chash_ring *ring, const uint32_t *hashes, size_t n,
     }
 }
 
-void *chash_ring_lookup(const chash_ring *ring, uint32_t hash)
+int chash_ring_lookup(const chash_ring *ring, uint32_t hash, void **data)
 {
     if (ring->npoints == 0)
-        return NULL;
-    return ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
+        return CHASH_ENOENT;
+    *data = ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
+    return CHASH_OK;
 }
 
-long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out)
+int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_t *out,
+                          size_t *found_out)
 {
+    *found_out = 0;
     if (n > ring->nnodes)
         n = ring->nnodes;
     if (n == 0 || ring->npoints == 0)
-        return 0;
+        return CHASH_OK;
     unsigned char *seen = CHASH_MALLOC(ring->nnodes);
     if (!seen)
         return CHASH_ENOMEM;
@@ -729,7 +956,8 @@ long chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size
             i = 0;
     }
     CHASH_FREE(seen);
-    return (long)found;
+    *found_out = found;
+    return CHASH_OK;
 }
 
 void chash_ring_ownership(const chash_ring *ring, double *share)
@@ -754,16 +982,33 @@ int chash_ring_check(const chash_ring *ring)
             return CHASH_ENOMEM;
         memset(counted, 0, ring->nnodes * sizeof *counted);
     }
+    /* The index's shape first: the probes below need a free slot and
+     * entries that name nodes. */
     int status = CHASH_OK;
+    size_t used = 0;
+    if (ring->slot_mask + 1 < index_size_for(ring->nnodes) || ring->slot_mask + 1 > ring->slot_cap
+        || ((ring->slot_mask + 1) & ring->slot_mask) != 0)
+        status = CHASH_ECORRUPT;
+    for (size_t s = 0; s <= ring->slot_mask && status == CHASH_OK; s++) {
+        if (ring->slot[s] > ring->nnodes)
+            status = CHASH_ECORRUPT;
+        used += ring->slot[s] != 0;
+    }
+    if (used != ring->nnodes)
+        status = CHASH_ECORRUPT;
     size_t declared = 0;
     for (size_t k = 0; k < ring->nnodes && status == CHASH_OK; k++) {
         const chash_node *node = &ring->nodes[k];
         declared += node->npoints;
-        if (!node->id || node->npoints == 0 || node->id[node->id_len] != '\0')
+        const char *id = id_of(node);
+        if (!id || node->npoints == 0 || id[node->id_len] != '\0'
+            || node->id_hash != id_hash_of(id, node->id_len))
             status = CHASH_ECORRUPT;
-        for (size_t m = 0; m < k && status == CHASH_OK; m++)
-            if (compare_ids(node->id, node->id_len, ring->nodes[m].id, ring->nodes[m].id_len) == 0)
-                status = CHASH_ECORRUPT;
+        /* Found by the index at its own position: with the slot count
+         * below, this also proves the ids distinct (a second node with an
+         * equal id would be found at the first one's position). */
+        else if (ring->slot[index_probe(ring, id, node->id_len, node->id_hash)] != k + 1)
+            status = CHASH_ECORRUPT;
     }
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
         status = CHASH_ECORRUPT;

@@ -5,6 +5,7 @@
 #include "chash_scheme.h"
 
 #include "chash.h"
+#include "chash_alloc.h"
 #include "chash_hash.h"
 
 #include <math.h>
@@ -161,42 +162,68 @@ static size_t format_decimal(size_t v, char *end)
     return n;
 }
 
-size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
-                         size_t index, char *buf, size_t cap)
+/* Writes "{id}{infix}" to buf (room checked by the caller); its length. */
+static size_t vkey_prefix(const chash_scheme *scheme, const char *id, size_t id_len, char *buf)
 {
     const char *infix = layout_infix[scheme->layout];
     size_t infix_len = strlen(infix);
-    if (scheme->layout == CHASH_LAYOUT_KETAMA)
-        index /= KETAMA_POINTS_PER_DIGEST;
+    if (id_len)
+        memcpy(buf, id, id_len);
+    memcpy(buf + id_len, infix, infix_len);
+    return id_len + infix_len;
+}
+
+/* The number a virtual key ends with: ketama spells one key a digest. */
+static size_t vkey_number(const chash_scheme *scheme, size_t index)
+{
+    return scheme->layout == CHASH_LAYOUT_KETAMA ? index / KETAMA_POINTS_PER_DIGEST : index;
+}
+
+/* Writes the decimal digits of v at buf; returns how many. */
+static size_t put_decimal(size_t v, char *buf)
+{
     char digits[20];
-    size_t ndigits = format_decimal(index, digits + sizeof digits);
+    size_t n = format_decimal(v, digits + sizeof digits);
+    memcpy(buf, digits + sizeof digits - n, n);
+    return n;
+}
+
+size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
+                         size_t index, char *buf, size_t cap)
+{
+    size_t infix_len = strlen(layout_infix[scheme->layout]);
+    char digits[20];
+    size_t ndigits = format_decimal(vkey_number(scheme, index), digits + sizeof digits);
     size_t total = id_len + infix_len + ndigits;
     if (total <= cap) {
-        if (id_len)
-            memcpy(buf, id, id_len);
-        memcpy(buf + id_len, infix, infix_len);
-        memcpy(buf + id_len + infix_len, digits + sizeof digits - ndigits, ndigits);
+        size_t at = vkey_prefix(scheme, id, id_len, buf);
+        memcpy(buf + at, digits + sizeof digits - ndigits, ndigits);
     }
     return total;
 }
 
-/* Points of the python and node layouts, four virtual keys per MD5 call. */
+/* Points of the python and node layouts, four virtual keys per MD5 call.
+ * Each of the four lanes of buf (cap bytes each) holds the key prefix
+ * once; only the number after it is rewritten per key. */
 static void md5_points_x4(const chash_scheme *scheme, const char *id, size_t id_len,
                           size_t first, size_t count, uint32_t *out, char *buf, size_t cap)
 {
+    size_t prefix = 0;
+    for (int l = 0; l < 4; l++)
+        prefix = vkey_prefix(scheme, id, id_len, buf + (size_t)l * cap);
     size_t k = 0;
     for (; k + 4 <= count; k += 4) {
         const void *keys[4];
         size_t lens[4];
         for (int l = 0; l < 4; l++) {
             char *lane = buf + (size_t)l * cap;
-            lens[l] = chash_scheme_vkey(scheme, id, id_len, first + k + (size_t)l, lane, cap);
+            lens[l] = prefix + put_decimal(first + k + (size_t)l, lane + prefix);
             keys[l] = lane;
         }
         chash_scheme_key_hash_x4(scheme, keys, lens, out + k);
     }
     for (; k < count; k++) {
-        size_t len = chash_scheme_vkey(scheme, id, id_len, first + k, buf, cap);
+        size_t len = prefix + put_decimal(first + k, buf + prefix);
         out[k] = chash_scheme_key_hash(scheme, buf, len);
     }
 }
@@ -209,7 +236,7 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
     size_t cap = id_len + 40;
     char *buf = stack;
     if (4 * cap > sizeof stack) {
-        buf = malloc(4 * cap);
+        buf = CHASH_MALLOC(4 * cap);
         if (!buf)
             return CHASH_ENOMEM;
     } else {
@@ -218,6 +245,7 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
     if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
         md5_points_x4(scheme, id, id_len, first, count, out, buf, cap);
     } else {
+        size_t prefix = vkey_prefix(scheme, id, id_len, buf);
         uint8_t digest[CHASH_MAX_DIGEST];
         size_t size = 0;
         for (size_t k = 0; k < count; k++) {
@@ -225,14 +253,14 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
             size_t group = scheme->layout == CHASH_LAYOUT_KETAMA ? index % KETAMA_POINTS_PER_DIGEST : 0;
             /* Ketama's four points share one digest: hash only on a new one. */
             if (group == 0 || k == 0) {
-                size_t len = chash_scheme_vkey(scheme, id, id_len, index, buf, cap);
+                size_t len = prefix + put_decimal(vkey_number(scheme, index), buf + prefix);
                 size = chash_digest(scheme->hash, buf, len, 0, digest);
             }
             out[k] = cut(scheme->layout, digest, size, group);
         }
     }
     if (buf != stack)
-        free(buf);
+        CHASH_FREE(buf);
     return CHASH_OK;
 }
 

@@ -8,15 +8,9 @@
  */
 #include "chash_strategies.h"
 
-#include <math.h>
-#include <stdlib.h>
+#include "chash_alloc.h"
 
-#ifndef CHASH_MALLOC
-#define CHASH_MALLOC malloc
-#endif
-#ifndef CHASH_FREE
-#define CHASH_FREE free
-#endif
+#include <math.h>
 
 /* Salts giving Maglev two independent views (offset, skip) of a node hash. */
 #define MAGLEV_OFFSET_SALT UINT64_C(0x6A09E667F3BCC908)
@@ -196,64 +190,33 @@ int chash_table_assign(const uint64_t *keys, size_t nkeys, const uint32_t *table
 /* ------------------------------------------------------------------ */
 /* Bounded loads                                                      */
 
-/* The successor rule over a sorted array: index of the first point >= h,
- * wrapping to 0.  Half-open [lo, hi); the midpoint cannot overflow. */
-static size_t successor(const uint32_t *points, size_t npoints, uint32_t h)
+int chash_bounded_assign(const chash_ring *ring, double balance, const uint64_t *keys,
+                         size_t nkeys, uint32_t *out)
 {
-    size_t lo = 0, hi = npoints;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (points[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo == npoints ? 0 : lo;
-}
-
-int chash_bounded_assign(const uint32_t *points, const uint32_t *owners, size_t npoints,
-                         size_t nnodes, double balance, const uint64_t *keys, size_t nkeys,
-                         uint32_t *out)
-{
-    if (npoints == 0 || nnodes == 0 || nnodes > UINT32_MAX || !isfinite(balance) || balance < 1.0)
+    size_t npoints = chash_ring_point_count(ring), nnodes = chash_ring_node_count(ring);
+    if (npoints == 0 || !isfinite(balance) || balance < 1.0)
         return CHASH_EINVAL;
-    for (size_t i = 0; i < npoints; i++)
-        if (owners[i] >= nnodes || (i > 0 && points[i - 1] > points[i]))
-            return CHASH_EINVAL;
-    if (nnodes > SIZE_MAX / sizeof(size_t))
-        return CHASH_ENOMEM;
     size_t *load = CHASH_MALLOC(nnodes * sizeof *load);
     if (!load)
         return CHASH_ENOMEM;
     for (size_t k = 0; k < nnodes; k++)
         load[k] = 0;
-    /* Every node must be reachable, or the walk below could miss the only
-     * node under the bound: mark owners by giving them a load of 1 ... */
-    for (size_t i = 0; i < npoints; i++)
-        load[owners[i]] = 1;
-    for (size_t k = 0; k < nnodes; k++) {
-        if (load[k] == 0) {
-            CHASH_FREE(load);
-            return CHASH_EINVAL;
-        }
-        load[k] = 0; /* ... and clear the marks again. */
-    }
     for (size_t m = 0; m < nkeys; m++) {
         /*
          * load < ceil(x) holds exactly when load < x for an integer load, so
          * the bound is tested without ceil(): load * n < balance * (m + 1).
          */
         double bound = balance * (double)(m + 1);
-        size_t i = successor(points, npoints, (uint32_t)keys[m]);
-        /* At most one turn: a node under the bound owns some point. */
-        for (size_t step = 0; step < npoints; step++) {
-            if ((double)load[owners[i]] * (double)nnodes < bound)
-                break;
+        size_t i = chash_ring_successor(ring, (uint32_t)keys[m]);
+        size_t owner = chash_ring_point_owner(ring, i);
+        /* At most one turn: every node owns a point, and one is under the bound. */
+        for (size_t step = 1; step < npoints && (double)load[owner] * (double)nnodes >= bound; step++) {
             if (++i == npoints)
                 i = 0;
+            owner = chash_ring_point_owner(ring, i);
         }
-        load[owners[i]]++;
-        out[m] = owners[i];
+        load[owner]++;
+        out[m] = (uint32_t)owner;
     }
     CHASH_FREE(load);
     return CHASH_OK;

@@ -22,9 +22,10 @@
  *               size M filled round-robin from per-node permutations; a
  *               lookup is one modulo and one load.
  *   bounded     consistent hashing with bounded loads (Mirrokni, Thorup &
- *               Zadimoghaddam 2018) over a ring of sorted 32-bit points:
- *               keys are placed one by one, each on the first node met
- *               clockwise whose load is below ceil(c * (placed + 1) / n).
+ *               Zadimoghaddam 2018) over a chash_ring, read through its
+ *               own successor rule: keys are placed one by one, each on
+ *               the first node met clockwise whose load is below
+ *               ceil(c * (placed + 1) / n).
  *
  * Plain C11: no Python, no global state.  Bulk functions take arrays and
  * write one node index a key to out; they return 0 or a negative
@@ -117,26 +118,23 @@ int chash_table_assign(const uint64_t *keys, size_t nkeys, const uint32_t *table
                        size_t table_size, uint32_t *out);
 
 /*
- * Consistent hashing with bounded loads over a ring.
+ * Consistent hashing with bounded loads over a ring (chash.h).
  *
- * points[0..npoints) are ring positions sorted in non-decreasing order and
- * owners[i] the node (in [0, nnodes)) owning points[i]; every node must own
- * at least one point.  A key's ring position is the low 32 bits of its
- * hash; its start is the successor of that position (the first point
- * >= it, wrapping to index 0), the ring's own rule.  Keys are placed in
- * array order; with m keys already placed, a key goes to the first owner
- * met from its start, walking clockwise, whose load is below
- * ceil(balance * (m + 1) / nnodes).  Such a node always exists (the loads
- * sum to m < nnodes * that bound), so the walk ends within one turn.
- * After all keys, no node holds more than ceil(balance * nkeys / nnodes).
- * With a huge balance every key stays on its successor: the plain ring.
+ * A key's ring position is the low 32 bits of its hash; its start is the
+ * ring's successor of that position (chash_ring_successor(), the one
+ * successor rule).  Keys are placed in array order; with m keys already
+ * placed, a key goes to the first owner met from its start, walking
+ * clockwise, whose load is below ceil(balance * (m + 1) / n) for the ring's
+ * n nodes.  Such a node always exists (the loads sum to m < n * that bound,
+ * and every node owns a point), so the walk ends within one turn.  After
+ * all keys, no node holds more than ceil(balance * nkeys / n).  With a huge
+ * balance every key stays on its successor: the plain ring.  out receives
+ * node indices (the ring's insertion order).
  *
- * Returns 0, CHASH_EINVAL (npoints or nnodes 0, nnodes above UINT32_MAX,
- * points unsorted, an owner out of range, a node owning no point, balance
- * not a finite number >= 1) or CHASH_ENOMEM (nnodes load counters).
+ * Returns 0, CHASH_EINVAL (an empty ring, or balance not a finite number
+ * >= 1) or CHASH_ENOMEM (n load counters).  The ring is only read.
  */
-int chash_bounded_assign(const uint32_t *points, const uint32_t *owners, size_t npoints,
-                         size_t nnodes, double balance, const uint64_t *keys, size_t nkeys,
-                         uint32_t *out);
+int chash_bounded_assign(const chash_ring *ring, double balance, const uint64_t *keys,
+                         size_t nkeys, uint32_t *out);
 
 #endif /* CHASH_STRATEGIES_H */

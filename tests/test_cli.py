@@ -225,10 +225,10 @@ def test_simulate_with_one_key(capsys: pytest.CaptureFixture[str]) -> None:
 def test_gateway_log_names_one_backend(caplog: pytest.LogCaptureFixture) -> None:
     pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
     from _support.waiting import run
-    from chash.gateway import Gateway
+    from chash.gateway import Gateway, GatewayConfig
 
     async def main_() -> None:
-        gateway = Gateway({"a": "127.0.0.1:1"}, health=False, metrics=False)
+        gateway = Gateway({"a": "127.0.0.1:1"}, GatewayConfig(health=False, metrics=False))
         await gateway.start("127.0.0.1", 0)
         await gateway.stop()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -23,14 +24,14 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from aiohttp.test_utils import make_mocked_request  # noqa: E402
 from yarl import URL  # noqa: E402
 
 import chash  # noqa: E402
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
-from chash.gateway import Gateway, KeyRule, parse_address  # noqa: E402
+from chash._http import parse_request_head  # noqa: E402
+from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
 # Where the chash under test comes from (the checkout, or site-packages).
@@ -48,7 +49,11 @@ async def cluster(names: str = "abc", **options: Any,
     and a client session."""
     backends = {name: await EchoBackend(name).start() for name in names}
     options.setdefault("health_interval", 3600.0)
-    gateway = Gateway({b.name: b.address for b in backends.values()}, **options)
+    options.setdefault("admin_listen", ("127.0.0.1", 0))
+    settings = {f.name for f in dataclasses.fields(GatewayConfig)}
+    config = GatewayConfig(**{k: v for k, v in options.items() if k in settings})
+    gateway = Gateway({b.name: b.address for b in backends.values()}, config,
+                      **{k: v for k, v in options.items() if k not in settings})
     try:
         await gateway.start()
         async with aiohttp.ClientSession(
@@ -136,8 +141,9 @@ def test_key_rule_parse_errors(spec: str, message: str) -> None:
 ])
 def test_key_rule_extract(spec: str, path: str, headers: dict[str, str],
                           key: str | None) -> None:
-    request = make_mocked_request("GET", path, headers=headers)
-    assert KeyRule.parse(spec).extract(request) == key
+    lines = [f"GET {path} HTTP/1.1", "Host: h", *(f"{k}: {v}" for k, v in headers.items())]
+    request = parse_request_head(("\r\n".join(lines) + "\r\n\r\n").encode())
+    assert KeyRule.parse(spec).extract(request) == (None if key is None else key.encode())
 
 
 @pytest.mark.parametrize(("text", "address"), [
@@ -175,31 +181,74 @@ def test_parse_address_errors(text: str, message: str) -> None:
     ({"read_timeout": float("nan")}, "read_timeout must be a positive number"),
     ({"health_interval": -1}, "health_interval must be a positive number"),
     ({"status_path": "status"}, "status_path must start with '/'"),
+    ({"pool_size": -1}, "pool_size must be an integer >= 0"),
+    ({"deadline": 0}, "deadline must be a positive number"),
+    ({"header_timeout": float("inf")}, "header_timeout must be a positive number"),
 ])
 def test_gateway_argument_errors(kwargs: dict[str, Any], message: str) -> None:
     backends = kwargs.pop("backends", ["127.0.0.1:1"])
     with pytest.raises(ValueError, match=message):
-        Gateway(backends, **kwargs)
+        Gateway(backends, GatewayConfig(**kwargs))
 
 
 def test_backends_join_a_given_router() -> None:
     router = ConsistentHashRouter(50, hash="xxh3")
     router.add_service_node("a", 2.0)
-    gateway = Gateway({"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, router=router,
-                      weights={"a": 5.0, "b": 3.0}, health=False, metrics=False)
+    gateway = Gateway({"a": "127.0.0.1:1", "b": "127.0.0.1:2"},
+                      GatewayConfig(health=False, metrics=False), router=router,
+                      weights={"a": 5.0, "b": 3.0})
     assert gateway.router is router
     assert router.weights == {"a": 2.0, "b": 3.0}  # a kept the weight it had
     assert gateway.address_of("b") == "127.0.0.1:2"
     assert gateway.address_of("zz") == "zz"
 
 
-def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(sys.modules):
-        if name == "aiohttp" or name.startswith("aiohttp."):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "aiohttp", None)
-    with pytest.raises(ImportError, match=r"pip install 'chash-router\[gateway\]'"):
-        Gateway(["127.0.0.1:1"])
+def test_collaborators_are_injected() -> None:
+    """A library user's own router and health checker are the ones used:
+    request outcomes are reported to that checker."""
+    from chash.health import AsyncHealthChecker
+
+    async def main() -> None:
+        backends = {name: await EchoBackend(name).start() for name in "ab"}
+        addresses = {name: b.address for name, b in backends.items()}
+        router = ConsistentHashRouter(40, hash="xxh3")
+        for name in addresses:
+            router.add_service_node(name)
+        checker = AsyncHealthChecker(router, url=lambda node: f"http://{addresses[node]}/health",
+                                     interval=3600.0, fall=1)
+        gateway = Gateway(addresses, GatewayConfig(metrics=False), router=router, health=checker)
+        assert gateway.router is router and gateway.health is checker
+        await gateway.start()
+        try:
+            owner = owner_of(gateway, "u1")
+            await backends[owner].stop()
+            async with aiohttp.ClientSession() as session:
+                status, body = await get(session, gateway, "u1")
+            assert status == 200 and body["backend"] != owner
+            assert owner not in router  # fall = 1: one refused connection, reported
+            assert str(checker.status()[owner].state) == "down"
+        finally:
+            await gateway.stop()
+            for backend in backends.values():
+                await backend.stop()
+    run(main())
+
+
+def test_missing_aiohttp_names_the_extra() -> None:
+    # In a fresh interpreter where aiohttp cannot be imported: the module
+    # imports, and building a gateway names the extra.
+    code = (
+        "import sys\n"
+        "sys.modules['aiohttp'] = None\n"
+        "from chash.gateway import Gateway, GatewayConfig\n"
+        "try:\n"
+        "    Gateway(['127.0.0.1:1'])\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(CHASH_ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'chash-router[gateway]'" in out.stdout
 
 
 # -- routing ------------------------------------------------------------------
@@ -308,13 +357,20 @@ def test_large_responses_are_streamed_whole() -> None:
 def test_a_backend_dying_mid_response_cuts_the_client_off() -> None:
     async def main() -> None:
         async with cluster() as (gateway, backends, session):
+            # A large answer is streamed: the status line is gone when the
+            # backend dies, so the client's connection is cut.
             with pytest.raises(aiohttp.ClientPayloadError):
-                async with session.get(gateway.url + "/cut",
+                async with session.get(gateway.url + "/cut?size=1000000",
                                        headers={"X-User-Id": "u1"}) as resp:
                     assert resp.status == 200
                     await resp.read()
             status, _ = await get(session, gateway, "u1")  # the gateway carries on
             assert status == 200
+            # A small answer is read whole before anything is sent: a backend
+            # dying in it is a failed attempt, retried and then reported.
+            status, body = await get(session, gateway, "u2", "/cut")
+            assert status == 502
+            assert body.count("disconnected mid-response") == 3
     run(main())
 
 
@@ -484,8 +540,9 @@ def test_status_page() -> None:
     async def main() -> None:
         async with cluster() as (gateway, backends, session):
             await served_by(session, gateway, USERS[:30])
-            status, page = await get(session, gateway, None, "/-/status")
-            assert status == 200
+            async with session.get(f"{gateway.admin_url}/-/status") as resp:
+                assert resp.status == 200
+                page = await resp.json()
             assert page["key"] == "header:X-User-Id"
             assert page["ring"]["nodes"] == 3 and page["ring"]["points"] == 300
             assert page["ring"]["fingerprint"] == gateway.router.fingerprint()
@@ -499,7 +556,15 @@ def test_status_page() -> None:
                 assert node["in_ring"] is True and node["points"] == 100
                 assert node["health"]["state"] == "up"
             assert page["requests"] == {"ok": 30, "failed": 0, "rejected": 0}
-            assert sum(b.hits for b in backends.values()) == 30  # not proxied
+            assert sum(b.hits for b in backends.values()) == 30
+            # On the proxy's port, /-/status is an ordinary path.
+            status, body = await get(session, gateway, "u1", "/-/status")
+            assert status == 200 and body["path"] == "/-/status"
+        # Without admin_listen there is no admin listener at all.
+        async with cluster(admin_listen=None) as (gateway, backends, session):
+            assert gateway.admin_url is None
+            status, body = await get(session, gateway, "u1", "/-/status")
+            assert status == 200 and body["path"] == "/-/status"
     run(main())
 
 
@@ -511,7 +576,7 @@ def test_metrics_page() -> None:
             await served_by(session, gateway, USERS[:30])
             await backends["a"].stop()
             await served_by(session, gateway, USERS[:30])
-            async with session.get(gateway.url + "/metrics") as resp:
+            async with session.get(f"{gateway.admin_url}/metrics") as resp:
                 assert resp.status == 200
                 assert resp.headers["Content-Type"].startswith("text/plain")
                 text = await resp.text()
@@ -524,10 +589,14 @@ def test_metrics_page() -> None:
             assert 'chash_requests_total{outcome="ok"} 60.0' in lines
             lookups = [line for line in lines if line.startswith("chash_lookups_total{")]
             assert sum(float(line.rsplit(" ", 1)[1]) for line in lookups) == 60
-            assert sum(b.hits for b in backends.values()) == 60  # not proxied
-        # Without metrics, /metrics is an ordinary path.
+            assert sum(b.hits for b in backends.values()) == 60
+        # Without metrics, the admin listener says why at the metrics path;
+        # on the proxy's port /metrics is an ordinary path.
         async with cluster(metrics=False) as (gateway, backends, session):
             assert gateway.registry is None
+            async with session.get(f"{gateway.admin_url}/metrics") as resp:
+                assert resp.status == 404
+                assert await resp.text() == "chash gateway: metrics are turned off\n"
             status, body = await get(session, gateway, "u1", "/metrics")
             assert status == 200 and body["path"] == "/metrics"
     run(main())
@@ -583,6 +652,11 @@ def test_command_serves_until_interrupted() -> None:
     (["--backend", "a=127.0.0.1:1", "--weight", "b=2"], "--weight names unknown node(s): b"),
     (["--backend", "127.0.0.1:1", "--health-path", "health"],
      "health_path must start with '/'"),
+    (["--backend", "127.0.0.1:1", "--ring", "shop"], "--ring and --bootstrap need --redis URL"),
+    (["--backend", "127.0.0.1:1", "--bootstrap"], "--ring and --bootstrap need --redis URL"),
+    (["--backend", "127.0.0.1:1", "--fail-on-status", "5xx"], "expected HTTP statuses"),
+    (["--backend", "127.0.0.1:1", "--max-body", "lots"], "expected a size in bytes"),
+    (["--backend", "127.0.0.1:1", "--workers", "0"], "argument --workers: must be >= 1"),
 ])
 def test_command_argument_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
                                  message: str) -> None:

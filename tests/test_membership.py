@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import json
 import logging
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -32,6 +30,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import chash
+from _support.membership_async import BlockingMembership
+from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
 from _support.redis_server import RedisServer, redis_server_path
 from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
@@ -48,18 +48,9 @@ from chash.membership import (
 )
 
 RESYNC = 0.2
-WORKER = Path(__file__).parent / "_support" / "membership_worker.py"
 REPO = Path(__file__).resolve().parent.parent
 # Where the chash under test comes from (the checkout, or site-packages).
 CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
-
-
-def fingerprint_of(weights: dict[str, float]) -> str:
-    """The fingerprint of a default router holding ``weights``."""
-    router = ConsistentHashRouter()
-    for node, weight in weights.items():
-        router.add_service_node(node, weight)
-    return router.fingerprint()
 
 
 # -- fixtures ---------------------------------------------------------------
@@ -97,38 +88,50 @@ def client(server: RedisServer) -> Iterator[redis.Redis]:
 Factory = Callable[..., RedisMembership]
 
 
-def _factory(srv: RedisServer) -> Iterator[Factory]:
-    made: list[tuple[RedisMembership, redis.Redis]] = []
+def _factory(srv: RedisServer, driver: str = "sync") -> Iterator[Factory]:
+    made: list[Any] = []
 
     def make(router: ConsistentHashRouter | None = None, *, start: bool = True,
              **kwargs: Any) -> RedisMembership:
         kwargs.setdefault("resync_interval", RESYNC)
         kwargs.setdefault("reporter", f"instance-{len(made)}")
-        c = redis.Redis(**srv.client_kwargs())
-        membership = RedisMembership(router if router is not None else ConsistentHashRouter(),
-                                     c, **kwargs)
-        made.append((membership, c))
+        kwargs.setdefault("bootstrap", True)
+        router = router if router is not None else ConsistentHashRouter()
+        membership: Any
+        if driver == "async":
+            membership = BlockingMembership(lambda: AsyncRedisMembership(
+                router, redis.asyncio.Redis(**srv.client_kwargs(asyncio=True)), **kwargs))
+        else:
+            membership = RedisMembership(router, redis.Redis(**srv.client_kwargs()), **kwargs)
+        made.append(membership)
         if start:
             membership.start()
-        return membership
+        result: RedisMembership = membership
+        return result
 
     yield make
-    for membership, c in made:
-        membership.stop()
-        c.close()
+    for membership in made:
+        if isinstance(membership, BlockingMembership):
+            membership.close()
+        else:
+            membership.stop()
+            membership.client.close()
 
 
-@pytest.fixture
-def instances(client: redis.Redis, server: RedisServer) -> Iterator[Factory]:
-    """Make RedisMemberships on the shared server, each with its own client
-    (its own connections, as separate gateways have); stopped at teardown."""
-    yield from _factory(server)
+@pytest.fixture(params=["sync", "async"])
+def instances(request: pytest.FixtureRequest, client: redis.Redis,
+              server: RedisServer) -> Iterator[Factory]:
+    """Make memberships on the shared server with the driver of the
+    parameter (the asyncio one behind ``BlockingMembership``), each with its
+    own client (its own connections, as separate gateways have); stopped
+    at teardown."""
+    yield from _factory(server, request.param)
 
 
-@pytest.fixture
-def own_instances(own_server: RedisServer) -> Iterator[Factory]:
+@pytest.fixture(params=["sync", "async"])
+def own_instances(request: pytest.FixtureRequest, own_server: RedisServer) -> Iterator[Factory]:
     """As ``instances``, on the test's own server."""
-    yield from _factory(own_server)
+    yield from _factory(own_server, request.param)
 
 
 def same_ring(*memberships: RedisMembership) -> bool:
@@ -169,7 +172,8 @@ def test_public_names_are_documented() -> None:
     import chash.membership as module
 
     assert sorted(module.__all__) == ["AsyncRedisMembership", "HealthVerdict",
-                                      "MembershipState", "RedisMembership"]
+                                      "MembershipState", "RedisMembership",
+                                      "RingMissingError"]
     for name in module.__all__:
         obj = getattr(module, name)
         assert obj.__doc__, name
@@ -319,7 +323,8 @@ def test_lost_announcement_is_caught_by_the_version_check(
     m.add_node("a")
     # A change whose announcement never arrives: written without PUBLISH.
     client.hset("chash:{default}:nodes", "b", "1.0")
-    client.hincrby("chash:{default}:meta", "version", 1)
+    client.hset("chash:{default}:meta", mapping={"count": 2, "version": 3})
+    client.hdel("chash:{default}:meta", "digest")
     wait_until(lambda: m.router.weights == {"a": 1.0, "b": 1.0}, "the resync applies it")
     assert m.version == 3
 
@@ -328,17 +333,22 @@ def test_redis_going_back_a_version_is_followed(
         instances: Factory, client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
     m1, m2 = instances(), instances()
     m1.add_node("a")
+    at_two = client.hgetall("chash:{default}:meta")
     m1.add_node("b")
     wait_until(lambda: m2.version == 3, "m2 follows")
+    epoch = m1.state.epoch if m1.state else None
     # A failover that lost the last acknowledged write: version 2, no b.
     # One transaction, as a replica's state is one snapshot: an instance
     # reading between two separate commands would see version 2 with b.
     rollback = client.pipeline(transaction=True)
-    rollback.hset("chash:{default}:meta", "version", 2)
+    rollback.hset("chash:{default}:meta", mapping=at_two)
     rollback.hdel("chash:{default}:nodes", "b")
     rollback.execute()
+    # Both follow Redis back, under a new epoch (so that an instance that
+    # slept through it reads the ring again whatever version it holds).
     wait_until(lambda: m1.router.weights == {"a": 1.0} == m2.router.weights
-               and m1.version == 2 == m2.version, "both follow Redis back")
+               and m1.state == m2.state and m1.state is not None
+               and m1.state.epoch != epoch and m1.version == 4, "both follow Redis back")
     assert any("went back from version 3 to 2" in r.getMessage() for r in caplog.records)
     m2.add_node("c")
     wait_until(lambda: m1.router.weights == {"a": 1.0, "c": 1.0}, "and move on from there")
@@ -356,7 +366,7 @@ def test_context_manager_and_restart(instances: Factory, server: RedisServer) ->
     c = redis.Redis(**server.client_kwargs())
     router = ConsistentHashRouter()
     try:
-        with RedisMembership(router, c, resync_interval=RESYNC) as m:
+        with RedisMembership(router, c, resync_interval=RESYNC, bootstrap=True) as m:
             assert m.running
             with pytest.raises(RuntimeError):
                 m.start()
@@ -526,23 +536,33 @@ INSTANCE = st.integers(0, 2)
 
 class SharedRingMachine(RuleBasedStateMachine):
     """Three instances (without their threads) against a model: nodes with
-    weights, disabled nodes, each reporter's vote, the majority rule."""
+    weights, disabled nodes, each reporter's vote, the majority rule.  The
+    second one is an AsyncRedisMembership: both drivers share one ring."""
 
     server: RedisServer
 
     def __init__(self) -> None:
         super().__init__()
         self.clients: list[redis.Redis] = []
-        self.ms: list[RedisMembership] = []
+        self.ms: list[Any] = []
+        self.blocking: BlockingMembership | None = None
 
     @initialize()
     def setup(self) -> None:
         for i in range(3):
+            if i == 1:
+                server = self.server
+                self.blocking = BlockingMembership(lambda: AsyncRedisMembership(
+                    ConsistentHashRouter(),
+                    redis.asyncio.Redis(**server.client_kwargs(asyncio=True)), reporter="r1"))
+                self.ms.append(self.blocking)
+                continue
             c = redis.Redis(**self.server.client_kwargs())
             self.clients.append(c)
             if i == 0:
                 c.flushall()
-            self.ms.append(RedisMembership(ConsistentHashRouter(), c, reporter=f"r{i}"))
+            self.ms.append(RedisMembership(ConsistentHashRouter(), c, reporter=f"r{i}",
+                                           bootstrap=i == 0))
         self.ms[0].refresh()  # creates the (empty) ring
         self.weights: dict[str, float] = {}
         self.disabled: set[str] = set()
@@ -553,6 +573,8 @@ class SharedRingMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for c in self.clients:
             c.close()
+        if self.blocking is not None:
+            self.blocking.close()
 
     @rule(i=INSTANCE, node=NODES, weight=WEIGHTS)
     def add(self, i: int, node: str, weight: float) -> None:
@@ -567,7 +589,7 @@ class SharedRingMachine(RuleBasedStateMachine):
             with pytest.raises(KeyError):
                 self.ms[i].remove_node(node)
             return
-        self.ms[i].remove_node(node)
+        self.ms[i].remove_node(node, force=True)  # the guard has its own test
         del self.weights[node]
         self.disabled.discard(node)
         self.down.discard(node)
@@ -576,7 +598,12 @@ class SharedRingMachine(RuleBasedStateMachine):
 
     @rule(i=INSTANCE, node=NODES, disable=st.booleans())
     def toggle(self, i: int, node: str, disable: bool) -> None:
-        call = self.ms[i].disable_node if disable else self.ms[i].enable_node
+        def call(node: str) -> None:
+            if disable:
+                self.ms[i].disable_node(node, force=True)
+            else:
+                self.ms[i].enable_node(node)
+
         if node not in self.weights:
             with pytest.raises(KeyError):
                 call(node)
@@ -695,7 +722,7 @@ def test_outage_in_one_process(own_instances: Factory, own_server: RedisServer,
     wait_until(lambda: m1.connected and m2.connected, "both reconnect")
     wait_until(lambda: same_ring(m1, m2) and m1.router.fingerprint() == before
                and m1.state == m2.state, "both hold the last known ring again")
-    assert any("re-created" in r.getMessage() for r in caplog.records)
+    assert any("restored it" in r.getMessage() for r in caplog.records)
     assert any("reachable again" in r.getMessage() for r in caplog.records)
     m2.add_node("c")
     wait_until(lambda: "c" in m1.router, "changes flow again")
@@ -707,7 +734,8 @@ def test_async_outage(own_server: RedisServer) -> None:
         router = ConsistentHashRouter()
         router.add_service_node("a")
         try:
-            async with AsyncRedisMembership(router, ac, resync_interval=RESYNC) as am:
+            async with AsyncRedisMembership(router, ac, resync_interval=RESYNC,
+                                            bootstrap=True) as am:
                 before = router.fingerprint()
                 own_server.stop()
                 await eventually(lambda: not am.connected, "the outage is noticed")
@@ -730,7 +758,7 @@ def test_start_during_an_outage_keeps_the_router(own_server: RedisServer) -> Non
     c = redis.Redis(**own_server.client_kwargs())
     router = ConsistentHashRouter()
     router.add_service_node("a")
-    m = RedisMembership(router, c, resync_interval=RESYNC)
+    m = RedisMembership(router, c, resync_interval=RESYNC, bootstrap=True)
     try:
         m.start()
         assert not m.connected and router.weights == {"a": 1.0}
@@ -745,126 +773,10 @@ def test_start_during_an_outage_keeps_the_router(own_server: RedisServer) -> Non
 # -- separate processes -----------------------------------------------------
 
 
-class Worker:
-    """A gateway instance in its own process (tests/_support/membership_worker.py)."""
-
-    def __init__(self, port: int, name: str, reporter: str, log_dir: Path,
-                 quorum: str = "majority") -> None:
-        self.reporter = reporter
-        self.log_path = log_dir / f"{reporter}.log"
-        self._log = open(self.log_path, "w")
-        # The chash under test, whatever an installed copy points to.
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(port), name, reporter, quorum],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            text=True, cwd=REPO, env=env)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def answer(self, deadline: float = 30.0) -> dict[str, Any]:
-        """The next line the worker prints, as JSON."""
-        try:
-            line = self._lines.get(timeout=deadline)
-        except queue.Empty:
-            line = None
-        if line is None:
-            pytest.fail(f"worker {self.reporter} gave no answer; its log:\n{self.log()}")
-        data: dict[str, Any] = json.loads(line)
-        return data
-
-    def send(self, op: str, **kwargs: Any) -> None:
-        """Send one command without waiting for its answer."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"op": op, **kwargs}) + "\n")
-        self.process.stdin.flush()
-
-    def call(self, op: str, **kwargs: Any) -> dict[str, Any]:
-        """Run one command; fail the test if it failed."""
-        self.send(op, **kwargs)
-        answer = self.answer()
-        assert "error" not in answer, f"{self.reporter} {op}: {answer['error']}"
-        return answer
-
-    def status(self) -> dict[str, Any]:
-        """Fingerprint, version, connected, weights, lookups, failures."""
-        return self.call("status")
-
-    def log(self) -> str:
-        """What the worker logged."""
-        self._log.flush()
-        return self.log_path.read_text()
-
-    def close(self) -> list[str]:
-        """Quit; return the lookup failures the worker saw."""
-        failures: list[str] = []
-        try:
-            if self.process.poll() is None and self.process.stdin is not None:
-                self.process.stdin.write('{"op": "quit"}\n')
-                self.process.stdin.flush()
-                while True:
-                    answer = self.answer()
-                    if "bye" in answer:
-                        failures = answer["failures"]
-                        break
-        finally:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self._reader.join(5)
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-            self._log.close()
-        return failures
-
-
 @pytest.fixture
 def workers(tmp_path: Path) -> Iterator[Callable[..., list[Worker]]]:
-    """Start gateway processes; at teardown, quit them and check that no
-    lookup ever failed in any of them."""
-    started: list[Worker] = []
-
-    def start(port: int, count: int, name: str = "default", **kwargs: Any) -> list[Worker]:
-        batch = [Worker(port, name, f"gw{len(started) + i}", tmp_path, **kwargs)
-                 for i in range(count)]
-        started.extend(batch)
-        for worker in batch:
-            assert worker.answer().get("ready"), worker.log()
-        return batch
-
-    yield start
-    failures = {worker.reporter: worker.close() for worker in started}
-    assert all(not f for f in failures.values()), failures
-
-
-def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> None:
-    """Wait until every gateway routes with exactly ``weights``."""
-    expected = fingerprint_of(weights)
-    last: list[dict[str, Any]] = []
-
-    def done() -> bool:
-        last[:] = [g.status() for g in gateways]
-        return all(s["fingerprint"] == expected for s in last)
-
-    try:
-        wait_until(done, what)
-    except AssertionError:
-        raise AssertionError(f"{what}: expected {weights}, got "
-                             f"{[s['weights'] for s in last]}") from None
-    versions = {s["version"] for s in last}
-    assert len(versions) == 1, versions
+    """Gateway processes (tests/_support/membership_procs.py)."""
+    yield from worker_factory(tmp_path)
 
 
 def test_processes_converge(workers: Callable[..., list[Worker]], client: redis.Redis,

@@ -356,6 +356,43 @@ def test_fingerprint_is_the_same_in_another_process() -> None:
     assert out == router.fingerprint()
 
 
+# Values computed before fingerprint() hashed each owner's id once a node
+# instead of once a point: processes share the fingerprint (through Redis),
+# so it must never change for a ring that already exists.
+PINNED_FINGERPRINTS = [
+    ("empty", "769e30691b41bf15"),
+    ("python-md5", "63366de92659a6fe"),
+    ("python-160", "4fca95744bce0f37"),
+    ("node-layout", "474edfb04a0586b2"),
+    ("ketama", "a647770f44130142"),
+    ("xxh3-weights", "79e2110916fe738b"),
+    ("murmur3-collide", "d08ee853616d1a3c"),
+]
+
+
+def pinned_ring(name: str) -> ConsistentHashRouter:
+    rings: dict[str, tuple[tuple[object, ...], dict[str, object], list[str], dict[str, float]]] = {
+        "empty": ((), {}, [], {}),
+        "python-md5": ((), {}, ["a", "b", "c"], {}),
+        "python-160": ((160,), {}, [f"backend-{i:04d}.svc:8080" for i in range(10)], {}),
+        "node-layout": ((), {"layout": "node"}, ["10.0.0.1:11211", "10.0.0.2:11211"], {}),
+        "ketama": ((), {"layout": "ketama"}, ["cache-1", "cache-2", "cache-3"], {}),
+        "xxh3-weights": ((100,), {"hash": "xxh3"}, ["x", "y", "z"], {"y": 2.5}),
+        "murmur3-collide": ((1,), {"hash": "murmur3"}, ["same", "same2", "ünïcode"], {}),
+    }
+    args, kwargs, nodes, weights = rings[name]
+    router = ConsistentHashRouter(*args, **kwargs)  # type: ignore[arg-type]
+    for node in nodes:
+        router.add_service_node(node, weights.get(node, 1.0))
+    return router
+
+
+@pytest.mark.parametrize(("name", "expected"), PINNED_FINGERPRINTS,
+                         ids=[n for n, _ in PINNED_FINGERPRINTS])
+def test_fingerprint_values_are_pinned(name: str, expected: str) -> None:
+    assert pinned_ring(name).fingerprint() == expected
+
+
 # -- pickle, copy, == -----------------------------------------------------------
 
 

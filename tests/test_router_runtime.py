@@ -20,6 +20,7 @@ import pytest
 
 import chash
 import chash._chash
+import chash._strategies
 from chash import ConsistentHashRouter
 
 PACKAGE = pathlib.Path(chash.__file__).parent
@@ -448,7 +449,9 @@ STUB_ALIASES = {"HashName", "LayoutName", "Key"}  # type aliases that exist only
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.
-@pytest.mark.parametrize("stub,module", [("_chash.pyi", chash._chash)], ids=["chash._chash"])
+@pytest.mark.parametrize("stub,module", [("_chash.pyi", chash._chash),
+                                         ("_strategies.pyi", chash._strategies)],
+                         ids=["chash._chash", "chash._strategies"])
 def test_stub_names_match_the_runtime(stub: str, module) -> None:
     path = PACKAGE / stub
     assert path.exists(), f"{stub} is missing"
@@ -460,6 +463,11 @@ def test_stub_names_match_the_runtime(stub: str, module) -> None:
     assert runtime_public - {"__version__"} <= names
     for name in names - STUB_ALIASES:
         assert hasattr(module, name), f"{stub} declares {name}, which {module.__name__} lacks"
+    # Private names too: a stub that omits one leaves its callers untyped.
+    runtime_all = {n for n in dir(module) if not n.startswith("__")}
+    assert runtime_all <= names, f"{stub} omits {sorted(runtime_all - names)}"
+    if not hasattr(module, "ConsistentHashRouter"):
+        return
 
     stub_class = classes.get("ConsistentHashRouter")
     if stub_class is None:

@@ -12,8 +12,9 @@ change its behaviour at any time:
 * ``await stop()`` / ``await start()``: close the port (connections are
   refused) and listen on the same port again.
 
-``GET /big/N`` answers N bytes; ``GET /cut`` starts an answer and drops the
-connection halfway.
+``GET /big/N`` answers N bytes; ``GET /cut?size=N`` starts an N-byte answer (1000 by
+default) and drops the connection a tenth of the way; ``POST /sink`` reads the body in blocks and answers its
+size (``sunk`` adds them up).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class EchoBackend:
         self.delay = 0.0
         self.gate: asyncio.Event | None = None
         self.hits = 0
+        self.sunk = 0
         self.peers: set[tuple[str, int]] = set()
         self._runner: web.AppRunner | None = None
 
@@ -55,6 +57,7 @@ class EchoBackend:
         app.router.add_get("/health", self._health)
         app.router.add_get("/big/{size}", self._big)
         app.router.add_get("/cut", self._cut)
+        app.router.add_post("/sink", self._sink)
         app.router.add_route("*", "/{tail:.*}", self._echo)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
@@ -87,11 +90,19 @@ class EchoBackend:
         await response.write_eof()
         return response
 
+    async def _sink(self, request: web.Request) -> web.Response:
+        size = 0
+        async for block in request.content.iter_any():
+            size += len(block)
+        self.sunk += size
+        return web.Response(text=str(size), headers={"X-Backend": self.name})
+
     async def _cut(self, request: web.Request) -> web.StreamResponse:
+        size = int(request.query.get("size", "1000"))
         response = web.StreamResponse(headers={"X-Backend": self.name})
-        response.content_length = 1000
+        response.content_length = size
         await response.prepare(request)
-        await response.write(b"y" * 100)
+        await response.write(b"y" * (size // 10))
         assert request.transport is not None
         request.transport.close()
         return response

@@ -1,39 +1,61 @@
 """One gateway instance in its own process, driven by the membership tests.
 
-Runs a ``RedisMembership`` over a fresh router and a thread that routes keys
-through that router without pause, counting lookups and failures (an
-exception, or no node while the ring has nodes).  Reads one JSON command
-per line on stdin and answers one JSON object per line on stdout:
+Runs a ``RedisMembership`` (or, with ``--driver async``, an
+``AsyncRedisMembership`` on an event loop thread) over a fresh router and a
+thread that routes keys through that router without pause, counting
+lookups and failures (an exception, or no node while the ring has nodes).
+Reads one JSON command per line on stdin and answers one JSON object per
+line on stdout:
 
 ``{"op": "status"}``                 fingerprint, version, epoch, connected,
                                      weights, lookups, failures
 ``{"op": "add", "node", "weight"}``  and ``remove``, ``disable``,
-                                     ``enable``, ``mark_down``, ``mark_up``,
-                                     ``flush``
+                                     ``enable`` (each with ``force``),
+                                     ``mark_down``, ``mark_up``, ``flush``,
+                                     ``refresh``
 ``{"op": "burst", "prefix", "count", "at"}``  at wall time ``at``, add
                                      nodes prefix0..prefix{count-1}, then
                                      reweigh each to 2.0; answers
                                      ``{"errors": [...]}``
+``{"op": "when", "fingerprint", "node", "weight", "epoch_not",
+"connected", "deadline", "interval"}``
+                                     wait until every condition given
+                                     holds (polling every ``interval``
+                                     seconds, default 0.001);
+                                     answers ``{"at": wall time, "ok"}``
 ``{"op": "quit"}``                   stop and exit
 
-Usage: python membership_worker.py PORT NAME REPORTER [QUORUM]
+The first line is ``{"ready": true}`` once ``start()`` returned, or
+``{"start_error": "..."}`` if it raised.
+
+Usage: python membership_worker.py PORT NAME REPORTER [options]; see
+``--help``.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import faulthandler
 import json
 import logging
+import signal
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.asyncio.sentinel
+import redis.cluster
+import redis.sentinel
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from chash import ConsistentHashRouter
-from chash.membership import RedisMembership
+from chash.membership import AsyncRedisMembership, RedisMembership
 
 RESYNC_INTERVAL = 0.2
 VOTE_TTL = 3.0
@@ -66,69 +88,190 @@ class Lookups(threading.Thread):
                 time.sleep(0.001)  # leave the CPU to the membership threads
 
 
-def burst(membership: RedisMembership, prefix: str, count: int, at: float) -> list[str]:
+class Instance:
+    """The membership under test, whichever driver: every call is made
+    synchronously from the command thread."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.router = ConsistentHashRouter()
+        self.driver = args.driver
+        self.loop: asyncio.AbstractEventLoop | None = None
+        quorum: str | int = int(args.quorum) if args.quorum.isdigit() else args.quorum
+        settings: dict[str, Any] = {"quorum": quorum, "vote_ttl": VOTE_TTL,
+                                    "resync_interval": RESYNC_INTERVAL,
+                                    "reporter": args.reporter, "bootstrap": args.bootstrap}
+        if self.driver == "async":
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, name="loop", daemon=True).start()
+
+            async def make() -> AsyncRedisMembership:
+                return AsyncRedisMembership(self.router, client_for(args, True), args.name,
+                                            **settings)
+
+            self.membership: Any = self._await(make())
+        else:
+            self.membership = RedisMembership(self.router, client_for(args, False), args.name,
+                                              **settings)
+
+    def _await(self, coroutine: Awaitable[Any]) -> Any:
+        assert self.loop is not None
+
+        async def run() -> Any:
+            return await coroutine
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(120)
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a membership method, awaiting it for the async driver."""
+        result = getattr(self.membership, method)(*args, **kwargs)
+        if self.driver == "async" and asyncio.iscoroutine(result):
+            return self._await(result)
+        return result
+
+    def close(self) -> None:
+        """Stop the membership and close its client."""
+        self.call("stop")
+        client = self.membership.client
+        if self.driver == "async":
+            self._await(client.aclose())
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        else:
+            client.close()
+
+
+def client_for(args: argparse.Namespace, use_asyncio: bool) -> Any:
+    """The client the options ask for, failing fast (one retry, short timeouts)."""
+    if use_asyncio:
+        from redis.asyncio.retry import Retry as AsyncRetry
+        retry: Any = AsyncRetry(NoBackoff(), 1)
+    else:
+        from redis.retry import Retry
+        retry = Retry(NoBackoff(), 1)
+    common: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 1.0,
+                              "username": args.username, "password": args.password}
+    if args.sentinel:
+        addresses = [("127.0.0.1", int(port)) for port in args.sentinel.split(",")]
+        module: Any = redis.asyncio.sentinel if use_asyncio else redis.sentinel
+        # The sentinels' own client retries as slowly as redis-py's default
+        # unless told otherwise.
+        sentinel = module.Sentinel(addresses, socket_timeout=1.0, socket_connect_timeout=1.0,
+                                   sentinel_kwargs={"socket_timeout": 1.0, "retry": retry,
+                                                    "socket_connect_timeout": 1.0})
+        return sentinel.master_for(args.service, retry=retry, **common)
+    if args.cluster:
+        cluster: Any = redis.asyncio.cluster if use_asyncio else redis.cluster
+        return cluster.RedisCluster(host="127.0.0.1", port=args.port, **common)
+    client: Any = redis.asyncio.Redis if use_asyncio else redis.Redis
+    return client(host="127.0.0.1", port=args.port, retry=retry, **common)
+
+
+def burst(instance: Instance, prefix: str, count: int, at: float) -> list[str]:
     """Add ``count`` nodes and reweigh each, starting at wall time ``at``."""
     time.sleep(max(0.0, at - time.time()))
     errors = []
     for i in range(count):
         try:
-            membership.add_node(f"{prefix}{i}", 1.0)
+            instance.call("add_node", f"{prefix}{i}", 1.0)
         except Exception as exc:
             errors.append(f"add {prefix}{i}: {type(exc).__name__}: {exc}")
     for i in range(count):
         try:
-            membership.add_node(f"{prefix}{i}", 2.0)
+            instance.call("add_node", f"{prefix}{i}", 2.0)
         except Exception as exc:
             errors.append(f"reweigh {prefix}{i}: {type(exc).__name__}: {exc}")
     return errors
 
 
-def handle(membership: RedisMembership, lookups: Lookups, command: dict[str, Any]) -> Any:
+def when(instance: Instance, command: dict[str, Any]) -> dict[str, Any]:
+    """Wait until the router has a fingerprint (or gives ``node`` the
+    ``weight``, None for absent), the state left an epoch, or ``connected``
+    has a value, as asked; report the wall time."""
+    end = time.monotonic() + command.get("deadline", 30.0)
+    membership = instance.membership
+
+    def holds() -> bool:
+        state = membership.state
+        return ("node" not in command  # cheap on large rings
+                or instance.router.weights.get(command["node"]) == command["weight"]) \
+            and ("fingerprint" not in command
+                 or instance.router.fingerprint() == command["fingerprint"]) \
+            and ("epoch_not" not in command
+                 or (state is not None and state.epoch != command["epoch_not"])) \
+            and ("connected" not in command or membership.connected == command["connected"])
+
+    while not holds():
+        if time.monotonic() > end:
+            return {"at": time.time(), "ok": False}
+        time.sleep(command.get("interval", 0.001))
+    return {"at": time.time(), "ok": True}
+
+
+OPERATIONS: dict[str, Callable[[Instance, dict[str, Any]], Any]] = {
+    "add": lambda i, c: i.call("add_node", c["node"], c.get("weight", 1.0)),
+    "remove": lambda i, c: i.call("remove_node", c["node"], force=c.get("force", False)),
+    "disable": lambda i, c: i.call("disable_node", c["node"], c.get("reason", "maintenance"),
+                                   force=c.get("force", False)),
+    "enable": lambda i, c: i.call("enable_node", c["node"]),
+    "mark_down": lambda i, c: i.call("mark_down", c["node"], c.get("reason", "failing")),
+    "mark_up": lambda i, c: i.call("mark_up", c["node"]),
+    "flush": lambda i, c: i.call("flush"),
+    "refresh": lambda i, c: i.call("refresh"),
+}
+
+
+def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any:
     """Run one command; return the JSON-able answer."""
     op = command["op"]
-    router = membership.router
+    router = instance.router
+    membership = instance.membership
     if op == "status":
         state = membership.state
         return {"fingerprint": router.fingerprint(), "version": membership.version,
                 "epoch": None if state is None else state.epoch,
                 "connected": membership.connected, "weights": router.weights,
                 "lookups": lookups.count, "failures": lookups.failures[:10]}
-    if op == "add":
-        membership.add_node(command["node"], command.get("weight", 1.0))
-    elif op == "remove":
-        membership.remove_node(command["node"])
-    elif op == "disable":
-        membership.disable_node(command["node"], command.get("reason", "maintenance"))
-    elif op == "enable":
-        membership.enable_node(command["node"])
-    elif op == "mark_down":
-        membership.mark_down(command["node"], command.get("reason", "failing"))
-    elif op == "mark_up":
-        membership.mark_up(command["node"])
-    elif op == "flush":
-        membership.flush()
-    elif op == "burst":
-        return {"errors": burst(membership, command["prefix"], command["count"], command["at"])}
-    else:
+    if op == "when":
+        return when(instance, command)
+    if op == "burst":
+        return {"errors": burst(instance, command["prefix"], command["count"], command["at"])}
+    if op not in OPERATIONS:
         raise ValueError(f"unknown op {op!r}")
+    OPERATIONS[op](instance, command)
     return {"ok": True}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("port", type=int)
+    parser.add_argument("name")
+    parser.add_argument("reporter")
+    parser.add_argument("quorum", nargs="?", default="majority")
+    parser.add_argument("--driver", choices=("sync", "async"), default="sync")
+    parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false")
+    parser.add_argument("--cluster", action="store_true", help="PORT is a cluster node")
+    parser.add_argument("--sentinel", help="comma-separated sentinel ports")
+    parser.add_argument("--service", default="mymaster", help="the sentinel's service name")
+    parser.add_argument("--username")
+    parser.add_argument("--password")
+    return parser.parse_args(argv[1:])
 
 
 def main(argv: list[str]) -> int:
     """Serve commands until "quit" or the end of stdin."""
-    port, name, reporter = int(argv[1]), argv[2], argv[3]
-    quorum: str | int = argv[4] if len(argv) > 4 else "majority"
-    if isinstance(quorum, str) and quorum.isdigit():
-        quorum = int(quorum)
+    args = parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks, to debug a hang
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"{reporter} %(threadName)s %(levelname)s %(message)s")
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2.0,
-                         socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 1))
-    router = ConsistentHashRouter()
-    membership = RedisMembership(router, client, name, quorum=quorum, vote_ttl=VOTE_TTL,
-                                 resync_interval=RESYNC_INTERVAL, reporter=reporter)
-    lookups = Lookups(router)
-    membership.start()
+                        format=f"{args.reporter} %(threadName)s %(levelname)s %(message)s")
+    instance = Instance(args)
+    lookups = Lookups(instance.router)
+    try:
+        instance.call("start")
+    except Exception as exc:
+        print(json.dumps({"start_error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        instance.close()
+        return 1
     lookups.start()
     try:
         print(json.dumps({"ready": True}), flush=True)
@@ -137,15 +280,14 @@ def main(argv: list[str]) -> int:
             if command["op"] == "quit":
                 break
             try:
-                answer = handle(membership, lookups, command)
+                answer = handle(instance, lookups, command)
             except Exception as exc:
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
             print(json.dumps(answer), flush=True)
     finally:
         lookups.done.set()
         lookups.join()
-        membership.stop()
-        client.close()
+        instance.close()
     print(json.dumps({"bye": True, "failures": lookups.failures[:10]}), flush=True)
     return 0
 

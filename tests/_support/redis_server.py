@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -89,12 +90,24 @@ class RedisServer:
         if process is None:
             return
         if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # a paused server cannot stop
             process.terminate()
             try:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP the server: it keeps its connections and answers nothing
+        (a hung Redis)."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT the server."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
     def restart(self) -> None:
         """Stop and start again on the same port, with every key gone."""

@@ -30,6 +30,13 @@ static int add_str(chash_ring *ring, const char *id, const uint32_t *points, siz
     return chash_ring_add(ring, id, strlen(id), (void *)id, points, n);
 }
 
+/* The owner's data through chash_ring_lookup, NULL on an empty ring. */
+static const char *lookup_data(const chash_ring *ring, uint32_t h)
+{
+    void *data = NULL;
+    return chash_ring_lookup(ring, h, &data) == CHASH_OK ? data : NULL;
+}
+
 /* Brute force: owner (as data) of the first point >= h, smallest id on ties. */
 static const char *model_lookup(const chash_ring *ring, uint32_t h)
 {
@@ -55,10 +62,13 @@ static void test_empty(void)
 {
     chash_ring *ring = chash_ring_new();
     CHECK(ring != NULL);
-    CHECK(chash_ring_lookup(ring, 123) == NULL);
+    CHECK(lookup_data(ring, 123) == NULL);
     CHECK(chash_ring_check(ring) == CHASH_OK);
     size_t out[1];
-    CHECK(chash_ring_preference(ring, 5, 1, out) == 0);
+    size_t found = 1;
+    CHECK(chash_ring_preference(ring, 5, 1, out, &found) == CHASH_OK && found == 0);
+    void *data = &found;
+    CHECK(chash_ring_lookup(ring, 1, &data) == CHASH_ENOENT && data == &found);
     CHECK(chash_ring_remove(ring, "x", 1, NULL) == CHASH_ENOENT);
     uint32_t p = 1;
     CHECK(add_str(ring, "x", &p, 0) == CHASH_EINVAL);
@@ -71,16 +81,17 @@ static void test_successor_rule(void)
     uint32_t a[] = {100, 300}, b[] = {200};
     CHECK(add_str(ring, "a", a, 2) == CHASH_OK);
     CHECK(add_str(ring, "b", b, 1) == CHASH_OK);
-    CHECK(strcmp(chash_ring_lookup(ring, 0), "a") == 0);
-    CHECK(strcmp(chash_ring_lookup(ring, 100), "a") == 0);   /* equal: that point */
-    CHECK(strcmp(chash_ring_lookup(ring, 101), "b") == 0);
-    CHECK(strcmp(chash_ring_lookup(ring, 200), "b") == 0);
-    CHECK(strcmp(chash_ring_lookup(ring, 201), "a") == 0);
-    CHECK(strcmp(chash_ring_lookup(ring, 301), "a") == 0);   /* wraps */
-    CHECK(strcmp(chash_ring_lookup(ring, UINT32_MAX), "a") == 0);
+    CHECK(strcmp(lookup_data(ring, 0), "a") == 0);
+    CHECK(strcmp(lookup_data(ring, 100), "a") == 0);   /* equal: that point */
+    CHECK(strcmp(lookup_data(ring, 101), "b") == 0);
+    CHECK(strcmp(lookup_data(ring, 200), "b") == 0);
+    CHECK(strcmp(lookup_data(ring, 201), "a") == 0);
+    CHECK(strcmp(lookup_data(ring, 301), "a") == 0);   /* wraps */
+    CHECK(strcmp(lookup_data(ring, UINT32_MAX), "a") == 0);
     CHECK(add_str(ring, "a", a, 2) == CHASH_EEXIST);
     size_t pref[3];
-    CHECK(chash_ring_preference(ring, 150, 3, pref) == 2);
+    size_t found = 0;
+    CHECK(chash_ring_preference(ring, 150, 3, pref, &found) == CHASH_OK && found == 2);
     CHECK(pref[0] == 1 && pref[1] == 0);
     double share[2];
     chash_ring_ownership(ring, share);
@@ -98,10 +109,10 @@ static void test_collisions_independent_of_order(void)
         chash_ring *ring = chash_ring_new();
         for (int i = 0; i < 4; i++)
             CHECK(add_str(ring, ids[(i + order) % 4], shared, 3) == CHASH_OK);
-        CHECK(strcmp(chash_ring_lookup(ring, 7), "alph") == 0); /* a prefix sorts first */
+        CHECK(strcmp(lookup_data(ring, 7), "alph") == 0); /* a prefix sorts first */
         CHECK(chash_ring_remove(ring, "alph", 4, NULL) == CHASH_OK);
-        CHECK(strcmp(chash_ring_lookup(ring, 3), "alpha") == 0);
-        CHECK(strcmp(chash_ring_lookup(ring, 8999), "alpha") == 0);
+        CHECK(strcmp(lookup_data(ring, 3), "alpha") == 0);
+        CHECK(strcmp(lookup_data(ring, 8999), "alpha") == 0);
         CHECK(chash_ring_check(ring) == CHASH_OK);
         chash_ring_free(ring);
     }
@@ -114,9 +125,20 @@ static void test_ids_with_nul_and_empty(void)
     CHECK(chash_ring_add(ring, "a\0b", 3, "a\\0b", &p, 1) == CHASH_OK);
     CHECK(chash_ring_add(ring, "a", 1, "a", &q, 1) == CHASH_OK);
     CHECK(chash_ring_add(ring, "", 0, "", &q, 1) == CHASH_OK);
-    CHECK(chash_ring_find(ring, "a\0b", 3) == 0);
-    CHECK(chash_ring_find(ring, "a\0c", 3) == -1);
-    CHECK(strcmp(chash_ring_lookup(ring, 42), "") == 0); /* the empty id is smallest */
+    size_t at = 9;
+    CHECK(chash_ring_find(ring, "a\0b", 3, &at) == CHASH_OK && at == 0);
+    CHECK(chash_ring_find(ring, "", 0, &at) == CHASH_OK && at == 2);
+    CHECK(chash_ring_find(ring, "a\0c", 3, &at) == CHASH_ENOENT && at == 2);
+    CHECK(chash_ring_find(ring, NULL, 1, NULL) == CHASH_ENOENT);
+    /* Ids past the inline size live on the heap; either way they are found. */
+    static const char longer[] = "an-id-of-forty-bytes-for-the-heap-copy!";
+    CHECK(chash_ring_add(ring, longer, sizeof longer - 1, "long", &q, 1) == CHASH_OK);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 1, &at) == CHASH_OK && at == 3);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 2, &at) == CHASH_ENOENT);
+    CHECK(memcmp(chash_ring_node(ring, 3).id, longer, sizeof longer) == 0);
+    CHECK(chash_ring_remove(ring, "a", 1, NULL) == CHASH_OK);
+    CHECK(chash_ring_find(ring, longer, sizeof longer - 1, &at) == CHASH_OK && at == 2);
+    CHECK(strcmp(lookup_data(ring, 42), "") == 0); /* the empty id is smallest */
     CHECK(chash_ring_check(ring) == CHASH_OK);
     chash_ring_free(ring);
 }
@@ -134,7 +156,7 @@ static void test_random_against_model(void)
         int i = (int)(next_u32() % NODES);
         const char *id = names[i];
         size_t len = strlen(id);
-        int present = chash_ring_find(ring, id, len) >= 0;
+        int present = chash_ring_find(ring, id, len, NULL) == CHASH_OK;
         uint32_t op = next_u32() % 4;
         if (!present) {
             npts[i] = 1 + next_u32() % 32;
@@ -163,7 +185,7 @@ static void test_random_against_model(void)
         CHECK(chash_ring_check(ring) == CHASH_OK);
         for (int q = 0; q < 8; q++) {
             uint32_t h = next_u32() % 5200;
-            const char *got = chash_ring_lookup(ring, h);
+            const char *got = lookup_data(ring, h);
             const char *want = model_lookup(ring, h);
             CHECK(got == want);
         }
@@ -355,8 +377,60 @@ static void test_add_many_large_matches_add(void)
     chash_ring_free(many);
 }
 
+/* The id index at many nodes: every node found at its position after
+ * adds, batches and removals; the index grows and hands room back. */
+static void test_id_index_many_nodes(void)
+{
+    enum { NODES = 20000 };
+    static char names[NODES][20];
+    static chash_node_spec specs[NODES];
+    static uint32_t pts[NODES];
+    static int present[NODES];
+    chash_ring *ring = chash_ring_new();
+    for (int i = 0; i < NODES; i++) {
+        snprintf(names[i], sizeof names[i], "node-%d", i);
+        pts[i] = next_u32();
+        specs[i] = (chash_node_spec){names[i], strlen(names[i]), names[i], &pts[i], 1};
+    }
+    for (int i = 0; i < NODES / 2; i++)
+        CHECK(chash_ring_add(ring, names[i], strlen(names[i]), names[i], &pts[i], 1) == CHASH_OK);
+    CHECK(chash_ring_add_many(ring, specs + NODES / 2, NODES / 2) == CHASH_OK);
+    for (int i = 0; i < NODES; i++)
+        present[i] = 1;
+    CHECK(ring->slot_mask + 1 >= 2 * (size_t)NODES);
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    /* An id given twice, far apart in the batch: found from the sorted order. */
+    chash_node_spec again[3] = {{"x1", 2, NULL, &pts[0], 1}, {"x2", 2, NULL, &pts[1], 1},
+                                {"x1", 2, NULL, &pts[2], 1}};
+    CHECK(chash_ring_add_many(ring, again, 3) == CHASH_EEXIST);
+    CHECK(chash_ring_find(ring, "x1", 2, NULL) == CHASH_ENOENT);
+    size_t left = NODES;
+    for (int round = 0; round < 2 * NODES && left > 100; round++) {
+        int i = (int)(next_u32() % NODES);
+        void *data = NULL;
+        int status = chash_ring_remove(ring, names[i], strlen(names[i]), &data);
+        CHECK(status == (present[i] ? CHASH_OK : CHASH_ENOENT));
+        if (status == CHASH_OK) {
+            CHECK(data == names[i]);
+            present[i] = 0;
+            left--;
+        }
+    }
+    CHECK(chash_ring_check(ring) == CHASH_OK);
+    CHECK(ring->slot_mask + 1 <= 8 * index_size_for(left)); /* room handed back */
+    for (int i = 0; i < NODES; i++) {
+        size_t at = 0;
+        int status = chash_ring_find(ring, names[i], strlen(names[i]), &at);
+        CHECK(status == (present[i] ? CHASH_OK : CHASH_ENOENT));
+        if (status == CHASH_OK)
+            CHECK(chash_ring_node(ring, at).data == names[i]);
+    }
+    chash_ring_free(ring);
+}
+
 int main(void)
 {
+    test_id_index_many_nodes();
     test_add_many_large_matches_add();
     test_add_many_matches_add();
     test_empty();

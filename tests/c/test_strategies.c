@@ -5,7 +5,7 @@
  * bounded-loads guarantee, argument checks, and allocation failures.
  *
  * The strategies are included directly so their allocator can be swapped
- * for one that fails on demand.  Ends with "N passed, M failed"; the exit
+ * for one that fails on demand; the ring engine is linked as it is.  Ends with "N passed, M failed"; the exit
  * status is non-zero when anything failed.
  */
 #include <math.h>
@@ -304,45 +304,49 @@ static void test_maglev(void)
     free(smaller);
 }
 
-/* A ring of npoints random points over nnodes nodes, each owning some. */
-static void random_ring(uint32_t *points, uint32_t *owners, size_t npoints, size_t nnodes)
+/* A ring of nnodes nodes ("b0", "b1", ...) of per_node random points each. */
+static chash_ring *random_ring(size_t nnodes, size_t per_node)
 {
-    for (size_t i = 0; i < npoints; i++)
-        points[i] = (uint32_t)(next_u64() >> 32);
-    /* Insertion sort keeps the test free of qsort's comparator casts. */
-    for (size_t i = 1; i < npoints; i++) {
-        uint32_t v = points[i];
-        size_t j = i;
-        for (; j > 0 && points[j - 1] > v; j--)
-            points[j] = points[j - 1];
-        points[j] = v;
+    chash_ring *ring = chash_ring_new();
+    uint32_t *points = malloc(per_node * sizeof *points);
+    CHECK(ring != NULL && points != NULL);
+    for (size_t k = 0; k < nnodes; k++) {
+        char id[16];
+        int len = snprintf(id, sizeof id, "b%zu", k);
+        for (size_t i = 0; i < per_node; i++)
+            points[i] = (uint32_t)(next_u64() >> 32);
+        CHECK(chash_ring_add(ring, id, (size_t)len, NULL, points, per_node) == CHASH_OK);
     }
-    for (size_t i = 0; i < npoints; i++)
-        owners[i] = (uint32_t)(i % nnodes);
+    free(points);
+    return ring;
+}
+
+/* The owner of a key's ring position by the ring's own successor rule. */
+static uint32_t ring_owner(const chash_ring *ring, uint64_t key)
+{
+    return (uint32_t)chash_ring_point_owner(ring, chash_ring_successor(ring, (uint32_t)key));
 }
 
 static void test_bounded(void)
 {
-    enum { KEYS = 60000, NODES = 7, POINTS = NODES * 40 };
-    uint32_t points[POINTS], owners[POINTS];
-    random_ring(points, owners, POINTS, NODES);
+    enum { KEYS = 60000, NODES = 7, PER_NODE = 40 };
+    chash_ring *ring = random_ring(NODES, PER_NODE);
     uint64_t *keys = random_keys(KEYS);
     uint32_t *out = new_out(KEYS), *plain = new_out(KEYS);
 
     /* With a huge balance every key stays on its successor (the plain ring). */
-    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 1e300, keys, KEYS, out) == CHASH_OK);
-    int ring = 1;
+    CHECK(chash_bounded_assign(ring, 1e300, keys, KEYS, out) == CHASH_OK);
+    int plain_ring = 1;
     for (size_t i = 0; i < KEYS; i++)
-        ring &= out[i] == owners[successor(points, POINTS, (uint32_t)keys[i])];
-    CHECK(ring);
+        plain_ring &= out[i] == ring_owner(ring, keys[i]);
+    CHECK(plain_ring);
     memcpy(plain, out, KEYS * sizeof *out);
 
     /* The guarantee: no node above ceil(c * keys / n), at every prefix too. */
     const double factors[] = {1.0, 1.05, 1.25, 2.0};
     size_t diverted[4];
     for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++) {
-        CHECK(chash_bounded_assign(points, owners, POINTS, NODES, factors[f], keys, KEYS, out)
-              == CHASH_OK);
+        CHECK(chash_bounded_assign(ring, factors[f], keys, KEYS, out) == CHASH_OK);
         size_t load[NODES] = {0};
         int bounded = 1;
         for (size_t m = 0; m < KEYS; m++) {
@@ -355,36 +359,38 @@ static void test_bounded(void)
     /* A tighter bound diverts more keys from their successor. */
     CHECK(diverted[0] > diverted[2] && diverted[2] > diverted[3]);
 
-    /* Ties on the ring: equal points keep their order, the first one is
-     * the successor. */
-    uint32_t tie_points[3] = {100, 100, 200}, tie_owners[3] = {1, 0, 0};
+    /* Ties on the ring: equal points are ordered by id, the first one is
+     * the successor.  Node 0 ("z") owns 100 and 200, node 1 ("a") 100. */
+    chash_ring *ties = chash_ring_new();
+    uint32_t z_points[2] = {100, 200}, a_points[1] = {100};
+    CHECK(chash_ring_add(ties, "z", 1, NULL, z_points, 2) == CHASH_OK);
+    CHECK(chash_ring_add(ties, "a", 1, NULL, a_points, 1) == CHASH_OK);
     uint64_t tie_key = 50;
     uint32_t tie_out;
-    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(chash_bounded_assign(ties, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
     CHECK(tie_out == 1);
     /* Wrapping: a key past the last point goes to the first. */
     tie_key = 201;
-    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(chash_bounded_assign(ties, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
     CHECK(tie_out == 1);
     /* Only the low 32 bits of a key hash are its ring position. */
     tie_key = ((uint64_t)1 << 40) | 150;
-    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 2, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
+    CHECK(chash_bounded_assign(ties, 1e9, &tie_key, 1, &tie_out) == CHASH_OK);
     CHECK(tie_out == 0);
 
-    /* Bad arguments. */
-    uint32_t unsorted[3] = {5, 3, 9}, bad_owner[3] = {0, 2, 1};
-    CHECK(chash_bounded_assign(points, owners, 0, NODES, 1.25, keys, KEYS, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(points, owners, POINTS, 0, 1.25, keys, KEYS, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(unsorted, tie_owners, 3, 2, 1.25, keys, 1, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(tie_points, bad_owner, 3, 2, 1.25, keys, 1, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(tie_points, tie_owners, 3, 3, 1.25, keys, 1, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 0.99, keys, KEYS, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, NAN, keys, KEYS, out) == CHASH_EINVAL);
-    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, INFINITY, keys, KEYS, out) == CHASH_EINVAL);
+    /* Bad arguments: an empty ring, a balance below 1 or not finite. */
+    chash_ring *empty = chash_ring_new();
+    CHECK(chash_bounded_assign(empty, 1.25, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(ring, 0.99, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(ring, NAN, keys, KEYS, out) == CHASH_EINVAL);
+    CHECK(chash_bounded_assign(ring, INFINITY, keys, KEYS, out) == CHASH_EINVAL);
 
     fail_countdown = 0;
-    CHECK(chash_bounded_assign(points, owners, POINTS, NODES, 1.25, keys, KEYS, out) == CHASH_ENOMEM);
+    CHECK(chash_bounded_assign(ring, 1.25, keys, KEYS, out) == CHASH_ENOMEM);
     fail_countdown = -1;
+    chash_ring_free(empty);
+    chash_ring_free(ties);
+    chash_ring_free(ring);
     free(keys);
     free(out);
     free(plain);

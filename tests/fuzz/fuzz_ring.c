@@ -347,7 +347,8 @@ static unsigned fz_end(void)
 FZ_QUIET static void fz_check_lookup(const chash_ring *ring, uint32_t hash)
 {
     if (m_total == 0) {
-        FZ_ASSERT(chash_ring_lookup(ring, hash) == NULL);
+        void *none = &none;
+        FZ_ASSERT(chash_ring_lookup(ring, hash, &none) == CHASH_ENOENT && none == &none);
         return;
     }
     const fz_point *points = m_points();
@@ -355,7 +356,8 @@ FZ_QUIET static void fz_check_lookup(const chash_ring *ring, uint32_t hash)
     size_t got = chash_ring_successor(ring, hash);
     if (got != want)
         FZ_FAIL("successor of %#x: got index %zu, expected %zu", hash, got, want);
-    void *data = chash_ring_lookup(ring, hash);
+    void *data = NULL;
+    FZ_ASSERT(chash_ring_lookup(ring, hash, &data) == CHASH_OK);
     if (data != m_nodes[points[want].owner].data)
         FZ_FAIL("lookup of %#x: wrong node", hash);
 }
@@ -364,17 +366,20 @@ FZ_QUIET static void fz_check_preference(const chash_ring *ring, uint32_t hash, 
 {
     size_t *out = fz_xmalloc(n * sizeof *out);
     fz_begin();
-    long got = chash_ring_preference(ring, hash, n, out);
+    size_t got = n + 1;
+    int status = chash_ring_preference(ring, hash, n, out, &got);
     unsigned enomem = fz_end();
-    if (got == CHASH_ENOMEM && enomem) {
+    if (status == CHASH_ENOMEM && enomem) {
+        FZ_ASSERT(got == 0);
         free(out);
         return;
     }
+    fz_expect("chash_ring_preference", status, FZ_ALLOW(CHASH_OK));
     size_t want_n = n < m_count ? n : m_count;
     if (m_total == 0)
         want_n = 0;
-    if (got < 0 || (size_t)got != want_n)
-        FZ_FAIL("preference of %#x, n=%zu: got %ld nodes, expected %zu", hash, n, got, want_n);
+    if (got != want_n)
+        FZ_FAIL("preference of %#x, n=%zu: got %zu nodes, expected %zu", hash, n, got, want_n);
     /* Walk the model clockwise from the successor, first meetings only. */
     unsigned char seen[FZ_MAX_NODES] = {0};
     size_t found = 0;
@@ -431,7 +436,8 @@ FZ_QUIET static void fz_compare_all(const chash_ring *ring)
             FZ_FAIL("node %zu has the wrong id", k);
         FZ_ASSERT(view.data == node->data);
         FZ_ASSERT(view.npoints == node->npts);
-        FZ_ASSERT(chash_ring_find(ring, node->id, node->id_len) == (long)k);
+        size_t at = k + 1;
+        FZ_ASSERT(chash_ring_find(ring, node->id, node->id_len, &at) == CHASH_OK && at == k);
         id_bytes += node->id_len;
     }
     FZ_ASSERT(chash_ring_memory(ring) >= m_total * 2 * sizeof(uint32_t) + id_bytes);

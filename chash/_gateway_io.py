@@ -1,0 +1,354 @@
+"""The gateway's connections: a buffered asyncio protocol and per-backend pools.
+
+``_Channel`` is the small part of asyncio streams the proxy needs (a read
+buffer with flow control, reads of a head, a line, some or exactly N bytes,
+each bounded by a timeout; writes with drain), without their layers.
+``_Pool`` keeps keep-alive connections to one backend, at most ``limit``
+open; waiting for one is bounded by the request's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+
+from chash._http import HttpError
+
+__all__ = ["BLOCK", "Channel", "NoSlot", "Pool", "ReadTimeout"]
+
+#: Bytes read or written in one step; also the read buffer's high-water mark.
+BLOCK = 65536
+
+
+class ReadTimeout(Exception):
+    """A read did not complete in time."""
+
+
+class Channel(asyncio.Protocol):
+    """A TCP connection with a read buffer and write flow control: the
+    small part of asyncio streams the proxy needs, without their layers."""
+
+    __slots__ = (
+        "_buf",
+        "_deadline",
+        "_drain",
+        "_eof",
+        "_loop",
+        "_lost",
+        "_on_made",
+        "_paused",
+        "_timer",
+        "_waiter",
+        "_write_paused",
+        "transport",
+    )
+
+    def __init__(self, on_made: Callable[[Channel], None] | None = None) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._buf = bytearray()
+        self._eof = False
+        self._lost = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+        self._drain: asyncio.Future[None] | None = None
+        self._write_paused = False
+        self._loop = asyncio.get_running_loop()
+        self._on_made = on_made
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    # protocol callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
+        if self._on_made is not None:
+            self._on_made(self)
+
+    def data_received(self, data: bytes) -> None:
+        self._buf += data
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        if len(self._buf) > BLOCK and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return True  # keep the write side open: a response may still go out
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._eof = self._lost = True
+        self._wake()
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # reading
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not read yet."""
+        return len(self._buf)
+
+    @property
+    def at_eof(self) -> bool:
+        """Whether the peer closed its side and every byte was read."""
+        return self._eof and not self._buf
+
+    @property
+    def peer_closed(self) -> bool:
+        """Whether the peer closed its sending side (EOF received)."""
+        return self._eof
+
+    def finish_if_idle(self) -> None:
+        """Treat an idle connection (nothing buffered) as closed by the peer,
+        so that whoever waits on it stops waiting: for a graceful stop."""
+        if not self._buf:
+            self._eof = True
+            self._wake()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection is gone or closing."""
+        return self._lost or self.transport is None or self.transport.is_closing()
+
+    async def wait_data(self, timeout: float) -> None:
+        """Wait until some bytes (or EOF) arrive; ReadTimeout after ``timeout`` s."""
+        if self._buf or self._eof:
+            return
+        await self._more(timeout)
+
+    def _take(self, size: int) -> bytes:
+        data = bytes(self._buf[:size])
+        del self._buf[:size]
+        if self._paused and len(self._buf) <= BLOCK // 2 and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
+    async def read_head(self, limit: int, timeout: float, status: int) -> bytes | None:
+        """Bytes up to and including the first empty line; None on EOF before
+        any byte.  HttpError(status) above ``limit`` bytes or on EOF mid-head;
+        ReadTimeout when ``timeout`` s pass without the head complete."""
+        start = 0
+        deadline = self._loop.time() + timeout
+        while True:
+            end = self._buf.find(b"\r\n\r\n", start)
+            if end >= 0:
+                if end + 4 > limit:
+                    raise HttpError(status if status != 400 else 431, "head too large")
+                return self._take(end + 4)
+            if len(self._buf) > limit:
+                raise HttpError(status if status != 400 else 431, "head too large")
+            if self._eof:
+                if not self._buf:
+                    return None
+                raise HttpError(status, "connection closed mid-head")
+            start = max(0, len(self._buf) - 3)
+            await self._more(deadline - self._loop.time())
+
+    async def read_line(self, limit: int, timeout: float) -> bytes:
+        """One CRLF-terminated line, without the CRLF; HttpError(400) if
+        longer than ``limit`` or cut by EOF."""
+        while True:
+            end = self._buf.find(b"\r\n")
+            if end >= 0:
+                line = self._take(end + 2)[:-2]
+                return line
+            if len(self._buf) > limit or self._eof:
+                raise HttpError(400, "malformed chunked body")
+            await self._more(timeout)
+
+    async def read_some(self, most: int, timeout: float) -> bytes:
+        """Up to ``most`` bytes, at least one; b"" at EOF."""
+        if not self._buf:
+            if self._eof:
+                return b""
+            await self.wait_data(timeout)
+            if not self._buf:
+                return b""
+        return self._take(most)
+
+    async def read_exact(self, size: int, timeout: float) -> bytes:
+        """Exactly ``size`` bytes; EOFError if the peer closes first."""
+        while len(self._buf) < size:
+            if self._eof:
+                raise EOFError(f"connection closed after {len(self._buf)} of {size} bytes")
+            await self._more(timeout)
+        return self._take(size)
+
+    async def _more(self, timeout: float) -> None:
+        """Wait for bytes beyond those buffered (past the flow-control mark)."""
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        loop = self._loop
+        deadline = self._deadline = loop.time() + timeout
+        waiter = self._waiter = loop.create_future()
+        # One timer per connection, re-armed lazily: deadlines only move
+        # forward from one read to the next, so the timer fires about once
+        # per timeout period instead of being set and cancelled per read.
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(deadline, self._on_timer)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if self._loop.time() >= self._deadline:
+            self._waiter = None
+            waiter.set_exception(ReadTimeout())
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._on_timer)
+
+    # writing
+    def write(self, data: bytes) -> None:
+        """Queue ``data``; ConnectionResetError if the connection is gone."""
+        if self.lost:
+            raise ConnectionResetError("connection lost")
+        assert self.transport is not None
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        """Wait while the peer does not keep up with what was written."""
+        if self.lost:
+            raise ConnectionResetError("connection lost")
+        if self._write_paused:
+            self._drain = self._loop.create_future()
+            await self._drain
+
+    async def linger(self, wait: float, most: float) -> None:
+        """Close the sending side and read what the peer still sends, so that
+        an answer sent before its request was read reaches the peer instead
+        of being lost to a reset: until EOF, ``wait`` seconds of silence or
+        ``most`` seconds in all."""
+        if self.lost or self._eof:
+            return
+        assert self.transport is not None
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        end = self._loop.time() + most
+        try:
+            while not self._eof and (left := end - self._loop.time()) > 0:
+                self._buf.clear()
+                await self._more(min(wait, left))
+        except ReadTimeout:
+            pass
+
+    def close(self) -> None:
+        """Close the connection (what was written is still sent)."""
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Drop the connection at once."""
+        if self.transport is not None:
+            self.transport.abort()
+
+
+def _expire(waiter: asyncio.Future[None], error: type[Exception] | None = None) -> None:
+    if not waiter.done():
+        waiter.set_exception((error or ReadTimeout)())
+
+
+class NoSlot(Exception):
+    """No pooled connection freed up before the request's deadline."""
+
+
+class Pool:
+    """Keep-alive connections to one backend, at most ``limit`` open."""
+
+    def __init__(self, address: str, limit: int) -> None:
+        host, _, port = address.rpartition(":")
+        self.host = host.strip("[]")
+        self.port = int(port)
+        self.limit = limit
+        self.idle: list[Channel] = []
+        self.open = 0
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self, connect_timeout: float, deadline: float,
+                      fresh: bool = False) -> tuple[Channel, bool]:
+        """A connection and whether it was reused (never, if ``fresh``);
+        NoSlot, TimeoutError or OSError when none could be had (nothing was
+        sent)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while self.idle and not fresh:
+                channel = self.idle.pop()
+                if channel.lost or channel.buffered or channel.peer_closed:
+                    self.open -= 1
+                    channel.close()
+                    continue
+                return channel, True
+            if not self.limit or self.open < self.limit:
+                break
+            waiter = loop.create_future()
+            self.waiters.append(waiter)
+            handle = loop.call_at(deadline, _expire, waiter, NoSlot)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+        self.open += 1
+        try:
+            timeout = min(connect_timeout, max(0.0, deadline - loop.time()))
+            _, channel = await asyncio.wait_for(
+                loop.create_connection(Channel, self.host, self.port), timeout)
+        except BaseException:
+            self.open -= 1
+            self._wake()
+            raise
+        return channel, False
+
+    def release(self, channel: Channel, reuse: bool) -> None:
+        """Give ``channel`` back: pooled if ``reuse`` and still sound."""
+        if reuse and not channel.lost and not channel.buffered:
+            self.idle.append(channel)
+        else:
+            self.open -= 1
+            channel.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        for channel in self.idle:
+            channel.close()
+        self.open -= len(self.idle)
+        self.idle.clear()

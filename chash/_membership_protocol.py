@@ -1,0 +1,254 @@
+"""The shared-ring protocol, once, for both drivers: no I/O.
+
+Each operation is a generator.  It yields a ``Call`` (a script to run
+against the ring's keys, with its arguments) and receives the script's
+reply, or has the client's exception thrown in at the ``yield``; it returns
+its result.  A driver is a short loop that performs the calls:
+``RedisMembership`` with redis-py in threads, ``AsyncRedisMembership`` with
+``redis.asyncio`` in tasks (``chash.membership``).  So the two can never
+drift apart, and the protocol is tested once with either.
+
+What the protocol guarantees (docs/membership.md has the why):
+
+* agreement is checked on content: every applied version is stamped with
+  the ring's ``router.fingerprint()`` in Redis, and the periodic check
+  compares it; Redis seen going back, or holding another ring at the
+  version applied, starts a new epoch, which every instance then reads;
+* only an instance that synced (or one told to bootstrap) creates the
+  ring; the others wait, and their writes raise ``RingMissingError``;
+* a write that committed never reports failure: what fails after the
+  commit is logged and left to the next check;
+* outages and refusals are told apart from bugs (``MembershipCore``).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ._membership_state import (
+    CHANGED,
+    DAMAGED,
+    MISSING,
+    NO_SUCH_NODE,
+    OTHER_CONFIG,
+    REFUSED,
+    MembershipCore,
+    MembershipState,
+    Position,
+    _optional,
+    parse_reply,
+    text,
+)
+
+__all__ = ["Call", "Exchange", "check", "pull", "start", "sweep", "send_votes", "tick",
+           "write"]
+
+logger = logging.getLogger("chash.membership")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call:
+    """Run script ``script`` (a name in ``chash._membership_lua.SCRIPTS``)
+    on the ring's keys with ``args``; the reply is sent back."""
+
+    script: str
+    args: tuple[str | int, ...] = ()
+
+
+#: An operation: yields calls, receives replies, returns a T.
+Exchange = Generator[Call, Any, T]
+
+
+def pull(core: MembershipCore, *, rollback: bool = False,
+         force: bool = False) -> Exchange[MembershipState | None]:
+    """Read the ring and apply it.  If Redis has none (or a damaged one),
+    restore it from the last state applied, or create it from the router
+    when told to bootstrap; otherwise note that we wait, and return None."""
+    for _ in range(2):
+        snapshot = core.parse_snapshot((yield Call("SNAPSHOT")))
+        state = snapshot.state
+        if state is not None:
+            core.sharded = snapshot.sharded
+            if core.apply(state, rollback=rollback, force=force) or force:
+                yield from _stamp(core, state, snapshot.digest)
+            return state
+        if not core.may_seed(snapshot.damage is not None):
+            core.note_missing(snapshot.damage)
+            return None
+        reply = parse_reply((yield Call("SEED", tuple(core.seed_args(
+            restore=snapshot.damage is not None)))))
+        if reply.status == DAMAGED:  # a bootstrap instance never replaces a damaged ring
+            core.note_missing(text(reply.detail[0]))
+            return None
+        core.seeded(reply.status == CHANGED, snapshot.damage)
+    return None
+
+
+def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> Exchange[None]:
+    """Record our fingerprint for the version just read and applied, if
+    Redis has none; if it has one we cannot reproduce, say so once."""
+    if (state.epoch, state.version) != core.position:
+        return  # another thread applied a newer state meanwhile
+    ours = core.fingerprint()
+    if digest is None:
+        yield Call("STAMP", (str(state.epoch), state.version, ours))
+    elif digest != ours:
+        core.foreign_digest(digest)
+
+
+def _reepoch(core: MembershipCore, seen: Position, version: int) -> Exchange[None]:
+    """Start a new epoch where Redis is at ``seen``, then read it."""
+    yield Call("REEPOCH", (core.channel, str(seen[0]), seen[1], secrets.token_hex(8),
+                           version))
+    yield from pull(core)
+
+
+def check(core: MembershipCore) -> Exchange[None]:
+    """The periodic check: read the ring's position and digest, and pull
+    the ring if it moved, went back or holds another ring than ours; else
+    repair the router if it was changed behind our back."""
+    reply = yield Call("HEAD")
+    status = int(reply[0])
+    if status in (MISSING, DAMAGED):
+        yield from pull(core)
+        return
+    seen: Position = (text(reply[1]), int(reply[2]))
+    digest = _optional(reply[3])
+    ours = core.position
+    if seen == ours:
+        core.repair()
+        if digest is None:
+            yield from pull(core, force=True)  # stamps it, after a fresh read
+        elif digest != core.fingerprint():
+            state = yield from pull(core, force=True)
+            if state is not None and core.fingerprint() != digest \
+                    and (state.epoch, state.version) == seen:
+                return  # we cannot reproduce it; logged by _stamp
+            logger.warning("ring %s: Redis holds another ring at version %d than this "
+                           "instance applied (Redis went back, then moved on); following "
+                           "Redis under a new epoch", core.name, seen[1],
+                           extra={"ring": core.name})
+            yield from _reepoch(core, seen, seen[1] + 1)
+        return
+    if seen[0] == ours[0] and seen[1] < ours[1]:
+        yield from pull(core, rollback=True)
+        yield from _reepoch(core, seen, ours[1] + 1)
+        return
+    yield from pull(core)
+
+
+def write(core: MembershipCore, op: str, node: str, value: str = "",
+          force: bool = False) -> Exchange[None]:
+    """An operator's change; the local router has it on return.  Raises
+    before writing (KeyError, ValueError, RingMissingError, Redis errors),
+    never after the write committed."""
+    if not isinstance(node, str) or not isinstance(value, str):
+        raise TypeError("node and reason must be str")
+    for _ in range(2):
+        reply = parse_reply((yield Call("WRITE", tuple(core.write_args(op, node, value,
+                                                                        force)))))
+        if reply.status in (MISSING, DAMAGED):
+            damage = None if reply.status == MISSING else text(reply.detail[0])
+            if not core.may_seed(damage is not None):
+                raise core.missing_error(damage)
+            if (yield from pull(core)) is None:
+                raise core.missing_error(damage)
+            continue
+        if reply.status == NO_SUCH_NODE:
+            raise KeyError(node)
+        if reply.status == REFUSED:
+            raise core.refused(int(reply.detail[0]), int(reply.detail[1]), op, node)
+        if reply.status == OTHER_CONFIG:
+            raise core.other_config(reply.detail[0])
+        core.committed(reply, op, node)
+        if reply.position != core.position:
+            try:
+                yield from pull(core)
+            except Exception as exc:  # committed: the background check catches up
+                logger.warning("ring %s: %s %r committed at version %s, but reading it back "
+                               "failed (%s: %s); the next check applies it", core.name, op,
+                               node, reply.position[1] if reply.position else "?",
+                               type(exc).__name__, exc, extra={"ring": core.name})
+        return
+    raise RuntimeError(f"ring {core.name!r} vanished from Redis twice in a row")
+
+
+def send_votes(core: MembershipCore) -> Exchange[None]:
+    """Send the health votes waiting in one ``VOTE``; they are put back if
+    the call fails or is abandoned."""
+    votes = core.take_votes()
+    if not votes:
+        return
+    sent = False
+    try:
+        raw = yield Call("VOTE", tuple(core.vote_args(votes)))
+        sent = True
+    finally:
+        if not sent:
+            core.requeue_votes(votes)
+    reply = parse_reply(raw)
+    core.skipped(reply.skipped)
+    if reply.status in (MISSING, DAMAGED):
+        core.requeue_votes(votes)
+        yield from pull(core)
+    elif reply.position != core.position:
+        yield from pull(core)
+
+
+def sweep(core: MembershipCore, withdraw: bool = False) -> Exchange[None]:
+    """Expire old votes (and withdraw ours if asked) in one ``SWEEP``."""
+    reply = parse_reply((yield Call("SWEEP", tuple(core.sweep_args(withdraw)))))
+    core.skipped(reply.skipped)
+    if reply.status in (MISSING, DAMAGED) or reply.position != core.position:
+        yield from pull(core)
+
+
+def start(core: MembershipCore) -> Exchange[None]:
+    """The first sync of ``start()``: an outage is noted (the drivers sync
+    once Redis answers), a refusal (authentication, permissions) and
+    mismatched settings raise."""
+    try:
+        yield from pull(core)
+        core.reconnected()
+    except Exception as exc:
+        if core.is_refusal(exc) or not core.is_outage(exc):
+            raise
+        core.outage(exc)
+
+
+def tick(core: MembershipCore, *, check_due: bool, requested: bool,
+         sweep_due: bool) -> Exchange[None]:
+    """One round of a driver's worker: check the ring when due or asked,
+    send the votes waiting, sweep when due.  Never raises: outages are
+    noted, a settings mismatch logged once, anything else logged."""
+    try:
+        if check_due or requested or not core.connected:
+            yield from check(core)
+        if core.has_votes():
+            yield from send_votes(core)
+        if sweep_due:
+            yield from sweep(core)
+        core.reconnected()
+    except ValueError as exc:
+        core.reconnected()
+        core.mismatch(exc)
+    except Exception as exc:
+        if core.is_outage(exc) or core.is_refusal(exc):
+            core.outage(exc)
+        else:
+            logger.exception("ring %s: background sync failed", core.name)
+
+
+def withdraw(core: MembershipCore) -> Exchange[None]:
+    """``stop()``'s last call: withdraw our votes; never raises."""
+    try:
+        yield from sweep(core, withdraw=True)
+    except Exception as exc:
+        logger.info("could not withdraw the votes of %s from ring %s: %s", core.reporter,
+                    core.name, exc, extra={"ring": core.name})

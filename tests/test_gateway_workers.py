@@ -1,0 +1,151 @@
+"""``chash gateway --workers N`` (one port, N processes) and ``--redis``
+(every worker and every instance on one shared ring), as real processes on
+127.0.0.1 with a redis-server started by the test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
+
+from test_gateway import CHASH_ROOT  # noqa: E402
+
+from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.waiting import eventually, run  # noqa: E402
+from chash import ConsistentHashRouter  # noqa: E402
+
+KEYS = [f"user-{i}" for i in range(60)]
+
+
+@asynccontextmanager
+async def gateway_process(*argv: str) -> AsyncIterator[tuple[str, str | None]]:
+    """``chash gateway ARGV`` on a free port: (its URL, its admin URL or None)."""
+    env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
+        "--log-level", "warning", "--duration", "120", *argv,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = [(await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+                 for _ in range(3)]
+        assert lines[0].startswith("chash gateway listening on http://127.0.0.1:"), lines
+        url = lines[0].split()[4]
+        admin = re.search(r"status (http://\S+)/-/status", lines[2])
+        yield url, admin.group(1) if admin else None
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        _, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()[-2000:]
+
+
+async def route(url: str, keys: list[str], fresh: bool = True) -> dict[str, str]:
+    """The backend each key reaches (a new connection per request if ``fresh``)."""
+    seen = {}
+    connector = aiohttp.TCPConnector(force_close=fresh)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for key in keys:
+            async with session.get(f"{url}/x", headers={"X-User-Id": key}) as resp:
+                assert resp.status == 200
+                seen[key] = (await resp.json())["backend"]
+    return seen
+
+
+async def status(admin: str) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session, session.get(f"{admin}/-/status") as resp:
+        page: dict[str, Any] = json.loads(await resp.text())
+        return page
+
+
+def ring(names: str) -> ConsistentHashRouter:
+    router = ConsistentHashRouter()
+    for name in names:
+        router.add_service_node(name)
+    return router
+
+
+def test_workers_share_one_port_and_route_identically() -> None:
+    async def main() -> None:
+        backends = {name: await EchoBackend(name).start() for name in "abc"}
+        spec = ",".join(f"{n}={b.address}" for n, b in backends.items())
+        try:
+            async with gateway_process("--backend", spec, "--workers", "2",
+                                       "--health-interval", "60") as (url, _):
+                expected = ring("abc")
+                # Every request on a new connection: the kernel spreads them
+                # over both workers; each one must route like the ring.
+                for _ in range(3):
+                    seen = await route(url, KEYS)
+                    assert seen == {k: expected.get_target_node(k) for k in KEYS}
+                # Each worker keeps its own pool: connections from two
+                # processes reached the backends.
+                assert sum(len(b.peers) for b in backends.values()) >= 2 * 3 - 1
+        finally:
+            for backend in backends.values():
+                await backend.stop()
+    run(main(), timeout=180)
+
+
+def test_two_instances_sharing_redis_agree() -> None:
+    from _support.redis_server import RedisServer
+
+    pytest.importorskip("redis", reason="the redis extra (redis-py) is not installed")
+
+    async def main() -> None:
+        server = RedisServer()
+        server.start()
+        backends = {name: await EchoBackend(name).start() for name in "abc"}
+        spec = ",".join(f"{n}={b.address}" for n, b in backends.items())
+        common = ("--backend", spec, "--workers", "2", "--redis", server.url,
+                  "--ring", "shop", "--health-interval", "0.3", "--admin-listen",
+                  "127.0.0.1:0")
+        try:
+            # The first instance may create the ring; the second joins it.
+            async with gateway_process(*common, "--bootstrap") as (url1, admin1), \
+                    gateway_process(*common) as (url2, admin2):
+                assert admin1 and admin2
+                one, two = await route(url1, KEYS), await route(url2, KEYS)
+                assert one == two
+                assert set(one.values()) == {"a", "b", "c"}
+                page1, page2 = await status(admin1), await status(admin2)
+                assert page1["ring"]["fingerprint"] == page2["ring"]["fingerprint"] \
+                    == ring("abc").fingerprint()
+                assert page1["membership"]["name"] == "shop"
+
+                # b stops: the health votes of all four workers take it out
+                # of the shared ring, and both instances agree again.
+                await backends["b"].stop()
+                without_b = ring("ac").fingerprint()
+
+                async def agreed() -> bool:
+                    pages = [await status(admin1), await status(admin2)]
+                    return all(p["ring"]["fingerprint"] == without_b for p in pages)
+                await eventually(agreed, timeout=60)
+                one, two = await route(url1, KEYS), await route(url2, KEYS)
+                assert one == two and "b" not in one.values()
+
+                await backends["b"].start()
+
+                async def back() -> bool:
+                    pages = [await status(admin1), await status(admin2)]
+                    return all(p["ring"]["fingerprint"] == ring("abc").fingerprint()
+                               for p in pages)
+                await eventually(back, timeout=60)
+                assert await route(url1, KEYS) == await route(url2, KEYS) == {
+                    k: ring("abc").get_target_node(k) for k in KEYS}
+        finally:
+            for backend in backends.values():
+                await backend.stop()
+            server.close()
+    run(main(), timeout=240)

@@ -1,0 +1,193 @@
+"""The membership protocol without Redis: its generators are driven with
+scripted replies, as a driver would, and what they ask for is checked call
+by call.  The same protocol runs under both drivers, so these hold for
+both; the Redis-backed tests (test_membership*.py) check the scripts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from chash import ConsistentHashRouter
+from chash._membership_protocol import Call, check, pull, send_votes, write
+from chash._membership_state import MembershipCore, RingMissingError
+
+
+def core(bootstrap: bool = False) -> MembershipCore:
+    return MembershipCore(ConsistentHashRouter(), "orders", prefix="chash",
+                          quorum="majority", vote_ttl=30.0, resync_interval=1.0,
+                          reporter="me", bootstrap=bootstrap,
+                          outage_errors=(ConnectionError,))
+
+
+def snapshot(c: MembershipCore, epoch: str, version: int, nodes: dict[str, str],
+             digest: str | None = None) -> list[Any]:
+    flat = [item for pair in nodes.items() for item in pair]
+    return [1, epoch, version, c.config, flat, [], [], digest or False, 1]
+
+
+class Driver:
+    """Answers the calls of one operation from a script of replies (an
+    exception is thrown in), recording every call."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        self.replies = list(replies)
+        self.calls: list[Call] = []
+
+    def run(self, exchange: Generator[Call, Any, Any]) -> Any:
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = exchange.send(reply) if error is None else exchange.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            self.calls.append(call)
+            assert self.replies, f"unexpected call {call}"
+            reply, error = self.replies.pop(0), None
+            if isinstance(reply, BaseException):
+                reply, error = None, reply
+
+    @property
+    def scripts(self) -> list[str]:
+        return [call.script for call in self.calls]
+
+
+def synced(c: MembershipCore, nodes: dict[str, str], version: int = 2) -> str:
+    """Apply a first state; return its fingerprint."""
+    d = Driver([snapshot(c, "e1", version, nodes), 1])
+    d.run(pull(c))
+    assert d.scripts == ["SNAPSHOT", "STAMP"]
+    return c.fingerprint()
+
+
+def test_an_unsynced_instance_never_seeds() -> None:
+    c = core()
+    d = Driver([[-1]])
+    assert d.run(pull(c)) is None
+    assert d.scripts == ["SNAPSHOT"]
+    d = Driver([[-1]])
+    with pytest.raises(RingMissingError, match="ring 'orders' is missing in Redis; an "
+                                               "instance that holds it will restore it"):
+        d.run(write(c, "add", "a", "1.0"))
+    assert d.scripts == ["WRITE"]
+    d = Driver([[-3, "meta.count is 5 but 0 entries are stored"]])
+    with pytest.raises(RingMissingError, match="damaged"):
+        d.run(write(c, "add", "a", "1.0"))
+
+
+def test_bootstrap_seeds_an_absent_ring_but_never_replaces_a_damaged_one() -> None:
+    c = core(bootstrap=True)
+    c.router.add_service_node("mine")
+    d = Driver([[-1], [1, "new", 1, []], snapshot(c, "new", 1, {"mine": "1.0"}), 1])
+    assert d.run(pull(c)) is not None
+    seed = d.calls[1]
+    assert seed.script == "SEED" and seed.args[4] == 0 and "mine" in seed.args
+    d = Driver([[-3, "broken"]])
+    fresh = core(bootstrap=True)
+    assert d.run(pull(fresh)) is None and d.scripts == ["SNAPSHOT"]
+
+
+def test_a_synced_instance_restores_a_damaged_ring() -> None:
+    c = core()
+    synced(c, {"a": "1.0", "b": "2.0"})
+    d = Driver([[-3, "lost nodes"], [1, "e2", 3, []], snapshot(c, "e2", 3, {"a": "1.0",
+                                                                           "b": "2.0"}), 1])
+    d.run(pull(c))
+    seed = d.calls[1]
+    assert seed.args[2] == 3 and seed.args[4] == 1  # the next version, restore
+    assert c.router.weights == {"a": 1.0, "b": 2.0}
+
+
+def test_same_version_other_ring_is_read_and_starts_an_epoch(
+        caplog: pytest.LogCaptureFixture) -> None:
+    c = core()
+    synced(c, {"a": "1.0", "b": "1.0"})
+    other = ConsistentHashRouter()
+    other.add_service_node("a")
+    other.add_service_node("d")
+    d = Driver([[1, "e1", 2, other.fingerprint()],
+                snapshot(c, "e1", 2, {"a": "1.0", "d": "1.0"}, other.fingerprint()),
+                [1, "e9", 3, []], snapshot(c, "e9", 3, {"a": "1.0", "d": "1.0"}), 1])
+    d.run(check(c))
+    assert d.scripts == ["HEAD", "SNAPSHOT", "REEPOCH", "SNAPSHOT", "STAMP"]
+    assert c.router.weights == {"a": 1.0, "d": 1.0} and c.position == ("e9", 3)
+    assert any("another ring at version 2" in r.getMessage() for r in caplog.records)
+
+
+def test_a_digest_nobody_can_reproduce_does_not_loop(caplog: pytest.LogCaptureFixture) -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    for _ in range(3):
+        d = Driver([[1, "e1", 2, "0123456789abcdef"],
+                    snapshot(c, "e1", 2, {"a": "1.0"}, "0123456789abcdef")])
+        d.run(check(c))
+        assert d.scripts == ["HEAD", "SNAPSHOT"]  # no new epoch, no stamp
+    errors = [r for r in caplog.records if "holds digest 0123456789abcdef" in r.getMessage()]
+    assert len(errors) == 1
+
+
+def test_going_back_follows_redis_and_starts_an_epoch() -> None:
+    c = core()
+    synced(c, {"a": "1.0", "b": "1.0"}, version=5)
+    d = Driver([[1, "e1", 3, "x"], snapshot(c, "e1", 3, {"a": "1.0"}, "x"),
+                [1, "e7", 6, []], snapshot(c, "e7", 6, {"a": "1.0"}), 1])
+    d.run(check(c))
+    assert d.scripts == ["HEAD", "SNAPSHOT", "REEPOCH", "SNAPSHOT", "STAMP"]
+    assert d.calls[2].args[1:3] == ("e1", 3) and d.calls[2].args[4] == 6
+    assert c.router.weights == {"a": 1.0} and c.position == ("e7", 6)
+
+
+def test_a_committed_write_never_reports_failure(caplog: pytest.LogCaptureFixture) -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    d = Driver([[1, "e1", 3, []], ConnectionError("gone after the commit")])
+    d.run(write(c, "add", "b", "1.0"))  # no exception
+    assert d.scripts == ["WRITE", "SNAPSHOT"]
+    assert any("committed at version 3" in r.getMessage() for r in caplog.records)
+
+
+def test_refused_mass_removal_and_forced_one(caplog: pytest.LogCaptureFixture) -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    with pytest.raises(ValueError, match="would take 1 of the 1 nodes in service"):
+        Driver([[-4, 1, 1]]).run(write(c, "remove", "a"))
+    d = Driver([[1, "e1", 3, [], 1, 1], snapshot(c, "e1", 3, {}), 1])
+    d.run(write(c, "remove", "a", force=True))
+    assert d.calls[0].args[4] == "1"
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("refused to remove 'a'" in m for m in messages)
+    assert any("took 1 of the 1 nodes in service out at once (forced)" in m for m in messages)
+
+
+def test_votes_are_kept_when_the_exchange_fails_or_is_abandoned() -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    c.queue_vote("a", True, "refused")
+    with pytest.raises(ConnectionError):
+        Driver([ConnectionError("down")]).run(send_votes(c))
+    assert c.take_votes() == {"a": (True, "refused")}
+    c.queue_vote("a", False)
+    exchange = send_votes(c)
+    assert next(exchange).script == "VOTE"
+    exchange.close()  # a cancelled task
+    assert c.take_votes() == {"a": (False, "")}
+
+
+def test_unreadable_entries_are_skipped_and_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    c = core()
+    for version in (2, 3):
+        Driver([snapshot(c, "e1", version, {"a": "1.0", "x": "heavy", "y": "inf"}), 1]) \
+            .run(pull(c))
+    assert c.router.weights == {"a": 1.0}
+    lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert lines == ["ring orders: skipped unreadable entry nodes['x'] = 'heavy'",
+                     "ring orders: skipped unreadable entry nodes['y'] = 'inf'"]
+    for _ in range(2):
+        c.queue_vote("a", True, "r")
+        Driver([[0, "e1", 3, ["votes", "b", "[[["]]]).run(send_votes(c))
+    assert sum("votes['b']" in r.getMessage() for r in caplog.records) == 1
