@@ -79,6 +79,7 @@ class EggInfo(egg_info):
             self.write_file("SOURCES", os.path.join(self.egg_info, "SOURCES.txt"),
                             "".join(f"{name}\n" for name in self.filelist.files))
 
+
 # The engine: the ring, the schemes and the hash functions (plain C).
 ENGINE = ["csrc/chash_ring.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/chash_sha1.c",
           "csrc/chash_murmur.c", "csrc/chash_xxhash.c", "csrc/chash_fnv_crc.c"]
