@@ -370,6 +370,92 @@ def collect_rows(cfg: Config, obs: dict[Key, list[Obs]], memory: dict[int, Row])
     return rows
 
 
+# -- the layouts that follow nginx, libketama and libmemcached -----------------
+
+#: (row, compat layout, its hash, python layout's hash, virtual nodes, weighted)
+COMPAT_PAIRS = [
+    ("nginx (crc32)", "nginx", "crc32", "crc32", 160, False),
+    ("ketama (md5)", "ketama", "md5", "md5", 160, False),
+    ("ketama, weights 1-3", "ketama", "md5", "md5", 160, True),
+    ("libmemcached (one_at_a_time)", "libmemcached", "one_at_a_time", "one_at_a_time", 100, False),
+    ("libmemcached (md5)", "libmemcached", "md5", "md5", 100, False),
+]
+
+
+def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+    """Build and lookup of each compat layout against layout="python" with
+    the same hash and points a node (hence the same hash cost), timed in
+    interleaved rounds; medians and the ratio compat / python (target <= 1.5)."""
+    import gc
+    import math
+    import statistics
+
+    from chash import ConsistentHashRouter
+
+    def build(layout: str, hash_name: str, vnodes: int, nodes: list[str],
+              weights: list[int] | None) -> Any:
+        router = ConsistentHashRouter(vnodes, hash=hash_name, layout=layout)
+        if weights is None:
+            router.add_service_nodes(nodes)
+            return router
+        # python gets the same points a node as libketama's shares give:
+        # weight / mean weight (its points are round(vnodes * weight)).
+        mean = sum(weights) / len(weights)
+        for weight in sorted(set(weights)):
+            group = [n for n, w in zip(nodes, weights, strict=True) if w == weight]
+            router.add_service_nodes(group, weight if layout != "python" else weight / mean)
+        return router
+
+    lines = ["compat layouts vs layout='python' with the same hash and points a node "
+             f"(medians of {repeat} interleaved rounds, each sample the best of 3 takes; "
+             "ratio = compat / python, target <= 1.5; the weighted ketama ring is built "
+             "one add_service_nodes call a weight, a rebuild each)",
+             f"{'row':30} {'nodes':>6} {'build ms':>17} {'ratio':>6} {'batch ns/key':>17} "
+             f"{'ratio':>6} {'single ns':>15} {'ratio':>6}"]
+    missed = 0
+    for row, layout, hash_name, py_hash, vnodes, weighted in COMPAT_PAIRS:
+        for n in node_counts:
+            nodes = [f"10.{i >> 8 & 255}.{i & 255}.1:{11211 + i % 7}" for i in range(n)]
+            weights = [1 + i % 3 for i in range(n)] if weighted else None
+            samples: dict[str, list[float]] = {k: [] for k in
+                                               ("cb", "pb", "cl", "pl", "cs", "ps")}
+            single = keys[:2000]
+            for r in range(repeat):
+                order = [(layout, hash_name, "c"), ("python", py_hash, "p")]
+                if r % 2:
+                    order.reverse()
+                for lay, h, tag in order:
+                    # A sample is the best of 3 back-to-back takes: a take
+                    # the scheduler interrupted does not count.
+                    best = [math.inf, math.inf, math.inf]
+                    for _ in range(3):
+                        gc.disable()
+                        t0 = time.perf_counter_ns()
+                        router = build(lay, h, vnodes, nodes, weights)
+                        t1 = time.perf_counter_ns()
+                        router.get_target_nodes(keys)
+                        t2 = time.perf_counter_ns()
+                        get = router.get_target_node
+                        for key in single:
+                            get(key)
+                        t3 = time.perf_counter_ns()
+                        gc.enable()
+                        best = [min(best[0], (t1 - t0) / 1e6), min(best[1], (t2 - t1) / len(keys)),
+                                min(best[2], (t3 - t2) / len(single))]
+                    samples[tag + "b"].append(best[0])
+                    samples[tag + "l"].append(best[1])
+                    samples[tag + "s"].append(best[2])
+            med = {k: statistics.median(v) for k, v in samples.items()}
+            ratios = [med["cb"] / med["pb"], med["cl"] / med["pl"], med["cs"] / med["ps"]]
+            missed += sum(ratio > 1.5 for ratio in ratios)
+            lines.append(
+                f"{row:30} {n:>6} {med['cb']:>8.2f} /{med['pb']:>7.2f} {ratios[0]:>6.2f} "
+                f"{med['cl']:>8.1f} /{med['pl']:>7.1f} {ratios[1]:>6.2f} "
+                f"{med['cs']:>7.0f} /{med['ps']:>6.0f} {ratios[2]:>6.2f}")
+    lines.append(f"compat targets missed: {missed}")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -381,6 +467,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="node counts of the fast-hash rows (default %(default)s)")
     parser.add_argument("--repeat", type=int, help="rounds a row (default 7, --quick 3)")
     parser.add_argument("--keys", type=int, help="lookup keys (default 20000, --quick 2000)")
+    parser.add_argument("--compat-only", action="store_true",
+                        help="only the rows of the nginx, ketama and libmemcached layouts")
     return parser.parse_args(argv)
 
 
@@ -390,6 +478,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     repeat = args.repeat or (3 if args.quick else 7)
     if repeat < 1 or not nodes or min(nodes + fast_nodes) < 1 or (args.keys or 1) < 1:
         raise SystemExit("--repeat, --keys and every node count must be at least 1")
+    if args.compat_only:
+        print(compat_layout_rows(nodes, request_keys(args.keys or 20000), repeat))
+        return 0
     cfg = Config(
         nodes=nodes,
         fast_nodes=fast_nodes,

@@ -16,11 +16,14 @@ HashName = Literal[
     "xxh3",
     "fnv1a",
     "crc32",
+    "one_at_a_time",
 ]
 LayoutName = Literal[
     "python",
     "node",
     "ketama",
+    "nginx",
+    "libmemcached",
 ]
 Key = str | bytes
 
@@ -42,7 +45,7 @@ class ConsistentHashRouter:
         cls,
         virtual_node_count: int | None = None,
         *,
-        hash: HashName | Callable[[bytes], int] = "md5",
+        hash: HashName | Callable[[bytes], int] | None = None,
         layout: LayoutName = "python",
     ) -> ConsistentHashRouter: ...
     def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
@@ -57,6 +60,7 @@ class ConsistentHashRouter:
     def fingerprint(self) -> str: ...
     def _calculate_hash(self, key: Key, /) -> int: ...
     def _check(self) -> None: ...
+    def _replace_nodes(self, nodes: list[tuple[str, float]], /) -> None: ...
     @property
     def virtual_node_count(self) -> int: ...
     @property

@@ -102,8 +102,9 @@ def add_ring_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vnodes", type=int_between(1, MAX_VIRTUAL_NODES), default=None, metavar="N",
                         help="virtual nodes per node of weight 1 "
                              "(default: the layout's, 100 for python)")
-    parser.add_argument("--hash", choices=HASHES, default="md5",
-                        help="hash function (default md5)")
+    parser.add_argument("--hash", choices=HASHES, default=None,
+                        help="hash function (default: the layout's, md5; crc32 for nginx, "
+                             "one_at_a_time for libmemcached)")
     parser.add_argument("--layout", choices=LAYOUTS, default="python",
                         help="how virtual nodes are named and placed (default python)")
     parser.add_argument("--weight", type=weight_arg, action="append", default=[],

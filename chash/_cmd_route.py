@@ -4,14 +4,17 @@ The nodes come from ``--nodes a,b,c``, from ``--nodes-file FILE``, or from
 standard input (``--nodes -``); a file holds node names separated by new
 lines or commas, with ``#`` comments.  The ring is built exactly as a
 router with the same options would build it, so the answer is the one a
-gateway using those options gives.
+gateway using those options gives.  ``--nginx-conf FILE --upstream NAME``
+and ``--twemproxy-conf FILE --pool NAME`` build the ring those programs
+build from their configuration instead (``chash.compat``), so the answer
+is where they send the key.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from chash import ConsistentHashRouter
@@ -86,11 +89,44 @@ def render(router: ConsistentHashRouter, answers: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
+def _router_from_conf(parser: argparse.ArgumentParser,
+                      args: argparse.Namespace) -> ConsistentHashRouter:
+    """The ring of an nginx upstream or a twemproxy pool named by the
+    arguments; ``parser.error`` (exit 2) naming the problem otherwise."""
+    from chash.compat import ConfigError, nginx_upstream, twemproxy_pool
+
+    build: Callable[[str, str], ConsistentHashRouter]
+    if args.nginx_conf is not None:
+        path, name, flag, build = args.nginx_conf, args.upstream, "--upstream", nginx_upstream
+    else:
+        path, name, flag, build = args.twemproxy_conf, args.pool, "--pool", twemproxy_pool
+    if name is None:
+        parser.error(f"{flag} NAME is needed with {'--nginx-conf' if flag == '--upstream' else '--twemproxy-conf'}")
+    if args.vnodes is not None or args.hash is not None or args.layout != "python" or args.weight:
+        parser.error("--vnodes, --hash, --layout and --weight come from the configuration file")
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}")
+    try:
+        return build(text, name)
+    except ConfigError as exc:
+        parser.error(f"{path}: {exc}")
+    except ValueError as exc:
+        parser.error(f"{path}: cannot build the ring: {exc}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash route``."""
     parser: argparse.ArgumentParser = args.route_parser
-    nodes = _read_nodes(parser, args)
-    router = build_router(parser, args, nodes)
+    if args.nginx_conf is not None or args.twemproxy_conf is not None:
+        router = _router_from_conf(parser, args)
+    else:
+        if args.upstream is not None or args.pool is not None:
+            parser.error("--upstream goes with --nginx-conf, --pool with --twemproxy-conf")
+        nodes = _read_nodes(parser, args)
+        router = build_router(parser, args, nodes)
     answers = route(router, args.keys, args.n)
     if args.json:
         print(json.dumps(answers, indent=2))
@@ -112,6 +148,14 @@ def register(subparsers: Any) -> None:
     source.add_argument("--nodes-file", metavar="FILE",
                         help="a file of node names, one a line (or comma-separated; "
                              "# comments); - for stdin")
+    source.add_argument("--nginx-conf", metavar="FILE",
+                        help="route as nginx does with this configuration's upstream "
+                             "(--upstream NAME; 'hash KEY consistent')")
+    source.add_argument("--twemproxy-conf", metavar="FILE",
+                        help="route as twemproxy (nutcracker) does with this configuration's "
+                             "pool (--pool NAME; 'distribution: ketama', 'hash: md5')")
+    parser.add_argument("--upstream", metavar="NAME", help="the upstream of --nginx-conf")
+    parser.add_argument("--pool", metavar="NAME", help="the pool of --twemproxy-conf")
     add_ring_arguments(parser)
     parser.add_argument("-n", type=positive_int, default=3, metavar="N",
                         help="length of the preference list (default 3)")

@@ -500,6 +500,18 @@ class MembershipCore:
         # passes through empty.  Each step is one C call under the GIL.
         wanted = state.ring()
         present = self.router.weights
+        if self.router.layout in ORDERED_LAYOUTS and list(present.items()) != list(wanted.items()):
+            # A shared point goes to the node added first: every instance
+            # holds the nodes in the store's order (the order they were
+            # added to it), swapped in whole.
+            try:
+                self.router._replace_nodes(list(wanted.items()))
+            except (TypeError, ValueError, OverflowError, MemoryError) as exc:
+                logger.error("ring %s: cannot rebuild the router in the shared order: %s; "
+                             "applying node by node", self.name, exc, extra={"ring": self.name})
+            else:
+                return ([n for n in wanted if n not in present], [n for n in present if n not in wanted],
+                        [n for n in wanted if n in present and present[n] != wanted[n]])
         added: list[str] = []
         removed: list[str] = []
         reweighed: list[str] = []
@@ -638,6 +650,10 @@ class MembershipCore:
         if message != self._mismatch_logged:
             self._mismatch_logged = message
             logger.error("%s; keeping the last known ring", message, extra={"ring": self.name})
+
+
+#: Layouts whose ring gives a shared point to the node added first.
+ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached"})
 
 
 def _describe(added: list[str], removed: list[str], reweighed: list[str]) -> str:

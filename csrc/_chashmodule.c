@@ -41,6 +41,7 @@ typedef struct {
 } RouterObject;
 
 static struct PyModuleDef chash_module;
+static PyObject *module_rebuild(PyObject *module, PyObject *args);
 
 static inline module_state *get_state(PyObject *module)
 {
@@ -206,6 +207,16 @@ static const char *name_arg(PyObject *value, const char *what)
     return name;
 }
 
+/* An empty ring breaking ties as the layout's reference does; NULL when
+ * out of memory. */
+static chash_ring *new_ring(chash_layout_id layout)
+{
+    chash_ring *ring = chash_ring_new();
+    if (ring && chash_layout_ties(layout))
+        (void)chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER); /* empty: cannot fail */
+    return ring;
+}
+
 static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given,
                                PyObject *hash, PyObject *layout_obj)
 {
@@ -215,7 +226,7 @@ static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vn
     chash_layout_id layout;
     if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError,
-                     "unknown layout '%s': expected 'python', 'node' or 'ketama'", layout_name);
+                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx' or 'libmemcached'", layout_name);
         return NULL;
     }
     size_t base = chash_layout_default_points(layout);
@@ -228,16 +239,18 @@ static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vn
         }
         base = (size_t)vnodes_arg;
     }
-    chash_hash_id hash_id = CHASH_HASH_MD5;
+    chash_hash_id hash_id = chash_layout_default_hash(layout);
     PyObject *hash_fn = NULL;
-    if (PyUnicode_Check(hash)) {
+    if (hash == Py_None) {
+        /* the layout's own hash */
+    } else if (PyUnicode_Check(hash)) {
         const char *name = name_arg(hash, "hash");
         if (!name)
             return NULL;
         if (chash_hash_by_name(name, &hash_id) != CHASH_OK) {
             PyErr_Format(PyExc_ValueError,
                          "unknown hash %R: expected one of md5, sha1, murmur2, murmur3, "
-                         "xxh32, xxh64, xxh3, fnv1a, crc32, or a callable", hash);
+                         "xxh32, xxh64, xxh3, fnv1a, crc32, one_at_a_time, or a callable", hash);
             return NULL;
         }
     } else if (PyCallable_Check(hash)) {
@@ -251,10 +264,20 @@ static PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vn
         PyErr_SetString(PyExc_ValueError, "the ketama layout is defined over md5 only");
         return NULL;
     }
+    if (layout == CHASH_LAYOUT_NGINX && (hash_fn || hash_id != CHASH_HASH_CRC32)) {
+        PyErr_SetString(PyExc_ValueError, "the nginx layout is defined over crc32 only");
+        return NULL;
+    }
+    if (layout == CHASH_LAYOUT_LIBMEMCACHED
+        && (hash_fn || (hash_id != CHASH_HASH_ONE_AT_A_TIME && hash_id != CHASH_HASH_MD5))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the libmemcached layout takes hash 'one_at_a_time' or 'md5'");
+        return NULL;
+    }
     RouterObject *self = (RouterObject *)type->tp_alloc(type, 0);
     if (!self)
         return NULL;
-    self->ring = chash_ring_new();
+    self->ring = new_ring(layout);
     if (!self->ring) {
         Py_DECREF(self);
         return PyErr_NoMemory();
@@ -288,13 +311,11 @@ static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             count = PY_SSIZE_T_MAX; /* reported as out of range below */
         }
     }
-    PyObject *default_hash = hash ? NULL : PyUnicode_FromString("md5");
     PyObject *default_layout = layout ? NULL : PyUnicode_FromString("python");
     PyObject *self = NULL;
-    if ((hash || default_hash) && (layout || default_layout))
-        self = router_create(type, count, given, hash ? hash : default_hash,
+    if (layout || default_layout)
+        self = router_create(type, count, given, hash ? hash : Py_None,
                              layout ? layout : default_layout);
-    Py_XDECREF(default_hash);
     Py_XDECREF(default_layout);
     return self;
 }
@@ -420,19 +441,306 @@ static void weight_error(PyObject *node, double weight)
                  (size_t)CHASH_MAX_NODE_POINTS);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Weights of the layouts that follow another program's ring          */
+
+/* nginx, ketama and libmemcached take their references' integer weights. */
+static int integer_weights(const RouterObject *self)
+{
+    chash_layout_id layout = self->scheme.layout;
+    return layout == CHASH_LAYOUT_NGINX || layout == CHASH_LAYOUT_KETAMA
+        || layout == CHASH_LAYOUT_LIBMEMCACHED;
+}
+
+/* 0, or -1 with a ValueError naming the weight when the layout takes
+ * integer weights (1 .. 2**32 - 1, as the references' unsigned 32-bit
+ * weight) and this one is not such an integer. */
+static int check_integer_weight(const RouterObject *self, double weight)
+{
+    if (!integer_weights(self) || (weight >= 1.0 && weight <= 4294967295.0 && weight == floor(weight)))
+        return 0;
+    PyObject *value = PyFloat_FromDouble(weight);
+    if (value) {
+        PyErr_Format(PyExc_ValueError,
+                     "the %s layout takes integer weights from 1 to 2**32 - 1, as %s does, not %R",
+                     chash_layout_name(self->scheme.layout),
+                     self->scheme.layout == CHASH_LAYOUT_NGINX ? "nginx's weight=N"
+                         : self->scheme.layout == CHASH_LAYOUT_KETAMA ? "libketama"
+                                                                       : "libmemcached",
+                     value);
+        Py_DECREF(value);
+    }
+    return -1;
+}
+
+/*
+ * How many points a node of this weight owns, for the layouts whose counts
+ * do not depend on other nodes (not ketama nor libmemcached: see
+ * ketama_update).  0, or -1 with a ValueError.
+ */
+static int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
+{
+    if (check_integer_weight(self, weight) < 0)
+        return -1;
+    if (chash_points_for_weight(self->base_points, weight, CHASH_MAX_NODE_POINTS, count) != CHASH_OK) {
+        weight_error(node, weight);
+        return -1;
+    }
+    return 0;
+}
+
+/* Layouts whose point counts depend on every node's weight: ketama, and
+ * libmemcached (any weight above 1 switches it to libketama's weighted
+ * ring); a change of membership rebuilds their ring (ketama_update). */
+static int rebuilds(const RouterObject *self)
+{
+    return self->scheme.layout == CHASH_LAYOUT_KETAMA
+        || self->scheme.layout == CHASH_LAYOUT_LIBMEMCACHED;
+}
+
+/* libmemcached's points a server in its weighted ketama mode. */
+#define LIBMEMCACHED_WEIGHTED_POINTS 160
+
+/* One node of the ring a ketama update builds. */
+typedef struct {
+    NodeEntry *entry;     /* a new entry for a node not in the ring yet */
+    long old;             /* its index in the current ring, or -1 */
+    double weight;
+    uint32_t *fresh;      /* points computed for it (PyMem), or NULL */
+} KetamaSlot;
+
+static void free_ketama_slots(KetamaSlot *slots, size_t n, int free_new_entries)
+{
+    for (size_t i = 0; i < n; i++) {
+        PyMem_Free(slots[i].fresh);
+        if (free_new_entries && slots[i].old < 0 && slots[i].entry)
+            free_entry(slots[i].entry);
+    }
+    PyMem_Free(slots);
+}
+
+/*
+ * The ketama layout: every node's point count depends on every weight
+ * (chash_ketama_counts), so a change of membership rebuilds the ring, as
+ * twemproxy and libmemcached rebuild their continuum.  The libmemcached
+ * layout too: while every weight is 1 each node owns virtual_node_count
+ * points "{id}-{i}" hashed with the key hash; once a weight is above 1,
+ * libmemcached switches to libketama's weighted ring (MD5 points, 160 a
+ * node of average weight, counts by share of the total) and keeps its key
+ * hash, and so does this.  The new ring holds
+ * the current nodes in their order, less `drop` (an index, or -1), with
+ * the nodes add[0..nadd) given weights[i]: a present node keeps its place
+ * and takes the new weight, a new one goes last (add holds no duplicates).
+ * A node whose count stays keeps its points as they are; the others are
+ * computed afresh.  The ring is built aside and swapped in: on error
+ * (-1, exception set) the router is unchanged.
+ */
+static int ketama_update(RouterObject *self, PyObject *const *add, const double *weights,
+                         Py_ssize_t nadd, long drop)
+{
+    chash_ring *ring = self->ring;
+    size_t old_n = chash_ring_node_count(ring);
+    size_t cap = old_n + (size_t)nadd;
+    KetamaSlot *slots = PyMem_New(KetamaSlot, cap ? cap : 1);
+    uint64_t *w = PyMem_New(uint64_t, cap ? cap : 1);
+    size_t *counts = PyMem_New(size_t, cap ? cap : 1);
+    size_t *start = PyMem_New(size_t, old_n + 1);
+    uint32_t *old_points = PyMem_New(uint32_t, chash_ring_point_count(ring) + 1);
+    chash_node_spec *specs = PyMem_New(chash_node_spec, cap ? cap : 1);
+    chash_ring *fresh_ring = NULL;
+    size_t n = 0;
+    int result = -1;
+    if (!slots || !w || !counts || !start || !old_points || !specs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < old_n; k++)
+        if ((long)k != drop)
+            slots[n++] = (KetamaSlot){entry_at(self, k), (long)k, entry_at(self, k)->weight, NULL};
+    for (Py_ssize_t i = 0; i < nadd; i++) {
+        const char *id;
+        Py_ssize_t id_len;
+        if (node_id(add[i], &id, &id_len) < 0 || check_integer_weight(self, weights[i]) < 0)
+            goto done;
+        size_t found;
+        long k = chash_ring_find(ring, id, (size_t)id_len, &found) == CHASH_OK ? (long)found : -1;
+        size_t at = n;
+        for (size_t j = 0; k >= 0 && j < n; j++)
+            if (slots[j].old == k)
+                at = j;
+        if (at < n) {
+            slots[at].weight = weights[i];
+            continue;
+        }
+        NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+        if (!entry) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        entry->name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
+        if (!entry->name) {
+            PyMem_Free(entry);
+            goto done;
+        }
+        entry->weight = weights[i];
+        slots[n++] = (KetamaSlot){entry, -1, weights[i], NULL};
+    }
+    int weighted = self->scheme.layout == CHASH_LAYOUT_KETAMA, was_weighted = weighted;
+    for (size_t k = 0; k < old_n && !was_weighted; k++)
+        was_weighted = entry_at(self, k)->weight > 1.0;
+    for (size_t i = 0; i < n; i++) {
+        w[i] = (uint64_t)slots[i].weight;
+        weighted |= w[i] > 1;
+    }
+    chash_scheme point_scheme = self->scheme;
+    size_t base = self->base_points;
+    if (weighted && self->scheme.layout == CHASH_LAYOUT_LIBMEMCACHED) {
+        (void)chash_scheme_init(&point_scheme, CHASH_LAYOUT_KETAMA, CHASH_HASH_MD5);
+        base = LIBMEMCACHED_WEIGHTED_POINTS;
+    }
+    if (!weighted) {
+        for (size_t i = 0; i < n; i++)
+            counts[i] = base;
+    } else if (chash_ketama_counts(base, w, n, counts) != CHASH_OK) {
+        PyErr_SetString(PyExc_ValueError, "the ketama layout's total weight is too large");
+        goto done;
+    }
+    unsigned long long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (unsigned long long)w[i];
+    for (size_t i = 0; i < n; i++) {
+        if (counts[i] == 0 || counts[i] > CHASH_MAX_NODE_POINTS) {
+            PyErr_Format(PyExc_ValueError,
+                         "in the %s layout node %R would own %zu points (weight %llu of a "
+                         "total %llu over %zu nodes); a node owns from 1 to %zu",
+                         chash_layout_name(self->scheme.layout), slots[i].entry->name,
+                         counts[i], (unsigned long long)w[i], total, n,
+                         (size_t)CHASH_MAX_NODE_POINTS);
+            goto done;
+        }
+    }
+    /* When no present node's count changes (equal weights, mostly; plain
+     * libmemcached always), the ring changes by the new or dropped node
+     * only: one engine call, itself all-or-nothing, instead of a rebuild. */
+    int counts_stay = weighted == was_weighted;
+    size_t nnew = 0;
+    for (size_t i = 0; i < n && counts_stay; i++) {
+        if (slots[i].old < 0)
+            nnew++;
+        else
+            counts_stay = chash_ring_node(ring, (size_t)slots[i].old).npoints == counts[i];
+    }
+    if (counts_stay) {
+        int status = CHASH_OK;
+        NodeEntry *dropped = drop >= 0 ? entry_at(self, (size_t)drop) : NULL;
+        if (dropped)
+            status = chash_ring_remove(ring, chash_ring_node(ring, (size_t)drop).id,
+                                       chash_ring_node(ring, (size_t)drop).id_len, NULL);
+        size_t k = 0;
+        for (size_t i = 0; i < n && status == CHASH_OK; i++) {
+            if (slots[i].old >= 0)
+                continue;
+            const char *id;
+            Py_ssize_t id_len;
+            if (node_id(slots[i].entry->name, &id, &id_len) < 0)
+                goto done;
+            slots[i].fresh = PyMem_New(uint32_t, counts[i]);
+            status = slots[i].fresh ? chash_scheme_points(&point_scheme, id, (size_t)id_len, 0,
+                                                          counts[i], slots[i].fresh)
+                                    : CHASH_ENOMEM;
+            specs[k++] = (chash_node_spec){id, (size_t)id_len, slots[i].entry, slots[i].fresh, counts[i]};
+        }
+        if (status == CHASH_OK && nnew)
+            status = chash_ring_add_many(ring, specs, nnew);
+        if (status != CHASH_OK) {
+            set_status_error(status, NULL); /* a removal cannot fail: nothing changed */
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++)
+            slots[i].entry->weight = slots[i].weight;
+        if (dropped)
+            free_entry(dropped);
+        result = 0;
+        goto done;
+    }
+    /* The current points of every node, grouped by owner in one pass. */
+    start[0] = 0;
+    for (size_t k = 0; k < old_n; k++)
+        start[k + 1] = start[k] + chash_ring_node(ring, k).npoints;
+    for (size_t i = 0, np = chash_ring_point_count(ring); i < np; i++)
+        old_points[start[chash_ring_point_owner(ring, i)]++] = chash_ring_point(ring, i);
+    for (size_t k = old_n; k > 0; k--) /* back to the start of each group */
+        start[k] = start[k - 1];
+    start[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        KetamaSlot *slot = &slots[i];
+        chash_node_view view = slot->old >= 0 ? chash_ring_node(ring, (size_t)slot->old)
+                                               : (chash_node_view){NULL, 0, NULL, 0};
+        const char *id = view.id;
+        Py_ssize_t id_len = (Py_ssize_t)view.id_len;
+        if (slot->old < 0 && node_id(slot->entry->name, &id, &id_len) < 0)
+            goto done;
+        const uint32_t *points;
+        if (slot->old >= 0 && view.npoints == counts[i] && weighted == was_weighted) {
+            points = old_points + start[slot->old];
+        } else {
+            slot->fresh = PyMem_New(uint32_t, counts[i]);
+            int status = slot->fresh ? chash_scheme_points(&point_scheme, id, (size_t)id_len, 0,
+                                                           counts[i], slot->fresh)
+                                     : CHASH_ENOMEM;
+            if (status != CHASH_OK) {
+                set_status_error(status, NULL);
+                goto done;
+            }
+            points = slot->fresh;
+        }
+        specs[i] = (chash_node_spec){id, (size_t)id_len, slot->entry, points, counts[i]};
+    }
+    fresh_ring = new_ring(self->scheme.layout);
+    int status = fresh_ring ? chash_ring_add_many(fresh_ring, specs, n) : CHASH_ENOMEM;
+    if (status != CHASH_OK) {
+        chash_ring_free(fresh_ring);
+        set_status_error(status, NULL);
+        goto done;
+    }
+    /* Nothing can fail from here: swap, then settle the entries. */
+    NodeEntry *dropped = drop >= 0 ? entry_at(self, (size_t)drop) : NULL;
+    self->ring = fresh_ring;
+    chash_ring_free(ring);
+    for (size_t i = 0; i < n; i++)
+        slots[i].entry->weight = slots[i].weight;
+    if (dropped)
+        free_entry(dropped);
+    result = 0;
+done:
+    if (slots)
+        free_ketama_slots(slots, n, result < 0);
+    PyMem_Free(w);
+    PyMem_Free(counts);
+    PyMem_Free(start);
+    PyMem_Free(old_points);
+    PyMem_Free(specs);
+    return result;
+}
+
 static int add_node(RouterObject *self, PyObject *node, double weight)
 {
     const char *id;
     Py_ssize_t id_len;
     if (node_id(node, &id, &id_len) < 0)
         return -1;
-    size_t count;
-    if (chash_points_for_weight(self->base_points, weight, CHASH_MAX_NODE_POINTS, &count) != CHASH_OK) {
-        weight_error(node, weight);
-        return -1;
-    }
     size_t k;
-    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK) {
+    int found = chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK;
+    if (rebuilds(self)) {
+        if (found && entry_at(self, k)->weight == weight)
+            return 0;
+        return ketama_update(self, &node, &weight, 1, -1);
+    }
+    size_t count;
+    if (points_for(self, node, weight, &count) < 0)
+        return -1;
+    if (found) {
         size_t old_count = chash_ring_node(self->ring, k).npoints;
         if (reweigh(self, node, id, id_len, old_count, count) < 0)
             return -1;
@@ -468,6 +776,12 @@ static int remove_node(RouterObject *self, PyObject *node)
     Py_ssize_t id_len;
     if (node_id(node, &id, &id_len) < 0)
         return -1;
+    if (rebuilds(self)) {
+        size_t k;
+        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK)
+            return 0;
+        return ketama_update(self, NULL, NULL, 0, (long)k) < 0 ? -1 : 1;
+    }
     void *data = NULL;
     if (chash_ring_remove(self->ring, id, (size_t)id_len, &data) != CHASH_OK)
         return 0;
@@ -480,7 +794,10 @@ PyDoc_STRVAR(add_doc,
 "Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
 "Adding a node already present with the same weight does nothing; with\n"
 "another weight, the node gains or loses only points of its own, so keys\n"
-"move only onto or off that node.");
+"move only onto or off that node.  The nginx, ketama and libmemcached\n"
+"layouts take integer weights as their references do; in ketama (and in\n"
+"libmemcached once a weight is above 1) every node's point count follows\n"
+"from its share of the total weight, so any change recomputes them all.");
 
 static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
 {
@@ -577,11 +894,9 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
     double weight;
     if (parse_weight(weight_obj, &weight) < 0)
         return NULL;
-    size_t count;
-    if (chash_points_for_weight(self->base_points, weight, CHASH_MAX_NODE_POINTS, &count) != CHASH_OK) {
-        weight_error(Py_None, weight);
+    size_t count = 0;
+    if (!rebuilds(self) && points_for(self, Py_None, weight, &count) < 0)
         return NULL;
-    }
     /* A tuple: a str subclass's __hash__ (run by the set) cannot change it. */
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq) {
@@ -609,6 +924,28 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
         PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
         if (PyList_Append(into, node) < 0)
             goto done;
+    }
+    if (rebuilds(self)) {
+        /* One rebuild for all of them: present nodes first (in place), then
+         * the new ones in the order given. */
+        Py_ssize_t np = PyList_GET_SIZE(present), nf = PyList_GET_SIZE(fresh);
+        PyObject **all = PyMem_New(PyObject *, (size_t)(np + nf) + 1);
+        double *weights = PyMem_New(double, (size_t)(np + nf) + 1);
+        int status = -1;
+        if (all && weights) {
+            for (Py_ssize_t i = 0; i < np + nf; i++) {
+                all[i] = i < np ? PyList_GET_ITEM(present, i) : PyList_GET_ITEM(fresh, i - np);
+                weights[i] = weight;
+            }
+            status = ketama_update(self, all, weights, np + nf, -1);
+        } else {
+            PyErr_NoMemory();
+        }
+        PyMem_Free(all);
+        PyMem_Free(weights);
+        if (status == 0)
+            result = Py_NewRef(Py_None);
+        goto done;
     }
     if (add_new_nodes(self, fresh, weight, count) < 0)
         goto done;
@@ -1135,6 +1472,20 @@ static PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
         if (equal < 0)
             return NULL;
     }
+    if (equal == 1 && chash_layout_ties(x->scheme.layout)) {
+        /* The order nodes were added in breaks ties: part of the config. */
+        PyObject *na = router_get_nodes(x, NULL);
+        PyObject *nb = na ? router_get_nodes(y, NULL) : NULL;
+        if (!nb) {
+            Py_XDECREF(na);
+            return NULL;
+        }
+        equal = PyObject_RichCompareBool(na, nb, Py_EQ);
+        Py_DECREF(na);
+        Py_DECREF(nb);
+        if (equal < 0)
+            return NULL;
+    }
     return PyBool_FromLong(op == Py_EQ ? equal : !equal);
 }
 
@@ -1192,6 +1543,26 @@ static PyObject *module_rebuild(PyObject *module, PyObject *args)
         Py_DECREF(self);
         return NULL;
     }
+    if (rebuilds((RouterObject *)self)) {
+        /* One rebuild, not one a node. */
+        Py_ssize_t n = PyTuple_GET_SIZE(seq);
+        PyObject **all = PyMem_New(PyObject *, (size_t)n + 1);
+        double *weights = PyMem_New(double, (size_t)n + 1);
+        int status = all && weights ? 0 : -1;
+        if (status < 0)
+            PyErr_NoMemory();
+        for (Py_ssize_t i = 0; status == 0 && i < n; i++)
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &all[i], &weights[i]))
+                status = -1;
+        if (status == 0)
+            status = ketama_update((RouterObject *)self, all, weights, n, -1);
+        PyMem_Free(all);
+        PyMem_Free(weights);
+        Py_DECREF(seq);
+        if (status < 0)
+            Py_CLEAR(self);
+        return self;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
         PyObject *node;
         double weight;
@@ -1204,6 +1575,37 @@ static PyObject *module_rebuild(PyObject *module, PyObject *args)
     }
     Py_DECREF(seq);
     return self;
+}
+
+PyDoc_STRVAR(replace_doc,
+"_replace_nodes($self, nodes, /)\n--\n\n"
+"Make the ring hold exactly nodes, a list of (node, weight) pairs, added in\n"
+"that order, in one step: lookups see the old ring or the new one.  For\n"
+"keeping the order that breaks ties the same on several processes.");
+
+static PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
+{
+    PyObject *hash = router_get_hash(self, NULL);
+    PyObject *layout = hash ? router_get_layout(self, NULL) : NULL;
+    PyObject *args = layout ? Py_BuildValue("(OnOOO)", (PyObject *)Py_TYPE(self),
+                                            (Py_ssize_t)self->base_points, hash, layout, nodes)
+                            : NULL;
+    Py_XDECREF(hash);
+    Py_XDECREF(layout);
+    if (!args)
+        return NULL;
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
+    RouterObject *fresh = module ? (RouterObject *)module_rebuild(module, args) : NULL;
+    Py_DECREF(args);
+    if (!fresh)
+        return NULL;
+    /* Swap the rings: self takes the new one, fresh releases the old one
+     * (and its entries) when it goes. */
+    chash_ring *ring = self->ring;
+    self->ring = fresh->ring;
+    fresh->ring = ring;
+    Py_DECREF(fresh);
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1223,6 +1625,7 @@ static PyMethodDef router_methods[] = {
     {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
     {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
     {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
+    {"_replace_nodes", (PyCFunction)router_replace_nodes, METH_O, replace_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1233,24 +1636,31 @@ static PyGetSetDef router_getset[] = {
      "Every ring point, sorted (a new list each time).", NULL},
     {"node_map", (getter)router_get_node_map, NULL,
      "{point: node} (a new dict each time); a point shared by several nodes\n"
-     "maps to the node with the smallest id.", NULL},
+     "maps to the node with the smallest id (python, node layouts) or to the\n"
+     "node added first (nginx, ketama, libmemcached).", NULL},
     {"nodes", (getter)router_get_nodes, NULL, "The nodes, in the order they were added.", NULL},
     {"weights", (getter)router_get_weights, NULL, "{node: weight}.", NULL},
     {"points", (getter)router_get_points, NULL, "{node: number of ring points it owns}.", NULL},
     {"hash", (getter)router_get_hash, NULL, "The hash: its name, or the callable.", NULL},
-    {"layout", (getter)router_get_layout, NULL, "The layout: 'python', 'node' or 'ketama'.", NULL},
+    {"layout", (getter)router_get_layout, NULL,
+     "The layout: 'python', 'node', 'ketama', 'nginx' or 'libmemcached'.", NULL},
     {"memory_bytes", (getter)router_get_memory, NULL, "Heap bytes the ring engine holds.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyDoc_STRVAR(router_doc,
-"ConsistentHashRouter(virtual_node_count=None, *, hash='md5', layout='python')\n--\n\n"
+"ConsistentHashRouter(virtual_node_count=None, *, hash=None, layout='python')\n--\n\n"
 "A consistent-hash ring routing keys to nodes.\n\n"
 "With the defaults it routes exactly like the documented pure-Python\n"
 "ConsistentHashRouter: MD5 of the key's UTF-8 bytes mod 2**32, virtual keys\n"
 "'{node}_virtual_{i}', the first point >= the key's hash, wrapping around.\n"
-"virtual_node_count defaults to the layout's own (python 100, node 150,\n"
-"ketama 160) and must lie in [1, 1000000].");
+"layout 'nginx', 'ketama' and 'libmemcached' build the rings of nginx's\n"
+"hash ... consistent, libketama (twemproxy, libmemcached ketama_weighted)\n"
+"and libmemcached's ketama, integer weights and ties to the node added\n"
+"first included.  hash defaults to the layout's (md5; crc32 for nginx,\n"
+"one_at_a_time for libmemcached); virtual_node_count to the layout's own\n"
+"(python 100, node 150, ketama 160, nginx 160, libmemcached 100) and must\n"
+"lie in [1, 1000000].");
 
 static PyType_Slot router_slots[] = {
     {Py_tp_doc, (void *)router_doc},
@@ -1345,7 +1755,14 @@ static int module_exec(PyObject *module)
         Py_DECREF(hashes);
         return -1;
     }
-    PyObject *layouts = Py_BuildValue("(sss)", "python", "node", "ketama");
+    PyObject *layouts = PyTuple_New(CHASH_LAYOUT_COUNT);
+    for (int i = 0; layouts && i < CHASH_LAYOUT_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(chash_layout_name((chash_layout_id)i));
+        if (!name)
+            Py_CLEAR(layouts);
+        else
+            PyTuple_SET_ITEM(layouts, i, name);
+    }
     if (!layouts || PyModule_AddObject(module, "LAYOUTS", layouts) < 0) {
         Py_XDECREF(layouts);
         return -1;

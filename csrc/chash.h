@@ -14,7 +14,10 @@
  * Invariants (checked by chash_ring_check()):
  *  - points are sorted by (value, owner id bytes), so the owner of a value
  *    shared by several nodes is the node with the smallest id, whatever the
- *    order in which nodes were added or removed;
+ *    order in which nodes were added or removed; or, in a ring set to
+ *    CHASH_TIES_BY_ORDER, by (value, owner's place in insertion order), so
+ *    the owner is the node added first (as nginx, twemproxy and libmemcached
+ *    give a shared point to the server listed first);
  *  - every point's owner is a live node, and each node owns exactly as many
  *    points as it declares;
  *  - node ids are distinct; nodes are kept in the order they were added;
@@ -56,6 +59,12 @@ typedef enum chash_status {
 
 typedef struct chash_ring chash_ring;
 
+/* Which node owns a point that several nodes share. */
+typedef enum chash_ties {
+    CHASH_TIES_BY_ID = 0,   /* the node with the smallest id (bytewise) */
+    CHASH_TIES_BY_ORDER = 1 /* the node added first */
+} chash_ties;
+
 /* A node as the engine sees it; valid until the next mutation. */
 typedef struct chash_node_view {
     const char *id;
@@ -69,6 +78,13 @@ const char *chash_strerror(int status);
 
 /* A new empty ring, or NULL when out of memory.  Free with chash_ring_free(). */
 chash_ring *chash_ring_new(void);
+
+/* Sets the tie rule of an empty ring (a new ring breaks ties by id).
+ * Returns 0, or CHASH_EINVAL if the ring holds nodes or ties is unknown. */
+int chash_ring_set_ties(chash_ring *ring, chash_ties ties);
+
+/* The ring's tie rule. */
+chash_ties chash_ring_ties(const chash_ring *ring);
 
 /* Frees the ring and its copies of node ids; never touches nodes' data. */
 void chash_ring_free(chash_ring *ring);
@@ -100,7 +116,8 @@ typedef struct chash_node_spec {
 } chash_node_spec;
 
 /*
- * Adds count nodes at once, in the given order: one sort and one merge
+ * Adds count nodes at once, in the given order (which is their insertion
+ * order for CHASH_TIES_BY_ORDER): one sort and one merge
  * instead of count of each, for building a ring.  The same errors as
  * chash_ring_add (CHASH_EEXIST also for an id given twice); all-or-nothing.
  */

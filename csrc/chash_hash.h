@@ -48,4 +48,9 @@ uint32_t chash_fnv1a_32(const void *data, size_t len);
 /* CRC-32 (ISO-HDLC, reflected, poly 0xEDB88320), as zlib.crc32(data). */
 uint32_t chash_crc32(const void *data, size_t len);
 
+/* Bob Jenkins's one-at-a-time hash, each byte added as a signed char
+ * (sign-extended to 32 bits), as libmemcached and twemproxy compute it on
+ * x86, where char is signed: bytes >= 0x80 add 0xFFFFFF80 + (b - 0x80). */
+uint32_t chash_one_at_a_time(const void *data, size_t len);
+
 #endif /* CHASH_HASH_H */

@@ -67,6 +67,7 @@ struct chash_ring {
     uint32_t *slot;
     size_t slot_mask;
     size_t slot_cap;
+    chash_ties ties;     /* how points of equal value are ordered */
 };
 
 /* The id bytes of a node, NUL-terminated. */
@@ -306,6 +307,16 @@ chash_ring *chash_ring_new(void)
     return ring;
 }
 
+int chash_ring_set_ties(chash_ring *ring, chash_ties ties)
+{
+    if (ring->nnodes || (ties != CHASH_TIES_BY_ID && ties != CHASH_TIES_BY_ORDER))
+        return CHASH_EINVAL;
+    ring->ties = ties;
+    return CHASH_OK;
+}
+
+chash_ties chash_ring_ties(const chash_ring *ring) { return ring->ties; }
+
 void chash_ring_free(chash_ring *ring)
 {
     if (!ring)
@@ -362,9 +373,13 @@ chash_node_view chash_ring_node(const chash_ring *ring, size_t index)
 uint32_t chash_ring_point(const chash_ring *ring, size_t i) { return ring->pt[i].value; }
 size_t chash_ring_point_owner(const chash_ring *ring, size_t i) { return ring->pt[i].owner; }
 
-/* True when point (value, owner a) sorts before point (value, owner b). */
+/* True when point (value, owner a) sorts before point (value, owner b).
+ * Nodes stay in insertion order in the table (removal closes the gap
+ * without reordering), so the index is the place in insertion order. */
 static int owner_before(const chash_ring *ring, size_t a, size_t b)
 {
+    if (ring->ties == CHASH_TIES_BY_ORDER)
+        return a < b;
     const chash_node *na = &ring->nodes[a], *nb = &ring->nodes[b];
     return compare_ids(id_of(na), na->id_len, id_of(nb), nb->id_len) < 0;
 }
@@ -675,6 +690,11 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
             return CHASH_EEXIST;
         }
     }
+    /* Ties by insertion order: the points are laid out in the given order
+     * instead, so equal values end up with the node given first. */
+    if (ring->ties == CHASH_TIES_BY_ORDER)
+        for (size_t r = 0; r < count; r++)
+            order[r] = &nodes[r];
 
     /* Every allocation first; nothing below them can fail. */
     /* On an empty ring the points are sorted in the ring's own array; else
@@ -717,9 +737,9 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     ring->nnodes += count;
     CHASH_FREE(ids);
     index_commit(ring, fresh_index, base);
-    /* Points sorted by (value, rank of their owner's id), so equal values
-     * end up in id order as the ring wants; then the ranks become node
-     * indices. */
+    /* Points sorted by (value, rank of their owner's id, or of its place
+     * for CHASH_TIES_BY_ORDER), so equal values end up in the order the
+     * ring wants; then the ranks become node indices. */
     chash_pair *add = direct ? ring->pt : buf;
     size_t at = 0;
     for (size_t r = 0; r < count; r++)
@@ -1010,7 +1030,8 @@ int chash_ring_check(const chash_ring *ring)
         else if (ring->slot[index_probe(ring, id, node->id_len, node->id_hash)] != k + 1)
             status = CHASH_ECORRUPT;
     }
-    if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap)
+    if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap
+        || (ring->ties != CHASH_TIES_BY_ID && ring->ties != CHASH_TIES_BY_ORDER))
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
         if (ring->pt[i].owner >= ring->nnodes) {

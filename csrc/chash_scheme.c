@@ -14,14 +14,17 @@
 
 static const char *const hash_names[CHASH_HASH_COUNT] = {
     "md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
+    "one_at_a_time",
 };
 
-static const char *const layout_names[CHASH_LAYOUT_COUNT] = {"python", "node", "ketama"};
+static const char *const layout_names[CHASH_LAYOUT_COUNT] = {
+    "python", "node", "ketama", "nginx", "libmemcached",
+};
 
-/* Virtual-key infixes: "{node}{infix}{i}". */
-static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-"};
+/* Virtual-key infixes: "{node}{infix}{i}" (nginx has no virtual keys). */
+static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-"};
 
-static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160};
+static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160, 160, 100};
 
 /* libketama takes four points out of each MD5 digest. */
 #define KETAMA_POINTS_PER_DIGEST 4
@@ -63,11 +66,31 @@ size_t chash_layout_default_points(chash_layout_id layout)
     return (unsigned)layout < CHASH_LAYOUT_COUNT ? layout_points[layout] : 0;
 }
 
+chash_hash_id chash_layout_default_hash(chash_layout_id layout)
+{
+    switch (layout) {
+    case CHASH_LAYOUT_NGINX: return CHASH_HASH_CRC32;
+    case CHASH_LAYOUT_LIBMEMCACHED: return CHASH_HASH_ONE_AT_A_TIME;
+    default: return CHASH_HASH_MD5;
+    }
+}
+
+int chash_layout_ties(chash_layout_id layout)
+{
+    return layout == CHASH_LAYOUT_KETAMA || layout == CHASH_LAYOUT_NGINX
+        || layout == CHASH_LAYOUT_LIBMEMCACHED;
+}
+
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash)
 {
     if ((unsigned)layout >= CHASH_LAYOUT_COUNT || (unsigned)hash >= CHASH_HASH_COUNT)
         return CHASH_EINVAL;
     if (layout == CHASH_LAYOUT_KETAMA && hash != CHASH_HASH_MD5)
+        return CHASH_EINVAL;
+    if (layout == CHASH_LAYOUT_NGINX && hash != CHASH_HASH_CRC32)
+        return CHASH_EINVAL;
+    if (layout == CHASH_LAYOUT_LIBMEMCACHED && hash != CHASH_HASH_ONE_AT_A_TIME
+        && hash != CHASH_HASH_MD5)
         return CHASH_EINVAL;
     scheme->layout = layout;
     scheme->hash = hash;
@@ -111,17 +134,22 @@ size_t chash_digest(chash_hash_id hash, const void *data, size_t len, uint64_t s
     case CHASH_HASH_XXH3: store_be64(out, chash_xxh3_64(data, len, seed)); return 8;
     case CHASH_HASH_FNV1A: store_be32(out, chash_fnv1a_32(data, len)); return 4;
     case CHASH_HASH_CRC32: store_be32(out, chash_crc32(data, len)); return 4;
+    case CHASH_HASH_ONE_AT_A_TIME: store_be32(out, chash_one_at_a_time(data, len)); return 4;
     default: break;
     }
     return 0;
 }
 
-/* Point `group` of a digest under the layout's cut. */
-static uint32_t cut(chash_layout_id layout, const uint8_t *digest, size_t size, size_t group)
+/* Point `group` of a digest under the scheme's cut. */
+static uint32_t cut(const chash_scheme *scheme, const uint8_t *digest, size_t size, size_t group)
 {
-    switch (layout) {
+    switch (scheme->layout) {
     case CHASH_LAYOUT_NODE: return load_be32(digest);
     case CHASH_LAYOUT_KETAMA: return load_le32(digest + 4 * group);
+    case CHASH_LAYOUT_LIBMEMCACHED:
+        /* libmemcached reads an MD5 digest's first 4 bytes little-endian. */
+        return scheme->hash == CHASH_HASH_MD5 ? load_le32(digest) : load_be32(digest);
+    case CHASH_LAYOUT_NGINX:
     case CHASH_LAYOUT_PYTHON:
     default: return load_be32(digest + size - 4);
     }
@@ -131,7 +159,7 @@ uint32_t chash_scheme_key_hash(const chash_scheme *scheme, const void *key, size
 {
     uint8_t digest[CHASH_MAX_DIGEST];
     size_t size = chash_digest(scheme->hash, key, len, 0, digest);
-    return cut(scheme->layout, digest, size, 0);
+    return cut(scheme, digest, size, 0);
 }
 
 void chash_scheme_key_hash_x4(const chash_scheme *scheme, const void *const keys[4],
@@ -145,7 +173,7 @@ void chash_scheme_key_hash_x4(const chash_scheme *scheme, const void *const keys
     uint8_t digest[4][CHASH_MD5_DIGEST_SIZE];
     chash_md5_x4(keys, lens, digest);
     for (int l = 0; l < 4; l++)
-        out[l] = cut(scheme->layout, digest[l], CHASH_MD5_DIGEST_SIZE, 0);
+        out[l] = cut(scheme, digest[l], CHASH_MD5_DIGEST_SIZE, 0);
 }
 
 uint32_t chash_scheme_cut_int(uint64_t low_bits) { return (uint32_t)low_bits; }
@@ -191,6 +219,8 @@ static size_t put_decimal(size_t v, char *buf)
 size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
                          size_t index, char *buf, size_t cap)
 {
+    if (scheme->layout == CHASH_LAYOUT_NGINX)
+        return 0; /* chained points: no virtual keys */
     size_t infix_len = strlen(layout_infix[scheme->layout]);
     char digits[20];
     size_t ndigits = format_decimal(vkey_number(scheme, index), digits + sizeof digits);
@@ -228,6 +258,70 @@ static void md5_points_x4(const chash_scheme *scheme, const char *id, size_t id_
     }
 }
 
+/* Where nginx splits a server address: host, then port.  "unix:" (any
+ * case) + path is all host; otherwise the port is the run of digits after
+ * the last ':' that ends the address, and the host what comes before that
+ * ':'; an address not ending in ":digits" is all host. */
+static void nginx_split(const char *id, size_t id_len, size_t *host_at, size_t *host_len,
+                        size_t *port_at, size_t *port_len)
+{
+    static const char unix_prefix[] = "unix:";
+    size_t prefix = sizeof unix_prefix - 1;
+    int is_unix = id_len >= prefix;
+    for (size_t i = 0; is_unix && i < prefix; i++) {
+        char c = id[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        is_unix = c == unix_prefix[i];
+    }
+    *port_at = id_len;
+    *port_len = 0;
+    if (is_unix) {
+        *host_at = prefix;
+        *host_len = id_len - prefix;
+        return;
+    }
+    *host_at = 0;
+    *host_len = id_len;
+    for (size_t j = 0; j < id_len; j++) {
+        char c = id[id_len - j - 1];
+        if (c == ':') {
+            *host_len = id_len - j - 1;
+            *port_at = id_len - j;
+            *port_len = j;
+            return;
+        }
+        if (c < '0' || c > '9')
+            return;
+    }
+}
+
+/* nginx's chained points: hashes host "\0" port + the previous point (4
+ * bytes, little-endian) for every point up to first + count - 1, writing
+ * those from first on.  buf has room for id_len + 5 bytes. */
+static void nginx_points(const char *id, size_t id_len, size_t first, size_t count,
+                         uint32_t *out, char *buf)
+{
+    size_t host_at, host_len, port_at, port_len;
+    nginx_split(id, id_len, &host_at, &host_len, &port_at, &port_len);
+    if (host_len)
+        memcpy(buf, id + host_at, host_len);
+    buf[host_len] = '\0';
+    if (port_len)
+        memcpy(buf + host_len + 1, id + port_at, port_len);
+    size_t head = host_len + 1 + port_len;
+    uint32_t prev = 0;
+    for (size_t i = 0; i < first + count; i++) {
+        buf[head] = (char)(uint8_t)prev;
+        buf[head + 1] = (char)(uint8_t)(prev >> 8);
+        buf[head + 2] = (char)(uint8_t)(prev >> 16);
+        buf[head + 3] = (char)(uint8_t)(prev >> 24);
+        prev = chash_crc32(buf, head + 4);
+        if (i >= first)
+            out[i - first] = prev;
+    }
+}
+
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out)
 {
@@ -242,7 +336,14 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
     } else {
         cap = sizeof stack / 4;
     }
-    if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
+    if (scheme->layout == CHASH_LAYOUT_NGINX) {
+        if (first > CHASH_MAX_NODE_POINTS || count > CHASH_MAX_NODE_POINTS - first) {
+            if (buf != stack)
+                CHASH_FREE(buf);
+            return CHASH_EINVAL; /* chained from point 0: bounded work only */
+        }
+        nginx_points(id, id_len, first, count, out, buf);
+    } else if (scheme->hash == CHASH_HASH_MD5 && scheme->layout != CHASH_LAYOUT_KETAMA) {
         md5_points_x4(scheme, id, id_len, first, count, out, buf, cap);
     } else {
         size_t prefix = vkey_prefix(scheme, id, id_len, buf);
@@ -256,7 +357,7 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
                 size_t len = prefix + put_decimal(vkey_number(scheme, index), buf + prefix);
                 size = chash_digest(scheme->hash, buf, len, 0, digest);
             }
-            out[k] = cut(scheme->layout, digest, size, group);
+            out[k] = cut(scheme, digest, size, group);
         }
     }
     if (buf != stack)
@@ -277,5 +378,26 @@ int chash_points_for_weight(size_t base, double weight, size_t max_points, size_
     if (count > max_points)
         return CHASH_EINVAL;
     *out = count;
+    return CHASH_OK;
+}
+
+int chash_ketama_counts(size_t base, const uint64_t *weights, size_t n, size_t *out)
+{
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (weights[k] == 0 || weights[k] > UINT64_MAX - total)
+            return CHASH_EINVAL;
+        total += weights[k];
+    }
+    /* Single precision throughout, in the references' order of operations:
+     * ((pct * base) / 4) * n, each step rounded to float. */
+    for (size_t k = 0; k < n; k++) {
+        float pct = (float)weights[k] / (float)total;
+        float groups = pct * (float)base;
+        groups = groups / 4.0f;
+        groups = groups * (float)n;
+        float whole = floorf(groups);
+        out[k] = whole >= 1.0f ? (size_t)whole * 4 : 0;
+    }
     return CHASH_OK;
 }

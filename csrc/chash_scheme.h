@@ -12,10 +12,25 @@
  *           (= parseInt(hexdigest.slice(0, 8), 16), the documented Node ring);
  *   ketama  "{node}-{i / 4}",     MD5 only; point i = digest bytes
  *           4g..4g+3 little-endian with g = i % 4 (libketama); a key's
- *           hash is the first group.
+ *           hash is the first group.  How many points each node gets
+ *           depends on every node's weight: chash_ketama_counts();
+ *   nginx   CRC-32 only; the id is split as nginx splits a server address
+ *           (host, port: the digits after the last ':'; "unix:" + path is
+ *           all host) and point i = crc32(host "\0" port prev), prev being
+ *           point i-1 as 4 little-endian bytes (0 for point 0): the ring of
+ *           nginx's "hash ... consistent";
+ *   libmemcached "{node}-{i}", one-at-a-time or MD5; point = the hash's
+ *           value (one-at-a-time) or digest bytes 0..3 little-endian (MD5),
+ *           the same cut for keys: libmemcached's plain ketama ring.
  *
- * Point i of a node depends only on (node, i), so a node with more points
- * owns a superset of the points of the same node with fewer.
+ * Point i of a node depends only on (node, i) (and, for nginx, on the
+ * points before it), so a node with more points owns a superset of the
+ * points of the same node with fewer.
+ *
+ * Ties: the nginx, ketama and libmemcached references give a point that two
+ * servers share to the server listed first, so rings of these layouts
+ * break ties by insertion order (chash_layout_ties()); python and node by
+ * node id.
  */
 #ifndef CHASH_SCHEME_H
 #define CHASH_SCHEME_H
@@ -33,6 +48,7 @@ typedef enum chash_hash_id {
     CHASH_HASH_XXH3,
     CHASH_HASH_FNV1A,
     CHASH_HASH_CRC32,
+    CHASH_HASH_ONE_AT_A_TIME,
     CHASH_HASH_COUNT
 } chash_hash_id;
 
@@ -40,6 +56,8 @@ typedef enum chash_layout_id {
     CHASH_LAYOUT_PYTHON,
     CHASH_LAYOUT_NODE,
     CHASH_LAYOUT_KETAMA,
+    CHASH_LAYOUT_NGINX,
+    CHASH_LAYOUT_LIBMEMCACHED,
     CHASH_LAYOUT_COUNT
 } chash_layout_id;
 
@@ -58,11 +76,21 @@ int chash_layout_by_name(const char *name, chash_layout_id *out);
 const char *chash_layout_name(chash_layout_id layout);
 
 /* Points per node at weight 1 that match the reference implementation of
- * each layout: python 100, node 150, ketama 160 (40 digests x 4). */
+ * each layout: python 100, node 150, ketama 160 (40 digests x 4), nginx
+ * 160, libmemcached 100. */
 size_t chash_layout_default_points(chash_layout_id layout);
 
+/* The hash a layout uses when none is named: nginx crc32, libmemcached
+ * one_at_a_time, the others md5. */
+chash_hash_id chash_layout_default_hash(chash_layout_id layout);
+
+/* 1 when rings of this layout give a shared point to the node added first
+ * (nginx, ketama, libmemcached), 0 when to the smallest id (python, node). */
+int chash_layout_ties(chash_layout_id layout);
+
 /* 0, or CHASH_EINVAL for an unknown id or a layout/hash pair that does not
- * exist (ketama is defined over MD5 only). */
+ * exist (ketama is defined over MD5 only, nginx over CRC-32, libmemcached
+ * over one_at_a_time and MD5). */
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash);
 
 /* Writes the digest of data (big-endian bytes) to out; returns its size.
@@ -84,7 +112,8 @@ void chash_scheme_key_hash_x4(const chash_scheme *scheme, const void *const keys
 uint32_t chash_scheme_cut_int(uint64_t low_bits);
 
 /*
- * Spells the virtual key behind point index of node id into buf (cap bytes,
+ * Spells the virtual key behind point index (the nginx layout has none:
+ * its points are chained, and 0 is returned) of node id into buf (cap bytes,
  * no terminating NUL) and returns its length; when the length exceeds cap
  * nothing useful is written and the caller retries with a bigger buffer.
  */
@@ -93,7 +122,9 @@ size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_l
 
 /*
  * Writes points first .. first + count - 1 of node id to out.
- * Returns 0 or CHASH_ENOMEM (only for ids too long for the stack buffer).
+ * Returns 0, CHASH_ENOMEM (only for ids too long for the stack buffer) or,
+ * for the nginx layout, whose points are chained from point 0,
+ * CHASH_EINVAL when first + count exceeds CHASH_MAX_NODE_POINTS.
  */
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out);
@@ -104,5 +135,15 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
  * > 0 or the count exceeds max_points.
  */
 int chash_points_for_weight(size_t base, double weight, size_t max_points, size_t *out);
+
+/*
+ * libketama's point counts (twemproxy, libmemcached ketama_weighted): node
+ * k of n gets floorf(pct * base / 4 * n) * 4 points with pct = (float)
+ * weights[k] / (float)total, every step in single precision as their C code
+ * computes it, so every count depends on every weight.  Writes n counts to
+ * out (a count may be 0); returns 0, or CHASH_EINVAL when a weight is 0 or
+ * the total exceeds UINT64_MAX.
+ */
+int chash_ketama_counts(size_t base, const uint64_t *weights, size_t n, size_t *out);
 
 #endif /* CHASH_SCHEME_H */

@@ -46,11 +46,12 @@ def test_answers_match_the_router(capsys: pytest.CaptureFixture[str]) -> None:
     ("md5", "ketama"),
 ])
 def test_ring_options(capsys: pytest.CaptureFixture[str], hash_name: str, layout: str) -> None:
+    weight = 3.0 if layout == "ketama" else 2.5  # ketama takes integer weights
     router = ConsistentHashRouter(40, hash=hash_name, layout=layout)
     for node in NODES:
-        router.add_service_node(node, 2.5 if node == "cache-2" else 1.0)
+        router.add_service_node(node, weight if node == "cache-2" else 1.0)
     answers = run_json(capsys, *KEYS, "--nodes", ",".join(NODES), "--vnodes", "40",
-                       "--hash", hash_name, "--layout", layout, "--weight", "cache-2=2.5",
+                       "--hash", hash_name, "--layout", layout, "--weight", f"cache-2={weight}",
                        "-n", "4")
     assert answers == [expected(router, key, 4) for key in KEYS]
 
@@ -99,7 +100,7 @@ def bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["k"], "one of the arguments --nodes --nodes-file is required"),
+    (["k"], "one of the arguments --nodes --nodes-file --nginx-conf --twemproxy-conf is required"),
     (["--nodes", "a,b"], "the following arguments are required: KEY"),
     (["k", "--nodes", "a", "--nodes-file", "f"], "not allowed with argument"),
     (["k", "--nodes", ""], "no nodes in ''"),

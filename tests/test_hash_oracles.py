@@ -3,7 +3,9 @@
 Oracles: hashlib (md5, sha1), zlib.crc32, mmh3 (MurmurHash3 x86_32),
 xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
 reference implementations of tests/_support/hashes.py, written from the
-algorithm descriptions.
+algorithm descriptions; one-at-a-time (over signed chars, as libmemcached)
+likewise, and it is checked against libmemcached itself through pylibmc in
+tests/test_compat_programs.py.
 
 _hash(name, data, seed=0) returns an int: the digest read as a big-endian
 integer for "md5" and "sha1", the hash value itself for the others.
@@ -72,6 +74,8 @@ def test_published_values(name):
         "xxh32": [(b"", 0x02CC5D05)],
         "xxh64": [(b"", 0xEF46DB3751D8E999)],
         "xxh3": [(b"", 0x2D06800538D394C2)],
+        "one_at_a_time": [(b"a", 0xCA2E9442),
+                          (b"The quick brown fox jumps over the lazy dog", 0x519E91F5)],
     }
     for data, want in known[name]:
         assert _hash(name, data) == want

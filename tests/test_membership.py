@@ -354,6 +354,46 @@ def test_redis_going_back_a_version_is_followed(
     wait_until(lambda: m1.router.weights == {"a": 1.0, "c": 1.0}, "and move on from there")
 
 
+def _colliding_nginx_pair() -> tuple[str, str, int]:
+    """Two node ids whose nginx ring points collide (searched offline)."""
+    seen: dict[int, str] = {}
+    for i in range(100_000):
+        node = f"h{i}:80"
+        probe = ConsistentHashRouter(layout="nginx")
+        probe.add_service_node(node)
+        for point in probe.hash_ring:
+            if point in seen:
+                return seen[point], node, point
+            seen[point] = node
+    raise AssertionError("no collision found")
+
+
+def test_ordered_layouts_keep_the_add_order_on_every_instance(instances: Factory) -> None:
+    # In the nginx layout a shared point goes to the node added first: the
+    # instances must hold the nodes in one order, whatever their own.
+    first_id, second_id, point = _colliding_nginx_pair()
+    seeded = ConsistentHashRouter(layout="nginx")
+    seeded.add_service_nodes([second_id, first_id])  # second_id first
+    m1 = instances(seeded, name="ordered")
+    other = ConsistentHashRouter(layout="nginx")
+    other.add_service_nodes([first_id, second_id])  # the other order
+    m2 = instances(other, name="ordered")
+    for m in (m1, m2):
+        assert m.router.nodes == [second_id, first_id]
+        assert m.router.node_map[point] == second_id
+    # A node taken out and put back regains its place in the store's order.
+    m2.disable_node(second_id)
+    wait_until(lambda: m1.router.nodes == [first_id], "the disable reaches m1")
+    assert m1.router.node_map[point] == first_id
+    m2.enable_node(second_id)
+    for m in (m1, m2):
+        wait_until(lambda m=m: m.router.nodes == [second_id, first_id], "back in its place")
+        assert m.router.node_map[point] == second_id
+    m1.add_node("h-new:80", 2.0)
+    wait_until(lambda: m2.router.nodes == [second_id, first_id, "h-new:80"], "the add reaches m2")
+    assert m1.router == m2.router and same_ring(m1, m2)
+
+
 def test_router_changed_behind_the_back_is_repaired(instances: Factory) -> None:
     m = instances()
     m.add_node("a")

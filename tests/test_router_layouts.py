@@ -28,6 +28,29 @@ from chash import HASHES, ConsistentHashRouter
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
 
+M32 = 0xFFFFFFFF
+
+
+def test_one_at_a_time_known_answers() -> None:
+    # Published values of Jenkins's one-at-a-time (ASCII: no sign question).
+    oaat = ORACLES["one_at_a_time"].value
+    assert oaat(b"a", 0) == 0xCA2E9442
+    assert oaat(b"The quick brown fox jumps over the lazy dog", 0) == 0x519E91F5
+    router = ConsistentHashRouter(hash="one_at_a_time")
+    assert router._calculate_hash("a") == 0xCA2E9442
+    # A byte >= 0x80 enters sign-extended (libmemcached on x86), unlike an
+    # unsigned reading.
+    unsigned = 0
+    for byte in b"\xe9":
+        unsigned = (unsigned + byte) & M32
+        unsigned = (unsigned + (unsigned << 10)) & M32
+        unsigned ^= unsigned >> 6
+    unsigned = (unsigned + (unsigned << 3)) & M32
+    unsigned ^= unsigned >> 11
+    unsigned = (unsigned + (unsigned << 15)) & M32
+    assert router._calculate_hash(b"\xe9") == oaat(b"\xe9", 0) != unsigned
+
+
 # How each layout cuts a hash value to 32 bits.
 LAYOUT_RULES = {
     "python": lambda value, width: value % 2**32,

@@ -416,14 +416,17 @@ def assert_same_router(a: ConsistentHashRouter, b: ConsistentHashRouter) -> None
 
 @pytest.mark.parametrize("layout,hash", CONFIGS, ids=lambda v: getattr(v, "__name__", v))
 def test_pickle_and_copy_round_trips_route_identically(layout, hash) -> None:
-    router = build({"api-1": 1.0, "é": 0.1 + 0.2, "\U0001F600": 2, "": 1.5}, vnodes=24,
-                   hash=hash, layout=layout)
+    # The compat layouts take integer weights, as their references.
+    odd = 0.1 + 0.2 if layout in ("python", "node") else 3.0
+    router = build({"api-1": 1.0, "é": odd, "\U0001F600": 2, "": 1.5 if odd != 3.0 else 5},
+                   vnodes=24, hash=hash, layout=layout)
     clones = [pickle.loads(pickle.dumps(router, protocol)) for protocol in range(pickle.HIGHEST_PROTOCOL + 1)]
     clones += [copy.copy(router), copy.deepcopy(router)]
     for clone in clones:
         assert clone is not router
         assert_same_router(clone, router)
-        assert clone.weights["é"] == 0.1 + 0.2  # the exact double survives
+        assert clone.weights["é"] == odd  # the exact double survives
+        assert clone.nodes == router.nodes  # insertion order too
         clone._check()
     # The copies are independent of the original.
     clone = clones[-1]
@@ -502,12 +505,15 @@ def test_repr_shows_the_configuration_and_size() -> None:
 
 
 def test_layout_defaults_and_properties() -> None:
-    assert set(LAYOUTS) == {"python", "node", "ketama"}
-    for layout, vnodes in [("python", 100), ("node", 150), ("ketama", 160)]:
+    assert set(LAYOUTS) == {"python", "node", "ketama", "nginx", "libmemcached"}
+    for layout, vnodes, hash_name in [("python", 100, "md5"), ("node", 150, "md5"),
+                                      ("ketama", 160, "md5"), ("nginx", 160, "crc32"),
+                                      ("libmemcached", 100, "one_at_a_time")]:
         router = ConsistentHashRouter(layout=layout)
         assert router.virtual_node_count == vnodes
         assert router.layout == layout
-        assert router.hash == "md5"
+        assert router.hash == hash_name
+        assert ConsistentHashRouter(layout=layout, hash=None).hash == hash_name
         router.add_service_node("n")
         assert router.points == {"n": vnodes}
         assert router.memory_bytes >= 8 * vnodes
@@ -516,8 +522,9 @@ def test_layout_defaults_and_properties() -> None:
 
 
 def test_module_constants() -> None:
-    assert HASHES == ("md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32")
-    assert LAYOUTS == ("python", "node", "ketama")
+    assert HASHES == ("md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
+                      "one_at_a_time")
+    assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached")
     assert chash.MAX_VIRTUAL_NODES == 1_000_000
     for name in ["MAX_VIRTUAL_NODES", "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
         assert type(getattr(chash, name)) is int and getattr(chash, name) > 0

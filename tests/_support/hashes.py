@@ -55,6 +55,19 @@ def fnv1a32(data: bytes) -> int:
     return h
 
 
+def one_at_a_time(data: bytes) -> int:
+    """Bob Jenkins's one-at-a-time hash, each byte taken as a signed char
+    (as libmemcached computes it on x86, where char is signed)."""
+    h = 0
+    for byte in data:
+        h = (h + (byte - 256 if byte >= 0x80 else byte)) & M32
+        h = (h + (h << 10)) & M32
+        h ^= h >> 6
+    h = (h + (h << 3)) & M32
+    h ^= h >> 11
+    return (h + (h << 15)) & M32
+
+
 class Oracle(NamedTuple):
     """One hash function: its value, seed width and result width in bits."""
 
@@ -73,6 +86,7 @@ ORACLES: dict[str, Oracle] = {
     "xxh3": Oracle(lambda d, s: xxhash.xxh3_64_intdigest(d, s), 64, 64),
     "fnv1a": Oracle(lambda d, s: fnv1a32(d), 0, 32),
     "crc32": Oracle(lambda d, s: zlib.crc32(d) & M32, 0, 32),
+    "one_at_a_time": Oracle(lambda d, s: one_at_a_time(d), 0, 32),
 }
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -67,6 +69,11 @@ class DocumentedRouter:
         return self.node_map[self.hash_ring[pos]]
 
 
+def _f32(value: float) -> float:
+    """value rounded to single precision, as a C float holds it."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
 class ModelRouter:
     """The documented algorithm as a set of nodes, for state-machine tests.
 
@@ -92,6 +99,13 @@ class ModelRouter:
         self._vpoints: dict[tuple[str, int], int] = {}
 
     def point_count(self, node: str) -> int:
+        if self.layout == "ketama":
+            # libketama: floorf(pct * base / 4 * n) * 4, each step a C float.
+            total = _f32(float(sum(self.weights.values())))
+            pct = _f32(_f32(self.weights[node]) / total)
+            groups = _f32(_f32(_f32(pct * _f32(self.virtual_node_count)) / 4)
+                          * _f32(len(self.weights)))
+            return math.floor(groups) * 4
         return max(1, round(self.virtual_node_count * self.weights[node]))
 
     def key_point(self, key: str | bytes) -> int:
@@ -105,7 +119,9 @@ class ModelRouter:
             return int.from_bytes(digest(self.hash, data)[-4:], "big")
         if self.layout == "node":
             return int.from_bytes(digest(self.hash, data)[:4], "big")
-        return int.from_bytes(digest(self.hash, data)[:4], "little")  # ketama: group 0
+        if self.layout in ("nginx", "libmemcached") and self.hash != "md5":
+            return int.from_bytes(digest(self.hash, data), "big")  # crc32, one_at_a_time
+        return int.from_bytes(digest(self.hash, data)[:4], "little")  # ketama, libmemcached md5
 
     def vpoint(self, node: str, index: int) -> int:
         """The position of point ``index`` of ``node``."""
@@ -126,9 +142,12 @@ class ModelRouter:
         """Every point as (position, node id as UTF-8, node), sorted."""
         state = tuple(self.weights.items())
         if state != self._ring_of or not self._ring:
-            ring = [(self.vpoint(node, index), node.encode("utf-8"), node)
+            # Ties: the smallest id, or the node added first for ketama.
+            rank = {node: (i if self.layout == "ketama" else 0) for i, node in enumerate(self.weights)}
+            ring = [(self.vpoint(node, index), rank[node], node.encode("utf-8"), node)
                     for node in self.weights for index in range(self.point_count(node))]
             ring.sort()
+            ring = [(value, raw, node) for value, _, raw, node in ring]
             self._ring, self._ring_of = ring, state
         return self._ring
 

@@ -81,6 +81,7 @@ SECTIONS = [
     lambda: seeded("xxh3", ORACLES["xxh3"].value, SEEDS64, 64),
     lambda: unseeded("fnv1a", lambda d: ORACLES["fnv1a"].value(d, 0)),
     lambda: unseeded("crc32", lambda d: ORACLES["crc32"].value(d, 0)),
+    lambda: unseeded("one_at_a_time", lambda d: ORACLES["one_at_a_time"].value(d, 0)),
 ]
 
 

@@ -2181,6 +2181,90 @@ static const struct vec32 crc32_vectors[] = {
     {8191, 0, 0xff64a55fu},
     {10000, 0, 0x5e42f6b9u},
 };
+
+static const struct vec32 one_at_a_time_vectors[] = {
+    {0, 0, 0x00000000u},
+    {1, 0, 0x00000000u},
+    {2, 0, 0x9cd58180u},
+    {3, 0, 0x3ea655a8u},
+    {4, 0, 0x20645d1eu},
+    {5, 0, 0x8bc995ccu},
+    {6, 0, 0x23536c8du},
+    {7, 0, 0x2224a041u},
+    {8, 0, 0x660bf63bu},
+    {9, 0, 0x4bf76dc9u},
+    {10, 0, 0x72d6896fu},
+    {11, 0, 0x04bb0bcau},
+    {12, 0, 0x1d335fefu},
+    {13, 0, 0x1c56a851u},
+    {14, 0, 0xd295658bu},
+    {15, 0, 0xab774be1u},
+    {16, 0, 0x9afc38a4u},
+    {17, 0, 0x18691abeu},
+    {18, 0, 0x7f2a62fcu},
+    {19, 0, 0xbea31033u},
+    {20, 0, 0x935bcde3u},
+    {21, 0, 0x37a35db2u},
+    {22, 0, 0xf10b141fu},
+    {23, 0, 0x5e8033e7u},
+    {24, 0, 0x95dbb8eau},
+    {25, 0, 0xe43fc187u},
+    {26, 0, 0x836afe5du},
+    {27, 0, 0x5c5ef419u},
+    {28, 0, 0x4a84afb6u},
+    {29, 0, 0xe9600df9u},
+    {30, 0, 0x68969843u},
+    {31, 0, 0x5c6ff0e9u},
+    {32, 0, 0xc77bb12eu},
+    {33, 0, 0x0ef66555u},
+    {47, 0, 0x6b700533u},
+    {48, 0, 0x58154303u},
+    {55, 0, 0xa626b147u},
+    {56, 0, 0x40d6cb99u},
+    {57, 0, 0xdae65312u},
+    {63, 0, 0xf61fda35u},
+    {64, 0, 0x4bef01f3u},
+    {65, 0, 0xce38fa8fu},
+    {95, 0, 0x2dec56f3u},
+    {96, 0, 0xc05e2dd7u},
+    {97, 0, 0x204fffb1u},
+    {100, 0, 0x715c21d4u},
+    {119, 0, 0xf6bbe31du},
+    {120, 0, 0xef733cd6u},
+    {127, 0, 0x4214a052u},
+    {128, 0, 0x0fba39e8u},
+    {129, 0, 0x941085c8u},
+    {130, 0, 0xe535c874u},
+    {143, 0, 0xd0dfb104u},
+    {144, 0, 0x92f556a8u},
+    {200, 0, 0x62dc810cu},
+    {239, 0, 0xda6392fdu},
+    {240, 0, 0xf4943279u},
+    {241, 0, 0x66c682e9u},
+    {242, 0, 0x2aebd69bu},
+    {255, 0, 0x67da5cddu},
+    {256, 0, 0x9ed71564u},
+    {257, 0, 0x08dcc844u},
+    {300, 0, 0x2bd33a93u},
+    {511, 0, 0x42377d83u},
+    {512, 0, 0x07ab9b40u},
+    {513, 0, 0x5907113eu},
+    {1000, 0, 0xe7e509b0u},
+    {1023, 0, 0xe08fdecdu},
+    {1024, 0, 0xce65c3c0u},
+    {1025, 0, 0xa7b7cd7eu},
+    {1087, 0, 0x1620fd17u},
+    {1088, 0, 0x6fc5e229u},
+    {1089, 0, 0x65b80b78u},
+    {2047, 0, 0x825f45f5u},
+    {2048, 0, 0x527d6f31u},
+    {2049, 0, 0xaca1406bu},
+    {3000, 0, 0x9efe3da1u},
+    {4096, 0, 0xd8a100a7u},
+    {5000, 0, 0x7c38c951u},
+    {8191, 0, 0x03cf8b0du},
+    {10000, 0, 0x03d6cbd1u},
+};
 /* END GENERATED VECTORS */
 
 /* The pattern of hash_vectors_gen.py: byte i is the top byte of
@@ -2315,6 +2399,13 @@ static size_t run_fnv1a(const void *d, size_t n, uint64_t seed,
 {
     (void)seed;
     store32le(out, chash_fnv1a_32(d, n));
+    return 4;
+}
+
+static size_t run_one_at_a_time(const void *d, size_t n, uint64_t seed, uint8_t out[32])
+{
+    (void)seed;
+    store32le(out, chash_one_at_a_time(d, n));
     return 4;
 }
 
@@ -2568,6 +2659,10 @@ static void test_fnv_crc(const uint8_t *pat)
     check_u32("crc32 empty", 0, 0, chash_crc32(NULL, 0), 0);
     check_u32("crc32 fox", nfox, 0, chash_crc32(fox, nfox), 0x414fa339u);
 
+    /* Jenkins's one-at-a-time, published values (ASCII). */
+    check_u32("one_at_a_time a", 1, 0, chash_one_at_a_time("a", 1), 0xca2e9442u);
+    check_u32("one_at_a_time fox", nfox, 0, chash_one_at_a_time(fox, nfox), 0x519e91f5u);
+
     /* Every byte value at every position of an 8-byte step, and alone:
      * between them these look up every entry of every table. */
     for (i = 0; i < 256; i++) {
@@ -2596,6 +2691,13 @@ static void test_fnv_crc(const uint8_t *pat)
                   chash_crc32(pat, crc32_vectors[i].len),
                   crc32_vectors[i].want);
         check_alignment("crc32", run_crc32, pat, crc32_vectors[i].len, 0);
+    }
+    /* Bytes >= 0x80 (the pattern has all 256) enter as signed chars. */
+    for (i = 0; i < COUNT(one_at_a_time_vectors); i++) {
+        check_u32("one_at_a_time", one_at_a_time_vectors[i].len, 0,
+                  chash_one_at_a_time(pat, one_at_a_time_vectors[i].len),
+                  one_at_a_time_vectors[i].want);
+        check_alignment("one_at_a_time", run_one_at_a_time, pat, one_at_a_time_vectors[i].len, 0);
     }
 }
 

@@ -118,6 +118,80 @@ static void test_collisions_independent_of_order(void)
     }
 }
 
+static chash_ring *ordered_ring(void)
+{
+    chash_ring *ring = chash_ring_new();
+    CHECK(ring && chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER) == CHASH_OK);
+    return ring;
+}
+
+/* CHASH_TIES_BY_ORDER: a shared point goes to the node added first, through
+ * adds, grows, shrinks, removals and batch adds of either size class. */
+static void test_ties_by_insertion_order(void)
+{
+    uint32_t shared[] = {7, 7, 9000};
+    const char *ids[] = {"zeta", "alpha", "mid", "alph"};
+    for (int order = 0; order < 4; order++) {
+        chash_ring *ring = ordered_ring();
+        CHECK(chash_ring_ties(ring) == CHASH_TIES_BY_ORDER);
+        for (int i = 0; i < 4; i++)
+            CHECK(add_str(ring, ids[(i + order) % 4], shared, 3) == CHASH_OK);
+        CHECK(strcmp((const char *)lookup_data(ring, 7), ids[order]) == 0);
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        /* Growing the first node onto a value others hold: still first. */
+        uint32_t more = 9000;
+        const char *first = ids[order];
+        CHECK(chash_ring_grow(ring, first, strlen(first), &more, 1) == CHASH_OK);
+        CHECK(strcmp((const char *)lookup_data(ring, 8999), first) == 0);
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        CHECK(chash_ring_shrink(ring, first, strlen(first), &more, 1) == CHASH_OK);
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        /* Removing it hands the point to the node added second. */
+        CHECK(chash_ring_remove(ring, first, strlen(first), NULL) == CHASH_OK);
+        CHECK(strcmp((const char *)lookup_data(ring, 7), ids[(order + 1) % 4]) == 0);
+        /* Re-added, it comes last now. */
+        CHECK(add_str(ring, first, shared, 3) == CHASH_OK);
+        CHECK(strcmp((const char *)lookup_data(ring, 7), ids[(order + 1) % 4]) == 0);
+        CHECK(chash_ring_check(ring) == CHASH_OK);
+        chash_ring_free(ring);
+    }
+    /* The rule is set on an empty ring only. */
+    chash_ring *ring = chash_ring_new();
+    CHECK(chash_ring_ties(ring) == CHASH_TIES_BY_ID);
+    CHECK(add_str(ring, "a", shared, 1) == CHASH_OK);
+    CHECK(chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER) == CHASH_EINVAL);
+    CHECK(chash_ring_set_ties(ring, (chash_ties)7) == CHASH_EINVAL);
+    CHECK(chash_ring_ties(ring) == CHASH_TIES_BY_ID);
+    chash_ring_free(ring);
+    /* Batch adds keep the given order, below and above the radix sort's
+     * threshold, and agree with one add at a time. */
+    enum { NODES = 12 };
+    for (int big = 0; big < 2; big++) {
+        size_t per = big ? 1000 : 20;
+        static uint32_t pts[NODES][1000];
+        static char names[NODES][8];
+        chash_node_spec specs[NODES];
+        for (int i = 0; i < NODES; i++) {
+            snprintf(names[i], sizeof names[i], "%c", 'z' - i); /* ids sort opposite to order */
+            for (size_t k = 0; k < per; k++)
+                pts[i][k] = next_u32() % 500; /* collisions everywhere */
+            specs[i] = (chash_node_spec){names[i], 1, names[i], pts[i], per};
+        }
+        chash_ring *one = ordered_ring(), *many = ordered_ring();
+        for (int i = 0; i < NODES; i++)
+            CHECK(chash_ring_add(one, names[i], 1, names[i], pts[i], per) == CHASH_OK);
+        CHECK(chash_ring_add(many, names[0], 1, names[0], pts[0], per) == CHASH_OK);
+        CHECK(chash_ring_add_many(many, specs + 1, NODES - 1) == CHASH_OK);
+        CHECK(chash_ring_check(one) == CHASH_OK && chash_ring_check(many) == CHASH_OK);
+        CHECK(memcmp(many->pt, one->pt, one->npoints * sizeof *one->pt) == 0);
+        for (size_t i = 1; i < one->npoints; i++)
+            if (one->pt[i].value == one->pt[i - 1].value)
+                CHECK(one->pt[i - 1].owner <= one->pt[i].owner);
+        chash_ring_free(one);
+        chash_ring_free(many);
+    }
+}
+
 static void test_ids_with_nul_and_empty(void)
 {
     chash_ring *ring = chash_ring_new();
@@ -436,6 +510,7 @@ int main(void)
     test_empty();
     test_successor_rule();
     test_collisions_independent_of_order();
+    test_ties_by_insertion_order();
     test_ids_with_nul_and_empty();
     test_random_against_model();
     test_failed_allocations_change_nothing();

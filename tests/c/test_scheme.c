@@ -67,11 +67,76 @@ static void test_ketama_layout(void)
     CHECK(chash_scheme_init(&bad, CHASH_LAYOUT_KETAMA, CHASH_HASH_XXH3) == CHASH_EINVAL);
 }
 
+static void test_nginx_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_NGINX, CHASH_HASH_CRC32);
+    uint32_t p[3];
+    /* prev = 0; p = zlib.crc32(host + b"\0" + port + prev.to_bytes(4, "little")) */
+    CHECK(chash_scheme_points(&s, "127.0.0.1:8080", 14, 0, 3, p) == CHASH_OK);
+    CHECK(p[0] == 1841993031u && p[1] == 2462559737u && p[2] == 3720262072u);
+    /* Chained: starting later still derives from point 0. */
+    uint32_t q[1];
+    CHECK(chash_scheme_points(&s, "127.0.0.1:8080", 14, 2, 1, q) == CHASH_OK && q[0] == p[2]);
+    /* "unix:" (any case) + path: all host, no port. */
+    CHECK(chash_scheme_points(&s, "unix:/run/a.sock", 16, 0, 2, p) == CHASH_OK);
+    CHECK(p[0] == 4086230301u && p[1] == 1903376335u);
+    CHECK(chash_scheme_points(&s, "UNIX:/run/a.sock", 16, 0, 1, q) == CHASH_OK && q[0] == p[0]);
+    /* The port is the digits after the last ':'; without them all is host. */
+    CHECK(chash_scheme_points(&s, "[::1]:80", 8, 0, 1, p) == CHASH_OK && p[0] == 1028208324u);
+    CHECK(chash_scheme_points(&s, "cache.local", 11, 0, 1, p) == CHASH_OK && p[0] == 2201122176u);
+    CHECK(chash_scheme_key_hash(&s, "user_7", 6) == 2320300117u); /* zlib.crc32(b"user_7") */
+    char buf[8];
+    CHECK(chash_scheme_vkey(&s, "a", 1, 0, buf, sizeof buf) == 0); /* no virtual keys */
+    chash_scheme bad;
+    CHECK(chash_scheme_init(&bad, CHASH_LAYOUT_NGINX, CHASH_HASH_MD5) == CHASH_EINVAL);
+    CHECK(chash_layout_ties(CHASH_LAYOUT_NGINX) && !chash_layout_ties(CHASH_LAYOUT_PYTHON));
+}
+
+static void test_libmemcached_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_LIBMEMCACHED, CHASH_HASH_ONE_AT_A_TIME);
+    uint32_t p[2];
+    /* one_at_a_time(b"10.0.0.1-0"), (b"10.0.0.1-1"): tests/_support/hashes.py */
+    CHECK(chash_scheme_points(&s, "10.0.0.1", 8, 0, 2, p) == CHASH_OK);
+    CHECK(p[0] == 4128832250u && p[1] == 130129487u);
+    CHECK(chash_scheme_key_hash(&s, "\xc3\xa9", 2) == 26298542u); /* "é": signed chars */
+    chash_scheme md5 = scheme(CHASH_LAYOUT_LIBMEMCACHED, CHASH_HASH_MD5);
+    /* int.from_bytes(md5(b"10.0.0.1:22122-0").digest()[:4], "little") */
+    CHECK(chash_scheme_points(&md5, "10.0.0.1:22122", 14, 0, 1, p) == CHASH_OK && p[0] == 4063051127u);
+    chash_scheme bad;
+    CHECK(chash_scheme_init(&bad, CHASH_LAYOUT_LIBMEMCACHED, CHASH_HASH_CRC32) == CHASH_EINVAL);
+    CHECK(chash_layout_default_hash(CHASH_LAYOUT_LIBMEMCACHED) == CHASH_HASH_ONE_AT_A_TIME);
+}
+
+static void test_ketama_counts(void)
+{
+    size_t out[25];
+    uint64_t w[25];
+    /* Values from a float32 emulation (struct.pack("f")) of
+     * floorf(w / total * 160 / 4 * n) * 4. */
+    uint64_t five[5] = {1, 2, 3, 1, 2};
+    CHECK(chash_ketama_counts(160, five, 5, out) == CHASH_OK);
+    CHECK(out[0] == 88 && out[1] == 176 && out[2] == 264 && out[3] == 88 && out[4] == 176);
+    /* 25 equal weights: 39.99999 groups in single precision, so 156 points. */
+    for (int i = 0; i < 25; i++)
+        w[i] = 1;
+    CHECK(chash_ketama_counts(160, w, 25, out) == CHASH_OK && out[0] == 156 && out[24] == 156);
+    CHECK(chash_ketama_counts(160, w, 24, out) == CHASH_OK && out[0] == 160);
+    uint64_t skew[2] = {1, 100}; /* the light node gets no point at all */
+    CHECK(chash_ketama_counts(160, skew, 2, out) == CHASH_OK && out[0] == 0 && out[1] == 316);
+    uint64_t zero[2] = {1, 0};
+    CHECK(chash_ketama_counts(160, zero, 2, out) == CHASH_EINVAL);
+    uint64_t huge[2] = {UINT64_MAX, 1};
+    CHECK(chash_ketama_counts(160, huge, 2, out) == CHASH_EINVAL);
+    CHECK(chash_ketama_counts(160, NULL, 0, out) == CHASH_OK);
+}
+
 static void test_prefix_property(void)
 {
     /* Point i depends only on (node, i): the first 10 of 30 equal the 10. */
     for (int layout = 0; layout < CHASH_LAYOUT_COUNT; layout++) {
-        chash_scheme s = scheme((chash_layout_id)layout, CHASH_HASH_MD5);
+        chash_scheme s = scheme((chash_layout_id)layout,
+                                chash_layout_default_hash((chash_layout_id)layout));
         uint32_t many[30], few[10];
         CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_OK);
         CHECK(chash_scheme_points(&s, "node-a", 6, 0, 10, few) == CHASH_OK);
@@ -123,6 +188,9 @@ int main(void)
     test_python_layout();
     test_node_layout();
     test_ketama_layout();
+    test_nginx_layout();
+    test_libmemcached_layout();
+    test_ketama_counts();
     test_prefix_property();
     test_long_ids();
     test_weights();

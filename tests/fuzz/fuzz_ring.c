@@ -184,7 +184,8 @@ typedef struct {
 
 static fz_node m_nodes[FZ_MAX_NODES];
 static size_t m_count, m_total;
-static fz_point *m_ring; /* m_total points sorted by (value, owner id) */
+static fz_point *m_ring; /* m_total points sorted by (value, owner id or owner's place) */
+static int m_by_order;   /* the ring breaks ties by insertion order */
 static int m_dirty;
 static uintptr_t m_serial;
 
@@ -202,6 +203,8 @@ FZ_QUIET static int fz_cmp_points(const void *pa, const void *pb)
     const fz_point *a = pa, *b = pb;
     if (a->value != b->value)
         return a->value < b->value ? -1 : 1;
+    if (m_by_order) /* m_nodes is in insertion order */
+        return (a->owner > b->owner) - (a->owner < b->owner);
     const fz_node *na = &m_nodes[a->owner], *nb = &m_nodes[b->owner];
     return fz_cmp_ids(na->id, na->id_len, nb->id, nb->id_len);
 }
@@ -933,8 +936,8 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
 /* ------------------------------------------------------------------ */
 /* Schemes                                                            */
 
-static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-"};
-static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4};
+static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-"};
+static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4, 4};
 
 static uint32_t fz_be32(const uint8_t *p)
 {
@@ -946,19 +949,64 @@ static uint32_t fz_le32(const uint8_t *p)
     return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
 }
 
-/* The layout's cut of a digest, written from chash_scheme.h's table. */
-static uint32_t fz_cut(chash_layout_id layout, const uint8_t *digest, size_t size, size_t group)
+/* The scheme's cut of a digest, written from chash_scheme.h's table. */
+static uint32_t fz_cut(const chash_scheme *scheme, const uint8_t *digest, size_t size, size_t group)
 {
-    if (layout == CHASH_LAYOUT_NODE)
+    if (scheme->layout == CHASH_LAYOUT_NODE)
         return fz_be32(digest);
-    if (layout == CHASH_LAYOUT_KETAMA)
+    if (scheme->layout == CHASH_LAYOUT_KETAMA)
         return fz_le32(digest + 4 * group);
+    if (scheme->layout == CHASH_LAYOUT_LIBMEMCACHED && scheme->hash == CHASH_HASH_MD5)
+        return fz_le32(digest);
     return fz_be32(digest + size - 4);
+}
+
+/* nginx's point index: crc32(host "\0" port prev) chained from prev = 0,
+ * the address split as chash_scheme.h says (a plain reading of it). */
+static uint32_t fz_nginx_point(const fz_id *id, size_t index)
+{
+    const char *a = id->buf;
+    size_t n = id->len, host_at = 0, host_len = n, port_at = n, port_len = 0;
+    int is_unix = n >= 5;
+    for (size_t i = 0; is_unix && i < 4; i++) /* "unix" in any case, then ':' */
+        is_unix = a[i] == "unix"[i] || a[i] == "UNIX"[i];
+    is_unix = is_unix && a[4] == ':';
+    if (is_unix) {
+        host_at = 5;
+        host_len = n - 5;
+    } else {
+        size_t digits = 0;
+        while (digits < n && a[n - 1 - digits] >= '0' && a[n - 1 - digits] <= '9')
+            digits++;
+        if (digits < n && a[n - 1 - digits] == ':') {
+            host_len = n - 1 - digits;
+            port_at = n - digits;
+            port_len = digits;
+        }
+    }
+    char buf[FZ_MAX_ID + 8];
+    if (host_len) /* an empty id may come with a NULL buffer */
+        memcpy(buf, a + host_at, host_len);
+    buf[host_len] = 0;
+    if (port_len)
+        memcpy(buf + host_len + 1, a + port_at, port_len);
+    size_t head = host_len + 1 + port_len;
+    uint32_t prev = 0;
+    for (size_t i = 0; i <= index; i++) {
+        for (int b = 0; b < 4; b++)
+            buf[head + (size_t)b] = (char)(uint8_t)(prev >> (8 * b));
+        uint8_t digest[CHASH_MAX_DIGEST];
+        chash_digest(CHASH_HASH_CRC32, buf, head + 4, 0, digest);
+        prev = fz_be32(digest);
+    }
+    return prev;
 }
 
 /* The virtual key of point index, spelled with snprintf. */
 static size_t fz_vkey(chash_layout_id layout, const fz_id *id, size_t index, char *out)
 {
+    if (layout == CHASH_LAYOUT_NGINX)
+        return 0; /* chained points: no virtual keys */
     char tail[64];
     size_t shown = layout == CHASH_LAYOUT_KETAMA ? index / 4 : index;
     int n = snprintf(tail, sizeof tail, "%s%zu", fz_infix[layout], shown);
@@ -971,12 +1019,14 @@ static size_t fz_vkey(chash_layout_id layout, const fz_id *id, size_t index, cha
 
 static uint32_t fz_ref_point(const chash_scheme *scheme, const fz_id *id, size_t index)
 {
+    if (scheme->layout == CHASH_LAYOUT_NGINX)
+        return fz_nginx_point(id, index);
     char vkey[FZ_MAX_ID + 64];
     size_t len = fz_vkey(scheme->layout, id, index, vkey);
     uint8_t digest[CHASH_MAX_DIGEST];
     size_t size = chash_digest(scheme->hash, vkey, len, 0, digest);
     FZ_ASSERT(size == fz_digest_size[scheme->hash]);
-    return fz_cut(scheme->layout, digest, size, scheme->layout == CHASH_LAYOUT_KETAMA ? index % 4 : 0);
+    return fz_cut(scheme, digest, size, scheme->layout == CHASH_LAYOUT_KETAMA ? index % 4 : 0);
 }
 
 /* Lengths around MD5's and SHA-1's 64-byte blocks and their padding. */
@@ -1011,7 +1061,10 @@ static void fz_op_scheme(fz_in *in)
     chash_scheme scheme;
     int status = chash_scheme_init(&scheme, (chash_layout_id)layout, (chash_hash_id)hash);
     int valid = layout < CHASH_LAYOUT_COUNT && hash < CHASH_HASH_COUNT
-        && (layout != CHASH_LAYOUT_KETAMA || hash == CHASH_HASH_MD5);
+        && (layout != CHASH_LAYOUT_KETAMA || hash == CHASH_HASH_MD5)
+        && (layout != CHASH_LAYOUT_NGINX || hash == CHASH_HASH_CRC32)
+        && (layout != CHASH_LAYOUT_LIBMEMCACHED || hash == CHASH_HASH_ONE_AT_A_TIME
+            || hash == CHASH_HASH_MD5);
     fz_expect("chash_scheme_init", status, FZ_ALLOW(valid ? CHASH_OK : CHASH_EINVAL));
     if (!valid)
         return;
@@ -1030,6 +1083,14 @@ static void fz_op_scheme(fz_in *in)
     }
     if (first > SIZE_MAX - 64)
         first = SIZE_MAX - 64;
+    if (scheme.layout == CHASH_LAYOUT_NGINX) {
+        /* Chained from point 0: past the engine's bound it refuses. */
+        uint32_t none[1];
+        if (first > CHASH_MAX_NODE_POINTS)
+            fz_expect("chash_scheme_points", chash_scheme_points(&scheme, id.buf, id.len, first,
+                                                                 1, none), FZ_ALLOW(CHASH_EINVAL));
+        first %= 300;
+    }
     size_t count = fz_u8(in) % 41, split = fz_u8(in) % (count + 1);
     uint32_t *all = fz_xmalloc(count * sizeof *all);
     uint32_t *part = fz_xmalloc(count * sizeof *part);
@@ -1076,7 +1137,7 @@ static void fz_op_scheme(fz_in *in)
     for (int l = 0; l < 4; l++) {
         uint8_t digest[CHASH_MAX_DIGEST];
         size_t size = chash_digest(scheme.hash, keys[l].buf, keys[l].len, 0, digest);
-        uint32_t want = fz_cut(scheme.layout, digest, size, 0);
+        uint32_t want = fz_cut(&scheme, digest, size, 0);
         uint32_t one = chash_scheme_key_hash(&scheme, keys[l].buf, keys[l].len);
         if (one != want || x4[l] != want)
             FZ_FAIL("%s/%s key hash of %zu bytes (lane %d): scalar %#x, x4 %#x, expected %#x",
@@ -1094,7 +1155,8 @@ static void fz_op_scheme(fz_in *in)
     int seeded32 = scheme.hash == CHASH_HASH_MURMUR2 || scheme.hash == CHASH_HASH_MURMUR3
         || scheme.hash == CHASH_HASH_XXH32;
     int unseeded = scheme.hash == CHASH_HASH_MD5 || scheme.hash == CHASH_HASH_SHA1
-        || scheme.hash == CHASH_HASH_FNV1A || scheme.hash == CHASH_HASH_CRC32;
+        || scheme.hash == CHASH_HASH_FNV1A || scheme.hash == CHASH_HASH_CRC32
+        || scheme.hash == CHASH_HASH_ONE_AT_A_TIME;
     if (seeded32 || unseeded) {
         size_t nb = chash_digest(scheme.hash, keys[0].buf, keys[0].len,
                                  unseeded ? 0 : (uint32_t)seed, b);
@@ -1212,8 +1274,10 @@ static const char *const fz_op_names_[OP_COUNT] = {
     "ownership", "limits", "scheme", "weight", "names", "reset", "failnext", "owners",
 };
 
-/* A new ring; NULL is allowed only for an allocation made to fail. */
-static chash_ring *fz_new_ring(void)
+/* A new ring breaking ties by id, or by insertion order when by_order (no
+ * input byte is spent on it, so the corpus decodes as before); NULL is
+ * allowed only for an allocation made to fail. */
+static chash_ring *fz_new_ring(int by_order)
 {
     fz_begin();
     chash_ring *ring = chash_ring_new();
@@ -1223,6 +1287,12 @@ static chash_ring *fz_new_ring(void)
         ring = chash_ring_new();
         FZ_ASSERT(ring);
     }
+    m_by_order = by_order;
+    m_dirty = 1;
+    if (by_order)
+        fz_expect("chash_ring_set_ties", chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER),
+                  FZ_ALLOW(CHASH_OK));
+    FZ_ASSERT(chash_ring_ties(ring) == (by_order ? CHASH_TIES_BY_ORDER : CHASH_TIES_BY_ID));
     return ring;
 }
 
@@ -1243,7 +1313,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_in in = {data, size};
     fz_countdown = -1;
     m_clear();
-    chash_ring *ring = fz_new_ring();
+    chash_ring *ring = fz_new_ring((int)(size & 1));
     uint32_t step = 0;
     while (in.n) {
         unsigned op = fz_u8(&in) % OP_COUNT;
@@ -1266,7 +1336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_RESET:
             chash_ring_free(ring);
             m_clear();
-            ring = fz_new_ring();
+            ring = fz_new_ring((int)((size + step) & 1));
             break;
         case OP_OWNERS: fz_op_owners(ring, &in); break;
         default: /* OP_FAILNEXT: the n-th engine allocation of the next step fails */

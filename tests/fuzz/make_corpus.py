@@ -22,8 +22,11 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
  OP_OWNERSHIP, OP_LIMITS, OP_SCHEME, OP_WEIGHT, OP_NAMES, OP_RESET, OP_FAILNEXT,
  OP_OWNERS) = range(15)
 
-LAYOUTS = ["python", "node", "ketama"]
-HASHES = ["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32"]
+LAYOUTS = ["python", "node", "ketama", "nginx", "libmemcached"]
+HASHES = ["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
+          "one_at_a_time"]
+# The hashes each layout is defined over (all of them where absent).
+LAYOUT_HASHES = {"ketama": ["md5"], "nginx": ["crc32"], "libmemcached": ["one_at_a_time", "md5"]}
 # fz_pool_ids, fz_edges and fz_key_lens in fuzz_ring.c, by index.
 POOL_IDS = [b"", b"\0", b"a", b"a\0", b"ab", b"b", b"\xff", b"\0\0", b"a\xff", b"node-1",
             b"node-10", "é".encode()]
@@ -400,7 +403,7 @@ def seeds() -> dict[str, bytes]:
     for layout in LAYOUTS:
         program = b""
         for i, hash_name in enumerate(HASHES):
-            if layout == "ketama" and hash_name != "md5":
+            if hash_name not in LAYOUT_HASHES.get(layout, HASHES):
                 continue
             program += scheme(
                 layout, hash_name,
@@ -415,7 +418,7 @@ def seeds() -> dict[str, bytes]:
             )
         s[f"scheme-{layout}"] = program
     s["scheme-long-ids"] = b"".join(
-        scheme(layout, "md5", id_long(255, 7, 1), first_top(0), 40, 17,
+        scheme(layout, LAYOUT_HASHES.get(layout, ["md5"])[0], id_long(255, 7, 1), first_top(0), 40, 17,
                (key(128), key(129), key(127), key(57)))
         for layout in LAYOUTS
     ) + b"".join(
@@ -424,7 +427,8 @@ def seeds() -> dict[str, bytes]:
         for name in ("xxh3", "xxh64", "xxh32", "murmur3", "sha1")
     )
     s["scheme-invalid"] = (
-        scheme_invalid(2, 1) + scheme_invalid(2, 8) + scheme_invalid(3, 0) + scheme_invalid(0, 9)
+        scheme_invalid(2, 1) + scheme_invalid(2, 8) + scheme_invalid(5, 0) + scheme_invalid(0, 10)
+        + scheme_invalid(3, 0) + scheme_invalid(4, 8)
     )
     s["weights"] = b"".join([
         weight(2, w_pool(0), 2),                  # 100 * 1.0
@@ -465,6 +469,9 @@ def seeds() -> dict[str, bytes]:
     # chash_points_for_weight(0, 4.9e-324, 0): the count is at least 1, yet
     # it was compared with max_points 0 before being raised to 1.
     s["regress-weight-max-points-zero"] = weight(0, w_pool(8), 5)
+    # The fuzzer's own nginx reference copied from a NULL empty id.
+    s["regress-nginx-empty-id"] = scheme("nginx", "crc32", id_empty(null=True), first_small(2), 3, 1,
+                                         (key(0), key(1), key(3), key(4)))
     return s
 
 
