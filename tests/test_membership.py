@@ -551,6 +551,28 @@ def test_ring_restored_after_a_restart_keeps_the_add_order(
         raw.close()
 
 
+def test_unreadable_add_order_entries(instances: Factory, client: redis.Redis,
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    order, shared = _nginx_nodes_with_ties(6, 1)
+    m = [instances(_nginx_router(order), name="bad"),
+         instances(_nginx_router(), name="bad", bootstrap=False)]
+    _holds_add_order(m, order, shared, "the add order")
+    # A sequence that does not parse: that node has none, so it goes first
+    # (by id among such nodes) on every instance alike; logged once each.
+    client.hset("chash:{bad}:order", order[-1], "later")
+    m[0].add_node("h-x:80")
+    order = [order[-1], *order[:-1], "h-x:80"]
+    _holds_add_order(m, order, shared, "the unreadable sequence skipped alike")
+    assert sum("order[" in r.getMessage() for r in caplog.records) == len(m)
+    # A sequence counter that does not parse: the store is damaged, and an
+    # instance that holds the ring restores it in the order it holds.
+    client.hset("chash:{bad}:meta", "seq", "x")
+    m[1].add_node("h-y:80")
+    order.append("h-y:80")
+    _holds_add_order(m, order, shared, "restored in the order held")
+    assert client.hget("chash:{bad}:meta", "seq") == str(len(order)).encode()
+
+
 def test_router_changed_behind_the_back_is_repaired(instances: Factory) -> None:
     m = instances()
     m.add_node("a")
