@@ -380,7 +380,7 @@ def test_ordered_layouts_keep_the_add_order_on_every_instance(instances: Factory
     for m in (m1, m2):
         assert m.router.nodes == [second_id, first_id]
         assert m.router.node_map[point] == second_id
-    # A node taken out and put back regains its place in the store's order.
+    # A node taken out and put back regains its place in the shared add order.
     m2.disable_node(second_id)
     wait_until(lambda: m1.router.nodes == [first_id], "the disable reaches m1")
     assert m1.router.node_map[point] == first_id
