@@ -343,7 +343,7 @@ class MembershipCore:
         for node, raw in sequences:
             if node not in wanted:
                 continue  # no such node, or one whose weight was skipped
-            if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
                 self._bad_entry("order", node, raw, "unreadable")
                 continue
             seq[node] = int(raw)

@@ -472,6 +472,8 @@ def test_ordered_ring_past_the_listpack_limit_keeps_the_add_order(
     late = instances(_nginx_router(), name="big", bootstrap=False)  # reads it cold
     _holds_add_order([m1, m2, late], order, shared, "every instance holds the add order")
     assert len({m.router.fingerprint() for m in (m1, m2, late)}) == 1
+    wait_until(lambda: client.hget("chash:{big}:meta", "digest")
+               == m1.router.fingerprint().encode(), "the version stamped with that ring")
 
 
 def test_ordered_ring_in_a_hashtable_keeps_the_add_order(
