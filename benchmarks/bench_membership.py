@@ -47,7 +47,7 @@ from _support.redis_server import RedisServer  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.membership import RedisMembership  # noqa: E402
 
-META, NODES = "chash:{default}:meta", "chash:{default}:nodes"
+META, NODES, ORDER = "chash:{default}:meta", "chash:{default}:nodes", "chash:{default}:order"
 
 
 class Bench:
@@ -148,6 +148,7 @@ class Bench:
     def going_back(self) -> float:
         meta = self.raw.hgetall(META)
         nodes = self.raw.hgetall(NODES)
+        order = self.raw.hgetall(ORDER)
         self.operator.add_node("lost", 1.0)
         self.converged(lambda: None, fingerprint=fingerprint_of({**self.ring, "lost": 1.0}))
 
@@ -155,6 +156,8 @@ class Bench:
             rollback = self.raw.pipeline(transaction=True)
             rollback.delete(NODES)
             rollback.hset(NODES, mapping=nodes)
+            rollback.delete(ORDER)
+            rollback.hset(ORDER, mapping=order)
             rollback.hset(META, mapping=meta)
             rollback.execute()
 

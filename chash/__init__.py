@@ -4,16 +4,45 @@
 router (MD5, ``{node}_virtual_{i}``, first point >= the key's hash), only
 faster, and adds weights, other hash functions and layouts, replica lists.
 """
-from chash._chash import (
-    HASHES,
-    LAYOUTS,
-    MAX_NODE_POINTS,
-    MAX_NODES,
-    MAX_POINTS,
-    MAX_VIRTUAL_NODES,
-    ConsistentHashRouter,
-)
-from chash.bounded import BoundedLoadRouter
+from pathlib import Path as _Path
+
+
+def _missing_extension(exc: ModuleNotFoundError) -> ImportError:
+    """The error to raise when ``chash._chash`` (the C extension) is absent.
+
+    Most often Python found the source folder of a checkout first (its parent
+    is the current directory or on ``sys.path``) while the built package lives
+    elsewhere: say so, and what to run, rather than a bare module name.
+    """
+    package = _Path(__file__).resolve().parent
+    if (package.parent / "pyproject.toml").is_file() and (package.parent / "csrc").is_dir():
+        message = (
+            f"chash is imported from the source folder {package}, whose C extension "
+            "(chash._chash) is not built. Run `pip install -e .` in "
+            f"{package.parent} to build it in place, or run from another folder so "
+            "that an installed chash is imported instead.")
+    else:
+        message = (
+            f"chash's C extension (chash._chash) is missing from {package}; "
+            "reinstall it: pip install --force-reinstall chash-router")
+    return ImportError(message, name="chash._chash", path=str(package))
+
+
+try:
+    from chash._chash import (
+        HASHES,
+        LAYOUTS,
+        MAX_NODE_POINTS,
+        MAX_NODES,
+        MAX_POINTS,
+        MAX_VIRTUAL_NODES,
+        ConsistentHashRouter,
+    )
+except ModuleNotFoundError as _exc:
+    if _exc.name != "chash._chash":
+        raise
+    raise _missing_extension(_exc) from _exc
+from chash.bounded import BoundedLoadRouter  # noqa: E402  (needs the extension, checked above)
 
 __all__ = [
     "BoundedLoadRouter",

@@ -4,13 +4,31 @@ from typing import Final, Literal
 
 from typing_extensions import disjoint_base
 
-HashName = Literal["md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
-                   "one_at_a_time"]
-LayoutName = Literal["python", "node", "ketama", "nginx", "libmemcached"]
+# The names `hash=` and `layout=` accept (HASHES and LAYOUTS at run time),
+# one a line: a new hash or layout is one added line.
+HashName = Literal[
+    "md5",
+    "sha1",
+    "murmur2",
+    "murmur3",
+    "xxh32",
+    "xxh64",
+    "xxh3",
+    "fnv1a",
+    "crc32",
+    "one_at_a_time",
+]
+LayoutName = Literal[
+    "python",
+    "node",
+    "ketama",
+    "nginx",
+    "libmemcached",
+]
 Key = str | bytes
 
-HASHES: Final[tuple[str, ...]]
-LAYOUTS: Final[tuple[str, ...]]
+HASHES: Final[tuple[HashName, ...]]
+LAYOUTS: Final[tuple[LayoutName, ...]]
 MAX_VIRTUAL_NODES: Final[int]
 MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
@@ -27,8 +45,8 @@ class ConsistentHashRouter:
         cls,
         virtual_node_count: int | None = None,
         *,
-        hash: HashName | str | Callable[[bytes], int] | None = None,
-        layout: LayoutName | str = "python",
+        hash: HashName | Callable[[bytes], int] | None = None,
+        layout: LayoutName = "python",
     ) -> ConsistentHashRouter: ...
     def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
     def add_service_nodes(self, nodes: Iterable[str], weight: float = 1.0) -> None: ...
@@ -56,9 +74,9 @@ class ConsistentHashRouter:
     @property
     def points(self) -> dict[str, int]: ...
     @property
-    def hash(self) -> str | Callable[[bytes], int]: ...
+    def hash(self) -> HashName | Callable[[bytes], int]: ...
     @property
-    def layout(self) -> str: ...
+    def layout(self) -> LayoutName: ...
     @property
     def memory_bytes(self) -> int: ...
     def __len__(self) -> int: ...

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import aiohttp  # noqa: F401
     except ImportError:
-        print("chash demo: needs aiohttp: pip install 'chash[gateway]'", file=sys.stderr)
+        print("chash demo: needs aiohttp: pip install 'chash-router[gateway]'", file=sys.stderr)
         return 1
     from chash.demo import render_figures, run_demo
 
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
         description="Run three session-keeping backends, the sticky gateway and simulated "
                     "users on 127.0.0.1; stop one backend mid-run and restart it; show "
                     "that only its users moved, that no request failed, and that exactly "
-                    "they came back.  Needs aiohttp (pip install 'chash[gateway]').")
+                    "they came back.  Needs aiohttp (pip install 'chash-router[gateway]').")
     parser.add_argument("--duration", type=seconds_between(MIN_DURATION, MAX_DURATION), default=30.0, metavar="S",
                         help=f"length of the run in seconds (default 30, at least "
                              f"{MIN_DURATION:g})")

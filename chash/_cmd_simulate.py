@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         try:  # fail before the long run, not after
             plot_path(args.plot)
         except ImportError:
-            print("chash simulate: --plot needs matplotlib: pip install 'chash[plot]'", file=sys.stderr)
+            print("chash simulate: --plot needs matplotlib: pip install 'chash-router[plot]'", file=sys.stderr)
             return 1
         except ValueError as exc:
             return _error(f"--plot: {exc}")

@@ -16,13 +16,20 @@ Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
 
 ``meta``      hash: ``epoch`` (random, new whenever the ring is seeded or
               Redis was seen going back), ``version`` (integer),
-              ``config`` (settings every instance must share), ``count``
-              and ``ndisabled`` (how many entries ``nodes`` and
-              ``disabled`` hold, to notice a store that lost a key while
-              keeping the others), ``digest`` (the ring's
+              ``config`` (settings every instance must share),
+              ``count``, ``ndisabled`` and ``norder`` (how many entries ``nodes``,
+              ``disabled`` and ``order`` hold, to notice a store that lost
+              a key while keeping the others), ``seq`` (the last add
+              sequence given out), ``digest`` (the ring's
               ``router.fingerprint()`` at this version, stamped by the first
               instance that applied it)
 ``nodes``     hash: node -> weight, as Python's ``repr(float)``
+``order``     hash: node -> its add sequence (a positive integer, from
+              ``HINCRBY meta seq 1`` when the node joined ``nodes``): the
+              order in which the nodes were added, which breaks ties in the
+              ``nginx``, ``ketama`` and ``libmemcached`` layouts.  Redis
+              returns a hash's fields in insertion order only while it is
+              small (listpack), so the order is stored, never inferred
 ``disabled``  hash: node -> reason, nodes an operator took out
 ``down``      hash: node -> JSON ``{r: reason, n: down votes, l: live
               reporters, t: ms, s: 1 if carried over by a re-seed}``, nodes
@@ -53,9 +60,10 @@ from __future__ import annotations
 __all__ = ["HEAD", "REEPOCH", "SCRIPTS", "SEED", "SNAPSHOT", "STAMP", "SWEEP", "VOTE",
            "WRITE"]
 
-# KEYS: meta, nodes, disabled, down, votes (the same five for every script).
+# KEYS: meta, nodes, disabled, down, votes, order (the same six for every script).
 _COMMON = r"""
-local meta, nodes, disabled, down, votes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local meta, nodes, disabled, down, votes, order = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
+  KEYS[6]
 local SHARDED = redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070000
 
 local function now_ms()
@@ -75,13 +83,17 @@ end
 -- ring, {-3, why} if part of it is gone or unreadable.  Reads only.
 local function damage()
   if redis.call('EXISTS', meta) == 0 then return {-1} end
-  local m = redis.call('HMGET', meta, 'epoch', 'version', 'count', 'ndisabled')
+  local m = redis.call('HMGET', meta, 'epoch', 'version', 'count', 'ndisabled', 'norder', 'seq')
   if not m[1] or m[1] == '' then return {-3, 'meta has no epoch'} end
-  local v = tonumber(m[2])
-  if not v or v < 0 or v ~= math.floor(v) then
-    return {-3, 'meta.version is not a count: ' .. tostring(m[2])}
+  for _, field in ipairs({{m[2], 'version'}, {m[6], 'seq'}}) do
+    local v = tonumber(field[1])
+    if (field[1] or field[2] == 'version') and
+        (not v or v < 0 or v ~= math.floor(v) or not string.match(field[1], '^%d+$')) then
+      return {-3, 'meta.' .. field[2] .. ' is not a count: ' .. tostring(field[1])}
+    end
   end
-  for _, check in ipairs({{m[3], nodes, 'count'}, {m[4], disabled, 'ndisabled'}}) do
+  for _, check in ipairs({{m[3], nodes, 'count'}, {m[4], disabled, 'ndisabled'},
+                          {m[5], order, 'norder'}}) do
     if check[1] then
       local held = redis.call('HLEN', check[2])
       if tonumber(check[1]) ~= held then
@@ -97,7 +109,7 @@ end
 -- ring, bump the version and publish epoch:version.
 local function bump(channel)
   redis.call('HSET', meta, 'count', redis.call('HLEN', nodes),
-             'ndisabled', redis.call('HLEN', disabled))
+             'ndisabled', redis.call('HLEN', disabled), 'norder', redis.call('HLEN', order))
   redis.call('HDEL', meta, 'digest')
   local epoch = redis.call('HGET', meta, 'epoch')
   local version = redis.call('HINCRBY', meta, 'version', 1)
@@ -196,15 +208,15 @@ end
 """
 
 #: Read the whole ring: ``{1, epoch, version, config, nodes, disabled,
-#: down, digest or false, 1 if announcements are sharded else 0}`` with each
-#: hash flattened; ``{-1}`` or ``{-3, why}``.
+#: down, digest or false, 1 if announcements are sharded else 0, order}``
+#: with each hash flattened; ``{-1}`` or ``{-3, why}``.
 SNAPSHOT = _COMMON + r"""
 local d = damage()
 if d then return d end
 local m = redis.call('HMGET', meta, 'epoch', 'version', 'config', 'digest')
 return {1, m[1], tonumber(m[2]), m[3], redis.call('HGETALL', nodes),
         redis.call('HGETALL', disabled), redis.call('HGETALL', down), m[4],
-        SHARDED and 1 or 0}
+        SHARDED and 1 or 0, redis.call('HGETALL', order)}
 """
 
 #: The ring's position and digest, for the periodic check:
@@ -246,7 +258,8 @@ return reply(1)
 #: Create the ring if it does not exist, and only then; with ``restore``
 #: set, also replace a damaged one.
 #: ARGV: channel, epoch, version, config, restore (1 or 0), then the count
-#: of nodes and their (node, weight) pairs, the count of disabled nodes and
+#: of nodes and their (node, weight) pairs in add order (they get the add
+#: sequences 1, 2, ... in that order), the count of disabled nodes and
 #: their (node, reason) pairs, and (node, down JSON) pairs up to the end.
 #: Replies ``{1, epoch, version}`` if it seeded, ``{0, epoch, version}`` if
 #: a sound ring existed already (someone else seeded it first), ``{-3,
@@ -267,10 +280,11 @@ while j < #ARGV do
   j = j + 2
 end
 local now = now_ms()
-redis.call('DEL', meta, nodes, disabled, down, votes)
+redis.call('DEL', meta, nodes, disabled, down, votes, order)
 i = 7
-for _ = 1, n_nodes do
+for k = 1, n_nodes do
   redis.call('HSET', nodes, ARGV[i], ARGV[i + 1])
+  redis.call('HSET', order, ARGV[i], k)
   i = i + 2
 end
 i = i + 1
@@ -284,7 +298,8 @@ for _, pair in ipairs(verdicts) do
   redis.call('HSET', down, pair[1], cjson.encode(pair[2]))
 end
 redis.call('HSET', meta, 'epoch', ARGV[2], 'version', ARGV[3], 'config', ARGV[4],
-           'count', redis.call('HLEN', nodes), 'ndisabled', redis.call('HLEN', disabled))
+           'count', redis.call('HLEN', nodes), 'ndisabled', redis.call('HLEN', disabled),
+           'norder', redis.call('HLEN', order), 'seq', n_nodes)
 announce(ARGV[1], ARGV[2] .. ':' .. ARGV[3])
 return reply(1)
 """
@@ -322,9 +337,14 @@ if op == 'remove' or op == 'disable' then
 end
 if op == 'add' then
   if redis.call('HGET', nodes, node) == value then return reply(0) end
+  if not exists then
+    -- a new node goes to the end of the add order; a reweighed one keeps its place
+    redis.call('HSET', order, node, redis.call('HINCRBY', meta, 'seq', 1))
+  end
   redis.call('HSET', nodes, node, value)
 elseif op == 'remove' then
   redis.call('HDEL', nodes, node)
+  redis.call('HDEL', order, node)
   redis.call('HDEL', disabled, node)
   redis.call('HDEL', down, node)
   redis.call('HDEL', votes, node)

@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,10 @@ QUORUMS = ("majority", "any", "all")
 CHANGED, UNCHANGED, MISSING, NO_SUCH_NODE, DAMAGED, REFUSED, OTHER_CONFIG = 1, 0, -1, -2, -3, -4, -5
 
 Position = tuple[str | None, int]
+
+#: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
+#: scripts take them (``chash._membership_lua``).
+KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order")
 
 
 class RingMissingError(RuntimeError):
@@ -102,7 +106,9 @@ class MembershipState:
     config: str
     """The settings every instance must share (router and quorum)."""
     weights: Mapping[str, float] = field(default_factory=dict)
-    """Every readable node the store holds, in service or not, with its weight."""
+    """Every readable node the store holds, in service or not, with its
+    weight, in the order they were added to the shared ring (see
+    ``add_order``)."""
     disabled: Mapping[str, str] = field(default_factory=dict)
     """Nodes an operator took out, with the reason given."""
     down: Mapping[str, HealthVerdict] = field(default_factory=dict)
@@ -205,7 +211,7 @@ class MembershipCore:
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
         base = f"{prefix}:{{{name}}}"
-        self.keys = [f"{base}:{part}" for part in ("meta", "nodes", "disabled", "down", "votes")]
+        self.keys = [f"{base}:{part}" for part in KEY_PARTS]
         self.channel = f"{base}:events"
         hash_ = router.hash
         hash_name = hash_ if isinstance(hash_, str) else \
@@ -293,7 +299,8 @@ class MembershipCore:
     def parse_snapshot(self, reply: Sequence[Any]) -> Snapshot:
         """The reply of ``SNAPSHOT``.  Weights that are not positive finite
         numbers are skipped one by one (each logged once), so one bad entry
-        never stops the others from being applied."""
+        never stops the others from being applied.  The nodes come in their
+        add order (``add_order``)."""
         status = int(reply[0])
         if status == MISSING:
             return Snapshot(None)
@@ -309,6 +316,8 @@ class MembershipCore:
                 self._bad_entry("nodes", node, raw, "unreadable")
                 continue
             weights[node] = weight
+        sequences = _pairs(reply[9]) if len(reply) > 9 else []
+        weights = {node: weights[node] for node in self.add_order(weights, sequences)}
         down = {node: self.parse_verdict(node, raw) for node, raw in _pairs(reply[6])}
         state = MembershipState(
             epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
@@ -319,6 +328,27 @@ class MembershipCore:
         digest = _optional(reply[7]) if len(reply) > 7 else None
         sharded = len(reply) > 8 and int(reply[8]) == 1
         return Snapshot(state, digest, sharded)
+
+    def add_order(self, nodes: Iterable[str],
+                  sequences: Sequence[tuple[str, str]]) -> list[str]:
+        """``nodes`` in the order they were added to the shared ring: by the
+        add sequence the scripts stored for each (``order`` hash), after
+        the nodes that have none, which are in id order (bytewise, as
+        UTF-8).  A node has none on a ring written before sequences were
+        stored, or when its entry is unreadable (not a positive integer;
+        logged once).  The same on every instance, however Redis returns a
+        hash's fields."""
+        wanted = set(nodes)
+        seq: dict[str, int] = {}
+        for node, raw in sequences:
+            if node not in wanted:
+                continue  # no such node, or one whose weight was skipped
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
+                self._bad_entry("order", node, raw, "unreadable")
+                continue
+            seq[node] = int(raw)
+        return sorted(wanted, key=lambda node: (
+            node in seq, seq.get(node, 0), node.encode("utf-8", "surrogateescape")))
 
     # -- operator changes ---------------------------------------------------
 
@@ -390,7 +420,9 @@ class MembershipCore:
 
     def seed_args(self, restore: bool, stored_version: int = 0) -> list[str | int]:
         """ARGV of ``SEED``: the last state applied, or the router's nodes
-        if there is none, under a new epoch and the next version."""
+        if there is none, under a new epoch and the next version; the
+        nodes in the order this instance holds them (the shared add order,
+        or the router's), which the store keeps."""
         with self._lock:
             state = self._state
             if state is None:
@@ -502,8 +534,8 @@ class MembershipCore:
         present = self.router.weights
         if self.router.layout in ORDERED_LAYOUTS and list(present.items()) != list(wanted.items()):
             # A shared point goes to the node added first: every instance
-            # holds the nodes in the store's order (the order they were
-            # added to it), swapped in whole.
+            # holds the nodes in the shared add order (the sequences stored
+            # in Redis, see add_order), swapped in whole.
             try:
                 self.router._replace_nodes(list(wanted.items()))
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:

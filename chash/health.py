@@ -673,7 +673,7 @@ def _import_aiohttp() -> Any:
         import aiohttp
     except ImportError as exc:
         raise ImportError(
-            "AsyncHealthChecker needs aiohttp: pip install 'chash[async]'") from exc
+            "AsyncHealthChecker needs aiohttp: pip install 'chash-router[async]'") from exc
     return aiohttp
 
 
@@ -681,7 +681,7 @@ class AsyncHealthChecker(_CheckerBase):
     """Health checks run by an asyncio task, for async gateways.
 
     Takes the same arguments as ``HealthChecker`` and probes with aiohttp
-    (``pip install 'chash[async]'``).  ``async with`` (or ``await start()``)
+    (``pip install 'chash-router[async]'``).  ``async with`` (or ``await start()``)
     runs a round at once and then every ``interval`` seconds in a task;
     ``await stop()`` / ``await aclose()`` cancels it, probes in flight
     included, and closes the HTTP session.  ``await check_now()`` runs one

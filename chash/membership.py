@@ -28,7 +28,7 @@ yields the scripts it needs run and receives their replies):
 ``RedisMembership`` drives it with a worker and a listener thread for
 synchronous gateways, ``AsyncRedisMembership`` with two asyncio tasks over
 ``redis.asyncio``.  Both need redis-py: ``pip install
-'chash[redis]'``.  See docs/membership.md for the design.
+'chash-router[redis]'``.  See docs/membership.md for the design.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _import_redis() -> Any:
         import redis
         import redis.asyncio
     except ImportError as exc:
-        raise ImportError("RedisMembership needs redis-py: pip install 'chash[redis]'") from exc
+        raise ImportError("RedisMembership needs redis-py: pip install 'chash-router[redis]'") from exc
     return redis
 
 

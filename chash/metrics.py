@@ -7,7 +7,7 @@ Two pieces:
   retries, health transitions).  No dependency; the gateway keeps one for
   its status page whether or not Prometheus is installed.
 * ``RouterCollector``: a Prometheus collector (``pip install
-  'chash[metrics]'``) that reads, at every scrape, the ring itself (points,
+  'chash-router[metrics]'``) that reads, at every scrape, the ring itself (points,
   ownership, weights, memory), the health checker's verdicts, the
   in-flight load of anything with a ``loads`` mapping (the gateway, a
   bounded-load router), and a ``RouteCounters``.
@@ -60,7 +60,7 @@ def _require_prometheus() -> None:
     except ImportError as exc:
         raise ImportError(
             "chash.metrics.RouterCollector needs prometheus_client: "
-            "pip install 'chash[metrics]'") from exc
+            "pip install 'chash-router[metrics]'") from exc
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,14 @@ import time
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chash import _chash, _strategies
 from chash._chash import ConsistentHashRouter
 from chash._text import plural
+
+if TYPE_CHECKING:
+    from chash._chash import HashName
 
 __all__ = [
     "DEFAULT_BALANCE_VNODES",
@@ -94,7 +97,7 @@ class SimulationConfig:
     """The bounded-loads factor c: no node above ceil(c * keys / nodes)."""
     maglev_size: int = 65537
     """Maglev lookup table size (a prime, at least the node count)."""
-    hash: str = "md5"
+    hash: HashName = "md5"
     """Hash of keys and nodes, one of ``chash.HASHES``."""
 
     def __post_init__(self) -> None:
@@ -159,7 +162,7 @@ def node_names(count: int) -> list[str]:
 class Workload:
     """The keys, their 64-bit hashes, and how long hashing them took (best of three)."""
 
-    def __init__(self, keys: list[str], hash_name: str) -> None:
+    def __init__(self, keys: list[str], hash_name: HashName) -> None:
         self.keys = keys
         self.hash_name = hash_name
         self.hash_seconds = math.inf
@@ -698,7 +701,7 @@ def render(result: dict[str, Any]) -> str:
 # Pictures
 
 
-_PLOT_EXTRA = "chash simulate --plot needs matplotlib: pip install 'chash[plot]'"
+_PLOT_EXTRA = "chash simulate --plot needs matplotlib: pip install 'chash-router[plot]'"
 
 def plot_path(path: str) -> str:
     """The file ``plot(result, path)`` writes: ``path``, with ``.png``
@@ -783,7 +786,7 @@ def plot_figure(result: dict[str, Any]) -> Any:
 def plot(result: dict[str, Any], path: str) -> str:
     """Draw ``plot_figure(result)`` into an image file; returns the path
     written, ``plot_path(path)`` (a PNG unless ``path`` names another
-    format).  Needs matplotlib (``pip install 'chash[plot]'``); raises
+    format).  Needs matplotlib (``pip install 'chash-router[plot]'``); raises
     ImportError naming that extra when it is missing."""
     written = plot_path(path)
     plot_figure(result).savefig(written, dpi=110)

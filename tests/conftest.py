@@ -1,19 +1,56 @@
-"""Shared fixtures (HTTP backends, redis-servers), and the hypothesis
-profiles: "ci" (reproducible, bounded) when CI is set, else "dev".
+"""Which chash the tests import, shared fixtures (HTTP backends,
+redis-servers), and the hypothesis profiles: "ci" (reproducible, bounded)
+when CI is set, else "dev".
+
+The suite tests whichever chash is installed: an editable install of this
+checkout, or a wheel (from an unpacked sdist, say). ``python -m pytest`` puts
+the current folder first on ``sys.path``, so from a source folder whose C
+extension is not built in place, ``import chash`` would find that folder and
+fail; then the folder is taken off ``sys.path`` (and ``PYTHONSAFEPATH`` keeps
+it off for the Python subprocesses the tests start), and the installed chash
+is imported. With nothing installed either, chash's own ImportError says what
+to run.
 
 Helpers that are not fixtures live in the ``_support`` package beside this
 file (this folder is on ``sys.path`` while the tests run).
 """
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from _support.http_backends import Backend
-from _support.redis_server import RedisServer, running_server
+
+def _prefer_installed_chash() -> None:
+    source = Path(__file__).resolve().parent.parent
+    package = source / "chash"
+    built = any(path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+                for path in package.glob("_chash*"))
+    if built or not package.is_dir():
+        return
+
+    def is_source(entry: str) -> bool:
+        return Path(entry or os.curdir).resolve() == source
+
+    kept = [entry for entry in sys.path if not is_source(entry)]
+    saved, sys.path[:] = sys.path[:], kept
+    if importlib.util.find_spec("chash") is None:
+        sys.path[:] = saved
+        return
+    os.environ["PYTHONSAFEPATH"] = "1"
+
+
+# Before anything imports chash (the _support helpers do).
+_prefer_installed_chash()
+
+from _support.http_backends import Backend  # noqa: E402
+from _support.redis_server import RedisServer, running_server  # noqa: E402
 
 settings.register_profile(
     "ci",

@@ -26,6 +26,7 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 
 from yarl import URL  # noqa: E402
 
+import chash  # noqa: E402
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
@@ -33,7 +34,8 @@ from chash._http import parse_request_head  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
-REPO = Path(__file__).resolve().parent.parent
+# Where the chash under test comes from (the checkout, or site-packages).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- helpers ------------------------------------------------------------------
@@ -244,7 +246,7 @@ def test_missing_aiohttp_names_the_extra() -> None:
         "except ImportError as exc:\n"
         "    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(CHASH_ROOT)})
     assert out.returncode == 0, out.stderr
     assert "pip install 'chash-router[gateway]'" in out.stdout
 
@@ -605,7 +607,7 @@ def test_metrics_page() -> None:
 def test_command_serves_until_interrupted() -> None:
     async def main() -> None:
         backends = [await EchoBackend(name).start() for name in "ab"]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
             "--backend", f"a={backends[0].address},b={backends[1].address}",

@@ -18,7 +18,7 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from test_gateway import REPO  # noqa: E402
+from test_gateway import CHASH_ROOT  # noqa: E402
 
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
@@ -30,7 +30,7 @@ KEYS = [f"user-{i}" for i in range(60)]
 @asynccontextmanager
 async def gateway_process(*argv: str) -> AsyncIterator[tuple[str, str | None]]:
     """``chash gateway ARGV`` on a free port: (its URL, its admin URL or None)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
         "--log-level", "warning", "--duration", "120", *argv,

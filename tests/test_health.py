@@ -87,7 +87,7 @@ Driver = Any
 @pytest.fixture(params=[
     SyncDriver,
     pytest.param(AsyncDriver, marks=pytest.mark.skipif(
-        not HAVE_AIOHTTP, reason="the async runner needs aiohttp (chash[async])")),
+        not HAVE_AIOHTTP, reason="the async runner needs aiohttp (chash-router[async])")),
 ], ids=["thread", "asyncio"])
 def make_driver(request: pytest.FixtureRequest) -> Iterator[Callable[..., Driver]]:
     """Build a checker of either runner; closed at teardown."""
@@ -469,7 +469,7 @@ def test_stopped_backend_leaves_and_returns_with_its_keys(
 
 
 def test_both_runners_agree(backends: Callable[..., Backend]) -> None:
-    pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
+    pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash-router[async])")
     group = [backends() for _ in range(3)]
     group.append(backends(500))
     group[0].answer_cycle([200, 500, 500, 200, 200, 200])

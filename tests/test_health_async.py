@@ -23,7 +23,7 @@ from _support.waiting import eventually, run
 from chash import ConsistentHashRouter
 from chash.health import NodeState
 
-pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash[async])")
+pytest.importorskip("aiohttp", reason="the async runner needs aiohttp (chash-router[async])")
 
 from chash.health import AsyncHealthChecker
 
@@ -151,7 +151,7 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.delitem(sys.modules, "aiohttp")
     monkeypatch.setattr(builtins, "__import__", no_aiohttp)
-    with pytest.raises(ImportError, match=r"pip install 'chash\[async\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[async\]'"):
         AsyncHealthChecker(ConsistentHashRouter())
 
 

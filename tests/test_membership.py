@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+import chash
 from _support.http_backends import Backend
 from _support.membership_async import BlockingMembership
 from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
@@ -35,7 +37,7 @@ from _support.redis_server import RedisServer
 from _support.waiting import eventually, wait_until
 from chash import ConsistentHashRouter
 
-pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
+pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 import redis
 import redis.asyncio
 
@@ -48,6 +50,8 @@ from chash.membership import (
 
 RESYNC = 0.2
 REPO = Path(__file__).resolve().parent.parent
+# Where the chash under test comes from (the checkout, or site-packages).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- fixtures ---------------------------------------------------------------
@@ -138,11 +142,11 @@ except ImportError as exc:
 else:
     print("no error")
 """
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(CHASH_ROOT))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=REPO, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "pip install 'chash[redis]'" in result.stdout
+    assert "pip install 'chash-router[redis]'" in result.stdout
 
 
 def test_public_names_are_documented() -> None:
@@ -320,6 +324,7 @@ def test_redis_going_back_a_version_is_followed(
     rollback = client.pipeline(transaction=True)
     rollback.hset("chash:{default}:meta", mapping=at_two)
     rollback.hdel("chash:{default}:nodes", "b")
+    rollback.hdel("chash:{default}:order", "b")
     rollback.execute()
     # Both follow Redis back, under a new epoch (so that an instance that
     # slept through it reads the ring again whatever version it holds).
@@ -358,7 +363,7 @@ def test_ordered_layouts_keep_the_add_order_on_every_instance(instances: Factory
     for m in (m1, m2):
         assert m.router.nodes == [second_id, first_id]
         assert m.router.node_map[point] == second_id
-    # A node taken out and put back regains its place in the store's order.
+    # A node taken out and put back regains its place in the shared add order.
     m2.disable_node(second_id)
     wait_until(lambda: m1.router.nodes == [first_id], "the disable reaches m1")
     assert m1.router.node_map[point] == first_id
@@ -369,6 +374,188 @@ def test_ordered_layouts_keep_the_add_order_on_every_instance(instances: Factory
     m1.add_node("h-new:80", 2.0)
     wait_until(lambda: m2.router.nodes == [second_id, first_id, "h-new:80"], "the add reaches m2")
     assert m1.router == m2.router and same_ring(m1, m2)
+
+
+Shared = dict[int, tuple[str, str]]
+
+
+def _nginx_nodes_with_ties(total: int, pairs: int) -> tuple[list[str], Shared]:
+    """``total`` nginx node ids among which ``pairs`` disjoint pairs share a
+    point (searched here, offline), in an add order that is neither id
+    order nor Redis's hash order (a seeded shuffle, then in every pair the
+    bytewise larger id first); and each shared point with its pair."""
+    seen: dict[int, str] = {}
+    shared: Shared = {}
+    paired: set[str] = set()
+    ids: list[str] = []
+    i = 0
+    while len(shared) < pairs:
+        node = f"h{i}:80"
+        ids.append(node)
+        probe = ConsistentHashRouter(layout="nginx")
+        probe.add_service_node(node)
+        for point in probe.hash_ring:
+            other = seen.setdefault(point, node)
+            if other != node and other not in paired and node not in paired:
+                shared[point] = (other, node)
+                paired.update((other, node))
+        i += 1
+    chosen = sorted(paired) + [n for n in ids if n not in paired][:total - len(paired)]
+    assert len(chosen) == total
+    order = list(chosen)
+    random.Random(1729).shuffle(order)
+    for a, b in shared.values():
+        small, large = sorted((a, b))
+        i, j = order.index(small), order.index(large)
+        if i < j:  # the larger first, so that id order would give the tie away
+            order[i], order[j] = order[j], order[i]
+    assert all(owner == max(shared[point]) for point, owner in _owners(order, shared).items())
+    assert order != sorted(order)
+    return order, shared
+
+
+def _owners(order: list[str], shared: Shared) -> dict[int, str]:
+    """Each shared point with the node that owns it: the one added first."""
+    return {point: min(pair, key=order.index) for point, pair in shared.items()}
+
+
+def _nginx_router(nodes: list[str] | None = None) -> ConsistentHashRouter:
+    router = ConsistentHashRouter(layout="nginx")
+    router.add_service_nodes(nodes or [])
+    return router
+
+
+def _holds_add_order(memberships: list[RedisMembership], order: list[str],
+                     shared: Shared, what: str) -> None:
+    """Every instance holds the nodes in ``order``: the same ring as a
+    router given them in that order, each shared point with its owner."""
+    expected = _nginx_router(order).fingerprint()
+    owners = _owners(order, shared)
+    for m in memberships:
+        wait_until(lambda m=m: m.router.nodes == order, what)
+        assert m.router.fingerprint() == expected
+        for point, owner in owners.items():
+            assert m.router.node_map[point] == owner
+
+
+def test_ordered_ring_past_the_listpack_limit_keeps_the_add_order(
+        instances: Factory, client: redis.Redis) -> None:
+    # More nodes than hash-max-listpack-entries (512 in Redis 7): Redis
+    # keeps the nodes hash as a hashtable, whose fields come back in no
+    # particular order; the add order must survive it.
+    limit = int(client.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"])
+    order, shared = _nginx_nodes_with_ties(limit + 40, 4)
+    seeded = order[:limit - 10]  # created from a router, the rest added one by one
+    m1 = instances(_nginx_router(seeded), name="big")
+    m2 = instances(_nginx_router(), name="big", bootstrap=False)
+    for node in order[len(seeded):]:
+        m1.add_node(node)
+    assert client.object("encoding", "chash:{big}:nodes") == b"hashtable"
+    assert [k.decode() for k in client.hkeys("chash:{big}:nodes")] != order
+    late = instances(_nginx_router(), name="big", bootstrap=False)  # reads it cold
+    _holds_add_order([m1, m2, late], order, shared, "every instance holds the add order")
+    assert len({m.router.fingerprint() for m in (m1, m2, late)}) == 1
+    wait_until(lambda: client.hget("chash:{big}:meta", "digest")
+               == m1.router.fingerprint().encode(), "the version stamped with that ring")
+
+
+def test_ordered_ring_in_a_hashtable_keeps_the_add_order(
+        own_instances: Factory, own_server: RedisServer) -> None:
+    # hash-max-listpack-entries 0: even a small hash is a hashtable.
+    raw = redis.Redis(**own_server.client_kwargs())
+    try:
+        raw.config_set("hash-max-listpack-entries", 0)
+        order, shared = _nginx_nodes_with_ties(12, 3)
+        m = instances_of(own_instances, 2, "small")
+        for node in order:
+            m[0].add_node(node)
+        assert raw.object("encoding", "chash:{small}:nodes") == b"hashtable"
+        assert [k.decode() for k in raw.hkeys("chash:{small}:nodes")] != order
+        late = own_instances(_nginx_router(), name="small", bootstrap=False)
+        _holds_add_order([*m, late], order, shared, "every instance holds the add order")
+    finally:
+        raw.close()
+
+
+def instances_of(make: Factory, count: int, name: str) -> list[RedisMembership]:
+    """``count`` empty nginx instances of ring ``name``, the first one
+    allowed to create it."""
+    return [make(_nginx_router(), name=name, bootstrap=i == 0) for i in range(count)]
+
+
+def test_node_removed_and_added_again_goes_to_the_end_everywhere(
+        own_instances: Factory, own_server: RedisServer) -> None:
+    raw = redis.Redis(**own_server.client_kwargs())
+    try:
+        raw.config_set("hash-max-listpack-entries", 0)
+        order, shared = _nginx_nodes_with_ties(10, 2)
+        m = instances_of(own_instances, 2, "readd")
+        for node in order:
+            m[0].add_node(node)
+        _holds_add_order(m, order, shared, "the add order")
+        # Each first owner of a shared point leaves and comes back: it goes
+        # to the end of the order, and its partner now owns the point.
+        moved = list(_owners(order, shared).values())
+        for node in moved:
+            m[1].remove_node(node)
+            m[0].add_node(node)
+            m[1].add_node(node, 2.0)  # reweighed, twice: it keeps its place
+            m[0].add_node(node, 1.0)
+        order = [n for n in order if n not in moved] + moved
+        assert all(_owners(order, shared)[p] not in moved for p in shared)
+        late = own_instances(_nginx_router(), name="readd", bootstrap=False)
+        _holds_add_order([*m, late], order, shared, "the re-added nodes at the end")
+    finally:
+        raw.close()
+
+
+def test_ring_restored_after_a_restart_keeps_the_add_order(
+        own_instances: Factory, own_server: RedisServer) -> None:
+    raw = redis.Redis(**own_server.client_kwargs())
+    limit = int(raw.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"])
+    raw.close()
+    order, shared = _nginx_nodes_with_ties(limit + 40, 4)  # a hashtable in Redis
+    # The first instance creates the ring from its router, in its order.
+    m = [own_instances(_nginx_router(order), name="restored"),
+         own_instances(_nginx_router(), name="restored", bootstrap=False)]
+    _holds_add_order(m, order, shared, "the router's order")
+    version = m[0].version
+    own_server.restart()  # empty: a running instance restores the ring it holds
+    raw = redis.Redis(**own_server.client_kwargs())
+    try:
+        wait_until(lambda: raw.exists("chash:{restored}:meta") == 1
+                   and all(x.version > version for x in m), "the ring is restored")
+        assert [k.decode() for k in raw.hkeys("chash:{restored}:nodes")] != order
+        late = own_instances(_nginx_router(), name="restored", bootstrap=False)
+        _holds_add_order([*m, late], order, shared, "the order survives the restore")
+        # The add order itself lost (a key evicted): restored too.
+        raw.delete("chash:{restored}:order")
+        m[0].add_node("h-after:80")
+        _holds_add_order([*m, late], [*order, "h-after:80"], shared, "and after a lost key")
+    finally:
+        raw.close()
+
+
+def test_unreadable_add_order_entries(instances: Factory, client: redis.Redis,
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    order, shared = _nginx_nodes_with_ties(6, 1)
+    m = [instances(_nginx_router(order), name="bad"),
+         instances(_nginx_router(), name="bad", bootstrap=False)]
+    _holds_add_order(m, order, shared, "the add order")
+    # A sequence that does not parse: that node has none, so it goes first
+    # (by id among such nodes) on every instance alike; logged once each.
+    client.hset("chash:{bad}:order", order[-1], "later")
+    m[0].add_node("h-x:80")
+    order = [order[-1], *order[:-1], "h-x:80"]
+    _holds_add_order(m, order, shared, "the unreadable sequence skipped alike")
+    assert sum("order[" in r.getMessage() for r in caplog.records) == len(m)
+    # A sequence counter that does not parse: the store is damaged, and an
+    # instance that holds the ring restores it in the order it holds.
+    client.hset("chash:{bad}:meta", "seq", "x")
+    m[1].add_node("h-y:80")
+    order.append("h-y:80")
+    _holds_add_order(m, order, shared, "restored in the order held")
+    assert client.hget("chash:{bad}:meta", "seq") == str(len(order)).encode()
 
 
 def test_router_changed_behind_the_back_is_repaired(instances: Factory) -> None:

@@ -25,7 +25,7 @@ from _support.redis_server import RedisServer
 from _support.waiting import eventually, run, wait_until
 from chash import ConsistentHashRouter
 
-pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
+pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 import redis
 import redis.asyncio
 
@@ -35,8 +35,8 @@ from chash.membership import (
     RingMissingError,
 )
 
-META, NODES, VOTES, DOWN = (f"chash:{{default}}:{part}" for part in
-                            ("meta", "nodes", "votes", "down"))
+META, NODES, VOTES, DOWN, ORDER = (f"chash:{{default}}:{part}" for part in
+                                   ("meta", "nodes", "votes", "down", "order"))
 Gateways = Callable[..., list[Worker]]
 
 
@@ -67,7 +67,7 @@ def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: Redi
                                                 client: redis.Redis) -> None:
     gw = gateways(server.port, 3)
     gw[0].call("add", node="a")
-    at_two = client.hgetall(META)
+    at_two, order_at_two = client.hgetall(META), client.hgetall(ORDER)
     ring = {"a": 1.0, "b": 1.0, "c": 1.0}
     add_all(gw, {"b": 1.0, "c": 1.0})
     converge(gw, ring, "the ring before the faults")
@@ -80,6 +80,8 @@ def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: Redi
     rollback = client.pipeline(transaction=True)
     rollback.delete(NODES)
     rollback.hset(NODES, "a", "1.0")
+    rollback.delete(ORDER)
+    rollback.hset(ORDER, mapping=order_at_two)
     rollback.hset(META, mapping=at_two)
     rollback.execute()
     wait_until(lambda: all(g.status()["epoch"] != first_epoch for g in gw[:2]),
@@ -100,6 +102,8 @@ def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: Redi
     rewrite = client.pipeline(transaction=True)
     rewrite.delete(NODES)
     rewrite.hset(NODES, mapping={node: repr(weight) for node, weight in other.items()})
+    rewrite.delete(ORDER)
+    rewrite.hset(ORDER, mapping={node: seq for seq, node in enumerate(other, 1)})
     rewrite.hset(META, mapping={"version": version, "count": 3,
                                 "digest": fingerprint_of(other)})
     rewrite.execute()

@@ -24,9 +24,14 @@ def core(bootstrap: bool = False) -> MembershipCore:
 
 
 def snapshot(c: MembershipCore, epoch: str, version: int, nodes: dict[str, str],
-             digest: str | None = None) -> list[Any]:
+             digest: str | None = None, order: dict[str, str] | None = None) -> list[Any]:
+    """A SNAPSHOT reply; the nodes' add sequences are their places in
+    ``nodes`` unless ``order`` gives them."""
     flat = [item for pair in nodes.items() for item in pair]
-    return [1, epoch, version, c.config, flat, [], [], digest or False, 1]
+    if order is None:
+        order = {node: str(seq) for seq, node in enumerate(nodes, 1)}
+    sequences = [item for pair in order.items() for item in pair]
+    return [1, epoch, version, c.config, flat, [], [], digest or False, 1, sequences]
 
 
 class Driver:
@@ -191,3 +196,39 @@ def test_unreadable_entries_are_skipped_and_logged_once(
         c.queue_vote("a", True, "r")
         Driver([[0, "e1", 3, ["votes", "b", "[[["]]]).run(send_votes(c))
     assert sum("votes['b']" in r.getMessage() for r in caplog.records) == 1
+
+
+def ordered_core() -> MembershipCore:
+    return MembershipCore(ConsistentHashRouter(layout="nginx"), "orders", prefix="chash",
+                          quorum="majority", vote_ttl=30.0, resync_interval=1.0,
+                          reporter="me", outage_errors=(ConnectionError,))
+
+
+def test_nodes_are_applied_in_their_add_sequence_whatever_the_field_order() -> None:
+    c = ordered_core()
+    # The hash's fields in one order, the sequences in another.
+    Driver([snapshot(c, "e1", 2, {"c:1": "1.0", "a:1": "1.0", "b:1": "1.0"},
+                     order={"a:1": "7", "c:1": "12", "b:1": "3"}), 1]).run(pull(c))
+    assert c.router.nodes == ["b:1", "a:1", "c:1"]
+    assert c.state is not None and list(c.state.weights) == ["b:1", "a:1", "c:1"]
+    # A restore writes them back in that order (SEED numbers them 1, 2, 3).
+    seed = Driver([[-1], [1, "e2", 3, []], snapshot(c, "e2", 3, {"b:1": "1.0"}), 1])
+    seed.run(pull(c))
+    args = seed.calls[1].args
+    assert args[5] == 3 and args[6:12] == ("b:1", "1.0", "a:1", "1.0", "c:1", "1.0")
+
+
+def test_nodes_without_a_sequence_come_first_in_id_order(
+        caplog: pytest.LogCaptureFixture) -> None:
+    c = ordered_core()
+    # A ring written before sequences were stored, then one node added by
+    # this version, and one sequence that does not parse.
+    for version in (2, 3):
+        Driver([snapshot(c, "e1", version,
+                         {"z:1": "1.0", "new:1": "1.0", "é:1": "1.0", "b:1": "1.0", "m:1": "1.0"},
+                         order={"new:1": "1", "m:1": "soon", "z:1": "9" * 5000,
+                                "gone:1": "2"}), 1]).run(pull(c))
+        assert c.router.nodes == ["b:1", "m:1", "z:1", "é:1", "new:1"]
+    lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert lines[0] == "ring orders: skipped unreadable entry order['m:1'] = 'soon'"
+    assert len(lines) == 2 and "order['z:1'] = '999" in lines[1]

@@ -21,7 +21,7 @@ from _support.membership_procs import Worker, add_all, converge, driver_factory
 from _support.redis_topologies import LocalCluster, LocalSentinel, _command
 from _support.waiting import wait_until
 
-pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash[redis]'")
+pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 
 CHANNEL = "chash:{default}:events"
 Gateways = Callable[..., list[Worker]]

@@ -252,5 +252,5 @@ def test_missing_prometheus_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
         if name == "prometheus_client" or name.startswith("prometheus_client."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
-    with pytest.raises(ImportError, match=r"pip install 'chash\[metrics\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[metrics\]'"):
         RouterCollector(make_router(*NODES))

@@ -209,12 +209,19 @@ def _stress(hash_fn, writers: int, iterations: int) -> tuple[ConsistentHashRoute
     failures: list[BaseException] = []
     sizes_seen: set[int] = set()
     start = threading.Barrier(4 + writers)
+    writers_finished: list[int] = []
+    writers_done = threading.Event()
 
     def reader(seed: int) -> None:
         rng = random.Random(seed)
         try:
             start.wait()
-            for _ in range(iterations):
+            # Read for as long as any writer runs (at least `iterations`
+            # rounds, at most a bounded number), so a reader that the
+            # scheduler starved at first still overlaps the changes.
+            for done in range(iterations * 50):
+                if done >= iterations and writers_done.is_set():
+                    break
                 key = f"key-{rng.randrange(10**6)}"
                 sizes_seen.add(len(router))
                 assert router.get_target_node(key) in ever
@@ -255,6 +262,10 @@ def _stress(hash_fn, writers: int, iterations: int) -> tuple[ConsistentHashRoute
                     assert writers > 1 and "changed while its points were computed" in str(exc)
         except BaseException as exc:
             failures.append(exc)
+        finally:
+            writers_finished.append(seed)
+            if len(writers_finished) == writers:
+                writers_done.set()
 
     threads = [threading.Thread(target=reader, args=(i,)) for i in range(4)]
     threads += [threading.Thread(target=writer, args=(100 + i,)) for i in range(writers)]

@@ -438,7 +438,7 @@ def test_plot_without_matplotlib_names_the_extra(result: dict[str, Any], tmp_pat
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(ImportError, match=r"pip install 'chash\[plot\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[plot\]'"):
         plot(result, str(tmp_path / "x.png"))
 
 
@@ -465,7 +465,7 @@ def test_cli_plot_without_matplotlib_fails_before_measuring(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["simulate", "--keys", "100", "--plot", str(tmp_path / "x.png")]) == 1
     captured = capsys.readouterr()
-    assert "pip install 'chash[plot]'" in captured.err
+    assert "pip install 'chash-router[plot]'" in captured.err
     assert captured.out == ""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import chash
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 
@@ -30,6 +31,8 @@ __all__ = ["Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
 
 WORKER = Path(__file__).with_name("membership_worker.py")
 REPO = Path(__file__).resolve().parent.parent.parent
+# Where the chash under test comes from (the checkout, or site-packages).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 def fingerprint_of(weights: dict[str, float]) -> str:
@@ -50,7 +53,7 @@ class Worker:
         self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the worker's life
         # The chash under test, whatever an installed copy points to.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+            filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER), str(port), name, reporter, quorum, *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
