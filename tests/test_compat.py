@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _support.collisions import shared_point
 from chash import ConsistentHashRouter
 from chash.cli import main
 from chash.compat import (
@@ -214,21 +215,7 @@ def test_order_is_configuration_in_compat_layouts(layout: str) -> None:
 
 def test_ties_go_to_the_node_added_first() -> None:
     # Two ids whose nginx points collide: searched here, offline.
-    seen: dict[int, str] = {}
-    pair = None
-    for i in range(100_000):
-        node = f"h{i}:80"
-        router = ConsistentHashRouter(layout="nginx")
-        router.add_service_node(node)
-        for point in router.hash_ring:
-            if point in seen:
-                pair = (seen[point], node, point)
-                break
-            seen[point] = node
-        if pair:
-            break
-    assert pair is not None
-    first, second, point = pair
+    first, second, point = shared_point("nginx", (f"h{i}:80" for i in range(100_000)))
     for order in ([first, second], [second, first]):
         router = ConsistentHashRouter(layout="nginx")
         router.add_service_nodes(order)

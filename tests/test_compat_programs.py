@@ -17,11 +17,12 @@ import ctypes.util
 import os
 import random
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pytest
 
+from _support.collisions import loopback_hosts, shared_point
 from _support.compat_programs import (
     ask_nginx,
     free_port,
@@ -90,20 +91,17 @@ def test_nginx_host_names_hash_as_written(tmp_path: Path) -> None:
     nginx_case(tmp_path, servers, varied_keys(3000, 7))
 
 
+def collision_on_port(layout: str, port: int, hosts: Iterable[str],
+                      node_id: Callable[[str], str] = str) -> tuple[str, str, int]:
+    """Two 127/8 hosts whose points collide, both free to listen on
+    ``port``, and the point."""
+    return shared_point(layout, hosts, node_id=node_id,
+                        usable=lambda a, b: port_is_free(a, port) and port_is_free(b, port))
+
+
 def nginx_collision(port: int) -> tuple[str, str, int]:
     """Two 127/8 hosts whose nginx points on `port` collide, and the point."""
-    seen: dict[int, str] = {}
-    for i in range(1, 200_000):
-        host = f"127.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
-        router = ConsistentHashRouter(layout="nginx")
-        router.add_service_node(f"{host}:{port}")
-        for point in router.hash_ring:
-            other = seen.get(point)
-            if other is not None and other != host and port_is_free(other, port) \
-                    and port_is_free(host, port):
-                return other, host, point
-            seen[point] = host
-    raise AssertionError("no collision found")
+    return collision_on_port("nginx", port, loopback_hosts(1, 200_000), lambda host: f"{host}:{port}")
 
 
 def test_nginx_shared_point_goes_to_the_server_listed_first(tmp_path: Path) -> None:
@@ -146,16 +144,7 @@ def test_twemproxy_agrees(tmp_path: Path, count: int, weights: list[int]) -> Non
 
 
 def ketama_name_collision() -> tuple[str, str, int]:
-    seen: dict[int, str] = {}
-    for i in range(200_000):
-        name = f"n{i}"
-        router = ConsistentHashRouter(layout="ketama")
-        router.add_service_node(name)
-        for point in router.hash_ring:
-            if point in seen and seen[point] != name:
-                return seen[point], name, point
-            seen[point] = name
-    raise AssertionError("no collision found")
+    return shared_point("ketama", (f"n{i}" for i in range(200_000)))
 
 
 def test_twemproxy_shared_point_goes_to_the_name_sorted_first(tmp_path: Path) -> None:
@@ -242,22 +231,7 @@ def test_fifty_servers_twemproxy_and_pylibmc(tmp_path: Path) -> None:
 def test_pylibmc_shared_point_goes_to_the_server_listed_first() -> None:
     # Ids with port 11211 are bare hosts: search 127/8 hosts whose
     # one_at_a_time points collide.
-    seen: dict[int, str] = {}
-    pair = None
-    for i in range(2, 60_000):
-        host = f"127.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
-        router = ConsistentHashRouter(layout="libmemcached")
-        router.add_service_node(host)
-        for point in router.hash_ring:
-            other = seen.get(point)
-            if other and other != host and port_is_free(other, 11211) and port_is_free(host, 11211):
-                pair = (other, host, point)
-                break
-            seen[point] = host
-        if pair:
-            break
-    assert pair is not None
-    a, b, point = pair
+    a, b, point = collision_on_port("libmemcached", 11211, loopback_hosts(2, 60_000))
     for order in ([a, b], [b, a]):
         with memcacheds(2, hosts=order, port=11211) as servers:
             probe = ConsistentHashRouter(layout="libmemcached")

@@ -13,6 +13,7 @@ only ever waited for by polling with generous deadlines.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import random
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import chash
+from _support.collisions import shared_point, shared_points
 from _support.http_backends import Backend
 from _support.membership_async import BlockingMembership
 from _support.membership_procs import Worker, converge, fingerprint_of, worker_factory
@@ -336,24 +338,14 @@ def test_redis_going_back_a_version_is_followed(
     wait_until(lambda: m1.router.weights == {"a": 1.0, "c": 1.0}, "and move on from there")
 
 
-def _colliding_nginx_pair() -> tuple[str, str, int]:
-    """Two node ids whose nginx ring points collide (searched offline)."""
-    seen: dict[int, str] = {}
-    for i in range(100_000):
-        node = f"h{i}:80"
-        probe = ConsistentHashRouter(layout="nginx")
-        probe.add_service_node(node)
-        for point in probe.hash_ring:
-            if point in seen:
-                return seen[point], node, point
-            seen[point] = node
-    raise AssertionError("no collision found")
+def _nginx_ids(count: int = 100_000) -> list[str]:
+    return [f"h{i}:80" for i in range(count)]
 
 
 def test_ordered_layouts_keep_the_add_order_on_every_instance(instances: Factory) -> None:
     # In the nginx layout a shared point goes to the node added first: the
     # instances must hold the nodes in one order, whatever their own.
-    first_id, second_id, point = _colliding_nginx_pair()
+    first_id, second_id, point = shared_point("nginx", _nginx_ids())
     seeded = ConsistentHashRouter(layout="nginx")
     seeded.add_service_nodes([second_id, first_id])  # second_id first
     m1 = instances(seeded, name="ordered")
@@ -384,23 +376,13 @@ def _nginx_nodes_with_ties(total: int, pairs: int) -> tuple[list[str], Shared]:
     point (searched here, offline), in an add order that is neither id
     order nor Redis's hash order (a seeded shuffle, then in every pair the
     bytewise larger id first); and each shared point with its pair."""
-    seen: dict[int, str] = {}
-    shared: Shared = {}
-    paired: set[str] = set()
-    ids: list[str] = []
-    i = 0
-    while len(shared) < pairs:
-        node = f"h{i}:80"
-        ids.append(node)
-        probe = ConsistentHashRouter(layout="nginx")
-        probe.add_service_node(node)
-        for point in probe.hash_ring:
-            other = seen.setdefault(point, node)
-            if other != node and other not in paired and node not in paired:
-                shared[point] = (other, node)
-                paired.update((other, node))
-        i += 1
-    chosen = sorted(paired) + [n for n in ids if n not in paired][:total - len(paired)]
+    ids = _nginx_ids()
+    shared: Shared = {point: (a, b) for a, b, point
+                      in itertools.islice(shared_points("nginx", ids), pairs)}
+    assert len(shared) == pairs
+    paired = {node for pair in shared.values() for node in pair}
+    scanned = ids[:max(ids.index(node) for node in paired) + 1]
+    chosen = sorted(paired) + [n for n in scanned if n not in paired][:total - len(paired)]
     assert len(chosen) == total
     order = list(chosen)
     random.Random(1729).shuffle(order)

@@ -5,6 +5,7 @@
   machines and the fuzzer compare chash with, and router snapshots;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;
+- ``collisions``: node ids whose ring points collide, for tests of ties;
 - ``plotting``: whether matplotlib can draw here;
 - ``http_backends``, ``echo_backends``: HTTP servers on 127.0.0.1 (threads;
   aiohttp) whose answers tests steer;
