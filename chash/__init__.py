@@ -42,6 +42,7 @@ except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
         raise
     raise _missing_extension(_exc) from _exc
+from chash._version import __version__ as __version__  # noqa: E402
 from chash.bounded import BoundedLoadRouter  # noqa: E402  (needs the extension, checked above)
 
 __all__ = [
@@ -54,4 +55,3 @@ __all__ = [
     "MAX_POINTS",
     "MAX_VIRTUAL_NODES",
 ]
-__version__ = "0.1.0"

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from chash import __version__
+from chash._version import __version__
 
 #: Subcommands in the order ``chash --help`` lists them.
 SUBCOMMANDS = ("demo", "gateway", "route", "simulate", "spread")
