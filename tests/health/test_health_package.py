@@ -50,7 +50,7 @@ def test_the_gateways_imports_hold() -> None:
 def _imports(path: Path) -> set[str]:
     """Every module ``path`` imports, at any level (TYPE_CHECKING and
     function-local imports included)."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)

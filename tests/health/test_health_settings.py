@@ -5,6 +5,7 @@ errors."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from chash.health import AsyncHealthChecker, HealthChecker
 from chash.health.settings import HealthSettings
 
 # One bad value per setting, with the exact error it raises.
-BAD = [
+BAD: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"url": "http://{host}/health"}, ValueError,
      "url template 'http://{host}/health' may only use {node}"),
     ({"url": "http://{0}/health"}, ValueError, "url template 'http://{0}/health' may only use {node}"),
@@ -40,9 +41,22 @@ BAD = [
 BAD_IDS = [f"{next(iter(kwargs))}={next(iter(kwargs.values()))!r}" for kwargs, _, _ in BAD]
 
 
+def test_the_settings_are_the_runners_keywords() -> None:
+    # Less the router and the membership: collaborators, not settings.
+    fields = {field.name: field.default for field in dataclasses.fields(HealthSettings)}
+    for runner in (HealthChecker, AsyncHealthChecker):
+        parameters = inspect.signature(runner).parameters
+        assert list(parameters) == ["router", "url", "interval", "timeout", "fall", "rise",
+                                    "on_change", "membership", "healthy_statuses",
+                                    "panic_threshold", "max_concurrency"]
+        keywords = {name: p.default for name, p in parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "membership"}
+        assert keywords == fields, runner.__name__
+        assert parameters["membership"].default is None
+
+
 def test_every_setting_is_validated() -> None:
-    # The fields are exactly the runners' keyword arguments, less the
-    # router and the membership (collaborators, not settings).
+    # Any Container[int] will do for healthy_statuses: nothing to check.
     settings = {field.name for field in dataclasses.fields(HealthSettings)}
     assert {next(iter(kwargs)) for kwargs, _, _ in BAD} == settings - {"healthy_statuses"}
 
@@ -102,7 +116,7 @@ def test_numbers_are_stored_as_floats_and_settings_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.interval = 2.0  # type: ignore[misc]
     with pytest.raises(TypeError):
-        HealthSettings(5.0)  # type: ignore[misc]  # keywords only
+        HealthSettings(5.0)  # type: ignore[call-arg,arg-type]  # keywords only
 
 
 def test_url_for_takes_a_template_or_a_callable() -> None:
