@@ -2,7 +2,9 @@
 
 Pure bookkeeping: no I/O, no clock, no threads.  Runners feed it the set of
 watched nodes and the outcome of each probe or passive report, with the
-current time, and read back which nodes belong in the ring.
+current time, and read back which nodes belong in the ring.  The checks of
+its three parameters (``positive_int``, ``fraction``) are also the checks
+``chash.health.settings`` applies to them.
 
 Invariants (checked by ``_check()``):
 
@@ -25,7 +27,23 @@ from dataclasses import dataclass
 
 from chash._text import plural
 
-__all__ = ["HealthState", "NodeState", "NodeStatus", "Transition"]
+__all__ = ["HealthState", "NodeState", "NodeStatus", "Transition", "fraction", "positive_int"]
+
+
+def positive_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an integer >= 1 (not a bool), else raise
+    ``ValueError`` naming the setting ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+    return value
+
+
+def fraction(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a number from 0 to 1, else raise
+    ``ValueError`` naming the setting ``name``."""
+    if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{name} must be between 0 and 1, not {value!r}")
+    return float(value)
 
 
 class NodeState(str, enum.Enum):  # noqa: UP042 (StrEnum would change str() of a state)
@@ -79,6 +97,8 @@ class Transition:
 
 
 class _Node:
+    """One watched node's verdict, counters and last observations."""
+
     __slots__ = ("weight", "state", "successes", "failures", "last_error",
                  "last_latency", "last_check", "last_change")
 
@@ -104,17 +124,9 @@ class HealthState:
     def __init__(self, *, fall: int, rise: int, panic_threshold: float) -> None:
         """Count ``fall`` failures to take a node down and ``rise`` successes
         to bring it up; panic below ``panic_threshold`` healthy (0 to 1)."""
-        if isinstance(fall, bool) or not isinstance(fall, int) or fall < 1:
-            raise ValueError(f"fall must be an integer >= 1, not {fall!r}")
-        if isinstance(rise, bool) or not isinstance(rise, int) or rise < 1:
-            raise ValueError(f"rise must be an integer >= 1, not {rise!r}")
-        if not (isinstance(panic_threshold, (int, float))
-                and 0.0 <= panic_threshold <= 1.0):
-            raise ValueError(
-                f"panic_threshold must be between 0 and 1, not {panic_threshold!r}")
-        self.fall = fall
-        self.rise = rise
-        self.panic_threshold = float(panic_threshold)
+        self.fall = positive_int("fall", fall)
+        self.rise = positive_int("rise", rise)
+        self.panic_threshold = fraction("panic_threshold", panic_threshold)
         self._nodes: dict[str, _Node] = {}
 
     # -- membership ---------------------------------------------------------

@@ -1,19 +1,17 @@
-"""Tests of AsyncHealthChecker's lifecycle: the asyncio task, its prompt
-cancellation, and the optional aiohttp dependency.
+"""Tests of chash.health.async_checker: AsyncHealthChecker's asyncio task,
+its prompt cancellation, the optional aiohttp dependency, and the asyncio
+gateway of docs/health.md.
 
 Verdicts and ring effects are shared with the thread runner and tested for
-both runners in test_health.py.
+both runners in test_health_core.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import builtins
-import re
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -142,25 +140,17 @@ def test_a_round_failing_does_not_stop_the_task(backends: Callable[..., Backend]
 
 
 def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def no_aiohttp(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "aiohttp" or name.startswith("aiohttp."):
-            raise ImportError("No module named 'aiohttp'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "aiohttp")
-    monkeypatch.setattr(builtins, "__import__", no_aiohttp)
-    with pytest.raises(ImportError, match=r"pip install 'chash-router\[async\]'"):
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp: ModuleNotFoundError
+    with pytest.raises(ImportError, match=r"pip install 'chash-router\[async\]'") as info:
         AsyncHealthChecker(ConsistentHashRouter())
+    assert str(info.value) == "AsyncHealthChecker needs aiohttp: pip install 'chash-router[async]'"
 
 
-def test_documentation_async_gateway(backends: Callable[..., Backend]) -> None:
+def test_documentation_async_gateway(backends: Callable[..., Backend],
+                                     health_doc_examples: list[str]) -> None:
     from aiohttp import ClientSession, web
 
-    text = (Path(__file__).parent.parent / "docs" / "health.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-                if "AsyncHealthChecker(router" in b]
+    (block,) = [b for b in health_doc_examples if "AsyncHealthChecker(router" in b]
     example: dict[str, Any] = {"__name__": "async_gateway_example"}
     exec(compile(block, "docs/health.md", "exec"), example)
     router = example["router"]
