@@ -59,7 +59,7 @@ from _support.http_backends import Backend
 from _support.ports import free_port
 from _support.redis_server import RedisServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Where the chash under test comes from (the checkout, or site-packages).
 CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
