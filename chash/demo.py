@@ -275,7 +275,9 @@ class _FailureLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         node = getattr(record, "node", None)
-        if record.name != "chash.gateway" or node is None or node in self._seen:
+        # The gateway package logs as "chash.gateway" or one of its children.
+        from_gateway = record.name == "chash.gateway" or record.name.startswith("chash.gateway.")
+        if not from_gateway or node is None or node in self._seen:
             return
         self._seen.add(node)
         reason = record.args[1] if isinstance(record.args, tuple) and len(record.args) > 1 \

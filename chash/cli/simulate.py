@@ -27,6 +27,8 @@ from chash.simulate import (
     simulate,
 )
 
+__all__ = ["register", "run"]
+
 
 def _node_range(text: str) -> tuple[int, int]:
     first, sep, last = text.partition(":")

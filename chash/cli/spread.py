@@ -16,6 +16,9 @@ from chash._chash import ConsistentHashRouter
 from chash._text import plural
 from chash.cli.args import positive_int
 
+__all__ = ["DOCUMENTED_NODES", "measure", "register", "render", "run"]
+
+#: The documented example cluster.
 DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
 
