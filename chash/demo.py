@@ -404,6 +404,7 @@ class _DemoRun:
         return gateway, url
 
     def _start_users(self, session: aiohttp.ClientSession, url: str) -> None:
+        """One browsing task per user, each with its own seeded pauses."""
         pause = (0.15, 0.35)
         for i, (name, log) in enumerate(self.logs.items()):
             self.tasks.append(asyncio.create_task(_browse(

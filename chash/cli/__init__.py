@@ -8,8 +8,9 @@ argument types they share are in ``chash.cli.args``.  Without a
 subcommand, ``chash`` prints its help.
 
 The command modules use the subsystems through their public names
-(``chash.gateway``, ``chash.membership``, ``chash.simulate``, ...); nothing
-below the commands imports ``chash.cli``.
+(``chash.gateway``, ``chash.membership``, ``chash.compat``,
+``chash.simulate``, ``chash.demo``) and the ring through ``chash._chash``;
+nothing they use imports ``chash.cli``.
 """
 from __future__ import annotations
 
