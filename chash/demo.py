@@ -28,13 +28,17 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from chash._optional import require
 from chash._text import plural
 
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
+
+    from chash.gateway import Gateway
 
 __all__ = ["DemoResult", "SessionBackend", "Visit", "render_figures", "run_demo"]
 
@@ -44,6 +48,16 @@ STOPPED = "b"
 #: Health checks in the demo: fast, so that the timeline is short.
 HEALTH_INTERVAL = 0.5
 HEALTH_TIMEOUT = 1.0
+
+
+def _aiohttp() -> ModuleType:
+    """aiohttp (the gateway extra); ImportError naming the extra without it."""
+    return require("aiohttp", user="chash.demo", extra="gateway")
+
+
+def _web() -> ModuleType:
+    """aiohttp.web, as ``_aiohttp()``."""
+    return require("aiohttp.web", user="chash.demo", extra="gateway", package="aiohttp")
 
 
 class SessionBackend:
@@ -81,21 +95,20 @@ class SessionBackend:
 
     async def start(self) -> SessionBackend:
         """Listen on 127.0.0.1, on the same port as before if restarted."""
-        from aiohttp import web
-
+        web_ = _web()
         if self._runner is not None:
             return self
-        app = web.Application()
+        app = web_.Application()
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._visit)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:
             # On a restart the old port may be briefly taken by an outgoing
             # connection's ephemeral port: wait for it a little.
             for attempt in itertools.count():
                 try:
-                    await web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
+                    await web_.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
                     break
                 except OSError:
                     if self.port == 0 or attempt >= 50:
@@ -116,18 +129,16 @@ class SessionBackend:
         self._sessions.clear()
 
     async def _health(self, request: web.Request) -> web.Response:
-        from aiohttp import web
-
-        return web.Response(text="ok\n")
+        response: web.Response = _web().Response(text="ok\n")
+        return response
 
     async def _visit(self, request: web.Request) -> web.Response:
-        from aiohttp import web
-
         user = request.headers.get("X-User-Id", "")
         session, visits = self._sessions.get(user) or (f"{self.name}-{next(self._ids)}", 0)
         self._sessions[user] = (session, visits + 1)
-        return web.json_response({"backend": self.name, "user": user,
-                                  "session": session, "visits": visits + 1})
+        response: web.Response = _web().json_response(
+            {"backend": self.name, "user": user, "session": session, "visits": visits + 1})
+        return response
 
 
 @dataclass(frozen=True)
@@ -264,7 +275,9 @@ class _FailureLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         node = getattr(record, "node", None)
-        if record.name != "chash.gateway" or node is None or node in self._seen:
+        # The gateway package logs as "chash.gateway" or one of its children.
+        from_gateway = record.name == "chash.gateway" or record.name.startswith("chash.gateway.")
+        if not from_gateway or node is None or node in self._seen:
             return
         self._seen.add(node)
         reason = record.args[1] if isinstance(record.args, tuple) and len(record.args) > 1 \
@@ -277,8 +290,7 @@ async def _browse(session: aiohttp.ClientSession, url: str, user: str, log: list
                   clock: Callable[[], float], stop: asyncio.Event, pause: tuple[float, float],
                   rng: random.Random) -> None:
     """One user: a request, a pause, until ``stop`` is set."""
-    import aiohttp
-
+    client_error = _aiohttp().ClientError
     while not stop.is_set():
         started = clock()
         try:
@@ -288,7 +300,7 @@ async def _browse(session: aiohttp.ClientSession, url: str, user: str, log: list
                     log.append(Visit(started, data["backend"], data["session"], data["visits"]))
                 else:
                     log.append(Visit(started, None, error=f"HTTP {response.status}"))
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        except (client_error, TimeoutError, ValueError) as exc:
             log.append(Visit(started, None, error=f"{type(exc).__name__}: {exc}"))
         try:
             await asyncio.wait_for(stop.wait(), rng.uniform(*pause))
@@ -310,156 +322,197 @@ async def run_demo(duration: float = 30.0, users: int = 60,
                    out: Callable[[str], None] | None = print) -> DemoResult:
     """Run the demo for about ``duration`` seconds with ``users`` users,
     printing the timeline through ``out`` (None: silent)."""
-    import aiohttp
-
-    from chash.gateway import Gateway, GatewayConfig
-
     if not duration > 0 or users < len(BACKENDS):
         raise ValueError("duration must be positive and users at least 3")
-    warm, outage, recovery = 0.3 * duration, 0.4 * duration, 0.3 * duration
-    # Requests lost to a slow machine do not make the run longer than this.
-    grace = max(10.0, duration)
+    return await _DemoRun(duration, users, out).run()
 
-    backends = {name: SessionBackend(name) for name in BACKENDS}
-    result = DemoResult(users=users, backends={}, ownership={})
-    say = _Timeline(result, out)
-    names = [f"user-{i:03d}" for i in range(1, users + 1)]
-    logs: dict[str, list[Visit]] = {name: [] for name in names}
 
-    def on_change(node: str, old: Any, new: Any, reason: str) -> None:
+class _DemoRun:
+    """One run of the scenario: its backends, gateway and users, and the
+    result its phases fill in."""
+
+    def __init__(self, duration: float, users: int, out: Callable[[str], None] | None) -> None:
+        self.warm, self.outage, self.recovery = 0.3 * duration, 0.4 * duration, 0.3 * duration
+        # Requests lost to a slow machine do not make the run longer than this.
+        self.grace = max(10.0, duration)
+        self.backends = {name: SessionBackend(name) for name in BACKENDS}
+        self.result = DemoResult(users=users, backends={}, ownership={})
+        self.say = _Timeline(self.result, out)
+        self.logs: dict[str, list[Visit]] = {f"user-{i:03d}": [] for i in range(1, users + 1)}
+        self.gateway: Gateway | None = None
+        self.stop = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def run(self) -> DemoResult:
+        """Start everything, run the three phases, shut down, tally."""
+        aiohttp = _aiohttp()
+        failure_log = _FailureLog(self.say)
+        chash_logger = logging.getLogger("chash")
+        chash_logger.addHandler(failure_log)
+        try:
+            gateway, url = await self._start()
+            timeout = aiohttp.ClientTimeout(total=30.0)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                self._start_users(session, url)
+                await self._before_the_stop()
+                await self._while_stopped()
+                await self._after_the_return(gateway)
+                self.stop.set()
+                await asyncio.gather(*self.tasks)
+                self.tasks.clear()
+            self.result.retried = gateway.counters.snapshot().retries
+        finally:
+            await self._shut_down()
+            chash_logger.removeHandler(failure_log)
+        self._tally()
+        self.result.ended_at = self.say("users stop; gateway and backends shut down")
+        return self.result
+
+    def _on_change(self, node: str, old: Any, new: Any, reason: str) -> None:
+        """The gateway's health callback: into the timeline, and the times
+        the stopped backend went out and came back."""
+        result = self.result
         if str(new) == "down":
-            t = say(f"health: {node} is down ({reason}); out of the ring")
+            t = self.say(f"health: {node} is down ({reason}); out of the ring")
             if node == STOPPED and result.down_at is None:
                 result.down_at = t
         else:
-            t = say(f"health: {node} is up ({reason}); back in the ring")
+            t = self.say(f"health: {node} is up ({reason}); back in the ring")
             if node == STOPPED and result.back_at is None and result.restarted_at is not None:
                 result.back_at = t
 
-    failure_log = _FailureLog(say)
-    chash_logger = logging.getLogger("chash")
-    chash_logger.addHandler(failure_log)
-    gateway: Gateway | None = None
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
-    try:
-        for backend in backends.values():
+    async def _start(self) -> tuple[Gateway, str]:
+        """The backends, then the gateway in front of them; its URL."""
+        from chash.gateway import Gateway, GatewayConfig
+
+        for backend in self.backends.values():
             await backend.start()
-        result.backends = {name: b.address for name, b in backends.items()}
-        say("backends " + ", ".join(f"{n} on {b.address}" for n, b in backends.items())
-            + ", each keeping its users' sessions in memory")
-        gateway = Gateway(result.backends, GatewayConfig(
+        result = self.result
+        result.backends = {name: b.address for name, b in self.backends.items()}
+        self.say("backends " + ", ".join(f"{n} on {b.address}" for n, b in self.backends.items())
+                 + ", each keeping its users' sessions in memory")
+        self.gateway = gateway = Gateway(result.backends, GatewayConfig(
             key="header:X-User-Id", health_interval=HEALTH_INTERVAL,
             health_timeout=HEALTH_TIMEOUT, connect_timeout=2.0, read_timeout=10.0,
-            metrics=False), on_change=on_change)
+            metrics=False), on_change=self._on_change)
         url = await gateway.start()
         result.ownership = gateway.router.ownership()
-        say(f"gateway on {url}: key header:X-User-Id, a ring of {plural(len(gateway.router), 'node')} "
-            f"x {plural(gateway.router.virtual_node_count, 'virtual node')}, health checks every "
-            f"{HEALTH_INTERVAL:g} s")
+        self.say(f"gateway on {url}: key header:X-User-Id, a ring of "
+                 f"{plural(len(gateway.router), 'node')} x "
+                 f"{plural(gateway.router.virtual_node_count, 'virtual node')}, health checks "
+                 f"every {HEALTH_INTERVAL:g} s")
+        return gateway, url
 
-        timeout = aiohttp.ClientTimeout(total=30.0)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            pause = (0.15, 0.35)
-            for i, name in enumerate(names):
-                tasks.append(asyncio.create_task(_browse(
-                    session, url + "/cart", name, logs[name], say.now, stop, pause,
-                    random.Random(i))))
-            say(f"{plural(users, 'user')} start browsing, each sending a request every "
-                f"{pause[0]:g}-{pause[1]:g} s")
+    def _start_users(self, session: aiohttp.ClientSession, url: str) -> None:
+        """One browsing task per user, each with its own seeded pauses."""
+        pause = (0.15, 0.35)
+        for i, (name, log) in enumerate(self.logs.items()):
+            self.tasks.append(asyncio.create_task(_browse(
+                session, url + "/cart", name, log, self.say.now, self.stop, pause,
+                random.Random(i))))
+        self.say(f"{plural(self.result.users, 'user')} start browsing, each sending a request "
+                 f"every {pause[0]:g}-{pause[1]:g} s")
 
-            # Phase 1: everyone on their own backend.
-            await asyncio.sleep(warm)
-            await _until(lambda: all(any(v.backend for v in log) for log in logs.values()), grace)
-            before = say.now()
-            result.sticky = True
-            for name, log in logs.items():
-                served = {v.backend for v in log if v.backend and v.started < before}
-                result.home[name] = min(served) if served else "?"
-                result.sticky = result.sticky and len(served) == 1
-            counts = ", ".join(f"{n} {plural(sum(1 for h in result.home.values() if h == n), 'user')}"
-                               for n in BACKENDS)
-            done = sum(len(log) for log in logs.values())
-            failed = sum(1 for log in logs.values() for v in log if v.backend is None)
-            say(("every user stayed on one backend: " if result.sticky
-                 else "some users were served by several backends: ")
-                + f"{counts} ({plural(done, 'request')}, {failed:,} failed)")
-            result.expected = sorted(u for u, h in result.home.items() if h == STOPPED)
+    async def _served_everyone_since(self, since: float) -> None:
+        """Wait (up to the grace time) until every user has sent a request
+        after ``since``."""
+        await _until(lambda: all(any(v.started > since for v in log)
+                                 for log in self.logs.values()), self.grace)
 
-            # Phase 2: the backend stops.
-            result.stopped_at = say(f"backend {STOPPED} stops; its "
-                                    + ("1 user's session goes" if len(result.expected) == 1
-                                       else f"{len(result.expected)} users' sessions go")
-                                    + " with it")
-            await backends[STOPPED].stop()
-            await asyncio.sleep(outage)
-            stopped_at = result.stopped_at
-            await _until(lambda: all(any(v.started > stopped_at for v in log)
-                                     for log in logs.values()), grace)
-            restart = say.now()
-            went: Counter[str] = Counter()
-            for name, log in logs.items():
-                during = {v.backend for v in log if v.backend
-                          and stopped_at < v.started < restart}
-                if during - {result.home[name]}:
-                    result.moved.append(name)
-                    went.update(during - {result.home[name]})
-            stayed = users - len(result.moved)
-            say(f"while {STOPPED} was down {plural(len(result.moved), 'user')} moved"
-                + (f", exactly {STOPPED}'s {len(result.expected)}" if result.moved
-                   == result.expected else f" ({STOPPED} had {len(result.expected)})")
-                + " (to " + ", ".join(f"{n} {c}" for n, c in sorted(went.items()))
-                + f"); the other {stayed} stayed where they were")
+    async def _before_the_stop(self) -> None:
+        """Phase 1: everyone on their own backend."""
+        result, logs = self.result, self.logs
+        await asyncio.sleep(self.warm)
+        await _until(lambda: all(any(v.backend for v in log) for log in logs.values()),
+                     self.grace)
+        before = self.say.now()
+        result.sticky = True
+        for name, log in logs.items():
+            served = {v.backend for v in log if v.backend and v.started < before}
+            result.home[name] = min(served) if served else "?"
+            result.sticky = result.sticky and len(served) == 1
+        counts = ", ".join(f"{n} {plural(sum(1 for h in result.home.values() if h == n), 'user')}"
+                           for n in BACKENDS)
+        done = sum(len(log) for log in logs.values())
+        failed = sum(1 for log in logs.values() for v in log if v.backend is None)
+        self.say(("every user stayed on one backend: " if result.sticky
+                  else "some users were served by several backends: ")
+                 + f"{counts} ({plural(done, 'request')}, {failed:,} failed)")
+        result.expected = sorted(u for u, h in result.home.items() if h == STOPPED)
 
-            # Phase 3: it restarts, and its users come back.
-            await backends[STOPPED].start()
-            result.restarted_at = say(f"backend {STOPPED} restarts on the same port, "
-                                      "with empty memory")
-            came_back = await _until(lambda: STOPPED in gateway.router, grace)
-            back = say.now()
-            if not came_back:
-                say(f"{STOPPED} was not back in the ring after {grace:g} s")
-            await asyncio.sleep(max(0.0, recovery - (back - result.restarted_at)))
-            await _until(lambda: all(any(v.started > back for v in log)
-                                     for log in logs.values()), grace)
-            end = say.now()
-            for name, log in logs.items():
-                after = {v.backend for v in log if v.backend and back < v.started < end}
-                if after - {result.home[name]}:
-                    result.strayed.append(name)
-                elif name in result.moved and after == {result.home[name]}:
-                    result.returned.append(name)
-            say(f"{len(result.returned)} of {STOPPED}'s {plural(len(result.expected), 'user')} "
-                f"{'is' if len(result.returned) == 1 else 'are'} back on {STOPPED}; "
-                + ("nobody else moved" if not result.strayed
-                   else f"{plural(len(result.strayed), 'user')} "
-                        f"{'is' if len(result.strayed) == 1 else 'are'} elsewhere"))
-            stop.set()
-            await asyncio.gather(*tasks)
-            tasks.clear()
-        result.retried = gateway.counters.snapshot().retries
-    finally:
-        stop.set()
-        for task in tasks:
+    async def _while_stopped(self) -> None:
+        """Phase 2: the backend stops; only its users move."""
+        result = self.result
+        stopped_at = result.stopped_at = self.say(
+            f"backend {STOPPED} stops; its "
+            + ("1 user's session goes" if len(result.expected) == 1
+               else f"{len(result.expected)} users' sessions go")
+            + " with it")
+        await self.backends[STOPPED].stop()
+        await asyncio.sleep(self.outage)
+        await self._served_everyone_since(stopped_at)
+        restart = self.say.now()
+        went: Counter[str] = Counter()
+        for name, log in self.logs.items():
+            during = {v.backend for v in log if v.backend and stopped_at < v.started < restart}
+            if during - {result.home[name]}:
+                result.moved.append(name)
+                went.update(during - {result.home[name]})
+        stayed = result.users - len(result.moved)
+        self.say(f"while {STOPPED} was down {plural(len(result.moved), 'user')} moved"
+                 + (f", exactly {STOPPED}'s {len(result.expected)}" if result.moved
+                    == result.expected else f" ({STOPPED} had {len(result.expected)})")
+                 + " (to " + ", ".join(f"{n} {c}" for n, c in sorted(went.items()))
+                 + f"); the other {stayed} stayed where they were")
+
+    async def _after_the_return(self, gateway: Gateway) -> None:
+        """Phase 3: it restarts, and exactly its users come back."""
+        result = self.result
+        await self.backends[STOPPED].start()
+        restarted_at = result.restarted_at = self.say(
+            f"backend {STOPPED} restarts on the same port, with empty memory")
+        came_back = await _until(lambda: STOPPED in gateway.router, self.grace)
+        back = self.say.now()
+        if not came_back:
+            self.say(f"{STOPPED} was not back in the ring after {self.grace:g} s")
+        await asyncio.sleep(max(0.0, self.recovery - (back - restarted_at)))
+        await self._served_everyone_since(back)
+        end = self.say.now()
+        for name, log in self.logs.items():
+            after = {v.backend for v in log if v.backend and back < v.started < end}
+            if after - {result.home[name]}:
+                result.strayed.append(name)
+            elif name in result.moved and after == {result.home[name]}:
+                result.returned.append(name)
+        self.say(f"{len(result.returned)} of {STOPPED}'s {plural(len(result.expected), 'user')} "
+                 f"{'is' if len(result.returned) == 1 else 'are'} back on {STOPPED}; "
+                 + ("nobody else moved" if not result.strayed
+                    else f"{plural(len(result.strayed), 'user')} "
+                         f"{'is' if len(result.strayed) == 1 else 'are'} elsewhere"))
+
+    async def _shut_down(self) -> None:
+        """Users, then the gateway, then the backends, whatever happened."""
+        self.stop.set()
+        for task in self.tasks:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        if gateway is not None:
-            await gateway.stop()
-        for backend in backends.values():
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.gateway is not None:
+            await self.gateway.stop()
+        for backend in self.backends.values():
             await backend.stop()
-        chash_logger.removeHandler(failure_log)
 
-    visits = [v for log in logs.values() for v in log]
-    result.requests = len(visits)
-    result.failed = sum(1 for v in visits if v.backend is None)
-    for name in result.others:
-        counts_up = [v.visits for v in logs[name] if v.backend]
-        sessions = {v.session for v in logs[name] if v.backend}
-        if len(sessions) == 1 and counts_up == list(range(1, len(counts_up) + 1)):
-            result.sessions_kept.append(name)
-    result.ended_at = say("users stop; gateway and backends shut down")
-    return result
+    def _tally(self) -> None:
+        """Requests, failures, and whose session counted on unbroken."""
+        result = self.result
+        visits = [v for log in self.logs.values() for v in log]
+        result.requests = len(visits)
+        result.failed = sum(1 for v in visits if v.backend is None)
+        for name in result.others:
+            counts_up = [v.visits for v in self.logs[name] if v.backend]
+            sessions = {v.session for v in self.logs[name] if v.backend}
+            if len(sessions) == 1 and counts_up == list(range(1, len(counts_up) + 1)):
+                result.sessions_kept.append(name)
 
 
 def render_figures(result: DemoResult) -> str:

@@ -37,7 +37,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from chash._optional import require
+
 if TYPE_CHECKING:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
     from prometheus_client.metrics_core import Metric
 
 __all__ = [
@@ -53,14 +56,12 @@ __all__ = [
 OUTCOMES = ("ok", "failed", "rejected")
 
 
-def _require_prometheus() -> None:
-    """ImportError naming the extra unless prometheus_client is installed."""
-    try:
-        import prometheus_client.core  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(
-            "chash.metrics.RouterCollector needs prometheus_client: "
-            "pip install 'chash-router[metrics]'") from exc
+def _prometheus_core() -> Any:
+    """``prometheus_client.core``; ImportError naming the extra without it:
+    "chash.metrics.RouterCollector needs prometheus_client: pip install
+    'chash-router[metrics]'"."""
+    return require("prometheus_client.core", user="chash.metrics.RouterCollector",
+                   extra="metrics", package="prometheus_client")
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ class RouterCollector:
         namespace: str = "chash",
     ) -> None:
         """See the class docstring."""
-        _require_prometheus()
+        _prometheus_core()
         if not namespace or not namespace.replace("_", "a").isalnum() or namespace[0].isdigit():
             raise ValueError(f"namespace must be a metric-name prefix, not {namespace!r}")
         self._router = router
@@ -230,36 +231,39 @@ class RouterCollector:
         return list(self._collect())
 
     def _collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import CounterMetricFamily as counter
-        from prometheus_client.core import GaugeMetricFamily as gauge
+        core = _prometheus_core()
+        health = dict(self._health.status()) if self._health is not None else {}
+        families = _Families(self._namespace, core.GaugeMetricFamily, core.CounterMetricFamily,
+                             nodes=list(dict.fromkeys([*self._router.nodes, *health])))
+        yield from self._ring_families(families, health)
+        if self._load is not None:
+            loads = getattr(self._load, "loads", None)
+            if isinstance(loads, Mapping):
+                yield families.per_node("node_in_flight", "Requests in flight to the node.", loads)
+        if self._health is not None:
+            yield from self._health_families(families, health)
+        if self._counters is not None:
+            yield from _counter_families(families, self._counters.snapshot())
 
-        ns = self._namespace
+    def _ring_families(self, families: _Families, health: Mapping[str, Any]) -> Iterator[Metric]:
+        """The ring's size, memory and evenness, and each node's share of it."""
+        gauge, per_node = families.gauge, families.per_node
         router = self._router
         weights = router.weights
         points = router.points
         ownership = router.ownership()
-        health = dict(self._health.status()) if self._health is not None else {}
-        nodes = list(dict.fromkeys([*router.nodes, *health]))
-
-        def per_node(name: str, doc: str, values: Mapping[str, float]) -> Metric:
-            family = gauge(f"{ns}_{name}", doc, labels=["node"])
-            for node in nodes:
-                family.add_metric([node], float(values.get(node, 0.0)))
-            return family
-
-        yield gauge(f"{ns}_ring_nodes", "Nodes in the ring.", value=len(router.nodes))
-        yield gauge(f"{ns}_ring_points", "Virtual nodes (points) on the ring.",
+        yield gauge("ring_nodes", "Nodes in the ring.", value=len(router.nodes))
+        yield gauge("ring_points", "Virtual nodes (points) on the ring.",
                     value=sum(points.values()))
         memory = getattr(router, "memory_bytes", None)
         if isinstance(memory, int):
-            yield gauge(f"{ns}_ring_memory_bytes", "Heap bytes the ring engine holds.",
-                        value=memory)
+            yield gauge("ring_memory_bytes", "Heap bytes the ring engine holds.", value=memory)
         evenness = _evenness(ownership, weights)
         if evenness is not None:
-            yield gauge(f"{ns}_ring_imbalance",
+            yield gauge("ring_imbalance",
                         "Largest ownership of a node divided by its weight's share "
                         "(1 is perfectly even).", value=evenness[0])
-            yield gauge(f"{ns}_ring_ownership_stddev",
+            yield gauge("ring_ownership_stddev",
                         "Standard deviation over nodes of ownership divided by weight "
                         "share (0 is perfectly even).", value=evenness[1])
         yield per_node("node_ownership_ratio", "Fraction of the ring's positions the node owns.",
@@ -270,47 +274,69 @@ class RouterCollector:
         yield per_node("node_in_ring", "1 if the node is in the ring, else 0.",
                        {node: 1.0 for node in router.nodes})
 
-        if self._load is not None:
-            loads = getattr(self._load, "loads", None)
-            if isinstance(loads, Mapping):
-                yield per_node("node_in_flight", "Requests in flight to the node.", loads)
+    def _health_families(self, families: _Families,
+                         health: Mapping[str, Any]) -> Iterator[Metric]:
+        """Each node's verdict, and whether the checker is in panic mode."""
+        yield families.per_node("node_up", "1 if health checks find the node up, else 0.",
+                                {n: 1.0 if str(getattr(s.state, "value", s.state)) == "up"
+                                 else 0.0 for n, s in health.items()})
+        panicking = getattr(self._health, "panicking", None)
+        if isinstance(panicking, bool):
+            yield families.gauge("health_panic",
+                                 "1 while too few nodes are healthy and all are kept in service.",
+                                 value=1.0 if panicking else 0.0)
 
-        if self._health is not None:
-            yield per_node("node_up", "1 if health checks find the node up, else 0.",
-                           {n: 1.0 if str(getattr(s.state, "value", s.state)) == "up" else 0.0
-                            for n, s in health.items()})
-            panicking = getattr(self._health, "panicking", None)
-            if isinstance(panicking, bool):
-                yield gauge(f"{ns}_health_panic",
-                            "1 while too few nodes are healthy and all are kept in service.",
-                            value=1.0 if panicking else 0.0)
 
-        if self._counters is not None:
-            snap = self._counters.snapshot()
-            lookups = counter(f"{ns}_lookups", "Keys routed to the node as their owner.",
-                              labels=["node"])
-            for node, count in snap.lookups.items():
-                lookups.add_metric([node], count)
-            yield lookups
-            upstream = counter(f"{ns}_upstream_requests",
-                               "Requests forwarded to the node, by outcome.",
-                               labels=["node", "outcome"])
-            for node, count in snap.upstream_ok.items():
-                upstream.add_metric([node, "ok"], count)
-            for node, count in snap.upstream_errors.items():
-                upstream.add_metric([node, "error"], count)
-            yield upstream
-            requests = counter(f"{ns}_requests", "Requests by outcome: ok (a backend "
-                               "answered), failed (none could), rejected (no key).",
-                               labels=["outcome"])
-            for outcome, count in snap.requests.items():
-                requests.add_metric([outcome], count)
-            yield requests
-            yield counter(f"{ns}_retries", "Retries on the next node of a preference list.",
-                          value=snap.retries)
-            transitions = counter(f"{ns}_health_transitions",
-                                  "Health transitions of the node, by the state entered.",
-                                  labels=["node", "state"])
-            for (node, state), count in sorted(snap.transitions.items()):
-                transitions.add_metric([node, state], count)
-            yield transitions
+class _Families:
+    """Builds metric families named ``<namespace>_<name>``; ``per_node``
+    gives every node of ``nodes`` a sample (0 when the source has none)."""
+
+    def __init__(self, namespace: str, gauge: type[GaugeMetricFamily],
+                 counter: type[CounterMetricFamily], *, nodes: list[str]) -> None:
+        self._namespace = namespace
+        self._gauge = gauge
+        self._counter = counter
+        self.nodes = nodes
+
+    def gauge(self, name: str, doc: str, **kwargs: Any) -> GaugeMetricFamily:
+        return self._gauge(f"{self._namespace}_{name}", doc, **kwargs)
+
+    def counter(self, name: str, doc: str, **kwargs: Any) -> CounterMetricFamily:
+        return self._counter(f"{self._namespace}_{name}", doc, **kwargs)
+
+    def per_node(self, name: str, doc: str, values: Mapping[str, float]) -> GaugeMetricFamily:
+        family = self.gauge(name, doc, labels=["node"])
+        for node in self.nodes:
+            family.add_metric([node], float(values.get(node, 0.0)))
+        return family
+
+
+def _counter_families(families: _Families, snap: CountersSnapshot) -> Iterator[Metric]:
+    """The routing counters: lookups, upstream outcomes, requests, retries,
+    health transitions."""
+    counter = families.counter
+    lookups = counter("lookups", "Keys routed to the node as their owner.", labels=["node"])
+    for node, count in snap.lookups.items():
+        lookups.add_metric([node], count)
+    yield lookups
+    upstream = counter("upstream_requests", "Requests forwarded to the node, by outcome.",
+                            labels=["node", "outcome"])
+    for node, count in snap.upstream_ok.items():
+        upstream.add_metric([node, "ok"], count)
+    for node, count in snap.upstream_errors.items():
+        upstream.add_metric([node, "error"], count)
+    yield upstream
+    requests = counter("requests", "Requests by outcome: ok (a backend "
+                            "answered), failed (none could), rejected (no key).",
+                            labels=["outcome"])
+    for outcome, count in snap.requests.items():
+        requests.add_metric([outcome], count)
+    yield requests
+    yield counter("retries", "Retries on the next node of a preference list.",
+                  value=snap.retries)
+    transitions = counter("health_transitions",
+                               "Health transitions of the node, by the state entered.",
+                               labels=["node", "state"])
+    for (node, state), count in sorted(snap.transitions.items()):
+        transitions.add_metric([node, state], count)
+    yield transitions

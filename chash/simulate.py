@@ -34,8 +34,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from chash import _chash, _strategies
-from chash._chash import ConsistentHashRouter
+from chash import _strategies
+from chash._chash import HASHES, ConsistentHashRouter
+from chash._optional import require
 from chash._text import plural
 
 if TYPE_CHECKING:
@@ -123,8 +124,8 @@ class SimulationConfig:
                 f"maglev_size must be a prime >= last_nodes ({self.last_nodes}), not {self.maglev_size}")
         if self.maglev_size > MAX_MAGLEV_SIZE:
             raise ValueError(f"maglev_size must be <= 2**30, not {self.maglev_size}")
-        if self.hash not in _chash.HASHES:
-            raise ValueError(f"unknown hash {self.hash!r}: expected one of {', '.join(_chash.HASHES)}")
+        if self.hash not in HASHES:
+            raise ValueError(f"unknown hash {self.hash!r}: expected one of {', '.join(HASHES)}")
 
 
 def _distinct(values: Sequence[int]) -> bool:
@@ -701,7 +702,20 @@ def render(result: dict[str, Any]) -> str:
 # Pictures
 
 
-_PLOT_EXTRA = "chash simulate --plot needs matplotlib: pip install 'chash-router[plot]'"
+#: Who needs matplotlib, in the error raised without it: "chash simulate
+#: --plot needs matplotlib: pip install 'chash-router[plot]'".
+_PLOT_USER = "chash simulate --plot"
+
+
+def _figure_class() -> Any:
+    """``matplotlib.figure.Figure``; ImportError naming the extra without
+    matplotlib."""
+    # The package itself first: a test (or a user) may block matplotlib
+    # while one of its submodules is already loaded.
+    require("matplotlib", user=_PLOT_USER, extra="plot")
+    return require("matplotlib.figure", user=_PLOT_USER, extra="plot",
+                   package="matplotlib").Figure
+
 
 def plot_path(path: str) -> str:
     """The file ``plot(result, path)`` writes: ``path``, with ``.png``
@@ -709,15 +723,11 @@ def plot_path(path: str) -> str:
 
     ImportError naming the extra without matplotlib; ValueError when the
     extension is not an image format matplotlib writes."""
-    try:
-        import matplotlib  # noqa: F401  (the package itself, even if a submodule is loaded)
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ImportError(_PLOT_EXTRA) from exc
+    figure_class = _figure_class()
     ext = os.path.splitext(path)[1]
     if not ext:
         return path + ".png"
-    formats = Figure().canvas.get_supported_filetypes()
+    formats = figure_class().canvas.get_supported_filetypes()
     if ext[1:].lower() not in formats:
         raise ValueError(f"cannot draw a {ext!r} file: use one of "
                          f"{', '.join('.' + name for name in sorted(formats))}")
@@ -727,12 +737,7 @@ def plot_path(path: str) -> str:
 def plot_figure(result: dict[str, Any]) -> Any:
     """The remap fractions and load spreads of ``result`` as a matplotlib
     ``Figure`` (ImportError naming the extra without matplotlib)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ImportError(_PLOT_EXTRA) from exc
-
-    figure = Figure(figsize=(16, 6), layout="constrained")
+    figure = _figure_class()(figsize=(16, 6), layout="constrained")
     halves: Any = figure.subfigures(1, 2, width_ratios=[1.25, 2])
     remap_fig, load_fig = halves
 

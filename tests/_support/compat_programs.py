@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from _support.ports import free_port, free_ports
+
 
 def require(binary: str) -> str:
     """The path of a program; skip (fail in CI) when it is not installed."""
@@ -37,27 +39,6 @@ def program_env() -> dict[str, str]:
     """The environment for a started program: without the sanitizer runtime
     a sanitized test run may preload."""
     return {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port the OS reports free on host (bind to port 0)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """count distinct free ports: each held bound until all are picked."""
-    held: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            held.append(s)
-            s.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in held]
-    finally:
-        for s in held:
-            s.close()
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -125,7 +106,7 @@ class Memcached:
 
     def __init__(self, binary: str, host: str = "127.0.0.1", port: int | None = None) -> None:
         for _ in range(20):
-            self.host, self.port = host, port if port is not None else free_port(host)
+            self.host, self.port = host, port if port is not None else free_ports(1, host)[0]
             self.proc = subprocess.Popen(
                 [binary, "-l", host, "-p", str(self.port), "-U", "0", "-m", "64", "-t", "1",
                  "-c", "256"] + (["-u", "root"] if os.geteuid() == 0 else []),

@@ -1,9 +1,16 @@
-"""The ``chash`` command: one subcommand per module, registered below.
+"""The ``chash`` command: the entry point, with one subcommand per module.
 
-Each subcommand lives in its own module ``chash._cmd_<name>`` defining
+Each subcommand lives in its own module ``chash.cli.<name>`` (``demo``,
+``gateway``, ``route``, ``simulate``, ``spread``) defining
 ``register(subparsers)``, which adds its parser and sets ``func`` (a
-callable taking the parsed arguments and returning the exit code).
-Without a subcommand, ``chash`` prints its help.
+callable taking the parsed arguments and returning the exit code); the
+argument types they share are in ``chash.cli.args``.  Without a
+subcommand, ``chash`` prints its help.
+
+The command modules use the subsystems through their public names
+(``chash.gateway``, ``chash.membership``, ``chash.compat``,
+``chash.simulate``, ``chash.demo``) and the ring through ``chash._chash``;
+nothing they use imports ``chash.cli``.
 """
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ import sys
 from collections.abc import Sequence
 
 from chash._version import __version__
+
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommands in the order ``chash --help`` lists them.
 SUBCOMMANDS = ("demo", "gateway", "route", "simulate", "spread")
@@ -27,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"chash {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        importlib.import_module(f"chash._cmd_{name}").register(subparsers)
+        importlib.import_module(f"chash.cli.{name}").register(subparsers)
     return parser
 
 

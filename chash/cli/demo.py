@@ -13,7 +13,9 @@ import json
 import sys
 from typing import Any
 
-from chash._cli_args import int_between, seconds_between
+from chash._optional import MissingExtra, require
+from chash.cli.args import int_between, seconds_between
+from chash.demo import render_figures, run_demo
 
 __all__ = ["register", "run"]
 
@@ -25,11 +27,10 @@ MAX_USERS = 2000
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash demo``."""
     try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        print("chash demo: needs aiohttp: pip install 'chash-router[gateway]'", file=sys.stderr)
+        require("aiohttp", user="chash demo", extra="gateway")
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
         return 1
-    from chash.demo import render_figures, run_demo
 
     def out(line: str) -> None:
         print(line, flush=True)

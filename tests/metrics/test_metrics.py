@@ -96,11 +96,6 @@ def test_counters_are_exact_under_threads() -> None:
 # -- RouterCollector ----------------------------------------------------------
 
 
-@pytest.fixture
-def prom() -> Any:
-    return pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
-
-
 def registry_with(prom: Any, router: ConsistentHashRouter, **kwargs: Any) -> Any:
     from chash.metrics import RouterCollector
 

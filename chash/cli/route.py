@@ -17,9 +17,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from chash import ConsistentHashRouter
-from chash._cli_args import add_ring_arguments, build_router, positive_int
+from chash._chash import ConsistentHashRouter
 from chash._text import plural
+from chash.cli.args import add_ring_arguments, build_router, positive_int
 
 __all__ = ["parse_node_list", "register", "render", "route", "run"]
 

@@ -13,8 +13,8 @@ import os
 import sys
 from typing import Any
 
-from chash import HASHES
-from chash._cli_args import positive_int
+from chash._chash import HASHES
+from chash.cli.args import positive_int
 from chash.simulate import (
     DEFAULT_BALANCE_VNODES,
     DEFAULT_RING_VNODES,
@@ -26,6 +26,8 @@ from chash.simulate import (
     render,
     simulate,
 )
+
+__all__ = ["register", "run"]
 
 
 def _node_range(text: str) -> tuple[int, int]:
@@ -103,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
             return _error(f"--plot: no such directory: {directory}")
         try:  # fail before the long run, not after
             plot_path(args.plot)
-        except ImportError:
-            print("chash simulate: --plot needs matplotlib: pip install 'chash-router[plot]'", file=sys.stderr)
+        except ImportError as exc:  # matplotlib is missing: the message names the extra
+            print(exc, file=sys.stderr)
             return 1
         except ValueError as exc:
             return _error(f"--plot: {exc}")

@@ -12,10 +12,13 @@ import json
 import time
 from typing import Any
 
-from chash import ConsistentHashRouter
-from chash._cli_args import positive_int
+from chash._chash import ConsistentHashRouter
 from chash._text import plural
+from chash.cli.args import positive_int
 
+__all__ = ["DOCUMENTED_NODES", "measure", "register", "render", "run"]
+
+#: The documented example cluster.
 DOCUMENTED_NODES = ("order-service-v1", "order-service-v2", "order-service-v3")
 
 

@@ -1,7 +1,7 @@
 """chash.compat: node ids as the references spell them, the readers of
 nginx and twemproxy configuration, and ``chash route`` on those files.
 
-Whether the rings route like the programs is tests/test_compat_programs.py;
+Whether the rings route like the programs is tests/compat/test_compat_programs.py;
 here: the parsing, the errors naming the line, and the layouts' own rules
 (weights, ties, libketama counts) through the router.
 """

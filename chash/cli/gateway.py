@@ -22,10 +22,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from chash._cli_args import add_ring_arguments, build_router, positive_int, seconds
+from chash._optional import MissingExtra, require
+from chash.cli.args import add_ring_arguments, build_router, positive_int, seconds
 
+# chash.gateway and chash.membership are imported where used: the other
+# commands (and ``chash --help``) run without loading aiohttp or redis-py.
 if TYPE_CHECKING:
     from chash.gateway import Gateway
+    from chash.membership import RedisMembership
 
 __all__ = ["register", "run", "serve"]
 
@@ -89,10 +93,13 @@ def _size(text: str) -> int:
 
 
 def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop when it is installed, else on asyncio's loop."""
+    """Run ``main`` on uvloop when it is installed, else on asyncio's loop.
+
+    uvloop only makes the gateway faster: without it the command runs all
+    the same, and says nothing."""
     try:
-        import uvloop
-    except ImportError:
+        uvloop = require("uvloop", user="chash gateway", extra="gateway")
+    except ImportError:  # not installed, or installed but not importable here
         asyncio.run(main)
         return
     uvloop.run(main)
@@ -157,7 +164,7 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
 
 
 def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
-           backends: dict[str, str], worker: int) -> tuple[Gateway, Any]:
+           backends: dict[str, str], worker: int) -> tuple[Gateway, RedisMembership | None]:
     """The gateway of one process, and its membership (or None)."""
     from chash.gateway import Gateway, GatewayConfig
 
@@ -166,11 +173,7 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
     if args.redis:
         from chash.membership import RedisMembership
 
-        try:
-            import redis
-        except ImportError:
-            raise ImportError("--redis needs redis-py: pip install 'chash-router[redis]'") \
-                from None
+        redis = require("redis", user="--redis", extra="redis", package="redis-py")
         client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
                                       socket_connect_timeout=1.0)
         membership = RedisMembership(router, client, name=args.ring or "default",
@@ -284,6 +287,11 @@ def run(args: argparse.Namespace) -> int:
         parser.error("at least one --backend is required")
     if (args.ring or args.bootstrap) and not args.redis:
         parser.error("--ring and --bootstrap need --redis URL")
+    try:
+        require("aiohttp", user="chash gateway", extra="gateway")
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        return 1
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -314,6 +322,16 @@ def register(subparsers: Any) -> None:
                     "key taken from each request; fail over along the key's preference "
                     "list; health-check the backends.  Needs aiohttp "
                     "(pip install 'chash-router[gateway]').")
+    _add_routing_arguments(parser)
+    _add_sharing_arguments(parser)
+    _add_proxy_arguments(parser)
+    _add_health_arguments(parser)
+    _add_output_arguments(parser)
+    parser.set_defaults(func=run, gateway_parser=parser)
+
+
+def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the gateway listens, its backends, and how keys pick one."""
     parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 8080),
                         metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--backend", type=_backend, action="append", default=[],
@@ -328,6 +346,10 @@ def register(subparsers: Any) -> None:
                         help="requests without a key: route by client IP (remote, the "
                              "default) or answer 400 (reject)")
     add_ring_arguments(parser)
+
+
+def _add_sharing_arguments(parser: argparse.ArgumentParser) -> None:
+    """Worker processes, the ring shared through Redis, the admin listener."""
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes sharing the port (SO_REUSEPORT; default 1)")
     parser.add_argument("--redis", metavar="URL",
@@ -341,6 +363,10 @@ def register(subparsers: Any) -> None:
                              "instance only; the others join, and restore a ring Redis lost)")
     parser.add_argument("--admin-listen", type=_listen, metavar="HOST:PORT",
                         help="serve the status page and metrics here (default: nowhere)")
+
+
+def _add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
+    """Attempts, timeouts and limits of the proxy path."""
     parser.add_argument("--attempts", type=positive_int, default=3, metavar="N",
                         help="nodes of the preference list tried per request (default 3)")
     parser.add_argument("--connect-timeout", type=seconds, default=2.0, metavar="S",
@@ -362,6 +388,10 @@ def register(subparsers: Any) -> None:
                         help="seconds a keep-alive connection may stay idle (default 75)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
+
+
+def _add_health_arguments(parser: argparse.ArgumentParser) -> None:
+    """What counts as a failure, and how backends are probed."""
     parser.add_argument("--fail-on-status", type=_statuses, default=frozenset(),
                         metavar="STATUSES",
                         help="backend statuses that count as health failures, e.g. 500,503 "
@@ -377,6 +407,10 @@ def register(subparsers: Any) -> None:
                         help="consecutive failures that take a backend out (default 3)")
     parser.add_argument("--rise", type=positive_int, default=2, metavar="N",
                         help="consecutive successes that put it back (default 2)")
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the gateway tells: response header, metrics, logs; how long it runs."""
     parser.add_argument("--node-header", metavar="NAME",
                         help="name the serving node in this response header")
     parser.add_argument("--no-metrics", action="store_true",
@@ -385,4 +419,3 @@ def register(subparsers: Any) -> None:
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default="info", help="stderr logging level (default info)")
-    parser.set_defaults(func=run, gateway_parser=parser)

@@ -1,10 +1,11 @@
-"""The ``chash`` command as a whole: shared argument types, help, version,
-the output's wording."""
+"""The ``chash`` command as a whole: one type for one kind of argument,
+help, version, the output's wording, ``simulate --plot``.  The types
+themselves are tested in test_cli_args.py, the wording of counts in
+test_text.py."""
 from __future__ import annotations
 
 import argparse
 import logging
-import math
 import re
 import subprocess
 import sys
@@ -14,91 +15,10 @@ import pytest
 
 import chash
 from _support.plotting import need_matplotlib
-from chash import MAX_VIRTUAL_NODES, ConsistentHashRouter
-from chash._cli_args import int_between, positive_int, seconds, seconds_between, weight_arg
-from chash._text import plural
+from chash import ConsistentHashRouter
 from chash.cli import SUBCOMMANDS, build_parser, main
+from chash.cli.args import positive_int
 from chash.simulate import SimulationConfig, plot_figure, plot_path, simulate
-
-
-def error(parse: object, text: str) -> str:
-    assert callable(parse)
-    with pytest.raises(argparse.ArgumentTypeError) as info:
-        parse(text)
-    return str(info.value)
-
-
-# -- the argument types ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    ("1", 1), ("42", 42), ("1000000", 1_000_000), ("1_000_000", 1_000_000), ("1,000", 1000), (" 7 ", 7),
-])
-def test_positive_int_accepts_grouped_digits(text: str, value: int) -> None:
-    assert positive_int(text) == value
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("0", "must be >= 1, not 0"),
-    ("-3", "must be >= 1, not -3"),
-    ("ten", "not a whole number: 'ten'"),
-    ("1.5", "not a whole number: '1.5'"),
-    ("", "not a whole number: ''"),
-])
-def test_positive_int_names_the_problem(text: str, message: str) -> None:
-    assert error(positive_int, text) == message
-
-
-def test_int_between_bounds() -> None:
-    vnodes = int_between(1, MAX_VIRTUAL_NODES)
-    assert vnodes("1") == 1 and vnodes(str(MAX_VIRTUAL_NODES)) == MAX_VIRTUAL_NODES
-    assert error(vnodes, "0") == "must be >= 1, not 0"
-    assert error(vnodes, "1000001") == "must be <= 1,000,000, not 1,000,001"
-    users = int_between(3, 2000)
-    assert users("3") == 3 and users("2000") == 2000
-    assert error(users, "2") == "must be from 3 to 2000, not 2"
-    assert error(users, "2001") == "must be from 3 to 2000, not 2001"
-    assert error(int_between(5), "4") == "must be >= 5, not 4"
-
-
-def test_seconds() -> None:
-    assert seconds("0.5") == 0.5 and seconds("30") == 30.0
-    for bad in ("0", "-1", "nan", "inf", "-inf"):
-        assert error(seconds, bad) == f"must be a positive number of seconds, not {bad}"
-    assert error(seconds, "soon") == "not a number of seconds: 'soon'"
-
-
-def test_seconds_between() -> None:
-    duration = seconds_between(2, 600)
-    assert duration("2") == 2.0 and duration("600") == 600.0
-    for bad in ("1.99", "601", "nan", "inf"):
-        assert error(duration, bad) == f"must be from 2 to 600 seconds, not {bad}"
-    assert error(duration, "later") == "not a number of seconds: 'later'"
-
-
-def test_weight_arg() -> None:
-    assert weight_arg("a=2") == ("a", 2.0)
-    assert weight_arg("host:1=0.5") == ("host:1", 0.5)
-    assert weight_arg("a=b=3") == ("a=b", 3.0)
-    assert error(weight_arg, "a") == "expected NODE=WEIGHT, not 'a'"
-    assert error(weight_arg, "=1") == "expected NODE=WEIGHT, not '=1'"
-    assert "the weight is not a number" in error(weight_arg, "a=x")
-    for bad in ("0", "-1", "nan", "inf"):
-        assert "the weight must be positive" in error(weight_arg, f"a={bad}")
-    assert math.isfinite(weight_arg("a=1e300")[1])
-
-
-@pytest.mark.parametrize(("count", "text"), [
-    (0, "0 nodes"), (1, "1 node"), (2, "2 nodes"), (1000, "1,000 nodes"),
-])
-def test_plural(count: int, text: str) -> None:
-    assert plural(count, "node") == text
-
-
-def test_plural_irregular() -> None:
-    assert plural(1, "virtual node per", "virtual nodes per") == "1 virtual node per"
-    assert plural(2, "virtual node per", "virtual nodes per") == "2 virtual nodes per"
-
 
 # -- one type for one kind of argument -----------------------------------------------
 
@@ -180,7 +100,7 @@ def test_every_subcommand_has_a_description(command: str) -> None:
 def test_route_and_the_readme_example_agree() -> None:
     # The README's first example builds ConsistentHashRouter() and routes
     # user_7; chash route with no --vnodes must give the same ring.
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     example = readme.split("```python\n", 1)[1].split("```", 1)[0]
     constructor = re.search(r"router = ConsistentHashRouter\((.*)\)", example)
     assert constructor and constructor.group(1) == "", "the first example uses the defaults"

@@ -10,7 +10,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
+from chash._chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
 __all__ = [
     "add_ring_arguments",

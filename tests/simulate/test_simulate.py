@@ -271,11 +271,6 @@ def test_signatures_are_introspectable(name: str) -> None:
 # The simulation against theory
 
 
-@pytest.fixture(scope="module")
-def result() -> dict[str, Any]:
-    return simulate(SimulationConfig(keys=KEYS))
-
-
 def sampling(p: float) -> float:
     """Five binomial standard deviations of a fraction p measured on KEYS keys."""
     return 5 * math.sqrt(p * (1 - p) / KEYS)

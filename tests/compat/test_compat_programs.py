@@ -1,7 +1,7 @@
 """The nginx, ketama and libmemcached layouts against the real programs.
 
 Each test starts its own nginx, nutcracker (twemproxy) or memcached servers
-(tests/_compat_programs.py), routes thousands of varied keys through the
+(tests/_support/compat_programs.py), routes thousands of varied keys through the
 program, observes where each key went (the backend nginx answered from,
 the memcached that holds the key) and requires chash to agree on every
 key.  Shapes: 3, 10 and 50 servers, unequal weights, host names, named
@@ -25,8 +25,6 @@ import pytest
 from _support.collisions import loopback_hosts, shared_point
 from _support.compat_programs import (
     ask_nginx,
-    free_port,
-    free_ports,
     memcacheds,
     nginx,
     nutcracker,
@@ -35,6 +33,7 @@ from _support.compat_programs import (
     set_through,
     varied_keys,
 )
+from _support.ports import free_port, free_ports
 from chash import ConsistentHashRouter
 from chash.compat import libmemcached_id, nginx_upstream, twemproxy_id, twemproxy_pool
 

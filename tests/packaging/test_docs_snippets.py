@@ -46,7 +46,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,8 +57,9 @@ import chash
 from _support.http_backends import Backend
 from _support.ports import free_port
 from _support.redis_server import RedisServer
+from _support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Where the chash under test comes from (the checkout, or site-packages).
 CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
@@ -217,11 +217,11 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             if block.serves:
-                deadline = time.monotonic() + SERVE_DEADLINE
-                while not _served(ports[0]):
+                def serving() -> bool:
                     assert process.poll() is None, f"{block.name} exited early"
-                    assert time.monotonic() < deadline, f"{block.name} did not serve"
-                    time.sleep(0.1)
+                    return _served(ports[0])
+
+                wait_until(serving, f"{block.name} serves", timeout=SERVE_DEADLINE, interval=0.1)
                 assert sum(b.hits for b in backends) > 0
                 process.send_signal(signal.SIGINT)
             output, _ = process.communicate(timeout=TIMEOUT)
