@@ -9,15 +9,10 @@ runner is under test, conditions are polled with generous deadlines.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,73 +21,21 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 
 from yarl import URL  # noqa: E402
 
-import chash  # noqa: E402
 from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.gateways import CHASH_ROOT, cluster, get, owner_of, served_by  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
-from chash._http import parse_request_head  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
+from chash.gateway.heads import parse_request_head  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
-# Where the chash under test comes from (the checkout, or site-packages).
-CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- helpers ------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def cluster(names: str = "abc", **options: Any,
-                  ) -> AsyncIterator[tuple[Gateway, dict[str, EchoBackend], Any]]:
-    """Backends named by the letters of ``names``, a gateway in front of
-    them (health rounds only on demand unless ``health_interval`` is given),
-    and a client session."""
-    backends = {name: await EchoBackend(name).start() for name in names}
-    options.setdefault("health_interval", 3600.0)
-    options.setdefault("admin_listen", ("127.0.0.1", 0))
-    settings = {f.name for f in dataclasses.fields(GatewayConfig)}
-    config = GatewayConfig(**{k: v for k, v in options.items() if k in settings})
-    gateway = Gateway({b.name: b.address for b in backends.values()}, config,
-                      **{k: v for k, v in options.items() if k not in settings})
-    try:
-        await gateway.start()
-        async with aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=30)) as session:
-            yield gateway, backends, session
-    finally:
-        await gateway.stop()
-        for backend in backends.values():
-            await backend.stop()
-
-
-async def get(session: Any, gateway: Gateway, user: str | None, path: str = "/page",
-              method: str = "GET", **kwargs: Any) -> tuple[int, Any]:
-    headers = kwargs.pop("headers", {})
-    if user is not None:
-        headers["X-User-Id"] = user
-    async with session.request(method, gateway.url + path, headers=headers, **kwargs) as resp:
-        body = await resp.read()
-        try:
-            return resp.status, json.loads(body)
-        except ValueError:
-            return resp.status, body.decode()
-
-
-async def served_by(session: Any, gateway: Gateway, users: list[str]) -> dict[str, str]:
-    """Send one request per user, all at once; every one must succeed."""
-    answers = await asyncio.gather(*(get(session, gateway, user) for user in users))
-    assert [status for status, _ in answers] == [200] * len(users), answers
-    return {user: body["backend"] for user, (_, body) in zip(users, answers, strict=True)}
-
-
 def in_ring(gateway: Gateway, node: str) -> bool:
     return node in gateway.router
-
-
-def owner_of(gateway: Gateway, key: str) -> str:
-    node = gateway.router.get_target_node(key)
-    assert node is not None
-    return node
 
 
 # -- configuration ------------------------------------------------------------

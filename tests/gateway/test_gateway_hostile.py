@@ -18,35 +18,10 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from test_gateway import CHASH_ROOT, cluster, get, owner_of  # noqa: E402
-
 from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.gateways import CHASH_ROOT, cluster, get, owner_of, raw, split  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig  # noqa: E402
-
-
-async def raw(url: str, data: bytes, read_until_close: bool = True,
-              timeout: float = 20.0) -> bytes:
-    """Send ``data`` on a new connection; everything answered until the
-    gateway closes it (or the first answer's head, without ``read_until_close``)."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        writer.write(data)
-        await writer.drain()
-        if read_until_close:
-            return await asyncio.wait_for(reader.read(), timeout)
-        return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-    finally:
-        writer.close()
-
-
-def split(answer: bytes) -> tuple[int, dict[str, str], bytes]:
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
-
 
 # -- routing rows ----------------------------------------------------------------
 
