@@ -9,7 +9,6 @@ runner is under test, conditions are polled with generous deadlines.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 from yarl import URL  # noqa: E402
 
 from _support.echo_backends import EchoBackend  # noqa: E402
-from _support.gateways import CHASH_ROOT, cluster, get, owner_of, served_by  # noqa: E402
+from _support.gateways import cluster, get, owner_of, served_by  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
@@ -177,7 +176,7 @@ def test_collaborators_are_injected() -> None:
     run(main())
 
 
-def test_missing_aiohttp_names_the_extra() -> None:
+def test_missing_aiohttp_names_the_extra(chash_env: dict[str, str]) -> None:
     # In a fresh interpreter where aiohttp cannot be imported: the module
     # imports, and building a gateway names the extra.
     code = (
@@ -189,7 +188,7 @@ def test_missing_aiohttp_names_the_extra() -> None:
         "except ImportError as exc:\n"
         "    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(CHASH_ROOT)})
+                         timeout=60, env=chash_env)
     assert out.returncode == 0, out.stderr
     assert "pip install 'chash-router[gateway]'" in out.stdout
 
@@ -547,15 +546,14 @@ def test_metrics_page() -> None:
 # -- the command --------------------------------------------------------------
 
 
-def test_command_serves_until_interrupted() -> None:
+def test_command_serves_until_interrupted(chash_env: dict[str, str]) -> None:
     async def main() -> None:
         backends = [await EchoBackend(name).start() for name in "ab"]
-        env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
             "--backend", f"a={backends[0].address},b={backends[1].address}",
             "--key", "query:user", "--health-interval", "60", "--duration", "60",
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=chash_env)
         try:
             assert proc.stdout is not None
             first = (await proc.stdout.readline()).decode()
