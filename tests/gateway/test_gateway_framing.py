@@ -13,15 +13,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from _support.gateways import raw, split  # noqa: E402
-from _support.raw_backends import RawBackend  # noqa: E402
-from _support.waiting import run  # noqa: E402
-from chash.gateway import Gateway, GatewayConfig  # noqa: E402
+from _support.gateways import raw, split
+from _support.raw_backends import RawBackend
+from _support.waiting import run
+from chash.gateway import Gateway, GatewayConfig
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 CHUNKED_HEAD = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n"
@@ -31,11 +32,10 @@ BIG = bytes(range(256)) * 800  # 204,800 bytes: more than one 64 KiB block
 
 
 @contextlib.asynccontextmanager
-async def through(backend: RawBackend, **settings: object) -> AsyncIterator[Gateway]:
+async def through(backend: RawBackend, **settings: Any) -> AsyncIterator[Gateway]:
     """A gateway in front of ``backend`` alone (no health checks, no metrics)."""
     await backend.start()
-    gateway = Gateway([backend.address], GatewayConfig(health=False, metrics=False,
-                                                       **settings))  # type: ignore[arg-type]
+    gateway = Gateway([backend.address], GatewayConfig(health=False, metrics=False, **settings))
     try:
         await gateway.start()
         yield gateway
