@@ -21,8 +21,8 @@ The package, from the bottom up:
   which reads the gateway through the ``GatewayView`` protocol.
 * ``server``: the ``Gateway``, which owns the rest.
 
-Importing the package needs only the standard library; building a
-``Gateway`` needs aiohttp (``pip install 'chash-router[gateway]'``).
+Importing the package needs no extra; building a ``Gateway`` needs
+aiohttp (``pip install 'chash-router[gateway]'``).
 """
 
 from chash.gateway.config import KEY_SOURCES, GatewayConfig, KeyRule, parse_address
