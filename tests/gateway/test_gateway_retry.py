@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chash._retry import IDEMPOTENT_METHODS, Outcome, next_attempt
+from chash.gateway.retry import IDEMPOTENT_METHODS, Outcome, next_attempt
 
 NODES = ("a", "b", "c")
 

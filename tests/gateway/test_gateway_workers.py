@@ -18,9 +18,8 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from test_gateway import CHASH_ROOT  # noqa: E402
-
 from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.gateways import CHASH_ROOT  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 

@@ -2,7 +2,8 @@
 
 The gateway's proxy path reads bytes from sockets and hands complete heads
 (request or status line plus header fields, up to and including the empty
-line) to ``parse_request_head`` / ``parse_response_head``.  The parsers are
+line) to ``parse_request_head`` / ``parse_response_head``; bodies are
+framed by ``chash.gateway.bodies``.  The parsers are
 strict where leniency lets two parties disagree on where a message ends
 (request smuggling): a request with both ``Content-Length`` and
 ``Transfer-Encoding``, conflicting lengths, a coding other than
@@ -21,7 +22,6 @@ __all__ = [
     "HttpError",
     "RequestHead",
     "ResponseHead",
-    "parse_chunk_size",
     "parse_request_head",
     "parse_response_head",
 ]
@@ -80,8 +80,6 @@ class ResponseHead:
 
     status: int
     reason: bytes
-    fields: list[tuple[bytes, bytes]]
-    lines: list[bytes]
     content_length: int | None
     """None when the body is chunked or runs to the end of the connection."""
     chunked: bool
@@ -249,14 +247,5 @@ def parse_response_head(data: bytes) -> ResponseHead:
     keep_alive = b"close" not in tokens and data.startswith(b"HTTP/1.1")
     if codings and not chunked:  # the body runs to the end of the connection
         keep_alive = False
-    return ResponseHead(int(match.group(1)), match.group(2) or b"", fields, header_lines,
-                        length, chunked, keep_alive, relay)
-
-
-def parse_chunk_size(line: bytes) -> int:
-    """The size on a chunk-size line (extensions ignored); HttpError(400)
-    unless it is 1 to 16 hex digits."""
-    size = line.split(b";", 1)[0].strip(b" \t")
-    if not size or len(size) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size):
-        raise HttpError(400, "malformed chunk size")
-    return int(size, 16)
+    return ResponseHead(int(match.group(1)), match.group(2) or b"", length, chunked,
+                        keep_alive, relay)

@@ -1,21 +1,20 @@
-"""The gateway's connections: a buffered asyncio protocol and per-backend pools.
+"""The gateway's connections: a buffered asyncio protocol, ``Channel``.
 
-``_Channel`` is the small part of asyncio streams the proxy needs (a read
+``Channel`` is the small part of asyncio streams the proxy needs (a read
 buffer with flow control, reads of a head, a line, some or exactly N bytes,
-each bounded by a timeout; writes with drain), without their layers.
-``_Pool`` keeps keep-alive connections to one backend, at most ``limit``
-open; waiting for one is bounded by the request's deadline.
+each bounded by a timeout; writes with drain), without their layers.  It
+serves both sides: client connections and the backend connections that
+``chash.gateway.pool`` keeps.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable
 
-from chash._http import HttpError
+from chash.gateway.heads import HttpError
 
-__all__ = ["BLOCK", "Channel", "NoSlot", "Pool", "ReadTimeout"]
+__all__ = ["BLOCK", "Channel", "ReadTimeout"]
 
 #: Bytes read or written in one step; also the read buffer's high-water mark.
 BLOCK = 65536
@@ -109,11 +108,6 @@ class Channel(asyncio.Protocol):
     def buffered(self) -> int:
         """Bytes received and not read yet."""
         return len(self._buf)
-
-    @property
-    def at_eof(self) -> bool:
-        """Whether the peer closed its side and every byte was read."""
-        return self._eof and not self._buf
 
     @property
     def peer_closed(self) -> bool:
@@ -271,84 +265,3 @@ class Channel(asyncio.Protocol):
         """Drop the connection at once."""
         if self.transport is not None:
             self.transport.abort()
-
-
-def _expire(waiter: asyncio.Future[None], error: type[Exception] | None = None) -> None:
-    if not waiter.done():
-        waiter.set_exception((error or ReadTimeout)())
-
-
-class NoSlot(Exception):
-    """No pooled connection freed up before the request's deadline."""
-
-
-class Pool:
-    """Keep-alive connections to one backend, at most ``limit`` open."""
-
-    def __init__(self, address: str, limit: int) -> None:
-        host, _, port = address.rpartition(":")
-        self.host = host.strip("[]")
-        self.port = int(port)
-        self.limit = limit
-        self.idle: list[Channel] = []
-        self.open = 0
-        self.waiters: deque[asyncio.Future[None]] = deque()
-
-    async def acquire(self, connect_timeout: float, deadline: float,
-                      fresh: bool = False) -> tuple[Channel, bool]:
-        """A connection and whether it was reused (never, if ``fresh``);
-        NoSlot, TimeoutError or OSError when none could be had (nothing was
-        sent)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            while self.idle and not fresh:
-                channel = self.idle.pop()
-                if channel.lost or channel.buffered or channel.peer_closed:
-                    self.open -= 1
-                    channel.close()
-                    continue
-                return channel, True
-            if not self.limit or self.open < self.limit:
-                break
-            waiter = loop.create_future()
-            self.waiters.append(waiter)
-            handle = loop.call_at(deadline, _expire, waiter, NoSlot)
-            try:
-                await waiter
-            finally:
-                handle.cancel()
-                if waiter in self.waiters:
-                    self.waiters.remove(waiter)
-        self.open += 1
-        try:
-            timeout = min(connect_timeout, max(0.0, deadline - loop.time()))
-            _, channel = await asyncio.wait_for(
-                loop.create_connection(Channel, self.host, self.port), timeout)
-        except BaseException:
-            self.open -= 1
-            self._wake()
-            raise
-        return channel, False
-
-    def release(self, channel: Channel, reuse: bool) -> None:
-        """Give ``channel`` back: pooled if ``reuse`` and still sound."""
-        if reuse and not channel.lost and not channel.buffered:
-            self.idle.append(channel)
-        else:
-            self.open -= 1
-            channel.close()
-        self._wake()
-
-    def _wake(self) -> None:
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-
-    def close(self) -> None:
-        """Close every idle connection."""
-        for channel in self.idle:
-            channel.close()
-        self.open -= len(self.idle)
-        self.idle.clear()

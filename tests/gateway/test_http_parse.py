@@ -1,16 +1,13 @@
-"""The gateway's HTTP/1.1 head parsers (chash._http), without sockets: every
+"""The gateway's HTTP/1.1 head parsers (chash.gateway.heads) and chunk-size
+lines (chash.gateway.bodies), without sockets: every
 ambiguity a smuggling attack relies on is refused with the right status."""
 
 from __future__ import annotations
 
 import pytest
 
-from chash._http import (
-    HttpError,
-    parse_chunk_size,
-    parse_request_head,
-    parse_response_head,
-)
+from chash.gateway.bodies import parse_chunk_size
+from chash.gateway.heads import HttpError, parse_request_head, parse_response_head
 
 
 def head(*lines: str | bytes) -> bytes:

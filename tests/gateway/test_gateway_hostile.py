@@ -18,35 +18,10 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
 
-from test_gateway import CHASH_ROOT, cluster, get, owner_of  # noqa: E402
-
 from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.gateways import cluster, get, owner_of, raw, split  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig  # noqa: E402
-
-
-async def raw(url: str, data: bytes, read_until_close: bool = True,
-              timeout: float = 20.0) -> bytes:
-    """Send ``data`` on a new connection; everything answered until the
-    gateway closes it (or the first answer's head, without ``read_until_close``)."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        writer.write(data)
-        await writer.drain()
-        if read_until_close:
-            return await asyncio.wait_for(reader.read(), timeout)
-        return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-    finally:
-        writer.close()
-
-
-def split(answer: bytes) -> tuple[int, dict[str, str], bytes]:
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
-
 
 # -- routing rows ----------------------------------------------------------------
 
@@ -170,7 +145,7 @@ def _peak_rss_kib(pid: int) -> int:
     return int(match.group(1))
 
 
-def test_large_uploads_are_streamed_with_bounded_memory() -> None:
+def test_large_uploads_are_streamed_with_bounded_memory(chash_env: dict[str, str]) -> None:
     """400 concurrent 1 MB uploads through a gateway process: its peak RSS
     stays far below the 400 MB the bodies add up to."""
     if not os.path.exists("/proc/self/status"):
@@ -178,7 +153,7 @@ def test_large_uploads_are_streamed_with_bounded_memory() -> None:
 
     async def main() -> None:
         backend = await EchoBackend("a").start()
-        env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
+        env = chash_env
         if "libasan" in env.get("LD_PRELOAD", ""):
             # AddressSanitizer keeps up to 256 MiB of freed blocks in its
             # quarantine by default, which this test would read as the
@@ -357,7 +332,8 @@ def test_a_health_path_answering_404_suggests_the_fix(caplog: pytest.LogCaptureF
     assert sum("--health-path" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_without_prometheus_client_the_command_says_metrics_are_off() -> None:
+def test_without_prometheus_client_the_command_says_metrics_are_off(
+        chash_env: dict[str, str]) -> None:
     code = ("import sys\n"
             "sys.modules['prometheus_client'] = None\n"
             "from chash.cli import main\n"
@@ -365,7 +341,7 @@ def test_without_prometheus_client_the_command_says_metrics_are_off() -> None:
             "'127.0.0.1:1', '--no-health', '--admin-listen', '127.0.0.1:0', "
             "'--duration', '0.5']))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(CHASH_ROOT)})
+                         timeout=60, env=chash_env)
     assert out.returncode == 0, out.stderr
     assert ("metrics are off: prometheus_client is not installed "
             "(pip install 'chash-router[metrics]')") in out.stdout

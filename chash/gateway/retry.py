@@ -2,8 +2,9 @@
 
 After each attempt the gateway asks ``next_attempt`` where to go next; the
 answer depends only on the preference list, the attempt's position in it,
-the request's method and what happened.  Tested without sockets in
-tests/test_gateway_retry.py.
+the request's method and what happened.  A leaf: it imports nothing of
+chash, so that any transport routing by key can share the policy.  Tested
+without sockets in tests/gateway/test_gateway_retry.py.
 """
 
 from __future__ import annotations

@@ -9,15 +9,9 @@ runner is under test, conditions are polled with generous deadlines.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import json
-import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,73 +20,21 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 
 from yarl import URL  # noqa: E402
 
-import chash  # noqa: E402
 from _support.echo_backends import EchoBackend  # noqa: E402
+from _support.gateways import cluster, get, owner_of, served_by  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
-from chash._http import parse_request_head  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
+from chash.gateway.heads import parse_request_head  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
-# Where the chash under test comes from (the checkout, or site-packages).
-CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- helpers ------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def cluster(names: str = "abc", **options: Any,
-                  ) -> AsyncIterator[tuple[Gateway, dict[str, EchoBackend], Any]]:
-    """Backends named by the letters of ``names``, a gateway in front of
-    them (health rounds only on demand unless ``health_interval`` is given),
-    and a client session."""
-    backends = {name: await EchoBackend(name).start() for name in names}
-    options.setdefault("health_interval", 3600.0)
-    options.setdefault("admin_listen", ("127.0.0.1", 0))
-    settings = {f.name for f in dataclasses.fields(GatewayConfig)}
-    config = GatewayConfig(**{k: v for k, v in options.items() if k in settings})
-    gateway = Gateway({b.name: b.address for b in backends.values()}, config,
-                      **{k: v for k, v in options.items() if k not in settings})
-    try:
-        await gateway.start()
-        async with aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=30)) as session:
-            yield gateway, backends, session
-    finally:
-        await gateway.stop()
-        for backend in backends.values():
-            await backend.stop()
-
-
-async def get(session: Any, gateway: Gateway, user: str | None, path: str = "/page",
-              method: str = "GET", **kwargs: Any) -> tuple[int, Any]:
-    headers = kwargs.pop("headers", {})
-    if user is not None:
-        headers["X-User-Id"] = user
-    async with session.request(method, gateway.url + path, headers=headers, **kwargs) as resp:
-        body = await resp.read()
-        try:
-            return resp.status, json.loads(body)
-        except ValueError:
-            return resp.status, body.decode()
-
-
-async def served_by(session: Any, gateway: Gateway, users: list[str]) -> dict[str, str]:
-    """Send one request per user, all at once; every one must succeed."""
-    answers = await asyncio.gather(*(get(session, gateway, user) for user in users))
-    assert [status for status, _ in answers] == [200] * len(users), answers
-    return {user: body["backend"] for user, (_, body) in zip(users, answers, strict=True)}
-
-
 def in_ring(gateway: Gateway, node: str) -> bool:
     return node in gateway.router
-
-
-def owner_of(gateway: Gateway, key: str) -> str:
-    node = gateway.router.get_target_node(key)
-    assert node is not None
-    return node
 
 
 # -- configuration ------------------------------------------------------------
@@ -234,7 +176,7 @@ def test_collaborators_are_injected() -> None:
     run(main())
 
 
-def test_missing_aiohttp_names_the_extra() -> None:
+def test_missing_aiohttp_names_the_extra(chash_env: dict[str, str]) -> None:
     # In a fresh interpreter where aiohttp cannot be imported: the module
     # imports, and building a gateway names the extra.
     code = (
@@ -246,7 +188,7 @@ def test_missing_aiohttp_names_the_extra() -> None:
         "except ImportError as exc:\n"
         "    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(CHASH_ROOT)})
+                         timeout=60, env=chash_env)
     assert out.returncode == 0, out.stderr
     assert "pip install 'chash-router[gateway]'" in out.stdout
 
@@ -604,15 +546,14 @@ def test_metrics_page() -> None:
 # -- the command --------------------------------------------------------------
 
 
-def test_command_serves_until_interrupted() -> None:
+def test_command_serves_until_interrupted(chash_env: dict[str, str]) -> None:
     async def main() -> None:
         backends = [await EchoBackend(name).start() for name in "ab"]
-        env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
             "--backend", f"a={backends[0].address},b={backends[1].address}",
             "--key", "query:user", "--health-interval", "60", "--duration", "60",
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=chash_env)
         try:
             assert proc.stdout is not None
             first = (await proc.stdout.readline()).decode()

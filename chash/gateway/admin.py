@@ -1,0 +1,200 @@
+"""The gateway's admin listener: the JSON status page and Prometheus metrics.
+
+Served by aiohttp on an address of its own (``GatewayConfig.admin_listen``),
+never on the proxy's port: backend addresses and error messages are for
+operators, not for every client.  Everything here reads the gateway through
+``chash.gateway.view.GatewayView``.  aiohttp and prometheus_client are
+imported when first needed, through ``chash._optional.require``, so that
+importing this module needs neither.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from chash._optional import MissingExtra, require
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from chash.gateway.view import GatewayView
+    from chash.health import NodeStatus
+    from chash.metrics import CountersSnapshot
+
+__all__ = ["make_app", "make_registry", "start_admin", "status"]
+
+#: Why metrics are off when prometheus_client is missing and not required.
+_NO_PROMETHEUS = ("metrics are off: prometheus_client is not installed "
+                  "(pip install 'chash-router[metrics]')")
+
+
+def _web() -> Any:
+    """``aiohttp.web``, or MissingExtra naming the gateway extra."""
+    return require("aiohttp.web", user="chash.gateway", extra="gateway", package="aiohttp")
+
+
+def _prometheus() -> Any:
+    """``prometheus_client``, or MissingExtra naming the metrics extra."""
+    return require("prometheus_client", user="GatewayConfig(metrics=True)", extra="metrics")
+
+
+def make_registry(gateway: GatewayView, metrics: bool | None,
+                  registry: Any) -> tuple[Any, str | None]:
+    """``(registry, None)`` when metrics are served, else ``(None, why not)``.
+
+    ``metrics``: True requires prometheus_client (``MissingExtra``, an
+    ImportError naming the extra), None serves metrics if it is installed,
+    False never.  ``registry``: where to register the gateway's
+    ``RouterCollector`` (None: a new, private one).
+    """
+    if metrics is False:
+        return None, "metrics are turned off"
+    try:
+        prometheus_client = _prometheus()
+    except MissingExtra:
+        if metrics:
+            raise
+        return None, _NO_PROMETHEUS
+    from chash.metrics import RouterCollector
+
+    collector = RouterCollector(gateway.router, health=gateway.health, load=gateway,
+                                counters=gateway.counters)
+    if registry is None:
+        registry = prometheus_client.CollectorRegistry()
+    registry.register(collector)
+    return registry, None
+
+
+def status(gateway: GatewayView) -> dict[str, Any]:
+    """The status page as a JSON-ready dict: the key rule, the ring, the
+    membership, the health settings, each node, and the request counts."""
+    router = gateway.router
+    checker = gateway.health
+    health = checker.status() if checker is not None else {}
+    snap = gateway.counters.snapshot()
+    config = gateway.config
+    membership = gateway.membership
+    shared = None
+    if membership is not None:
+        shared = {name: getattr(membership, name, None)
+                  for name in ("name", "version", "connected", "reporter")}
+    points = router.points
+    return {
+        "key": str(config.key_rule),
+        "missing_key": config.missing_key,
+        "started_at": gateway.started_at,
+        "ring": {
+            "nodes": len(router),
+            "points": sum(points.values()),
+            "virtual_node_count": router.virtual_node_count,
+            "hash": router.hash if isinstance(router.hash, str) else repr(router.hash),
+            "layout": router.layout,
+            "fingerprint": router.fingerprint(),
+        },
+        "membership": shared,
+        "health": None if checker is None else {
+            "interval": checker.interval,
+            "timeout": checker.timeout,
+            "fall": checker.fall,
+            "rise": checker.rise,
+            "panicking": checker.panicking,
+        },
+        "metrics": gateway.metrics_off or config.metrics_path,
+        "nodes": _nodes(gateway, health, snap),
+        "requests": dict(snap.requests),
+        "retries": snap.retries,
+    }
+
+
+def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
+           snap: CountersSnapshot) -> list[dict[str, Any]]:
+    """One entry per node: every configured backend, then any other node
+    the ring or the health checker knows."""
+    router = gateway.router
+    ownership = router.ownership()
+    points = router.points
+    weights = router.weights
+    loads = gateway.loads
+    hints = gateway.hints
+    nodes = []
+    for node in dict.fromkeys([*gateway.addresses, *router.nodes, *health]):
+        node_status = health.get(node)
+        entry: dict[str, Any] = {
+            "node": node,
+            "address": gateway.address_of(node),
+            "in_ring": node in router,
+            "weight": weights.get(node, getattr(node_status, "weight", None)),
+            "points": points.get(node, 0),
+            "ownership": ownership.get(node, 0.0),
+            "in_flight": loads.get(node, 0),
+            "lookups": snap.lookups.get(node, 0),
+            "upstream_ok": snap.upstream_ok.get(node, 0),
+            "upstream_errors": snap.upstream_errors.get(node, 0),
+            "health": None if node_status is None else _health(node, node_status, snap),
+        }
+        if node in hints:
+            entry["hint"] = hints[node]
+        nodes.append(entry)
+    return nodes
+
+
+def _health(node: str, node_status: NodeStatus, snap: CountersSnapshot) -> dict[str, Any]:
+    """The health checker's view of ``node``, with its transitions by state."""
+    return {
+        "state": str(node_status.state),
+        "in_service": node_status.in_service,
+        "consecutive_successes": node_status.consecutive_successes,
+        "consecutive_failures": node_status.consecutive_failures,
+        "last_error": node_status.last_error,
+        "last_latency": node_status.last_latency,
+        "last_check": node_status.last_check,
+        "last_change": node_status.last_change,
+        "transitions": {state: count for (n, state), count
+                        in snap.transitions.items() if n == node},
+    }
+
+
+def make_app(gateway: GatewayView) -> web.Application:
+    """The admin application: the status page and the metrics (or, at the
+    metrics path, why they are off).  MissingExtra without aiohttp."""
+    aioweb = _web()
+    config = gateway.config
+
+    async def handle_status(request: web.Request) -> web.StreamResponse:
+        page: web.Response = aioweb.Response(text=json.dumps(status(gateway), indent=2) + "\n",
+                                             content_type="application/json")
+        return page
+
+    async def handle_metrics(request: web.Request) -> web.StreamResponse:
+        registry = gateway.registry
+        answer: web.Response
+        if registry is None:
+            answer = aioweb.Response(status=404, text=f"chash gateway: {gateway.metrics_off}\n")
+        else:
+            prometheus_client = _prometheus()
+            answer = aioweb.Response(
+                body=prometheus_client.generate_latest(registry),
+                headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+        return answer
+
+    app: web.Application = aioweb.Application()
+    app.router.add_get(config.status_path, handle_status)
+    app.router.add_get(config.metrics_path, handle_metrics)
+    return app
+
+
+async def start_admin(gateway: GatewayView, host: str, port: int,
+                ) -> tuple[web.AppRunner, list[tuple[str, int]]]:
+    """Serve the admin application on ``host:port``; the runner and the
+    addresses bound.  MissingExtra without aiohttp."""
+    aioweb = _web()
+    runner: web.AppRunner = aioweb.AppRunner(make_app(gateway), access_log=None,
+                                             shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await aioweb.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner, [(str(a[0]), int(a[1])) for a in runner.addresses]

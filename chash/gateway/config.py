@@ -1,0 +1,251 @@
+"""The gateway's settings: ``GatewayConfig``, ``KeyRule`` and ``parse_address``.
+
+A leaf: it imports nothing else of ``chash.gateway``, so that every other
+module of the package (and the ``chash gateway`` command) can read the
+settings without pulling in the proxy.  Everything here is checked when it
+is built and raises ValueError with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["KEY_SOURCES", "GatewayConfig", "KeyRule", "KeyedRequest", "parse_address"]
+
+#: Where a routing key can come from (see ``KeyRule``).
+KEY_SOURCES = ("header", "cookie", "query", "path")
+
+
+class KeyedRequest(Protocol):
+    """What ``KeyRule.extract`` reads of a request head (a parsed
+    ``chash.gateway.heads.RequestHead`` is one)."""
+
+    @property
+    def target(self) -> bytes:
+        """The origin-form target: path and query, as sent."""
+
+    @property
+    def fields(self) -> list[tuple[bytes, bytes]]:
+        """``(lower-case name, value)`` of every header field, in order."""
+
+    def get(self, name: bytes) -> bytes | None:
+        """The first value of header ``name`` (lower-case), or None."""
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """Where a request's routing key comes from.
+
+    Written as a string, as on the command line:
+
+    * ``header:NAME``: the value of header NAME (case-insensitive);
+    * ``cookie:NAME``: the value of cookie NAME;
+    * ``query:NAME``: the value of query parameter NAME (the first one);
+    * ``path``: the first segment of the URL path (``/u42/cart`` -> ``u42``);
+      ``path:N``: the first N segments joined by ``/`` (``path:2`` on
+      ``/users/42/cart`` -> ``users/42``; fewer when the path is shorter).
+
+    Keys are bytes, exactly as sent (percent-decoded for query and path):
+    a value that is not UTF-8 is hashed like any other.  An empty value
+    counts as no key.
+    """
+
+    source: str
+    """One of ``KEY_SOURCES``."""
+    name: str = ""
+    """The header, cookie or parameter name ("" for ``path``)."""
+    segments: int = 1
+    """For ``path``: how many leading path segments make the key."""
+
+    @classmethod
+    def parse(cls, spec: str) -> KeyRule:
+        """Parse ``header:NAME``, ``cookie:NAME``, ``query:NAME``, ``path`` or
+        ``path:N``; ValueError with the reason otherwise."""
+        source, sep, name = spec.partition(":")
+        source = source.strip().lower()
+        name = name.strip()
+        if source == "path":
+            if not sep:
+                return cls("path")
+            if not name.isdigit() or int(name) < 1:
+                raise ValueError(f"in {spec!r}: path:N needs a whole number N >= 1")
+            return cls("path", segments=int(name))
+        if source not in KEY_SOURCES:
+            raise ValueError(
+                f"unknown key source {spec!r}: use header:NAME, cookie:NAME, "
+                "query:NAME, path or path:N")
+        if not name:
+            raise ValueError(f"in {spec!r}: {source}: needs a name, as in {source}:user")
+        if any(c.isspace() for c in name) or any(c in name for c in ":;,=\"()<>@[]{}/?\\") \
+                or not name.isascii():
+            raise ValueError(f"in {spec!r}: {name!r} is not a valid {source} name")
+        return cls(source, name)
+
+    def __str__(self) -> str:
+        if self.source == "path":
+            return "path" if self.segments == 1 else f"path:{self.segments}"
+        return f"{self.source}:{self.name}"
+
+    def extract(self, request: KeyedRequest) -> bytes | None:
+        """The key of ``request`` (a parsed head), or None when it has none."""
+        value: bytes | None = None
+        if self.source == "header":
+            value = request.get(self.name.lower().encode())
+        elif self.source == "cookie":
+            wanted = self.name.encode()
+            for name, header in request.fields:
+                if name == b"cookie":
+                    for pair in header.split(b";"):
+                        cname, sep, cvalue = pair.strip(b" \t").partition(b"=")
+                        if sep and cname == wanted:
+                            value = cvalue.strip(b'"')
+                            break
+                    if value is not None:
+                        break
+        elif self.source == "query":
+            _, sep, query = request.target.partition(b"?")
+            wanted = self.name.encode()
+            for pair in query.split(b"&"):
+                qname, _, qvalue = pair.partition(b"=")
+                if urllib.parse.unquote_to_bytes(qname.replace(b"+", b" ")) == wanted:
+                    value = urllib.parse.unquote_to_bytes(qvalue.replace(b"+", b" "))
+                    break
+        else:
+            path = request.target.partition(b"?")[0]
+            parts = [part for part in path.split(b"/") if part]
+            value = urllib.parse.unquote_to_bytes(b"/".join(parts[:self.segments]))
+        return value or None
+
+
+def parse_address(text: str) -> str:
+    """Normalize a backend address to ``host:port``; ValueError if it is not one.
+
+    Accepts ``host:port``, ``[v6]:port`` and ``http://host:port[/]``.
+    """
+    address = text.strip()
+    if address.startswith("http://"):
+        address = address[len("http://"):].rstrip("/")
+    elif "://" in address:
+        raise ValueError(f"backend {text!r}: only http:// backends are supported")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "/" in address:
+        raise ValueError(f"backend {text!r} is not HOST:PORT")
+    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
+        raise ValueError(f"backend {text!r}: write an IPv6 host in brackets, as [::1]:8080")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"backend {text!r}: the port must be a number from 1 to 65535")
+    return f"{host}:{int(port)}"
+
+
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: int, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """Every setting of a ``Gateway``; checked when built (ValueError).
+
+    The collaborators (router, health checker, membership) are not settings:
+    they are given to ``Gateway`` itself.
+    """
+
+    key: KeyRule | str = "header:X-User-Id"
+    """Where the key comes from: a ``KeyRule`` or its string form."""
+    missing_key: str = "remote"
+    """``"remote"`` routes a request without a key by the client's IP
+    address; ``"reject"`` answers 400."""
+    attempts: int = 3
+    """At most this many distinct nodes are tried per request."""
+    connect_timeout: float = 2.0
+    """Seconds to open a connection to a backend."""
+    read_timeout: float = 30.0
+    """Seconds a backend may stay silent while answering."""
+    deadline: float = 60.0
+    """Seconds from a request's arrival until a backend must have started
+    answering it, all attempts and waits for a pooled connection included
+    (504 after)."""
+    pool_size: int = 100
+    """Connections open at once to each backend (0: no limit).  Every
+    backend has its own pool, so a hung one cannot hold up the others."""
+    retry_statuses: frozenset[int] = frozenset({502, 503, 504})
+    """Backend statuses tried again on the next node, when the method
+    allows (the last node's answer is passed on)."""
+    fail_on_status: frozenset[int] = frozenset()
+    """Backend statuses reported to the health checker as failures.  Empty
+    by default: an application's own 5xx is an answer, not a dead node."""
+    retry_unsafe: bool = False
+    """Also retry non-idempotent requests that may have reached a backend."""
+    health: bool = True
+    """Build an ``AsyncHealthChecker`` (unless one is given to ``Gateway``)."""
+    health_path: str = "/health"
+    health_interval: float = 5.0
+    health_timeout: float = 2.0
+    fall: int = 3
+    rise: int = 2
+    metrics: bool | None = None
+    """Serve Prometheus metrics on the admin listener: True requires
+    prometheus_client, None serves them if installed, False never."""
+    admin_listen: tuple[str, int] | None = None
+    """``(host, port)`` of the admin listener (status page, metrics); None
+    (the default): no admin listener."""
+    status_path: str = "/-/status"
+    metrics_path: str = "/metrics"
+    node_header: str | None = None
+    """If set, each response names the node that served it in this header."""
+    max_body: int = 1 << 20
+    """The largest request body accepted, in bytes (413 above)."""
+    buffer_body: int = 65536
+    """Request bodies up to this size are read whole, so that a failed
+    attempt can be retried; larger and chunked ones are streamed."""
+    max_header_size: int = 32768
+    """The largest request head (request line and headers), in bytes (431)."""
+    header_timeout: float = 60.0
+    """Seconds a client may take to send a request head once it has begun
+    (408, and the connection is closed)."""
+    idle_timeout: float = 75.0
+    """Seconds a keep-alive connection may wait for its next request."""
+    body_timeout: float = 60.0
+    """Seconds a client may stay silent while sending a body (408)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, KeyRule):
+            object.__setattr__(self, "key", KeyRule.parse(self.key))
+        if self.missing_key not in ("remote", "reject"):
+            raise ValueError(f"missing_key must be 'remote' or 'reject', not "
+                             f"{self.missing_key!r}")
+        _count("attempts", self.attempts, 1)
+        for name in ("connect_timeout", "read_timeout", "deadline", "health_interval",
+                     "health_timeout", "header_timeout", "idle_timeout", "body_timeout"):
+            _positive(name, getattr(self, name))
+        for name in ("pool_size", "max_body", "buffer_body"):
+            _count(name, getattr(self, name), 0)
+        _count("max_header_size", self.max_header_size, 256)
+        _count("fall", self.fall, 1)
+        _count("rise", self.rise, 1)
+        object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
+        object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
+        for name in ("status_path", "metrics_path", "health_path"):
+            if not getattr(self, name).startswith("/"):
+                raise ValueError(f"{name} must start with '/', not {getattr(self, name)!r}")
+
+    @property
+    def key_rule(self) -> KeyRule:
+        """``key`` as a ``KeyRule``."""
+        assert isinstance(self.key, KeyRule)
+        return self.key
+
+    def replace(self, **changes: Any) -> GatewayConfig:
+        """A copy with ``changes`` applied (and checked)."""
+        return dataclasses.replace(self, **changes)

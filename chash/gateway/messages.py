@@ -1,0 +1,121 @@
+"""What the gateway writes of its own, without I/O: heads and answers.
+
+The head of a request to a backend (``backend_head``), the head of a
+response to a client and how its body is framed (``client_head``), and the
+gateway's own plain-text answers (``simple_answer``).  The proxy does the
+I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from chash.gateway.heads import RequestHead, ResponseHead
+
+__all__ = ["Body", "backend_head", "client_head", "simple_answer"]
+
+# Hop-by-hop headers (RFC 9110 §7.6.1) are never forwarded, in either
+# direction; nor are those the gateway recomputes itself.
+_HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
+    b"proxy-connection", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade",
+})
+_NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"content-length", b"expect",
+                                b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host"}
+_REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
+            413: "Content Too Large", 414: "URI Too Long",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error",
+            501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+            504: "Gateway Timeout", 505: "HTTP Version Not Supported"}
+_NO_BODY = frozenset({204, 304})
+
+
+class Body(enum.Enum):
+    """How the body of a response to a client is framed."""
+
+    NONE = "none"
+    """No body: a HEAD request, a 1xx, 204 or 304."""
+    LENGTH = "length"
+    """``Content-Length`` bytes, as the backend announced."""
+    CHUNKED = "chunked"
+    """Chunked, as the backend sent it, trailer fields included."""
+    DECHUNKED = "dechunked"
+    """Chunked from the backend, the bare data to an HTTP/1.0 client (which
+    knows no chunks): the body ends when the connection closes."""
+    UNTIL_CLOSE = "until close"
+    """Neither length nor chunks: the body ends when the backend closes."""
+
+
+def simple_answer(status: int, message: str, close: bool) -> bytes:
+    """A whole plain-text answer of the gateway's own: ``chash gateway: MESSAGE``."""
+    body = f"chash gateway: {message}\n".encode()
+    return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+            + ("Connection: close\r\n" if close else "") + "\r\n").encode() + body
+
+
+def backend_head(request: RequestHead, remote: str) -> bytes:
+    """Everything after the Host line of the request to a backend: the
+    client's fields but the hop-by-hop ones, the ``X-Forwarded-*`` fields,
+    the framing, and the empty line."""
+    named = {token.strip(b" \t").lower() for name, value in request.fields
+             if name == b"connection" for token in value.split(b",")}
+    out = []
+    forwarded_for = b""
+    for (name, value), line in zip(request.fields, request.lines, strict=True):
+        if name in _NOT_FORWARDED or name in named:
+            if name == b"x-forwarded-for":
+                forwarded_for = value
+            continue
+        out.append(line)
+    client_ip = remote.encode()
+    if client_ip:
+        forwarded_for = forwarded_for + b", " + client_ip if forwarded_for else client_ip
+    if forwarded_for:
+        out.append(b"X-Forwarded-For: " + forwarded_for)
+    out.append(b"X-Forwarded-Proto: http")
+    host = request.host
+    if host:
+        out.append(b"X-Forwarded-Host: " + host)
+    if request.chunked:
+        out.append(b"Transfer-Encoding: chunked")
+    elif request.content_length or request.method not in ("GET", "HEAD"):
+        out.append(b"Content-Length: %d" % request.content_length)
+    out.append(b"")
+    out.append(b"")
+    return b"\r\n".join(out)
+
+
+def client_head(request: RequestHead, response: ResponseHead,
+                extra: bytes | None = None) -> tuple[bytes, Body, bool]:
+    """The head of ``response`` as the client gets it (with the header line
+    ``extra`` if given), how its body is framed, and whether the client
+    connection may go on after it."""
+    keep = request.keep_alive
+    lines = [b"HTTP/1.1 %d %s" % (response.status, response.reason), *response.relay]
+    if extra is not None:
+        lines.append(extra)
+    length = response.content_length
+    if request.method == "HEAD" or response.status in _NO_BODY or response.status < 200:
+        body = Body.NONE
+        if length is not None:
+            lines.append(b"Content-Length: %d" % length)
+        elif response.chunked and request.method == "HEAD":
+            lines.append(b"Transfer-Encoding: chunked")
+    elif length is not None:
+        body = Body.LENGTH
+        lines.append(b"Content-Length: %d" % length)
+    elif response.chunked and request.version == b"HTTP/1.0":
+        body = Body.DECHUNKED
+        keep = False
+    elif response.chunked:
+        body = Body.CHUNKED
+        lines.append(b"Transfer-Encoding: chunked")
+    else:
+        body = Body.UNTIL_CLOSE
+        keep = False
+    if not keep:
+        lines.append(b"Connection: close")
+    elif request.version == b"HTTP/1.0":
+        lines.append(b"Connection: keep-alive")
+    return b"\r\n".join(lines) + b"\r\n\r\n", body, keep

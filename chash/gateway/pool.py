@@ -1,0 +1,96 @@
+"""Keep-alive connections to one backend: ``Pool``, at most ``limit`` open.
+
+Every backend has a pool of its own, so that a hung backend holding all of
+its connections cannot hold up requests to the others.  Waiting for a free
+connection is bounded by the request's deadline (``NoSlot`` after it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from chash.gateway.channel import Channel
+
+__all__ = ["NoSlot", "Pool"]
+
+
+class NoSlot(Exception):
+    """No pooled connection freed up before the request's deadline."""
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(NoSlot())
+
+
+class Pool:
+    """Keep-alive connections to one backend, at most ``limit`` open."""
+
+    def __init__(self, address: str, limit: int) -> None:
+        host, _, port = address.rpartition(":")
+        self.host = host.strip("[]")
+        self.port = int(port)
+        self.limit = limit
+        self.idle: list[Channel] = []
+        self.open = 0
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self, connect_timeout: float, deadline: float,
+                      fresh: bool = False) -> tuple[Channel, bool]:
+        """A connection and whether it was reused (never, if ``fresh``);
+        NoSlot, TimeoutError or OSError when none could be had (nothing was
+        sent)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while self.idle and not fresh:
+                channel = self.idle.pop()
+                if channel.lost or channel.buffered or channel.peer_closed:
+                    self.open -= 1
+                    channel.close()
+                    continue
+                return channel, True
+            if not self.limit or self.open < self.limit:
+                break
+            waiter = loop.create_future()
+            self.waiters.append(waiter)
+            handle = loop.call_at(deadline, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+        self.open += 1
+        try:
+            timeout = min(connect_timeout, max(0.0, deadline - loop.time()))
+            _, channel = await asyncio.wait_for(
+                loop.create_connection(Channel, self.host, self.port), timeout)
+        except BaseException:
+            self.open -= 1
+            self._wake()
+            raise
+        return channel, False
+
+    def release(self, channel: Channel, reuse: bool) -> None:
+        """Give ``channel`` back: pooled if ``reuse`` and still sound."""
+        if reuse and not channel.lost and not channel.buffered:
+            self.idle.append(channel)
+        else:
+            self.open -= 1
+            channel.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        for channel in self.idle:
+            channel.close()
+        self.open -= len(self.idle)
+        self.idle.clear()

@@ -1,0 +1,74 @@
+"""What the admin app reads of a running gateway: the ``GatewayView`` protocol.
+
+``chash.gateway.admin`` serves the status page and the metrics from a
+``GatewayView`` rather than from the ``Gateway`` class, so that the admin
+app never imports the gateway (the gateway imports the admin app to start
+it).  ``Gateway`` satisfies the protocol; a test may pass any object that
+does.  This module imports nothing of the gateway but its configuration,
+and that only for type checking.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from chash._chash import ConsistentHashRouter
+    from chash.gateway.config import GatewayConfig
+    from chash.health import AsyncHealthChecker
+    from chash.metrics import RouteCounters
+
+__all__ = ["GatewayView"]
+
+
+class GatewayView(Protocol):
+    """The state of a gateway the admin app shows; each read is a snapshot."""
+
+    @property
+    def config(self) -> GatewayConfig:
+        """The settings (key rule, paths, ``missing_key``...)."""
+
+    @property
+    def router(self) -> ConsistentHashRouter:
+        """The ring requests are routed through."""
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """``{node: host:port}`` of every configured backend."""
+
+    def address_of(self, node: str) -> str:
+        """The ``host:port`` that ``node`` is reached at."""
+
+    @property
+    def health(self) -> AsyncHealthChecker | None:
+        """The health checker, or None if health checks are off."""
+
+    @property
+    def membership(self) -> object | None:
+        """The membership sharing the ring, or None; its ``name``,
+        ``version``, ``connected`` and ``reporter`` are shown when it has
+        them."""
+
+    @property
+    def counters(self) -> RouteCounters:
+        """Requests, lookups, retries and health transitions counted so far."""
+
+    @property
+    def loads(self) -> dict[str, int]:
+        """``{node: requests in flight}``."""
+
+    @property
+    def hints(self) -> dict[str, str]:
+        """Advice for the operator, by node."""
+
+    @property
+    def started_at(self) -> float | None:
+        """When the gateway started listening (``time.time()``), or None."""
+
+    @property
+    def registry(self) -> Any:
+        """The Prometheus registry served at the metrics path, or None."""
+
+    @property
+    def metrics_off(self) -> str | None:
+        """Why metrics are not served (None when they are)."""
