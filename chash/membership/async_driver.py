@@ -50,7 +50,7 @@ class AsyncDriver(MembershipDriver):
         self._store = store
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
-        self._worker = Worker(self._core, 0.0)
+        self._worker = Worker(self._core, 0.0)  # made again by start(), on the loop's clock
         self._closing = False
         self._vote_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task[None]] = []

@@ -49,7 +49,7 @@ class SyncDriver(MembershipDriver):
         self._store = store
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._worker = Worker(self._core, time.monotonic())
+        self._worker = Worker(self._core, time.monotonic())  # made again by start()
         self._vote_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
