@@ -1,6 +1,6 @@
-"""Which chash the tests import, shared fixtures (HTTP backends,
-redis-servers), and the hypothesis profiles: "ci" (reproducible, bounded)
-when CI is set, else "dev".
+"""Which chash the tests import, shared fixtures (HTTP backends), and the
+hypothesis profiles: "ci" (reproducible, bounded) when CI is set, else
+"dev".
 
 The suite tests whichever chash is installed: an editable install of this
 checkout, or a wheel (from an unpacked sdist, say). ``python -m pytest`` puts
@@ -50,7 +50,6 @@ def _prefer_installed_chash() -> None:
 _prefer_installed_chash()
 
 from _support.http_backends import Backend  # noqa: E402
-from _support.redis_server import RedisServer, running_server  # noqa: E402
 
 settings.register_profile(
     "ci",
@@ -76,16 +75,3 @@ def backends() -> Iterator[Callable[..., Backend]]:
     yield make
     for backend in made:
         backend.stop()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    """One redis-server for a module's tests that do not restart or pause it
-    (skips without redis-server)."""
-    yield from running_server()
-
-
-@pytest.fixture
-def own_server() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, which it may stop, restart or pause."""
-    yield from running_server()

@@ -26,7 +26,7 @@ import chash
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
 
-__all__ = ["Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
+__all__ = ["Gateways", "Worker", "add_all", "converge", "driver_factory", "fingerprint_of",
            "wait_until", "worker_factory"]
 
 WORKER = Path(__file__).with_name("membership_worker.py")
@@ -184,6 +184,10 @@ def converge(gateways: list[Worker], weights: dict[str, float], what: str) -> No
     assert len(versions) == 1, versions
 
 
+
+
+#: What ``driver_factory`` yields: ``start(port, count, options=(...), ...)``.
+Gateways = Callable[..., list[Worker]]
 
 
 def driver_factory(driver: str, tmp_path: Path) -> Iterator[Callable[..., list[Worker]]]:

@@ -21,7 +21,7 @@ import pytest
 
 from _support.ports import free_port
 
-__all__ = ["RedisServer", "redis_server_path", "running_server"]
+__all__ = ["RedisServer", "emptied_client", "redis_server_path", "running_server"]
 
 STARTUP_DEADLINE = 15.0
 
@@ -134,6 +134,13 @@ class RedisServer:
         return {"host": "127.0.0.1", "port": self.port, "socket_timeout": 2.0,
                 "socket_connect_timeout": 1.0, "retry": retry}
 
+    def connect(self, **kwargs: Any) -> Any:
+        """A ``redis.Redis`` of this server; ``kwargs`` go to the client
+        (``client_kwargs()``, say)."""
+        import redis
+
+        return redis.Redis(**{"host": "127.0.0.1", "port": self.port, **kwargs})
+
     def log_tail(self, lines: int = 20) -> str:
         """The end of the server's log, for failure messages."""
         try:
@@ -154,3 +161,15 @@ def running_server() -> Iterator[RedisServer]:
         yield srv
     finally:
         srv.close()
+
+
+def emptied_client(srv: RedisServer, **kwargs: Any) -> Iterator[Any]:
+    """A ``redis.Redis`` of ``srv`` (``kwargs`` go to the client), after
+    every key was flushed, closed when the generator is closed: the body of
+    the tests' client fixtures (``yield from emptied_client(server)``)."""
+    client = srv.connect(**kwargs)
+    client.flushall()
+    try:
+        yield client
+    finally:
+        client.close()

@@ -11,20 +11,18 @@ to the shard channel.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from _support.membership_procs import Worker, add_all, converge, driver_factory
+from _support.membership_procs import Gateways, Worker, add_all, converge
 from _support.redis_topologies import LocalCluster, LocalSentinel, _command
 from _support.waiting import wait_until
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 
 CHANNEL = "chash:{default}:events"
-Gateways = Callable[..., list[Worker]]
 
 
 @pytest.fixture
@@ -41,12 +39,6 @@ def sentinel() -> Iterator[LocalSentinel]:
     topology = LocalSentinel()
     yield topology
     topology.close()
-
-
-@pytest.fixture(params=["sync", "async"])
-def gateways(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateways]:
-    """Start gateway processes with the driver of the parameter."""
-    yield from driver_factory(request.param, tmp_path)
 
 
 def write_until_it_works(gateway: Worker, op: str, **kwargs: Any) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _support.membership_procs import Worker, add_all, converge, driver_factory, fingerprint_of
+from _support.membership_procs import Gateways, add_all, converge, fingerprint_of
 from _support.redis_server import RedisServer
 from _support.waiting import eventually, run, wait_until
 from chash import ConsistentHashRouter
@@ -37,37 +37,22 @@ from chash.membership import (
 
 META, NODES, VOTES, DOWN, ORDER = (f"chash:{{default}}:{part}" for part in
                                    ("meta", "nodes", "votes", "down", "order"))
-Gateways = Callable[..., list[Worker]]
 
 
 def _client(srv: RedisServer) -> redis.Redis:
-    return redis.Redis(host="127.0.0.1", port=srv.port, decode_responses=True,
-                       socket_timeout=10.0)
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    """A client of the shared server, which starts empty."""
-    c = _client(server)
-    c.flushall()
-    yield c
-    c.close()
-
-
-@pytest.fixture(params=["sync", "async"])
-def gateways(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateways]:
-    """Start gateway processes with the driver of the parameter."""
-    yield from driver_factory(request.param, tmp_path)
+    """An admin client of ``srv``, replies as str."""
+    admin: redis.Redis = srv.connect(decode_responses=True, socket_timeout=10.0)
+    return admin
 
 
 # -- 1. same version, different ring ----------------------------------------
 
 
 def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: RedisServer,
-                                                client: redis.Redis) -> None:
+                                                text_client: redis.Redis) -> None:
     gw = gateways(server.port, 3)
     gw[0].call("add", node="a")
-    at_two, order_at_two = client.hgetall(META), client.hgetall(ORDER)
+    at_two, order_at_two = text_client.hgetall(META), text_client.hgetall(ORDER)
     ring = {"a": 1.0, "b": 1.0, "c": 1.0}
     add_all(gw, {"b": 1.0, "c": 1.0})
     converge(gw, ring, "the ring before the faults")
@@ -77,7 +62,7 @@ def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: Redi
     # gw2 sleeps: the others notice the version going back and start a new
     # epoch, which gw2 reads when it wakes whatever version it holds.
     gw[2].pause()
-    rollback = client.pipeline(transaction=True)
+    rollback = text_client.pipeline(transaction=True)
     rollback.delete(NODES)
     rollback.hset(NODES, "a", "1.0")
     rollback.delete(ORDER)
@@ -99,7 +84,7 @@ def test_redis_going_back_never_splits_the_ring(gateways: Gateways, server: Redi
     converge(gw, ring, "a, b and c again")
     version = gw[0].status()["version"]
     other = {"a": 1.0, "d": 1.0, "e": 1.0}
-    rewrite = client.pipeline(transaction=True)
+    rewrite = text_client.pipeline(transaction=True)
     rewrite.delete(NODES)
     rewrite.hset(NODES, mapping={node: repr(weight) for node, weight in other.items()})
     rewrite.delete(ORDER)
@@ -146,14 +131,14 @@ def test_unsynced_instance_never_wipes_the_ring(gateways: Gateways,
 
 
 def test_unreadable_entries_never_half_apply_a_script(gateways: Gateways, server: RedisServer,
-                                                      client: redis.Redis) -> None:
+                                                      text_client: redis.Redis) -> None:
     gw = gateways(server.port, 3)
     ring = {"a": 1.0, "b": 1.0, "c": 1.0}
     add_all(gw, ring)
     converge(gw, ring, "a, b, c")
     version = gw[0].status()["version"]
-    client.hset(VOTES, "a", "not json")
-    client.hset(VOTES, "c", '{"gw9": ["down", "yesterday"]}')
+    text_client.hset(VOTES, "a", "not json")
+    text_client.hset(VOTES, "c", '{"gw9": ["down", "yesterday"]}')
     # Two of three vote b down, with votes on an unreadable record (replaced
     # by the new vote): the batches count whole and bump the version once.
     for g in gw[:2]:
@@ -173,8 +158,8 @@ def test_unreadable_entries_never_half_apply_a_script(gateways: Gateways, server
     assert all(log.count("skipped unreadable entry votes['c']") <= 1 for log in logs)
     assert any("skipped unreadable entry votes['c']" in log for log in logs)
     # A missing epoch field: the store is damaged, the instances restore it.
-    old_epoch = client.hget(META, "epoch")
-    client.hdel(META, "epoch")
+    old_epoch = text_client.hget(META, "epoch")
+    text_client.hdel(META, "epoch")
     wait_until(lambda: all(g.status()["epoch"] not in (None, old_epoch) for g in gw),
                "the instances restore a ring without an epoch, under a new one")
     converge(gw, ring, "nothing lost")
@@ -186,15 +171,15 @@ def test_unreadable_entries_never_half_apply_a_script(gateways: Gateways, server
 
 
 def test_bad_entries_are_skipped_one_by_one(gateways: Gateways, server: RedisServer,
-                                            client: redis.Redis) -> None:
+                                            text_client: redis.Redis) -> None:
     gw = gateways(server.port, 2)
     ring = {"a": 1.0, "b": 2.0}
     add_all(gw, ring)
     converge(gw, ring, "a and b")
     # A buggy writer leaves weights that do not parse or that no router
     # takes (it keeps the count right: the store is readable).
-    client.hset(NODES, mapping={"x": "heavy", "y": "1e12", "z": "-1"})
-    client.hset(META, "count", 5)
+    text_client.hset(NODES, mapping={"x": "heavy", "y": "1e12", "z": "-1"})
+    text_client.hset(META, "count", 5)
     gw[0].call("add", node="c")  # succeeds: its write committed, so it says so
     ring["c"] = 1.0
     converge(gw, ring, "every instance applies c and skips x, y and z")
@@ -207,8 +192,8 @@ def test_bad_entries_are_skipped_one_by_one(gateways: Gateways, server: RedisSer
         assert log.count("nodes['y'] = '1000000000000.0'") == 1
     # A version that is not an integer: damaged; the synced instances
     # restore the ring, the new one follows.
-    old_epoch = client.hget(META, "epoch")
-    client.hset(META, "version", "4.5")
+    old_epoch = text_client.hget(META, "epoch")
+    text_client.hset(META, "version", "4.5")
     wait_until(lambda: all(g.status()["epoch"] != old_epoch for g in [*gw, fresh]),
                "the ring is restored with a sound version")
     converge([*gw, fresh], ring, "nothing lost")
@@ -220,16 +205,16 @@ def test_bad_entries_are_skipped_one_by_one(gateways: Gateways, server: RedisSer
 
 
 def test_lost_node_set_is_restored_not_applied(gateways: Gateways, server: RedisServer,
-                                               client: redis.Redis) -> None:
+                                               text_client: redis.Redis) -> None:
     gw = gateways(server.port, 3)
     ring = {f"n{i}": 1.0 for i in range(24)}
     add_all(gw, ring)
     converge(gw, ring, "24 nodes")
-    client.delete(NODES)  # evicted under an allkeys-* policy; meta stays
+    text_client.delete(NODES)  # evicted under an allkeys-* policy; meta stays
     gw[1].call("add", node="x")
     ring["x"] = 1.0
     converge(gw, ring, "the node set is restored, then x added: nothing removed")
-    assert client.hlen(NODES) == 25
+    assert text_client.hlen(NODES) == 25
     assert any("damaged (meta.count is 24 but 0 entries are stored)" in g.log() for g in gw)
     # Removing the last node in service is refused unless forced.
     for node in list(ring)[:-1]:
@@ -328,14 +313,14 @@ class Driver:
 
 
 @pytest.fixture(params=["sync", "async"])
-def driver(request: pytest.FixtureRequest, client: redis.Redis,
+def driver(request: pytest.FixtureRequest, text_client: redis.Redis,
            server: RedisServer) -> Iterator[Driver]:
     d = Driver(request.param, server)
     yield d
     d.close()
 
 
-def test_writes_against_a_missing_ring(driver: Driver, client: redis.Redis,
+def test_writes_against_a_missing_ring(driver: Driver, text_client: redis.Redis,
                                        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="chash.membership")
     admin = driver.make()  # a one-off script: never started, never synced
@@ -344,7 +329,7 @@ def test_writes_against_a_missing_ring(driver: Driver, client: redis.Redis,
         driver(admin, "add_node", "a")
     with pytest.raises(RingMissingError):
         driver(admin, "refresh")
-    assert client.exists(META) == 0
+    assert text_client.exists(META) == 0
     seeded = ConsistentHashRouter()
     seeded.add_service_node("s")
     first = driver.make(seeded, bootstrap=True)
@@ -353,7 +338,7 @@ def test_writes_against_a_missing_ring(driver: Driver, client: redis.Redis,
     driver(admin, "add_node", "b")  # the ring exists now
     assert admin.router.weights == {"s": 1.0, "a": 1.0, "b": 1.0}
     assert admin.state is not None and admin.state.version == 3
-    client.delete(NODES)
+    text_client.delete(NODES)
     other = driver.make()
     with pytest.raises(RingMissingError, match="is damaged in Redis"):
         driver(other, "add_node", "c")
@@ -362,7 +347,7 @@ def test_writes_against_a_missing_ring(driver: Driver, client: redis.Redis,
     assert any("restored it" in r.getMessage() for r in caplog.records)
 
 
-def test_start_without_a_ring_waits_for_one(driver: Driver, client: redis.Redis) -> None:
+def test_start_without_a_ring_waits_for_one(driver: Driver, text_client: redis.Redis) -> None:
     router = ConsistentHashRouter()
     router.add_service_node("mine")
     waiting = driver.make(router)
@@ -382,13 +367,13 @@ def test_start_without_a_ring_waits_for_one(driver: Driver, client: redis.Redis)
     assert waiting.state is not None and waiting.state.version == holder.version
 
 
-def test_stop_raises_nothing(driver: Driver, client: redis.Redis) -> None:
+def test_stop_raises_nothing(driver: Driver, text_client: redis.Redis) -> None:
     m = driver.make(bootstrap=True)
     driver(m, "start")
     driver(m, "add_node", "a")
     m.mark_down("a", "failing")
-    client.hset(VOTES, "a", "[[[")
-    client.hset(META, "version", "x")  # every script now finds the store damaged
+    text_client.hset(VOTES, "a", "[[[")
+    text_client.hset(META, "version", "x")  # every script now finds the store damaged
     driver(m, "stop")
     assert not m.running
 
@@ -398,7 +383,7 @@ def test_stop_raises_nothing(driver: Driver, client: redis.Redis) -> None:
 
 def documented_acl() -> list[str]:
     """The ACL SETUSER line of docs/membership.md, for ring ``default``."""
-    docs = Path(__file__).resolve().parent.parent / "docs" / "membership.md"
+    docs = Path(__file__).resolve().parents[2] / "docs" / "membership.md"
     lines = [line for line in docs.read_text().splitlines() if line.startswith("ACL SETUSER")]
     assert len(lines) == 1, lines
     return lines[0].replace("{orders}", "{default}").split()
@@ -432,10 +417,10 @@ def test_documented_acl_rules_suffice(gateways: Gateways, own_server: RedisServe
 
 
 def test_a_client_without_sharded_pub_sub_follows_by_the_checks(
-        server: RedisServer, client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+        server: RedisServer, text_client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
     """redis.asyncio has SSUBSCRIBE only from redis-py 8: an older one
     follows the ring by its periodic checks, and says so once."""
-    assert int(client.info("server")["redis_version"].split(".")[0]) >= 7, "needs Redis 7"
+    assert int(text_client.info("server")["redis_version"].split(".")[0]) >= 7, "needs Redis 7"
 
     class OldPubSub(redis.asyncio.client.PubSub):
         ssubscribe = None  # type: ignore[assignment]

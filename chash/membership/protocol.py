@@ -1,12 +1,12 @@
 """The shared-ring protocol, once, for both drivers: no I/O.
 
-Each operation is a generator.  It yields a ``Call`` (a script to run
-against the ring's keys, with its arguments) and receives the script's
-reply, or has the client's exception thrown in at the ``yield``; it returns
-its result.  A driver is a short loop that performs the calls:
-``RedisMembership`` with redis-py in threads, ``AsyncRedisMembership`` with
-``redis.asyncio`` in tasks (``chash.membership``).  So the two can never
-drift apart, and the protocol is tested once with either.
+Each operation is a generator.  It yields a ``Call`` (an operation on the
+store, by name, with its arguments) and receives the store's reply, or has
+the client's exception thrown in at the ``yield``; it returns its result.
+A driver is a short loop that hands the calls to its store
+(``chash.membership.store``): ``RedisMembership`` with redis-py in
+threads, ``AsyncRedisMembership`` with ``redis.asyncio`` in tasks.  So the
+two can never drift apart, and the protocol is tested once with either.
 
 What the protocol guarantees (docs/membership.md has the why):
 
@@ -29,33 +29,38 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._membership_state import (
+from chash.membership.core import MembershipCore
+from chash.membership.state import (
     CHANGED,
     DAMAGED,
     MISSING,
     NO_SUCH_NODE,
     OTHER_CONFIG,
     REFUSED,
-    MembershipCore,
     MembershipState,
     Position,
-    _optional,
+    optional_text,
     parse_reply,
     text,
 )
 
-__all__ = ["Call", "Exchange", "check", "pull", "start", "sweep", "send_votes", "tick",
-           "write"]
+__all__ = ["SCRIPTS", "Call", "Exchange", "check", "pull", "start", "sweep", "send_votes",
+           "tick", "withdraw", "write"]
 
 logger = logging.getLogger("chash.membership")
 
 T = TypeVar("T")
 
+#: Every operation a store performs, by the name the protocol calls it.
+SCRIPTS = ("SNAPSHOT", "HEAD", "STAMP", "REEPOCH", "SEED", "WRITE", "VOTE", "SWEEP")
+
 
 @dataclass(frozen=True)
 class Call:
-    """Run script ``script`` (a name in ``chash._membership_lua.SCRIPTS``)
-    on the ring's keys with ``args``; the reply is sent back."""
+    """Perform store operation ``script`` (one of ``SCRIPTS``) with
+    ``args``; the reply is sent back.  The Redis store runs the Lua script
+    of that name (``chash.membership.redis.scripts`` documents each one's
+    arguments and reply)."""
 
     script: str
     args: tuple[str | int, ...] = ()
@@ -119,7 +124,7 @@ def check(core: MembershipCore) -> Exchange[None]:
         yield from pull(core)
         return
     seen: Position = (text(reply[1]), int(reply[2]))
-    digest = _optional(reply[3])
+    digest = optional_text(reply[3])
     ours = core.position
     if seen == ours:
         core.repair()

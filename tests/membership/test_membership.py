@@ -51,21 +51,12 @@ from chash.membership import (
 )
 
 RESYNC = 0.2
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Where the chash under test comes from (the checkout, or site-packages).
 CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 
 
 # -- fixtures ---------------------------------------------------------------
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    """A client of the shared server, which starts empty."""
-    c = redis.Redis(**server.client_kwargs())
-    c.flushall()
-    yield c
-    c.close()
 
 
 Factory = Callable[..., RedisMembership]
@@ -134,7 +125,7 @@ import sys
 class Block:
     def find_spec(self, name, path=None, target=None):
         if name == "redis" or name.startswith("redis."):
-            raise ImportError("blocked: " + name)
+            raise ModuleNotFoundError("blocked: " + name, name=name)  # as if not installed
 sys.meta_path.insert(0, Block())
 import chash, chash.membership
 try:

@@ -1,11 +1,11 @@
-"""What both Redis membership drivers share, without any I/O.
+"""The bookkeeping of one instance in a shared ring, without any I/O.
 
-The drivers (``chash.membership``) talk to Redis; this module and the
-protocol built on it (``chash._membership_protocol``) know what to send and
-what a reply means: the key names, the settings every instance must share,
-the arguments of each script, the parsed ring (``MembershipState``), the
-verdicts waiting to be sent, the outage bookkeeping, and how a state is
-applied to the local router.
+The drivers (``chash.membership.sync_driver``, ``.async_driver``) perform
+the calls on a store; this module and the protocol built on it
+(``chash.membership.protocol``) know what to send and what a reply means:
+the settings every instance must share, the arguments of each call, the
+parsed ring (``chash.membership.state``), the verdicts waiting to be sent,
+the outage bookkeeping, and how a state is applied to the local router.
 
 Invariants:
 
@@ -26,193 +26,71 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import secrets
-import socket
 import threading
 import time
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from ._chash import ConsistentHashRouter
+from chash._chash import ConsistentHashRouter
+from chash.membership.settings import MembershipSettings, default_reporter
+from chash.membership.state import (
+    DAMAGED,
+    MISSING,
+    HealthVerdict,
+    MembershipState,
+    Position,
+    Reply,
+    RingMissingError,
+    Snapshot,
+    optional_text,
+    pairs,
+    text,
+)
 
-__all__ = ["HealthVerdict", "MembershipState", "RingMissingError"]
+__all__ = ["MembershipCore", "check_router"]
 
 logger = logging.getLogger("chash.membership")
 
-#: Quorum names the scripts know, besides a positive integer.
-QUORUMS = ("majority", "any", "all")
 
-#: Status codes of the scripts (see ``chash._membership_lua``).
-CHANGED, UNCHANGED, MISSING, NO_SUCH_NODE, DAMAGED, REFUSED, OTHER_CONFIG = 1, 0, -1, -2, -3, -4, -5
-
-Position = tuple[str | None, int]
-
-#: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
-#: scripts take them (``chash._membership_lua``).
-KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order")
-
-
-class RingMissingError(RuntimeError):
-    """The ring is missing (or damaged) in Redis, and this instance may not
-    create it: it never synced and was not told to bootstrap.  An instance
-    that holds the ring restores it."""
-
-
-def text(value: object) -> str:
-    """A reply item as str, whether the client decodes responses or not."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    return str(value)
-
-
-def _pairs(flat: Sequence[object]) -> list[tuple[str, str]]:
-    return [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
-
-
-def _optional(value: object) -> str | None:
-    """A reply item that Lua gives as false (or Redis as nil) when absent."""
-    return None if value is None or value is False or value == 0 else text(value)
-
-
-@dataclass(frozen=True)
-class HealthVerdict:
-    """Why the health checks took a node out of a shared ring."""
-
-    reason: str
-    """The last failure reported by a reporter voting it down."""
-    votes: int
-    """Reporters voting it down when it was taken out."""
-    reporters: int
-    """Reporters whose votes were live then."""
-    since: float
-    """When it was taken out (Redis server clock, seconds since the epoch)."""
-
-    def __str__(self) -> str:
-        return f"{self.votes} of {self.reporters} reporters: {self.reason}"
-
-
-@dataclass(frozen=True)
-class MembershipState:
-    """One consistent view of a shared ring, as read from Redis."""
-
-    epoch: str | None
-    """Random id of the store's lifetime: new whenever the ring is seeded
-    (first use, or Redis lost its data) or Redis was seen going back."""
-    version: int
-    """Bumped by every change of the ring within an epoch."""
-    config: str
-    """The settings every instance must share (router and quorum)."""
-    weights: Mapping[str, float] = field(default_factory=dict)
-    """Every readable node the store holds, in service or not, with its
-    weight, in the order they were added to the shared ring (see
-    ``add_order``)."""
-    disabled: Mapping[str, str] = field(default_factory=dict)
-    """Nodes an operator took out, with the reason given."""
-    down: Mapping[str, HealthVerdict] = field(default_factory=dict)
-    """Nodes the health verdicts took out."""
-
-    def ring(self) -> dict[str, float]:
-        """The nodes that belong in the router, with their weights."""
-        return {node: weight for node, weight in self.weights.items()
-                if node not in self.disabled and node not in self.down}
-
-    def watched(self) -> dict[str, float]:
-        """The nodes to health-check: all but those an operator disabled."""
-        return {node: weight for node, weight in self.weights.items()
-                if node not in self.disabled}
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A script's reply: status, the ring's position after it, the
-    unreadable entries it skipped (key, node, value), and any other items."""
-
-    status: int
-    position: Position | None = None
-    skipped: tuple[tuple[str, str, str], ...] = ()
-    detail: tuple[Any, ...] = ()
-
-
-def parse_reply(reply: Sequence[Any]) -> Reply:
-    """The reply of any script but ``SNAPSHOT`` and ``STAMP``."""
-    status = int(reply[0])
-    if status < 0:
-        return Reply(status, detail=tuple(reply[1:]))
-    flat = [text(item) for item in (reply[3] if len(reply) > 3 else [])]
-    skipped = tuple((flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat) - 2, 3))
-    return Reply(status, (text(reply[1]), int(reply[2])), skipped, tuple(reply[4:]))
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A parsed ``SNAPSHOT``: the state (None if the ring is missing or
-    damaged), the digest stamped for it, and whether announcements are
-    sharded."""
-
-    state: MembershipState | None
-    digest: str | None = None
-    sharded: bool = False
-    damage: str | None = None
-
-
-def default_reporter() -> str:
-    """A reporter id unique to this process and instance."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+def check_router(router: object) -> ConsistentHashRouter:
+    """``router`` if it is a ``chash.ConsistentHashRouter``; else TypeError."""
+    if not isinstance(router, ConsistentHashRouter):
+        raise TypeError(f"router must be a chash.ConsistentHashRouter, not {router!r}")
+    return router
 
 
 class MembershipCore:
     """State shared by a driver's threads or tasks; every method is quick
-    and thread-safe.  ``outage_errors`` are the exceptions that mean Redis
-    is unreachable, ``auth_errors`` those that mean it refused us (both
-    given by the driver, which knows the client library); ``clock`` is the
-    monotonic clock the outage watchdog reads."""
+    and thread-safe.  ``outage_errors`` are the exceptions that mean the
+    store is unreachable, ``auth_errors`` those that mean it refused us
+    (both given by the store, which knows the client library); ``clock`` is
+    the monotonic clock the outage watchdog reads."""
 
-    def __init__(self, router: ConsistentHashRouter, name: str, *, prefix: str,
-                 quorum: str | int, vote_ttl: float, resync_interval: float,
-                 reporter: str | None, bootstrap: bool = False,
+    def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings, *,
                  outage_errors: tuple[type[BaseException], ...] = (OSError,),
                  auth_errors: tuple[type[BaseException], ...] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
-        """Validate the settings; see ``RedisMembership``."""
-        if not isinstance(router, ConsistentHashRouter):
-            raise TypeError(f"router must be a chash.ConsistentHashRouter, not {router!r}")
-        for label, value in (("name", name), ("prefix", prefix)):
-            if not isinstance(value, str) or not value or "{" in value or "}" in value:
-                raise ValueError(f"{label} must be a non-empty str without braces, not {value!r}")
-        if isinstance(quorum, bool) or not (
-                quorum in QUORUMS or (isinstance(quorum, int) and quorum >= 1)):
-            raise ValueError(
-                f"quorum must be 'majority', 'any', 'all' or an int >= 1, not {quorum!r}")
-        for label, seconds in (("vote_ttl", vote_ttl), ("resync_interval", resync_interval)):
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-                    or not math.isfinite(seconds) or seconds <= 0:
-                raise ValueError(f"{label} must be a positive number of seconds, not {seconds!r}")
-        if vote_ttl < 0.01:
-            raise ValueError(f"vote_ttl must be at least 0.01 seconds, not {vote_ttl!r}")
-        if reporter is None:
-            reporter = default_reporter()
-        elif not isinstance(reporter, str) or not reporter:
-            raise ValueError(f"reporter must be a non-empty str, not {reporter!r}")
-        if not isinstance(bootstrap, bool):
-            raise TypeError(f"bootstrap must be a bool, not {bootstrap!r}")
+        """TypeError if ``router`` is not a ``ConsistentHashRouter``; the
+        settings were validated when they were made."""
+        check_router(router)
+        name, prefix = settings.name, settings.prefix
+        self.settings = settings
         self.router = router
         self.name = name
-        self.reporter = reporter
-        self.bootstrap = bootstrap
-        self.quorum = str(quorum)
-        self.vote_ttl = float(vote_ttl)
-        self.resync_interval = float(resync_interval)
+        self.reporter = settings.reporter or default_reporter()
+        self.bootstrap = settings.bootstrap
+        self.quorum = str(settings.quorum)
+        self.vote_ttl = float(settings.vote_ttl)
+        self.resync_interval = float(settings.resync_interval)
         self.outage_errors = outage_errors
         self.auth_errors = auth_errors
         self.clock = clock
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
-        base = f"{prefix}:{{{name}}}"
-        self.keys = [f"{base}:{part}" for part in KEY_PARTS]
-        self.channel = f"{base}:events"
+        #: Where every change is announced, ``epoch:version``.
+        self.channel = f"{prefix}:{{{name}}}:events"
         hash_ = router.hash
         hash_name = hash_ if isinstance(hash_, str) else \
             f"{getattr(hash_, '__module__', '?')}.{getattr(hash_, '__qualname__', repr(hash_))}"
@@ -307,7 +185,7 @@ class MembershipCore:
         if status == DAMAGED:
             return Snapshot(None, damage=text(reply[1]))
         weights: dict[str, float] = {}
-        for node, raw in _pairs(reply[4]):
+        for node, raw in pairs(reply[4]):
             try:
                 weight = float(raw)
             except ValueError:
@@ -316,16 +194,16 @@ class MembershipCore:
                 self._bad_entry("nodes", node, raw, "unreadable")
                 continue
             weights[node] = weight
-        sequences = _pairs(reply[9]) if len(reply) > 9 else []
+        sequences = pairs(reply[9]) if len(reply) > 9 else []
         weights = {node: weights[node] for node in self.add_order(weights, sequences)}
-        down = {node: self.parse_verdict(node, raw) for node, raw in _pairs(reply[6])}
+        down = {node: self.parse_verdict(node, raw) for node, raw in pairs(reply[6])}
         state = MembershipState(
             epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
             weights=types.MappingProxyType(weights),
-            disabled=types.MappingProxyType(dict(_pairs(reply[5]))),
+            disabled=types.MappingProxyType(dict(pairs(reply[5]))),
             down=types.MappingProxyType(down),
         )
-        digest = _optional(reply[7]) if len(reply) > 7 else None
+        digest = optional_text(reply[7]) if len(reply) > 7 else None
         sharded = len(reply) > 8 and int(reply[8]) == 1
         return Snapshot(state, digest, sharded)
 

@@ -1,7 +1,8 @@
 """The membership protocol without Redis: its generators are driven with
 scripted replies, as a driver would, and what they ask for is checked call
 by call.  The same protocol runs under both drivers, so these hold for
-both; the Redis-backed tests (test_membership*.py) check the scripts."""
+both; the Redis-backed tests (test_membership*.py, test_membership_scripts.py)
+check the scripts."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ from typing import Any
 import pytest
 
 from chash import ConsistentHashRouter
-from chash._membership_protocol import Call, check, pull, send_votes, write
-from chash._membership_state import MembershipCore, RingMissingError
+from chash.membership.core import MembershipCore
+from chash.membership.protocol import Call, check, pull, send_votes, write
+from chash.membership.settings import MembershipSettings
+from chash.membership.state import RingMissingError
+
+
+def settings(bootstrap: bool = False) -> MembershipSettings:
+    return MembershipSettings(name="orders", prefix="chash", quorum="majority", vote_ttl=30.0,
+                              resync_interval=1.0, reporter="me", bootstrap=bootstrap)
 
 
 def core(bootstrap: bool = False) -> MembershipCore:
-    return MembershipCore(ConsistentHashRouter(), "orders", prefix="chash",
-                          quorum="majority", vote_ttl=30.0, resync_interval=1.0,
-                          reporter="me", bootstrap=bootstrap,
+    return MembershipCore(ConsistentHashRouter(), settings(bootstrap=bootstrap),
                           outage_errors=(ConnectionError,))
 
 
@@ -199,9 +205,8 @@ def test_unreadable_entries_are_skipped_and_logged_once(
 
 
 def ordered_core() -> MembershipCore:
-    return MembershipCore(ConsistentHashRouter(layout="nginx"), "orders", prefix="chash",
-                          quorum="majority", vote_ttl=30.0, resync_interval=1.0,
-                          reporter="me", outage_errors=(ConnectionError,))
+    return MembershipCore(ConsistentHashRouter(layout="nginx"), settings(),
+                          outage_errors=(ConnectionError,))
 
 
 def test_nodes_are_applied_in_their_add_sequence_whatever_the_field_order() -> None:

@@ -1,0 +1,256 @@
+"""The asyncio driver: the protocol over an asyncio store, in two tasks.
+
+``AsyncDriver`` performs the protocol's calls (``chash.membership.protocol``)
+on an ``AsyncStore`` and runs the worker and listener decisions of
+``chash.membership.loops`` in two tasks.  ``AsyncRedisMembership``
+(``chash.membership.redis.membership``) is this driver over
+``redis.asyncio``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import types
+from typing import Any, Self, TypeVar
+
+import chash.membership.protocol as protocol
+from chash._chash import ConsistentHashRouter
+from chash.membership.core import MembershipCore
+from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
+from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
+from chash.membership.protocol import Exchange
+from chash.membership.settings import MembershipSettings
+from chash.membership.state import MembershipState
+from chash.membership.store import AsyncStore, AsyncSubscription, NoPubSub
+
+__all__ = ["AsyncDriver"]
+
+logger = logging.getLogger("chash.membership")
+
+T = TypeVar("T")
+
+
+class AsyncDriver(MembershipDriver):
+    """A shared ring kept in step through ``store``, for asyncio code.
+
+    ``async with`` (or ``await start()``) syncs and starts the tasks;
+    ``await stop()`` (or ``aclose()``) cancels them and withdraws this
+    instance's votes.  Operator calls are coroutines:
+    ``await add_node(...)``.  ``watched_nodes``, ``mark_down`` and
+    ``mark_up`` are plain, non-blocking methods, safe to call from the
+    event loop (as ``AsyncHealthChecker`` does) or from other threads.
+    """
+
+    def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings,
+                 store: AsyncStore) -> None:
+        """TypeError if ``router`` is not a ``ConsistentHashRouter``."""
+        self._core = MembershipCore(router, settings, outage_errors=store.outage_errors,
+                                    auth_errors=store.auth_errors)
+        self._store = store
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._worker = Worker(self._core, 0.0)  # made again by start(), on the loop's clock
+        self._closing = False
+        self._vote_lock: asyncio.Lock | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def running(self) -> bool:
+        """Whether the background tasks run."""
+        return any(not task.done() for task in self._tasks)
+
+    async def _run(self, exchange: Exchange[T]) -> T:
+        """Perform the calls of one protocol operation; return its result."""
+        core = self._core
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = exchange.send(reply) if error is None else exchange.throw(error)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            reply, error = None, None
+            ticket = core.exchange_started()
+            try:
+                reply = await self._store.run(call)
+            except Exception as exc:
+                error = exc
+            except BaseException:  # cancelled: the operation is abandoned
+                exchange.close()
+                raise
+            finally:
+                core.exchange_ended(ticket)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._vote_lock is None:
+            self._vote_lock = asyncio.Lock()
+        return self._vote_lock
+
+    # -- lifecycle ----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Sync with the store, then follow it in two tasks; as
+        ``RedisMembership.start``."""
+        if self.running:
+            raise RuntimeError("the membership is already running")
+        self._loop = loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._closing = False
+        await self._run(protocol.start(self._core))
+        self._worker = Worker(self._core, loop.time())
+        self._tasks = [
+            loop.create_task(self._work(), name="chash-membership"),
+            loop.create_task(self._listen(), name="chash-membership-listener"),
+        ]
+
+    async def stop(self) -> None:
+        """Cancel the tasks (waiting up to 10 seconds for them) and withdraw
+        this instance's health votes.  Safe to call twice, or without
+        ``start()``; raises nothing."""
+        tasks, self._tasks = self._tasks, []
+        self._closing = True
+        if self._wake is not None:
+            self._wake.set()
+        # Cancel until done: a redis.asyncio command can absorb a
+        # cancellation (seen with redis-py 8.1), and the worker then only
+        # notices _closing at its next wake-up.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + JOIN_TIMEOUT
+        pending = set(tasks)
+        while pending and loop.time() < deadline:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.1)
+        for task in tasks:
+            if not task.done():
+                logger.warning("%s did not stop; leaving it", task.get_name())
+            elif not task.cancelled() and task.exception() is not None:
+                logger.error("%s failed", task.get_name(), exc_info=task.exception())
+        if tasks and self._core.connected:
+            await self._run(protocol.withdraw(self._core))
+
+    async def aclose(self) -> None:
+        """Same as ``stop()``."""
+        await self.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: types.TracebackType | None) -> None:
+        await self.stop()
+
+    # -- operator API -------------------------------------------------------
+
+    async def refresh(self) -> MembershipState:
+        """As ``RedisMembership.refresh``."""
+        state = await self._run(protocol.pull(self._core))
+        if state is None:
+            raise self._core.missing_error(None)
+        return state
+
+    async def flush(self) -> None:
+        """Send the health votes waiting, now; raises on store errors."""
+        async with self._lock():
+            await self._run(protocol.send_votes(self._core))
+
+    async def add_node(self, node: str, weight: float = 1.0) -> None:
+        """As ``RedisMembership.add_node``."""
+        await self._run(protocol.write(self._core, "add", node,
+                                       self._core.weight_arg(node, weight)))
+
+    async def remove_node(self, node: str, *, force: bool = False) -> None:
+        """As ``RedisMembership.remove_node``."""
+        await self._run(protocol.write(self._core, "remove", node, force=force))
+
+    async def disable_node(self, node: str, reason: str = "disabled by an operator", *,
+                           force: bool = False) -> None:
+        """As ``RedisMembership.disable_node``."""
+        await self._run(protocol.write(self._core, "disable", node, reason, force=force))
+
+    async def enable_node(self, node: str) -> None:
+        """As ``RedisMembership.enable_node``."""
+        await self._run(protocol.write(self._core, "enable", node))
+
+    # -- tasks --------------------------------------------------------------
+
+    def _poke(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            wake.set()
+        else:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the loop is closed
+                pass
+
+    async def _work(self) -> None:
+        worker, wake = self._worker, self._wake
+        assert wake is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            timeout = worker.wait_for(loop.time())
+            if timeout is not None:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow
+                # a cancellation that races with the event being set.
+                try:
+                    async with asyncio.timeout(timeout):
+                        await wake.wait()
+                except TimeoutError:
+                    pass
+            wake.clear()
+            if self._closing:
+                return
+            todo = worker.round(loop.time())
+            if todo is not None:
+                async with self._lock():
+                    await self._run(protocol.tick(self._core, check_due=todo.check_due,
+                                                  requested=todo.requested,
+                                                  sweep_due=todo.sweep_due))
+
+    async def _listen(self) -> None:
+        listener = Listener(self._core)
+        subscription: AsyncSubscription | None = None
+        try:
+            while not self._closing:
+                step = listener.next_step()
+                try:
+                    if isinstance(step, Subscribe):
+                        subscription = await self._store.subscribe(step.channel, step.sharded)
+                        reaction = listener.subscribed()
+                    elif isinstance(step, Receive):
+                        assert subscription is not None
+                        reaction = listener.received(await subscription.receive(step.timeout))
+                    else:
+                        reaction = step
+                except NoPubSub as exc:
+                    reaction = listener.unavailable(str(exc))
+                except Exception as exc:
+                    reaction = listener.failed(exc)
+                subscription = await self._react(reaction, subscription)
+        finally:
+            if subscription is not None:
+                await subscription.close()
+
+    async def _react(self, reaction: Reaction,
+                     subscription: AsyncSubscription | None) -> AsyncSubscription | None:
+        """Carry out a listener's reaction; the subscription left."""
+        if reaction.close and subscription is not None:
+            await subscription.close()
+            subscription = None
+        if reaction.sync:
+            self._worker.request_sync()
+            if self._wake is not None:
+                self._wake.set()
+        if reaction.wait:
+            await asyncio.sleep(reaction.wait)
+        return subscription

@@ -1,0 +1,131 @@
+"""The Redis drivers: ``RedisMembership`` and ``AsyncRedisMembership``.
+
+Each is a driver of ``chash.membership`` (``SyncDriver``, ``AsyncDriver``)
+over the Redis store (``chash.membership.redis.store``), built from the
+keywords users pass: the settings become one ``MembershipSettings``.
+Both need redis-py: ``pip install 'chash-router[redis]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chash._chash import ConsistentHashRouter
+from chash.membership.async_driver import AsyncDriver
+from chash.membership.core import check_router
+from chash.membership.redis.store import AsyncRedisStore, RedisStore, async_client, sync_client
+from chash.membership.settings import MembershipSettings
+from chash.membership.sync_driver import SyncDriver
+
+if TYPE_CHECKING:
+    import redis
+    import redis.asyncio
+
+__all__ = ["AsyncRedisMembership", "RedisMembership"]
+
+
+class RedisMembership(SyncDriver):
+    """A ring shared through Redis, for synchronous gateways.
+
+    Arguments:
+        router: the local ``chash.ConsistentHashRouter``; every instance
+            must build it with the same ``virtual_node_count``, ``hash`` and
+            ``layout`` (checked).  Route with it directly: lookups never
+            touch Redis.
+        client: a ``redis.Redis`` (also from a Sentinel's ``master_for``)
+            or a ``redis.cluster.RedisCluster``.  Give it short
+            ``socket_timeout`` and ``socket_connect_timeout`` (about a
+            second) and few retries, so that an outage is noticed quickly
+            (docs/membership.md shows settings with measured figures).
+        name: the ring's name in Redis; rings of different names are
+            independent.
+        quorum: how health votes combine: ``"majority"`` (more than half of
+            the live reporters vote down), ``"any"``, ``"all"`` or an int k
+            (at least k, or all live reporters if fewer).  Shared setting.
+        vote_ttl: seconds a vote counts unless renewed; at least three
+            health-check intervals.  Shared setting.
+        resync_interval: seconds between two checks of the ring (version
+            and content digest), the safety net for lost announcements.
+        reporter: this instance's id in the votes; default host:pid:random.
+        prefix: first part of every key name.
+        bootstrap: whether this instance may create the ring before it ever
+            synced (from the router's nodes).  Leave it False on gateways
+            that join an existing ring: if Redis lost the ring, the
+            instances that hold it restore it, and a fresh one must not
+            replace it with its own (maybe empty) router.
+
+    ``start()`` syncs with Redis and starts the threads; ``stop()`` stops
+    them and withdraws this instance's votes.  Operator calls
+    (``add_node``...) work with or without ``start()``: they change Redis,
+    then the local router, and raise on Redis errors, but never after their
+    write committed.
+    """
+
+    def __init__(
+        self,
+        router: ConsistentHashRouter,
+        client: redis.Redis,
+        name: str = "default",
+        *,
+        quorum: str | int = "majority",
+        vote_ttl: float = 30.0,
+        resync_interval: float = 5.0,
+        reporter: str | None = None,
+        prefix: str = "chash",
+        bootstrap: bool = False,
+    ) -> None:
+        """See the class docstring; ImportError without redis-py."""
+        sync_client(client)
+        check_router(router)
+        settings = MembershipSettings(name=name, quorum=quorum, vote_ttl=vote_ttl,
+                                      resync_interval=resync_interval, reporter=reporter,
+                                      prefix=prefix, bootstrap=bootstrap)
+        self._client: redis.Redis = client
+        super().__init__(router, settings, RedisStore(client, settings))
+
+    @property
+    def client(self) -> redis.Redis:
+        """The Redis client."""
+        return self._client
+
+
+class AsyncRedisMembership(AsyncDriver):
+    """A ring shared through Redis, for asyncio gateways.
+
+    Takes the same arguments as ``RedisMembership`` with a
+    ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``)
+    client, and drives the same protocol with two tasks.  ``async with``
+    (or ``await start()``) syncs and starts them; ``await stop()`` (or
+    ``aclose()``) cancels them and withdraws this instance's votes.
+    Operator calls are coroutines: ``await add_node(...)``.
+    ``watched_nodes``, ``mark_down`` and ``mark_up`` are plain, non-blocking
+    methods, safe to call from the event loop (as ``AsyncHealthChecker``
+    does) or from other threads.
+    """
+
+    def __init__(
+        self,
+        router: ConsistentHashRouter,
+        client: redis.asyncio.Redis,
+        name: str = "default",
+        *,
+        quorum: str | int = "majority",
+        vote_ttl: float = 30.0,
+        resync_interval: float = 5.0,
+        reporter: str | None = None,
+        prefix: str = "chash",
+        bootstrap: bool = False,
+    ) -> None:
+        """See ``RedisMembership``; ImportError without redis-py."""
+        async_client(client)
+        check_router(router)
+        settings = MembershipSettings(name=name, quorum=quorum, vote_ttl=vote_ttl,
+                                      resync_interval=resync_interval, reporter=reporter,
+                                      prefix=prefix, bootstrap=bootstrap)
+        self._client: redis.asyncio.Redis = client
+        super().__init__(router, settings, AsyncRedisStore(client, settings))
+
+    @property
+    def client(self) -> redis.asyncio.Redis:
+        """The Redis client."""
+        return self._client

@@ -1,0 +1,209 @@
+"""A shared ring in Redis: the store the Redis drivers hand their calls to.
+
+Each call of the protocol runs the Lua script of its name
+(``chash.membership.redis.scripts``) on the ring's six keys, and
+announcements arrive by pub/sub (sharded, ``SSUBSCRIBE``, where the server
+has it).  ``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
+``master_for``) or a ``redis.cluster.RedisCluster``; ``AsyncRedisStore``
+with their ``redis.asyncio`` twins.  redis-py is imported through
+``chash._optional.require``, only when a store is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from typing import Any
+
+from chash._optional import require
+from chash.membership.protocol import Call
+from chash.membership.redis.scripts import SCRIPTS
+from chash.membership.settings import MembershipSettings
+from chash.membership.store import Announcement, NoPubSub, Notice, SubscriptionLost
+
+__all__ = ["KEY_PARTS", "AsyncRedisStore", "RedisStore", "async_client", "import_redis",
+           "ring_keys", "sync_client"]
+
+#: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
+#: scripts take them.
+KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order")
+
+
+def import_redis() -> types.ModuleType:
+    """redis-py (with ``redis.asyncio`` loaded); ImportError naming the extra."""
+    redis = require("redis", user="RedisMembership", extra="redis", package="redis-py")
+    require("redis.asyncio", user="RedisMembership", extra="redis", package="redis-py")
+    return redis
+
+
+def sync_client(client: Any) -> Any:
+    """``client``, refused (TypeError) if it is a ``redis.asyncio`` one;
+    ImportError without redis-py."""
+    if isinstance(client, import_redis().asyncio.Redis):
+        raise TypeError("RedisMembership needs a redis.Redis; use AsyncRedisMembership "
+                        "with a redis.asyncio.Redis")
+    return client
+
+
+def async_client(client: Any) -> Any:
+    """``client``, refused (TypeError) if it is a blocking redis-py one;
+    ImportError without redis-py."""
+    if isinstance(client, import_redis().Redis):
+        raise TypeError("AsyncRedisMembership needs a redis.asyncio.Redis; use "
+                        "RedisMembership with a redis.Redis")
+    return client
+
+
+def ring_keys(settings: MembershipSettings) -> list[str]:
+    """The ring's keys, in the order every script takes them; all share the
+    hash tag ``{name}``, so a cluster keeps them in one slot."""
+    return [f"{settings.prefix}:{{{settings.name}}}:{part}" for part in KEY_PARTS]
+
+
+def _errors(redis: types.ModuleType) -> tuple[tuple[type[BaseException], ...],
+                                               tuple[type[BaseException], ...]]:
+    """The exceptions of redis-py meaning Redis is unreachable, and those
+    meaning it refused us."""
+    exceptions = redis.exceptions
+    # AuthenticationError is a ConnectionError in redis-py: listed apart so
+    # that start() raises it instead of waiting for an outage to end.
+    auth = tuple(getattr(exceptions, name) for name in
+                 ("AuthenticationError", "AuthorizationError", "NoPermissionError",
+                  "AuthenticationWrongNumberOfArgsError") if hasattr(exceptions, name))
+    outage = (exceptions.ConnectionError, exceptions.TimeoutError, OSError,
+              *(getattr(exceptions, name) for name in
+                ("ClusterDownError", "TryAgainError", "ReadOnlyError", "MasterDownError",
+                 "SlotNotCoveredError", "RedisClusterException")
+                if hasattr(exceptions, name)))
+    return outage, auth
+
+
+def _notice(message: object) -> Notice:
+    """A pub/sub message as the listener sees it: an announcement, or the
+    subscription lost (a cluster slot moved away, the server dropped us)."""
+    if not isinstance(message, dict):
+        return None
+    kind = message.get("type")
+    kind = kind.decode() if isinstance(kind, bytes) else kind
+    if kind in ("message", "smessage"):
+        return Announcement(message.get("data"))
+    if kind in ("unsubscribe", "sunsubscribe"):
+        return SubscriptionLost()
+    return None
+
+
+def _pubsub(client: Any, sharded: bool) -> tuple[Any, Any]:
+    """A new pub/sub object and its (s)subscribe method, or NoPubSub if this
+    client has none: redis.asyncio has SSUBSCRIBE only from redis-py 8, and
+    its cluster client pub/sub only lately.  The periodic check then
+    carries every change, one ``resync_interval`` later."""
+    pubsub = client.pubsub() if hasattr(client, "pubsub") else None
+    method = getattr(pubsub, "ssubscribe" if sharded else "subscribe", None)
+    if method is None:
+        close = getattr(pubsub, "close", None)
+        if close is not None and not asyncio.iscoroutinefunction(close):
+            _close_quietly(pubsub)
+        raise NoPubSub(f"{type(client).__module__}.{type(client).__name__} offers no "
+                       f"{'sharded ' if sharded else ''}pub/sub")
+    return pubsub, method
+
+
+def _close_quietly(pubsub: Any) -> None:
+    try:
+        pubsub.close()
+    except Exception:  # closing a broken connection
+        pass
+
+
+class _Subscription:
+    """A redis-py pub/sub, as a ``chash.membership.store.Subscription``."""
+
+    def __init__(self, pubsub: Any, sharded: bool) -> None:
+        self._pubsub = pubsub
+        self._sharded = sharded and hasattr(pubsub, "get_sharded_message")
+
+    def receive(self, timeout: float) -> Notice:
+        """The next message within ``timeout`` seconds, as a notice."""
+        if self._sharded:
+            return _notice(self._pubsub.get_sharded_message(timeout=timeout))
+        return _notice(self._pubsub.get_message(timeout=timeout))
+
+    def close(self) -> None:
+        """Close the pub/sub connection; never raises."""
+        _close_quietly(self._pubsub)
+
+
+class _AsyncSubscription:
+    """A redis.asyncio pub/sub, as a ``chash.membership.store.AsyncSubscription``."""
+
+    def __init__(self, pubsub: Any, sharded: bool) -> None:
+        self._pubsub = pubsub
+        self._sharded = sharded and hasattr(pubsub, "get_sharded_message")
+
+    async def receive(self, timeout: float) -> Notice:
+        """The next message within ``timeout`` seconds, as a notice."""
+        if self._sharded:
+            return _notice(await self._pubsub.get_sharded_message(timeout=timeout))
+        return _notice(await self._pubsub.get_message(timeout=timeout))
+
+    async def close(self) -> None:
+        """Close the pub/sub connection; never raises."""
+        try:
+            await self._pubsub.aclose()
+        except Exception:  # closing a broken connection
+            pass
+
+
+class RedisStore:
+    """The ring ``settings`` names in Redis, through a blocking redis-py
+    client (a ``chash.membership.store.Store``)."""
+
+    def __init__(self, client: Any, settings: MembershipSettings) -> None:
+        """Registers the scripts (no I/O: they load on first use);
+        ImportError without redis-py, TypeError for an asyncio client."""
+        self.client = sync_client(client)
+        self.outage_errors, self.auth_errors = _errors(import_redis())
+        self.keys = ring_keys(settings)
+        self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+
+    def run(self, call: Call) -> Any:
+        """Run the script of ``call`` on the ring's keys; its reply."""
+        return self._scripts[call.script](keys=self.keys, args=list(call.args))
+
+    def subscribe(self, channel: str, sharded: bool) -> _Subscription:
+        """Subscribe to ``channel``; NoPubSub if this client cannot."""
+        pubsub, method = _pubsub(self.client, sharded)
+        try:
+            method(channel)
+        except BaseException:
+            _close_quietly(pubsub)
+            raise
+        return _Subscription(pubsub, sharded)
+
+
+class AsyncRedisStore:
+    """The ring ``settings`` names in Redis, through a ``redis.asyncio``
+    client (a ``chash.membership.store.AsyncStore``)."""
+
+    def __init__(self, client: Any, settings: MembershipSettings) -> None:
+        """As ``RedisStore``, for a ``redis.asyncio`` client; TypeError for a
+        blocking one."""
+        self.client = async_client(client)
+        self.outage_errors, self.auth_errors = _errors(import_redis())
+        self.keys = ring_keys(settings)
+        self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+
+    async def run(self, call: Call) -> Any:
+        """Run the script of ``call`` on the ring's keys; its reply."""
+        return await self._scripts[call.script](keys=self.keys, args=list(call.args))
+
+    async def subscribe(self, channel: str, sharded: bool) -> _AsyncSubscription:
+        """Subscribe to ``channel``; NoPubSub if this client cannot."""
+        pubsub, method = _pubsub(self.client, sharded)
+        subscription = _AsyncSubscription(pubsub, sharded)
+        try:
+            await method(channel)
+        except BaseException:
+            await subscription.close()
+            raise
+        return subscription

@@ -1,0 +1,68 @@
+"""The settings of a shared ring, validated once.
+
+Every driver takes the same keywords (``name``, ``quorum``, ``vote_ttl``,
+``resync_interval``, ``reporter``, ``prefix``, ``bootstrap``); they become
+one ``MembershipSettings``, checked when it is made, so that a bad value is
+refused before any driver or store exists.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+
+__all__ = ["QUORUMS", "MembershipSettings", "default_reporter"]
+
+#: Quorum names the stores know, besides a positive integer.
+QUORUMS = ("majority", "any", "all")
+
+
+def default_reporter() -> str:
+    """A reporter id unique to this process and instance."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class MembershipSettings:
+    """How one instance takes part in a shared ring (see ``RedisMembership``
+    for each field).  ``quorum`` and ``vote_ttl`` must be the same on every
+    instance of a ring (the store checks it); the others are this
+    instance's own.  ``reporter=None`` stands for ``default_reporter()``,
+    drawn by each instance.
+
+    Raises ValueError (TypeError for a ``bootstrap`` that is not a bool)
+    when a field is out of range.
+    """
+
+    name: str = "default"
+    quorum: str | int = "majority"
+    vote_ttl: float = 30.0
+    resync_interval: float = 5.0
+    reporter: str | None = None
+    prefix: str = "chash"
+    bootstrap: bool = False
+
+    def __post_init__(self) -> None:
+        for label, value in (("name", self.name), ("prefix", self.prefix)):
+            if not isinstance(value, str) or not value or "{" in value or "}" in value:
+                raise ValueError(f"{label} must be a non-empty str without braces, not {value!r}")
+        quorum = self.quorum
+        if isinstance(quorum, bool) or not (
+                quorum in QUORUMS or (isinstance(quorum, int) and quorum >= 1)):
+            raise ValueError(
+                f"quorum must be 'majority', 'any', 'all' or an int >= 1, not {quorum!r}")
+        for label, seconds in (("vote_ttl", self.vote_ttl),
+                               ("resync_interval", self.resync_interval)):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+                    or not math.isfinite(seconds) or seconds <= 0:
+                raise ValueError(f"{label} must be a positive number of seconds, not {seconds!r}")
+        if self.vote_ttl < 0.01:
+            raise ValueError(f"vote_ttl must be at least 0.01 seconds, not {self.vote_ttl!r}")
+        reporter = self.reporter
+        if reporter is not None and (not isinstance(reporter, str) or not reporter):
+            raise ValueError(f"reporter must be a non-empty str, not {reporter!r}")
+        if not isinstance(self.bootstrap, bool):
+            raise TypeError(f"bootstrap must be a bool, not {self.bootstrap!r}")

@@ -1,0 +1,235 @@
+"""The threaded driver: the protocol over a blocking store, in two threads.
+
+``SyncDriver`` performs the protocol's calls (``chash.membership.protocol``)
+on a ``Store`` and runs the worker and listener decisions of
+``chash.membership.loops`` in two daemon threads.  ``RedisMembership``
+(``chash.membership.redis.membership``) is this driver over redis-py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import types
+from typing import Any, Self, TypeVar
+
+import chash.membership.protocol as protocol
+from chash._chash import ConsistentHashRouter
+from chash.membership.core import MembershipCore
+from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
+from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
+from chash.membership.protocol import Exchange
+from chash.membership.settings import MembershipSettings
+from chash.membership.state import MembershipState
+from chash.membership.store import NoPubSub, Store, Subscription
+
+__all__ = ["SyncDriver"]
+
+logger = logging.getLogger("chash.membership")
+
+T = TypeVar("T")
+
+
+class SyncDriver(MembershipDriver):
+    """A shared ring kept in step through ``store``, for synchronous code.
+
+    ``start()`` syncs and starts the threads; ``stop()`` stops them and
+    withdraws this instance's votes.  Operator calls (``add_node``...) work
+    with or without ``start()``: they change the store, then the local
+    router, and raise on store errors, but never after their write
+    committed.
+    """
+
+    def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings,
+                 store: Store) -> None:
+        """TypeError if ``router`` is not a ``ConsistentHashRouter``."""
+        self._core = MembershipCore(router, settings, outage_errors=store.outage_errors,
+                                    auth_errors=store.auth_errors)
+        self._store = store
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._worker = Worker(self._core, time.monotonic())  # made again by start()
+        self._vote_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def running(self) -> bool:
+        """Whether the background threads run."""
+        return any(thread.is_alive() for thread in self._threads)
+
+    def _run(self, exchange: Exchange[T]) -> T:
+        """Perform the calls of one protocol operation; return its result."""
+        core = self._core
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = exchange.send(reply) if error is None else exchange.throw(error)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            reply, error = None, None
+            ticket = core.exchange_started()
+            try:
+                reply = self._store.run(call)
+            except Exception as exc:
+                error = exc
+            except BaseException:
+                exchange.close()
+                raise
+            finally:
+                core.exchange_ended(ticket)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Sync with the store, then follow it in two daemon threads.
+
+        If the store is unreachable the router keeps its nodes, the outage
+        is logged, and the threads sync once it answers; if it holds no
+        ring and this instance may not create one, it waits for one.
+        Raises the store's error if it refuses this instance
+        (authentication, permissions), and ValueError if the ring in the
+        store was made with other shared settings.
+        """
+        if self.running:
+            raise RuntimeError("the membership is already running")
+        self._run(protocol.start(self._core))
+        self._stopping = stopping = threading.Event()
+        self._worker = Worker(self._core, time.monotonic())
+        self._threads = [
+            threading.Thread(target=self._work, args=(stopping,),
+                             name="chash-membership", daemon=True),
+            threading.Thread(target=self._listen, args=(stopping,),
+                             name="chash-membership-listener", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop the threads and withdraw this instance's health votes.
+
+        Safe to call twice, or without ``start()``; raises nothing.  A
+        thread blocked in a store call is waited for up to 10 seconds, then
+        left to end on its own (it is a daemon and will do nothing more).
+        """
+        self._stopping.set()
+        self._wake.set()
+        threads, self._threads = self._threads, []
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(JOIN_TIMEOUT)
+                if thread.is_alive():
+                    logger.warning("%s still waits for the store; leaving it", thread.name)
+        if threads and self._core.connected:
+            self._run(protocol.withdraw(self._core))
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc: BaseException | None, tb: types.TracebackType | None) -> None:
+        self.stop()
+
+    # -- operator API -------------------------------------------------------
+
+    def refresh(self) -> MembershipState:
+        """Read the ring from the store now and apply it; raises on store
+        errors, and RingMissingError if the store has none this instance
+        may create."""
+        state = self._run(protocol.pull(self._core))
+        if state is None:
+            raise self._core.missing_error(None)
+        return state
+
+    def flush(self) -> None:
+        """Send the health votes waiting, now; raises on store errors."""
+        with self._vote_lock:
+            self._run(protocol.send_votes(self._core))
+
+    def add_node(self, node: str, weight: float = 1.0) -> None:
+        """Add ``node`` to the shared ring, or give it a new weight.
+
+        The local router has it when this returns, every other instance a
+        moment later.  TypeError / ValueError as the router would raise;
+        RingMissingError if the store holds no ring and this instance may
+        not create one (see ``bootstrap``).
+        """
+        self._run(protocol.write(self._core, "add", node, self._core.weight_arg(node, weight)))
+
+    def remove_node(self, node: str, *, force: bool = False) -> None:
+        """Remove ``node`` from the shared ring, in whatever state it is;
+        KeyError if the store does not hold it.  ValueError (logged) if that
+        would take more than half of the nodes in service out, unless
+        ``force``."""
+        self._run(protocol.write(self._core, "remove", node, force=force))
+
+    def disable_node(self, node: str, reason: str = "disabled by an operator", *,
+                     force: bool = False) -> None:
+        """Take ``node`` out of service, keeping its weight, until
+        ``enable_node``; health checks stop watching it.  KeyError if the
+        store does not hold it; ValueError as ``remove_node``."""
+        self._run(protocol.write(self._core, "disable", node, reason, force=force))
+
+    def enable_node(self, node: str) -> None:
+        """Undo ``disable_node``; KeyError if the store does not hold the node."""
+        self._run(protocol.write(self._core, "enable", node))
+
+    # -- threads ------------------------------------------------------------
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    def _work(self, stopping: threading.Event) -> None:
+        worker = self._worker
+        while True:
+            timeout = worker.wait_for(time.monotonic())
+            if timeout is not None:
+                self._wake.wait(timeout)
+            self._wake.clear()
+            if stopping.is_set():
+                return
+            todo = worker.round(time.monotonic())
+            if todo is not None:
+                with self._vote_lock:
+                    self._run(protocol.tick(self._core, check_due=todo.check_due,
+                                            requested=todo.requested, sweep_due=todo.sweep_due))
+
+    def _listen(self, stopping: threading.Event) -> None:
+        listener = Listener(self._core)
+        subscription: Subscription | None = None
+        try:
+            while not stopping.is_set():
+                step = listener.next_step()
+                try:
+                    if isinstance(step, Subscribe):
+                        subscription = self._store.subscribe(step.channel, step.sharded)
+                        reaction = listener.subscribed()
+                    elif isinstance(step, Receive):
+                        assert subscription is not None
+                        reaction = listener.received(subscription.receive(step.timeout))
+                    else:
+                        reaction = step
+                except NoPubSub as exc:
+                    reaction = listener.unavailable(str(exc))
+                except Exception as exc:
+                    reaction = listener.failed(exc)
+                subscription = self._react(reaction, subscription, stopping)
+        finally:
+            if subscription is not None:
+                subscription.close()
+
+    def _react(self, reaction: Reaction, subscription: Subscription | None,
+               stopping: threading.Event) -> Subscription | None:
+        """Carry out a listener's reaction; the subscription left."""
+        if reaction.close and subscription is not None:
+            subscription.close()
+            subscription = None
+        if reaction.sync:
+            self._worker.request_sync()
+            self._wake.set()
+        if reaction.wait:
+            stopping.wait(reaction.wait)
+        return subscription
