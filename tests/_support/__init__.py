@@ -3,12 +3,22 @@
 - ``hashes``: independent oracles for every hash chash implements;
 - ``reference_router``: the documented router, the model the state
   machines and the fuzzer compare chash with, and router snapshots;
+- ``collisions``: node ids whose ring points collide, for tests of ties;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;
-- ``collisions``: node ids whose ring points collide, for tests of ties;
 - ``plotting``: whether matplotlib can draw here;
 - ``http_backends``, ``echo_backends``: HTTP servers on 127.0.0.1 (threads;
   aiohttp) whose answers tests steer;
-- ``redis_server``: a private redis-server;
-- ``membership_worker``: a gateway instance run as a subprocess script.
+- ``raw_backends``: a scripted byte-for-byte TCP backend;
+- ``gateways``: a gateway in front of echo backends, and the requests the
+  gateway tests send;
+- ``health_checks``: drivers running either health-check runner round by
+  round, and an ``on_change`` recorder;
+- ``compat_programs``: real nginx, nutcracker and memcached with their own
+  configuration, for the layouts that must agree with them;
+- ``redis_server``: a private redis-server, and clients of it;
+- ``redis_topologies``: a real Redis Cluster and a Sentinel setup;
+- ``membership_async``: the asyncio membership driven from sync test code;
+- ``membership_worker``, ``membership_procs``: gateway instances run as
+  subprocesses, and the tests' handle on them.
 """
