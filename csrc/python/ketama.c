@@ -1,9 +1,9 @@
 /*
- * _chash_ketama.c - membership changes of the layouts whose point counts
- * depend on every node's weight (ketama, weighted libmemcached).  Part of
- * chash._chash (_chash_router.h).
+ * ketama.c - membership changes of the layouts whose point counts depend
+ * on every node's weight (ketama, weighted libmemcached).  Part of
+ * chash._chash (router.h).
  */
-#include "_chash_router.h"
+#include "router.h"
 
 /* libmemcached's points a server in its weighted ketama mode. */
 #define LIBMEMCACHED_WEIGHTED_POINTS 160

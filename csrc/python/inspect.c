@@ -1,10 +1,9 @@
 /*
- * _chash_inspect.c - what the router tells about itself: the invariant
- * check, ownership, key distribution, the ring and node views, the
- * fingerprint, len / in / iter / repr / ==, and pickling.  Part of
- * chash._chash (_chash_router.h).
+ * inspect.c - what the router tells about itself: the invariant check,
+ * ownership, key distribution, the ring and node views, the fingerprint,
+ * len / in / iter / repr / ==.  Part of chash._chash (router.h).
  */
-#include "_chash_router.h"
+#include "router.h"
 
 #include <string.h>
 
@@ -249,7 +248,7 @@ PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 /* ------------------------------------------------------------------ */
-/* Protocols: len, in, iter, repr, ==, pickle                         */
+/* Protocols: len, in, iter, repr, ==                                 */
 
 Py_ssize_t router_len(RouterObject *self)
 {
@@ -335,92 +334,3 @@ PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
     }
     return PyBool_FromLong(op == Py_EQ ? equal : !equal);
 }
-
-const char reduce_doc[] = PyDoc_STR( "__reduce__($self, /)\n--\n\nPickle support: rebuilt node by node.");
-
-PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
-{
-    PyObject *hash = router_get_hash(self, NULL);
-    if (!hash)
-        return NULL;
-    size_t n = chash_ring_node_count(self->ring);
-    PyObject *nodes = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; nodes && i < n; i++) {
-        NodeEntry *entry = entry_at(self, i);
-        PyObject *item = Py_BuildValue("(Od)", entry->name, entry->weight);
-        if (!item)
-            Py_CLEAR(nodes);
-        else
-            PyList_SET_ITEM(nodes, (Py_ssize_t)i, item);
-    }
-    PyObject *result = NULL;
-    /* Walks the MRO, so subclasses find the module too. */
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
-    PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
-                               (Py_ssize_t)self->base_points, hash,
-                               chash_layout_name(self->scheme.layout), nodes);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(nodes);
-    Py_DECREF(hash);
-    return result;
-}
-
-const char rebuild_doc[] = PyDoc_STR(
-"_rebuild(cls, virtual_node_count, hash, layout, nodes, /)\n--\n\n"
-"A router of class cls holding nodes, a list of (node, weight) pairs.");
-
-PyObject *module_rebuild(PyObject *module, PyObject *args)
-{
-    PyTypeObject *cls;
-    Py_ssize_t vnodes;
-    PyObject *hash, *nodes, *layout;
-    if (!PyArg_ParseTuple(args, "O!nOOO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
-        return NULL;
-    if (!PyType_IsSubtype(cls, get_state(module)->router_type)) {
-        PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
-        return NULL;
-    }
-    PyObject *self = router_create(cls, vnodes, 1, hash, layout);
-    if (!self)
-        return NULL;
-    PyObject *seq = PySequence_Tuple(nodes);
-    if (!seq) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    if (rebuilds((RouterObject *)self)) {
-        /* One rebuild, not one a node. */
-        Py_ssize_t n = PyTuple_GET_SIZE(seq);
-        PyObject **all = PyMem_New(PyObject *, (size_t)n + 1);
-        double *weights = PyMem_New(double, (size_t)n + 1);
-        int status = all && weights ? 0 : -1;
-        if (status < 0)
-            PyErr_NoMemory();
-        for (Py_ssize_t i = 0; status == 0 && i < n; i++)
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &all[i], &weights[i]))
-                status = -1;
-        if (status == 0)
-            status = ketama_update((RouterObject *)self, all, weights, n, -1);
-        PyMem_Free(all);
-        PyMem_Free(weights);
-        Py_DECREF(seq);
-        if (status < 0)
-            Py_CLEAR(self);
-        return self;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
-        PyObject *node;
-        double weight;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &node, &weight)
-            || add_node((RouterObject *)self, node, weight) < 0) {
-            Py_DECREF(seq);
-            Py_DECREF(self);
-            return NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return self;
-}
-

@@ -1,14 +1,14 @@
 /*
- * chash_strategies.c - modulo, jump, rendezvous, Maglev and bounded-loads
- * assignment of 64-bit key hashes to node indices (chash_strategies.h).
+ * strategies.c - modulo, jump, rendezvous, Maglev and bounded-loads
+ * assignment of 64-bit key hashes to node indices (strategies.h).
  *
  * Each strategy is written from its paper; the comments give the reasoning
  * the code relies on.  No function keeps state between calls, so every
  * result depends only on the arguments.
  */
-#include "chash_strategies.h"
+#include "strategies.h"
 
-#include "chash_alloc.h"
+#include "engine/alloc.h"
 
 #include <math.h>
 

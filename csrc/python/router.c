@@ -1,20 +1,20 @@
 /*
- * _chashmodule.c - chash._chash, the router's binding: the module and the
- * ConsistentHashRouter type.  With _chash_strategies.c (chash._strategies)
- * one Python-aware layer; what both extensions need lives once in
- * _chash_binding.h, what the router's files share in _chash_router.h.
+ * router.c - the ConsistentHashRouter type: its node entries, construction
+ * (argument checks, then router_empty(), the C-level constructor every
+ * other way of making a router goes through), lifetime, and the method and
+ * property tables that name every concern's functions (router.h).
  *
- * A thin heap type over the ring engine (chash.h) and the point schemes
- * (chash_scheme.h).  The engine stores, for every node, a pointer to a
- * NodeEntry holding the node's str (an exact str, so releasing it never
- * runs Python code) and its weight.
+ * A thin heap type over the ring engine (engine/chash.h) and the point
+ * schemes (engine/scheme.h).  The engine stores, for every node, a pointer
+ * to a NodeEntry holding the node's str (an exact str, so releasing it
+ * never runs Python code) and its weight.
  *
  * Thread safety rests on the GIL: every engine call runs with the GIL held
  * and no Python code runs between computing a node's points and handing them
  * to the engine, so no thread ever sees a half-changed ring.  A Python hash
  * callable is only ever called before the engine is touched.
  */
-#include "_chash_router.h"
+#include "router.h"
 
 #include <string.h>
 
@@ -74,8 +74,40 @@ chash_ring *new_ring(chash_layout_id layout)
     return ring;
 }
 
+/*
+ * An empty router of type over an already valid scheme (hash_fn: NULL, or
+ * the Python hash callable, kept), base_points points at weight 1.  The
+ * C-level constructor: router_create() checks Python arguments first, a
+ * rebuild (build.c) copies them from a router.  NULL with an exception.
+ */
+RouterObject *router_empty(PyTypeObject *type, const chash_scheme *scheme, PyObject *hash_fn,
+                           size_t base_points)
+{
+    RouterObject *self = (RouterObject *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->ring = new_ring(scheme->layout);
+    if (!self->ring) {
+        Py_DECREF(self);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    self->scheme = *scheme;
+    self->hash_fn = Py_XNewRef(hash_fn);
+    self->base_points = base_points;
+    return self;
+}
+
+/*
+ * A new empty router of type from the constructor's arguments: layout a
+ * str naming a layout, hash None (the layout's own), a hash's name or a
+ * callable, vnodes_arg the points at weight 1 when vnodes_given (else the
+ * layout's default).  NULL with TypeError / ValueError naming the
+ * argument; _rebuild goes through here too, so a pickle is checked as a
+ * call would be.
+ */
 PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given,
-                               PyObject *hash, PyObject *layout_obj)
+                        PyObject *hash, PyObject *layout_obj)
 {
     const char *layout_name = name_arg(layout_obj, "layout");
     if (!layout_name)
@@ -131,18 +163,9 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
                         "the libmemcached layout takes hash 'one_at_a_time' or 'md5'");
         return NULL;
     }
-    RouterObject *self = (RouterObject *)type->tp_alloc(type, 0);
-    if (!self)
-        return NULL;
-    self->ring = new_ring(layout);
-    if (!self->ring) {
-        Py_DECREF(self);
-        return PyErr_NoMemory();
-    }
-    (void)chash_scheme_init(&self->scheme, layout, hash_id);
-    self->hash_fn = Py_XNewRef(hash_fn);
-    self->base_points = base;
-    return (PyObject *)self;
+    chash_scheme scheme;
+    (void)chash_scheme_init(&scheme, layout, hash_id); /* both checked above */
+    return (PyObject *)router_empty(type, &scheme, hash_fn, base);
 }
 
 static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -225,7 +248,7 @@ static void router_dealloc(RouterObject *self)
 }
 
 /* ------------------------------------------------------------------ */
-/* Type and module                                                    */
+/* The type                                                          */
 
 static PyMethodDef router_methods[] = {
     {"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, add_doc},
@@ -296,140 +319,10 @@ static PyType_Slot router_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec router_spec = {
+PyType_Spec router_spec = {
     .name = "chash.ConsistentHashRouter",
     .basicsize = sizeof(RouterObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .slots = router_slots,
 };
-
-PyDoc_STRVAR(hash_fn_doc,
-"_hash(name, data, seed=0, /)\n--\n\n"
-"The named hash of bytes as an int (digests read big-endian); for tests.");
-
-static PyObject *module_hash(PyObject *Py_UNUSED(module), PyObject *args)
-{
-    const char *name;
-    Py_buffer data;
-    unsigned long long seed = 0;
-    if (!PyArg_ParseTuple(args, "sy*|K:_hash", &name, &data, &seed))
-        return NULL;
-    chash_hash_id id;
-    PyObject *result = NULL;
-    if (chash_hash_by_name(name, &id) != CHASH_OK) {
-        PyErr_Format(PyExc_ValueError, "unknown hash %s", name);
-    } else {
-        uint8_t digest[CHASH_MAX_DIGEST];
-        size_t size = chash_digest(id, data.buf, (size_t)data.len, (uint64_t)seed, digest);
-        result = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "y#s",
-                                     (const char *)digest, (Py_ssize_t)size, "big");
-    }
-    PyBuffer_Release(&data);
-    return result;
-}
-
-static PyMethodDef module_methods[] = {
-    {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
-    {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
-    {NULL, NULL, 0, NULL},
-};
-
-/* chash_py_ring_api.ring_of: the ring of a router, for chash._strategies. */
-static int ring_of(PyObject *obj, const chash_ring **ring)
-{
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(obj), &chash_module);
-    if (!module || !PyObject_TypeCheck(obj, get_state(module)->router_type)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "router must be a ConsistentHashRouter, not %.200s",
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    *ring = ((RouterObject *)obj)->ring;
-    return 0;
-}
-
-static int module_exec(PyObject *module)
-{
-    module_state *state = get_state(module);
-    state->router_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
-    if (!state->router_type)
-        return -1;
-    if (PyModule_AddType(module, state->router_type) < 0)
-        return -1;
-    PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
-    if (!hashes)
-        return -1;
-    for (int i = 0; i < CHASH_HASH_COUNT; i++) {
-        PyObject *name = PyUnicode_FromString(chash_hash_name((chash_hash_id)i));
-        if (!name) {
-            Py_DECREF(hashes);
-            return -1;
-        }
-        PyTuple_SET_ITEM(hashes, i, name);
-    }
-    if (PyModule_AddObject(module, "HASHES", hashes) < 0) {
-        Py_DECREF(hashes);
-        return -1;
-    }
-    PyObject *layouts = PyTuple_New(CHASH_LAYOUT_COUNT);
-    for (int i = 0; layouts && i < CHASH_LAYOUT_COUNT; i++) {
-        PyObject *name = PyUnicode_FromString(chash_layout_name((chash_layout_id)i));
-        if (!name)
-            Py_CLEAR(layouts);
-        else
-            PyTuple_SET_ITEM(layouts, i, name);
-    }
-    if (!layouts || PyModule_AddObject(module, "LAYOUTS", layouts) < 0) {
-        Py_XDECREF(layouts);
-        return -1;
-    }
-    if (PyModule_AddIntConstant(module, "MAX_VIRTUAL_NODES", MAX_VIRTUAL_NODES) < 0
-        || PyModule_AddIntConstant(module, "MAX_NODE_POINTS", (long)CHASH_MAX_NODE_POINTS) < 0
-        || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
-        || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
-        return -1;
-    static const chash_py_ring_api ring_api = {ring_of};
-    PyObject *capsule = PyCapsule_New((void *)&ring_api, CHASH_PY_RING_API, NULL);
-    if (!capsule || PyModule_AddObject(module, "_ring_api", capsule) < 0) {
-        Py_XDECREF(capsule);
-        return -1;
-    }
-    return 0;
-}
-
-static int module_traverse(PyObject *module, visitproc visit, void *arg)
-{
-    Py_VISIT(get_state(module)->router_type);
-    return 0;
-}
-
-static int module_clear(PyObject *module)
-{
-    Py_CLEAR(get_state(module)->router_type);
-    return 0;
-}
-
-static void module_free(void *module)
-{
-    module_clear((PyObject *)module);
-}
-
-static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
-
-struct PyModuleDef chash_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "chash._chash",
-    .m_doc = "The C ring engine behind chash.ConsistentHashRouter.",
-    .m_size = sizeof(module_state),
-    .m_methods = module_methods,
-    .m_slots = module_slots,
-    .m_traverse = module_traverse,
-    .m_clear = module_clear,
-    .m_free = module_free,
-};
-
-PyMODINIT_FUNC PyInit__chash(void)
-{
-    return PyModuleDef_Init(&chash_module);
-}
 

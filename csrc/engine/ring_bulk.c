@@ -1,11 +1,11 @@
 /*
- * chash_ring_bulk.c - the ring's sort/merge path: the in-place radix sort
+ * ring_bulk.c - the ring's sort/merge path: the in-place radix sort
  * of points, adding many nodes in one sort and one merge, and recounting
  * many nodes' points in one compacting pass and one merge.  Every call is
  * all-or-nothing: all memory is asked for before the ring changes.
- * Representation in chash_ring_impl.h.
+ * Representation in ring_impl.h.
  */
-#include "chash_ring_impl.h"
+#include "ring_impl.h"
 
 /* The sort key of a point: value first, then owner. */
 static uint64_t pair_key(chash_pair p)

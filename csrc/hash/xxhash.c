@@ -1,5 +1,5 @@
 /*
- * chash_xxhash.c - XXH32, XXH64 and XXH3-64, as described in the xxHash
+ * xxhash.c - XXH32, XXH64 and XXH3-64, as described in the xxHash
  * specification document ("xxHash fast digest algorithm", v0.2.0, which
  * covers XXH32, XXH64 and XXH3).
  *
@@ -9,7 +9,7 @@
  * and secret words are decoded explicitly as little-endian, so results do
  * not depend on the host.
  */
-#include "chash_hash.h"
+#include "hash.h"
 
 /* ---- Shared helpers ------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
  * The engine is plain C11 and knows nothing of Python: nodes are byte
  * strings (their ids) carrying an opaque pointer that the caller owns.  How
  * a node's points are derived from its id (hash function, virtual-key
- * format) is chash_scheme.h's business; this file only keeps them sorted.
+ * format) is scheme.h's business; this file only keeps them sorted.
  *
  * Invariants (checked by chash_ring_check()):
  *  - points are sorted by (value, owner id bytes), so the owner of a value

@@ -1,5 +1,5 @@
 /*
- * chash_murmur.c - MurmurHash2 (32-bit) and MurmurHash3 x86_32, after
+ * murmur.c - MurmurHash2 (32-bit) and MurmurHash3 x86_32, after
  * Austin Appleby's algorithm descriptions.
  *
  * Both read the input as little-endian 32-bit blocks followed by a 0-3
@@ -8,7 +8,7 @@
  * host.  The length enters the hash as a 32-bit value, as in the original
  * 32-bit interfaces.
  */
-#include "chash_hash.h"
+#include "hash.h"
 
 static inline uint32_t murmur_load32le(const uint8_t *p)
 {

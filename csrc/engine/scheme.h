@@ -1,5 +1,5 @@
 /*
- * chash_scheme.h - how keys and nodes become 32-bit ring points.
+ * scheme.h - how keys and nodes become 32-bit ring points.
  *
  * A scheme is a layout (how a node's virtual keys are spelled and how a
  * digest is cut to 32 bits) plus a hash function.  Every hash's result is

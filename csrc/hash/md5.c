@@ -1,5 +1,5 @@
 /*
- * chash_md5.c - MD5 message digest, as specified by RFC 1321.
+ * md5.c - MD5 message digest, as specified by RFC 1321.
  *
  * One-shot only: the whole message is in memory, so there is no streaming
  * context.  Full 64-byte blocks are compressed straight from the caller's
@@ -7,7 +7,7 @@
  * A message of at most 55 bytes fits, with its padding and length, in a
  * single block, which is the common case for ring keys.
  */
-#include "chash_hash.h"
+#include "hash.h"
 
 #include <string.h>
 

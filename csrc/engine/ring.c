@@ -1,5 +1,5 @@
 /*
- * chash_ring.c - the sorted ring of points behind chash.h.
+ * ring.c - the sorted ring of points behind chash.h.
  *
  * Layout: one array of (value, owner) pairs sorted by (value, owner id),
  * 8 bytes a point; a point's owner sits in the same cache line as its value,
@@ -16,14 +16,14 @@
  * the ring as it was (at most with more room).  Room beyond a quarter of
  * the points is given back after removals.
  *
- * The id index lives in chash_ring_index.c, the sort/merge path (adding
- * many nodes, recounting many) in chash_ring_bulk.c; chash_ring_impl.h
+ * The id index lives in ring_index.c, the sort/merge path (adding
+ * many nodes, recounting many) in ring_bulk.c; ring_impl.h
  * holds the representation all three share.
  *
  * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_REALLOC,
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.
  */
-#include "chash_ring_impl.h"
+#include "ring_impl.h"
 
 /* About eight points a bucket: the index costs half a byte a point and stays
  * in the cache, and a search inside a bucket reads one or two lines. */

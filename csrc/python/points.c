@@ -1,9 +1,9 @@
 /*
- * _chash_points.c - the router's glue to the point schemes: a key's ring
+ * points.c - the router's glue to the point schemes: a key's ring
  * position, a node's points (engine scheme or the user's Python hash), and
- * the weights each layout takes.  Part of chash._chash (_chash_router.h).
+ * the weights each layout takes.  Part of chash._chash (router.h).
  */
-#include "_chash_router.h"
+#include "router.h"
 
 #include <math.h>
 
@@ -184,10 +184,12 @@ int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
     return 0;
 }
 
-/* Layouts whose point counts depend on every node's weight: ketama, and
- * libmemcached (any weight above 1 switches it to libketama's weighted
- * ring); a change of membership rebuilds their ring (ketama_update). */
-int rebuilds(const RouterObject *self)
+/* 1 for the layouts whose point counts depend on every node's weight:
+ * ketama, and libmemcached (any weight above 1 switches it to libketama's
+ * weighted ring).  Their membership changes go through ketama_update, which
+ * recounts every node and changes the ring in place by the points that
+ * move (rebuilding it only when libmemcached turns weighted or back). */
+int counts_by_share(const RouterObject *self)
 {
     return self->scheme.layout == CHASH_LAYOUT_KETAMA
         || self->scheme.layout == CHASH_LAYOUT_LIBMEMCACHED;

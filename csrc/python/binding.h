@@ -1,12 +1,12 @@
 /*
- * _chash_binding.h - what the two Python-aware C files share, written once:
- * the mapping of engine status codes to exceptions, reading a key's bytes,
- * the four-lanes-at-a-time loop that hashes a batch of keys, and the
- * capsule through which chash._strategies reads a router's ring.
+ * binding.h - what every file of the binding (csrc/python/, the one
+ * extension chash._chash) may need, written once: the mapping of engine
+ * status codes to exceptions, reading a key's bytes, and the
+ * four-lanes-at-a-time loop that hashes a batch of keys.
  *
- * Private to csrc/: included by _chashmodule.c (chash._chash, the router)
- * and _chash_strategies.c (chash._strategies); everything here is static,
- * so each extension compiles its own copy of the one text.
+ * The binding's files are the only ones that include Python.h; the engine
+ * (csrc/engine/, csrc/hash/, csrc/strategies/) never sees Python.  The
+ * router type's own declarations are in router.h, which includes this.
  */
 #ifndef CHASH_BINDING_H
 #define CHASH_BINDING_H
@@ -14,7 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "chash.h"
+#include "engine/chash.h"
 
 /*
  * The one place engine status codes become Python exceptions.  node (may
@@ -104,31 +104,5 @@ static inline int chash_py_hash_keys(PyObject *const *items, Py_ssize_t n, chash
             return -1;
     return 0;
 }
-
-/*
- * The slots of both modules (PEP 489 multi-phase init): exec, and on a
- * free-threaded interpreter the GIL kept enabled, because the GIL is what
- * serialises ring mutations against reads.
- */
-#ifdef Py_mod_gil
-#define CHASH_PY_MODULE_SLOTS(exec) \
-    {{Py_mod_exec, exec}, {Py_mod_gil, Py_MOD_GIL_USED}, {0, NULL}}
-#else
-#define CHASH_PY_MODULE_SLOTS(exec) {{Py_mod_exec, exec}, {0, NULL}}
-#endif
-
-/*
- * The ring of a router, for chash._strategies: chash._chash stores a
- * chash_py_ring_api in the capsule CHASH_PY_RING_API ("chash._chash._ring_api").
- * ring_of returns 0 and the router's ring (read-only, valid while the
- * router lives and is not changed), or -1 with TypeError when obj is not a
- * ConsistentHashRouter.  Both extensions compile the same engine sources,
- * so the ring's layout is the same on both sides.
- */
-#define CHASH_PY_RING_API "chash._chash._ring_api"
-
-typedef struct chash_py_ring_api {
-    int (*ring_of)(PyObject *obj, const chash_ring **ring);
-} chash_py_ring_api;
 
 #endif /* CHASH_BINDING_H */

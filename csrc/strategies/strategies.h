@@ -1,5 +1,5 @@
 /*
- * chash_strategies.h - key-to-node strategies other than the ring itself,
+ * strategies.h - key-to-node strategies other than the ring itself,
  * for comparing them with it (chash simulate) and for routers of their own.
  *
  * Every strategy here maps a 64-bit key hash to a node index in [0, n).
@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chash.h"
+#include "engine/chash.h"
 
 /* Largest bucket count jump accepts (the paper's int32 bucket numbers). */
 #define CHASH_JUMP_MAX_BUCKETS ((uint32_t)INT32_MAX)

@@ -1,9 +1,9 @@
 /*
- * _chash_lookup.c - the router's lookups: one key, a batch of keys (four
- * MD5 lanes at a time), the preference list, a key's ring position.  Part
- * of chash._chash (_chash_router.h).
+ * lookup.c - the router's lookups: one key, a batch of keys (four MD5
+ * lanes at a time), the preference list, a key's ring position.  Part of
+ * chash._chash (router.h).
  */
-#include "_chash_router.h"
+#include "router.h"
 
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */

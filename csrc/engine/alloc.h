@@ -1,5 +1,5 @@
 /*
- * chash_alloc.h - the engine's allocator hook (private to csrc/).
+ * alloc.h - the engine's allocator hook (private to the C sources).
  *
  * Every engine allocation goes through CHASH_MALLOC, CHASH_REALLOC and
  * CHASH_FREE.  Each defaults to the C library's function; a build (or a

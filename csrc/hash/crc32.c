@@ -1,35 +1,12 @@
 /*
- * chash_fnv_crc.c - FNV-1a (32-bit) and CRC-32.
- *
- * FNV-1a follows the FNV description of Fowler, Noll and Vo: for each
- * byte, xor it into the hash, then multiply by the FNV prime.
+ * crc32.c - CRC-32.
  *
  * CRC-32 is the ISO-HDLC / IEEE 802.3 CRC that zlib computes: reflected
  * polynomial 0xEDB88320, initial value and final xor 0xFFFFFFFF.  It is
  * table-driven, eight bytes per step ("slicing-by-8"), with a byte-wise
  * loop for the last 0-7 bytes.
- *
- * One-at-a-time is Bob Jenkins's: for each byte add it, add the sum
- * shifted left 10, xor the sum shifted right 6; finally add << 3, xor >> 11,
- * add << 15.  Bytes enter as signed chars, as in libmemcached on x86.
  */
-#include "chash_hash.h"
-
-#define FNV32_OFFSET_BASIS 2166136261u
-#define FNV32_PRIME 16777619u
-
-uint32_t chash_fnv1a_32(const void *data, size_t len)
-{
-    const uint8_t *p = (const uint8_t *)data;
-    uint32_t h = FNV32_OFFSET_BASIS;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        h ^= (uint32_t)p[i];
-        h *= FNV32_PRIME;
-    }
-    return h;
-}
+#include "hash.h"
 
 /*
  * crc32_table[0][n] is the CRC register after shifting the byte n through
@@ -433,21 +410,4 @@ uint32_t chash_crc32(const void *data, size_t len)
         rest--;
     }
     return crc ^ 0xFFFFFFFFu;
-}
-
-uint32_t chash_one_at_a_time(const void *data, size_t len)
-{
-    const uint8_t *p = (const uint8_t *)data;
-    uint32_t h = 0;
-    for (size_t i = 0; i < len; i++) {
-        /* A char of libmemcached's key, signed on x86, widened to 32 bits. */
-        int32_t c = p[i] < 0x80 ? (int32_t)p[i] : (int32_t)p[i] - 256;
-        h += (uint32_t)c;
-        h += h << 10;
-        h ^= h >> 6;
-    }
-    h += h << 3;
-    h ^= h >> 11;
-    h += h << 15;
-    return h;
 }

@@ -1,12 +1,12 @@
 /*
- * chash_scheme.c - hash functions and layouts turned into ring points.
- * See chash_scheme.h for the rules; this file only spells them out.
+ * scheme.c - hash functions and layouts turned into ring points.
+ * See scheme.h for the rules; this file only spells them out.
  */
-#include "chash_scheme.h"
+#include "scheme.h"
 
 #include "chash.h"
-#include "chash_alloc.h"
-#include "chash_hash.h"
+#include "alloc.h"
+#include "hash/hash.h"
 
 #include <math.h>
 #include <stdlib.h>

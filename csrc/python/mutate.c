@@ -1,9 +1,10 @@
 /*
- * _chash_mutate.c - the router's mutations: add one or many nodes, remove,
- * discard, reweigh, replace the whole membership.  Each is all-or-nothing:
- * on error the router is as it was.  Part of chash._chash (_chash_router.h).
+ * mutate.c - the router's mutations: add one or many nodes, reweigh,
+ * remove, discard.  Each is all-or-nothing: on error the router is as it
+ * was.  Replacing the whole membership is build.c's.  Part of chash._chash
+ * (router.h).
  */
-#include "_chash_router.h"
+#include "router.h"
 
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
@@ -49,7 +50,7 @@ int add_node(RouterObject *self, PyObject *node, double weight)
         return -1;
     size_t k;
     int found = chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK;
-    if (rebuilds(self)) {
+    if (counts_by_share(self)) {
         if (found && entry_at(self, k)->weight == weight)
             return 0;
         return ketama_update(self, &node, &weight, 1, -1);
@@ -93,7 +94,7 @@ static int remove_node(RouterObject *self, PyObject *node)
     Py_ssize_t id_len;
     if (node_id(node, &id, &id_len) < 0)
         return -1;
-    if (rebuilds(self)) {
+    if (counts_by_share(self)) {
         size_t k;
         if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK)
             return 0;
@@ -212,7 +213,7 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
     if (parse_weight(weight_obj, &weight) < 0)
         return NULL;
     size_t count = 0;
-    if (!rebuilds(self) && points_for(self, Py_None, weight, &count) < 0)
+    if (!counts_by_share(self) && points_for(self, Py_None, weight, &count) < 0)
         return NULL;
     /* A tuple: a str subclass's __hash__ (run by the set) cannot change it. */
     PyObject *seq = PySequence_Tuple(nodes);
@@ -242,7 +243,7 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
         if (PyList_Append(into, node) < 0)
             goto done;
     }
-    if (rebuilds(self)) {
+    if (counts_by_share(self)) {
         /* One rebuild for all of them: present nodes first (in place), then
          * the new ones in the order given. */
         Py_ssize_t np = PyList_GET_SIZE(present), nf = PyList_GET_SIZE(fresh);
@@ -302,35 +303,3 @@ PyObject *router_discard(RouterObject *self, PyObject *node)
         return NULL;
     Py_RETURN_NONE;
 }
-
-const char replace_doc[] = PyDoc_STR(
-"_replace_nodes($self, nodes, /)\n--\n\n"
-"Make the ring hold exactly nodes, a list of (node, weight) pairs, added in\n"
-"that order, in one step: lookups see the old ring or the new one.  For\n"
-"keeping the order that breaks ties the same on several processes.");
-
-PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
-{
-    PyObject *hash = router_get_hash(self, NULL);
-    PyObject *layout = hash ? router_get_layout(self, NULL) : NULL;
-    PyObject *args = layout ? Py_BuildValue("(OnOOO)", (PyObject *)Py_TYPE(self),
-                                            (Py_ssize_t)self->base_points, hash, layout, nodes)
-                            : NULL;
-    Py_XDECREF(hash);
-    Py_XDECREF(layout);
-    if (!args)
-        return NULL;
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
-    RouterObject *fresh = module ? (RouterObject *)module_rebuild(module, args) : NULL;
-    Py_DECREF(args);
-    if (!fresh)
-        return NULL;
-    /* Swap the rings: self takes the new one, fresh releases the old one
-     * (and its entries) when it goes. */
-    chash_ring *ring = self->ring;
-    self->ring = fresh->ring;
-    fresh->ring = ring;
-    Py_DECREF(fresh);
-    Py_RETURN_NONE;
-}
-

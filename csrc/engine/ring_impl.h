@@ -1,11 +1,11 @@
 /*
- * chash_ring_impl.h - the ring's representation, shared by the files of
- * the ring engine (private to csrc/; chash.h is the public contract):
+ * ring_impl.h - the ring's representation, shared by the files of
+ * the ring engine (private to csrc/engine/; chash.h is the public contract):
  *
- *   chash_ring.c        lifecycle, single-node changes, lookups, the check
- *   chash_ring_index.c  the id index (node id -> position), O(1) expected
- *   chash_ring_bulk.c   the sort/merge path: the radix sort of points,
- *                       adding many nodes, recounting many nodes at once
+ *   ring.c        lifecycle, single-node changes, lookups, the check
+ *   ring_index.c  the id index (node id -> position), O(1) expected
+ *   ring_bulk.c   the sort/merge path: the radix sort of points,
+ *                 adding many nodes, recounting many nodes at once
  *
  * Names shared between those files carry the chash_priv_ prefix and are
  * hidden from the shared object where the compiler allows.
@@ -14,7 +14,7 @@
 #define CHASH_RING_IMPL_H
 
 #include "chash.h"
-#include "chash_alloc.h"
+#include "alloc.h"
 
 #include <string.h>
 
@@ -97,7 +97,7 @@ static inline void free_node_id(chash_node *node)
         CHASH_FREE(node->id.heap);
 }
 
-/* chash_ring.c: the points, the bucket index and room for growth. */
+/* ring.c: the points, the bucket index and room for growth. */
 CHASH_PRIVATE int chash_priv_check_growth(const chash_ring *ring, size_t already, size_t n);
 CHASH_PRIVATE int chash_priv_compare_ids(const char *a, size_t alen, const char *b, size_t blen);
 CHASH_PRIVATE char *chash_priv_copy_id(const char *id, size_t id_len);
@@ -111,7 +111,7 @@ CHASH_PRIVATE int chash_priv_reserve_nodes(chash_ring *ring, size_t count);
 CHASH_PRIVATE int chash_priv_reserve_points(chash_ring *ring, size_t total);
 CHASH_PRIVATE void chash_priv_update_buckets(chash_ring *ring, uint32_t *fresh, const chash_pair *add, size_t n, const chash_pair *drop, size_t ndrop);
 
-/* chash_ring_index.c: the id index. */
+/* ring_index.c: the id index. */
 CHASH_PRIVATE uint64_t chash_priv_id_hash_of(const char *id, size_t len);
 CHASH_PRIVATE void chash_priv_index_commit(chash_ring *ring, uint32_t *fresh, size_t first);
 CHASH_PRIVATE size_t chash_priv_index_probe(const chash_ring *ring, const char *id, size_t id_len, uint64_t h);
@@ -120,7 +120,7 @@ CHASH_PRIVATE void chash_priv_index_remove(chash_ring *ring, size_t k);
 CHASH_PRIVATE size_t chash_priv_index_size_for(size_t nnodes);
 CHASH_PRIVATE int chash_priv_reserve_index(const chash_ring *ring, size_t count, uint32_t **fresh);
 
-/* chash_ring_bulk.c: sorting points. */
+/* ring_bulk.c: sorting points. */
 CHASH_PRIVATE chash_pair *chash_priv_sorted_pairs(const uint32_t *points, size_t n, size_t k);
 
 #endif /* CHASH_RING_IMPL_H */

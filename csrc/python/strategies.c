@@ -1,10 +1,10 @@
 /*
- * _chash_strategies.c - chash._strategies: private Python functions over
- * chash_strategies.h (jump, rendezvous, Maglev, bounded loads, modulo) and
- * the bulk helpers chash.simulate measures them with.  A module of its own,
- * apart from the router's chash._chash; what both need (status mapping,
- * key reading, batch hashing) is _chash_binding.h's.  Bounded loads reads a
- * router's ring through the capsule chash._chash._ring_api.
+ * strategies.c - the private functions of chash._chash over
+ * strategies/strategies.h (jump, rendezvous, Maglev, bounded loads,
+ * modulo) and the bulk helpers chash.simulate measures them with.  They
+ * are module functions beside the router type, added to the module by
+ * module.c; bounded loads reads a router's ring directly, the one engine
+ * both are compiled against.
  *
  * Bulk data crosses the boundary as flat buffers of native unsigned
  * integers, never as Python ints: key and node hashes as 64-bit words
@@ -13,23 +13,21 @@
  * come back as new array('Q') / array('I') objects.  A million keys thus
  * cost two flat buffers and no Python object each.
  *
- * The C loops run without the GIL: the input buffers are held (so they
- * cannot be resized or freed) and the outputs are new arrays nobody else
- * sees yet.
+ * The C loops run without the GIL, bounded loads' aside (the GIL is what
+ * keeps the router's ring unchanged while it is read): the input buffers
+ * are held (so they cannot be resized or freed) and the outputs are new
+ * arrays nobody else sees yet.
  */
-#include "_chash_binding.h"
-#include "chash.h"
-#include "chash_hash.h"
-#include "chash_scheme.h"
-#include "chash_strategies.h"
+#include "router.h"
+
+#include "engine/chash.h"
+#include "engine/scheme.h"
+#include "hash/hash.h"
+#include "strategies/strategies.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-typedef struct {
-    const chash_py_ring_api *ring_api; /* from chash._chash's capsule */
-} module_state;
 
 /* ------------------------------------------------------------------ */
 /* Word buffers                                                       */
@@ -436,10 +434,12 @@ static PyObject *py_bounded_assign(PyObject *module, PyObject *args)
     double balance;
     if (!PyArg_ParseTuple(args, "OOd:_bounded_assign", &router, &hashes_obj, &balance))
         return NULL;
-    const chash_ring *ring;
-    module_state *state = PyModule_GetState(module);
-    if (state->ring_api->ring_of(router, &ring) < 0)
+    if (!PyObject_TypeCheck(router, get_state(module)->router_type)) {
+        PyErr_Format(PyExc_TypeError, "router must be a ConsistentHashRouter, not %.200s",
+                     Py_TYPE(router)->tp_name);
         return NULL;
+    }
+    const chash_ring *ring = ((RouterObject *)router)->ring;
     if (!isfinite(balance) || balance < 1.0) {
         PyErr_Format(PyExc_ValueError, "balance must be a finite number >= 1, not %R",
                      PyTuple_GET_ITEM(args, 2));
@@ -636,7 +636,7 @@ done:
     return result;
 }
 
-static PyMethodDef strategy_methods[] = {
+PyMethodDef strategy_methods[] = {
     {"_key_hashes", py_key_hashes, METH_VARARGS, key_hashes_doc},
     {"_modulo_assign", py_modulo_assign, METH_VARARGS, modulo_doc},
     {"_jump_assign", py_jump_assign, METH_VARARGS, jump_doc},
@@ -650,26 +650,3 @@ static PyMethodDef strategy_methods[] = {
     {"_node_indices", py_node_indices, METH_VARARGS, node_indices_doc},
     {NULL, NULL, 0, NULL},
 };
-
-static int module_exec(PyObject *module)
-{
-    module_state *state = PyModule_GetState(module);
-    state->ring_api = PyCapsule_Import(CHASH_PY_RING_API, 0);
-    return state->ring_api ? 0 : -1;
-}
-
-static PyModuleDef_Slot module_slots[] = CHASH_PY_MODULE_SLOTS(module_exec);
-
-static struct PyModuleDef strategies_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "chash._strategies",
-    .m_doc = "Key-to-node strategies beside the ring, and the bulk helpers of chash.simulate.",
-    .m_size = sizeof(module_state),
-    .m_methods = strategy_methods,
-    .m_slots = module_slots,
-};
-
-PyMODINIT_FUNC PyInit__strategies(void)
-{
-    return PyModuleDef_Init(&strategies_module);
-}

@@ -1,5 +1,5 @@
 /*
- * chash_sha1.c - SHA-1 message digest, as specified by FIPS 180-4
+ * sha1.c - SHA-1 message digest, as specified by FIPS 180-4
  * (sections 4.1.1, 4.2.1, 5.1.1, 5.3.1 and 6.1).
  *
  * One-shot only: full 64-byte blocks are compressed straight from the
@@ -7,7 +7,7 @@
  * stack.  The message schedule is kept as a rolling window of 16 words
  * instead of the 80-word array of the standard (same values, less memory).
  */
-#include "chash_hash.h"
+#include "hash.h"
 
 #include <string.h>
 

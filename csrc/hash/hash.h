@@ -1,5 +1,5 @@
 /*
- * chash_hash.h - the hash functions of the ring engine.
+ * hash.h - the hash functions of the ring engine.
  *
  * Every function here is written from its published specification and is
  * plain C11: no Python, no allocation, no global state.  Each takes a byte
@@ -7,7 +7,7 @@
  *
  * Multi-byte results are returned as the integer the specification defines;
  * how a result is cut to a 32-bit ring point is the layout's business
- * (chash_scheme.c), not this file's.
+ * (engine/scheme.c), not this file's.
  */
 #ifndef CHASH_HASH_H
 #define CHASH_HASH_H
