@@ -87,9 +87,13 @@ static int compare_spec_ids(const void *pa, const void *pb)
     return chash_priv_compare_ids(a->id, a->id_len, b->id, b->id_len);
 }
 
-int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t count)
+/* Checks what chash_ring_add_many is given, before anything is asked of
+ * the allocator: each node's point count and id, none already present, the
+ * limits; sums their points into *total.  0 or the call's error status. */
+static int check_new_nodes(const chash_ring *ring, const chash_node_spec *nodes, size_t count,
+                           size_t *total)
 {
-    size_t total = 0;
+    *total = 0;
     for (size_t s = 0; s < count; s++) {
         int status = chash_priv_check_growth(ring, 0, nodes[s].npoints);
         if (status != CHASH_OK)
@@ -98,82 +102,126 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
             return CHASH_EINVAL;
         if (chash_priv_has_node(ring, nodes[s].id, nodes[s].id_len))
             return CHASH_EEXIST;
-        total += nodes[s].npoints;
-        if (total > CHASH_MAX_POINTS)
+        *total += nodes[s].npoints;
+        if (*total > CHASH_MAX_POINTS)
             return CHASH_ERANGE;
     }
-    if (count == 0)
-        return CHASH_OK;
-    if (ring->npoints + total > CHASH_MAX_POINTS)
+    if (ring->npoints + *total > CHASH_MAX_POINTS || ring->nnodes + count > CHASH_MAX_NODES)
         return CHASH_ERANGE;
-    if (ring->nnodes + count > CHASH_MAX_NODES)
-        return CHASH_ERANGE;
+    return CHASH_OK;
+}
 
-    /* The new nodes in id order: the points are laid out in it below, and
-     * an id given twice shows as two neighbours. */
-    const chash_node_spec **order = CHASH_MALLOC(count * sizeof *order);
-    if (!order)
+/*
+ * The order the new nodes' points are laid out in, into *order (CHASH_FREE
+ * it): by id, so equal values end up with the smallest id; or, in a ring
+ * with CHASH_TIES_BY_ORDER, as given, so they end up with the node given
+ * first.  Sorting by id also shows an id given twice, as two neighbours:
+ * CHASH_EEXIST.  0, CHASH_EEXIST or CHASH_ENOMEM (*order then NULL).
+ */
+static int order_new_nodes(const chash_ring *ring, const chash_node_spec *nodes, size_t count,
+                           const chash_node_spec ***order)
+{
+    const chash_node_spec **o = CHASH_MALLOC(count * sizeof *o);
+    *order = NULL;
+    if (!o)
         return CHASH_ENOMEM;
     for (size_t s = 0; s < count; s++)
-        order[s] = &nodes[s];
-    qsort(order, count, sizeof *order, compare_spec_ids);
+        o[s] = &nodes[s];
+    qsort(o, count, sizeof *o, compare_spec_ids);
     for (size_t r = 1; r < count; r++) {
-        if (compare_spec_ids(&order[r - 1], &order[r]) == 0) {
-            CHASH_FREE(order);
+        if (compare_spec_ids(&o[r - 1], &o[r]) == 0) {
+            CHASH_FREE(o);
             return CHASH_EEXIST;
         }
     }
-    /* Ties by insertion order: the points are laid out in the given order
-     * instead, so equal values end up with the node given first. */
     if (ring->ties == CHASH_TIES_BY_ORDER)
         for (size_t r = 0; r < count; r++)
-            order[r] = &nodes[r];
+            o[r] = &nodes[r];
+    *order = o;
+    return CHASH_OK;
+}
 
-    /* Every allocation first; nothing below them can fail. */
-    /* On an empty ring the points are sorted in the ring's own array; else
-     * in a buffer of their own, then merged in. */
-    int direct = ring->npoints == 0;
-    char **ids = NULL;
-    chash_pair *buf = NULL;
-    uint32_t *fresh = NULL, *fresh_index = NULL;
+/* What chash_ring_add_many asks for before the ring changes. */
+typedef struct {
+    char **ids;            /* heap copies of the ids too long to sit inline */
+    chash_pair *buf;       /* the new points, unless sorted in the ring's own array */
+    uint32_t *fresh;       /* a new bucket index, or NULL (the ring's fits) */
+    uint32_t *fresh_index; /* a new id index, or NULL (the ring's fits) */
+} add_many_room;
+
+/*
+ * Every allocation adding nodes[0..count) (total points) needs: room in
+ * the node table, the points array and both indexes, the ids' copies and,
+ * unless direct (an empty ring, whose own array takes the points), a
+ * buffer for the new points.  0, or CHASH_ENOMEM with everything taken
+ * here given back (room made in the ring's own arrays is only capacity:
+ * the ring is unchanged).
+ */
+static int reserve_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t count,
+                            size_t total, int direct, add_many_room *room)
+{
+    *room = (add_many_room){NULL, NULL, NULL, NULL};
     int status = chash_priv_reserve_nodes(ring, count);
     if (status == CHASH_OK) {
-        ids = CHASH_MALLOC(count * sizeof *ids);
-        buf = direct ? NULL : CHASH_MALLOC(total * sizeof *buf);
-        status = ids && (buf || direct) ? chash_priv_reserve_merge(ring, total, &fresh) : CHASH_ENOMEM;
+        room->ids = CHASH_MALLOC(count * sizeof *room->ids);
+        room->buf = direct ? NULL : CHASH_MALLOC(total * sizeof *room->buf);
+        status = room->ids && (room->buf || direct) ? chash_priv_reserve_merge(ring, total, &room->fresh)
+                                                    : CHASH_ENOMEM;
     }
     if (status == CHASH_OK)
-        status = chash_priv_reserve_index(ring, count, &fresh_index);
+        status = chash_priv_reserve_index(ring, count, &room->fresh_index);
     size_t copied = 0;
     while (status == CHASH_OK && copied < count) {
         size_t len = nodes[copied].id_len;
-        ids[copied] = len > INLINE_ID ? chash_priv_copy_id(nodes[copied].id, len) : NULL;
-        if (len > INLINE_ID && !ids[copied])
+        room->ids[copied] = len > INLINE_ID ? chash_priv_copy_id(nodes[copied].id, len) : NULL;
+        if (len > INLINE_ID && !room->ids[copied])
             status = CHASH_ENOMEM;
         else
             copied++;
     }
     if (status != CHASH_OK) {
         for (size_t s = 0; s < copied; s++)
-            CHASH_FREE(ids[s]);
-        CHASH_FREE(fresh);
-        CHASH_FREE(fresh_index);
-        CHASH_FREE(ids);
+            CHASH_FREE(room->ids[s]);
+        CHASH_FREE(room->fresh);
+        CHASH_FREE(room->fresh_index);
+        CHASH_FREE(room->ids);
+        CHASH_FREE(room->buf);
+        *room = (add_many_room){NULL, NULL, NULL, NULL};
+        return CHASH_ENOMEM;
+    }
+    return CHASH_OK;
+}
+
+int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t count)
+{
+    size_t total;
+    int status = check_new_nodes(ring, nodes, count, &total);
+    if (status != CHASH_OK || count == 0)
+        return status;
+    const chash_node_spec **order;
+    status = order_new_nodes(ring, nodes, count, &order);
+    if (status != CHASH_OK)
+        return status;
+    /* Every allocation first; nothing below them can fail.  On an empty
+     * ring the points are sorted in the ring's own array; else in a buffer
+     * of their own, then merged in. */
+    int direct = ring->npoints == 0;
+    add_many_room room;
+    if (reserve_add_many(ring, nodes, count, total, direct, &room) != CHASH_OK) {
         CHASH_FREE(order);
-        CHASH_FREE(buf);
         return CHASH_ENOMEM;
     }
     size_t base = ring->nnodes;
     for (size_t s = 0; s < count; s++)
-        ring->nodes[base + s] = make_node(nodes[s].id, nodes[s].id_len, ids[s], nodes[s].data,
+        ring->nodes[base + s] = make_node(nodes[s].id, nodes[s].id_len, room.ids[s], nodes[s].data,
                                           nodes[s].npoints, chash_priv_id_hash_of(nodes[s].id, nodes[s].id_len));
     ring->nnodes += count;
-    CHASH_FREE(ids);
-    chash_priv_index_commit(ring, fresh_index, base);
-    /* Points sorted by (value, rank of their owner's id, or of its place
-     * for CHASH_TIES_BY_ORDER), so equal values end up in the order the
-     * ring wants; then the ranks become node indices. */
-    chash_pair *add = direct ? ring->pt : buf;
+    CHASH_FREE(room.ids);
+    chash_priv_index_commit(ring, room.fresh_index, base);
+    /* Points sorted by (value, rank of their owner in order), so equal
+     * values end up in the order the ring wants; then the ranks become
+     * node indices. */
+    chash_pair *add = direct ? ring->pt : room.buf;
     size_t at = 0;
     for (size_t r = 0; r < count; r++)
         for (size_t p = 0; p < order[r]->npoints; p++)
@@ -187,8 +235,8 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     else
         chash_priv_merge_sorted(ring, add, total);
     /* Sorted by value: the index shifts by them when its size stays. */
-    chash_priv_update_buckets(ring, fresh, direct ? NULL : add, total, NULL, 0);
-    CHASH_FREE(buf);
+    chash_priv_update_buckets(ring, room.fresh, direct ? NULL : add, total, NULL, 0);
+    CHASH_FREE(room.buf);
     return CHASH_OK;
 }
 
