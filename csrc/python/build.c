@@ -10,6 +10,18 @@
  */
 #include "router.h"
 
+/* The node (borrowed) and weight of a pair, a (node, weight) tuple; 0, or
+ * -1 with TypeError / ValueError. */
+static int read_pair(PyObject *pair, PyObject **node, double *weight)
+{
+    if (!PyTuple_Check(pair)) {
+        PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
+                     Py_TYPE(pair)->tp_name);
+        return -1;
+    }
+    return PyArg_ParseTuple(pair, "Od", node, weight) ? 0 : -1;
+}
+
 /*
  * Adds the (node, weight) pairs of seq (a tuple) to fresh, an empty router
  * nobody else holds yet, in that order.  The layouts whose point counts go
@@ -25,7 +37,7 @@ static int fill(RouterObject *fresh, PyObject *seq)
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *node;
             double weight;
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &node, &weight)
+            if (read_pair(PyTuple_GET_ITEM(seq, i), &node, &weight) < 0
                 || add_node(fresh, node, weight) < 0)
                 return -1;
         }
@@ -38,8 +50,7 @@ static int fill(RouterObject *fresh, PyObject *seq)
     if (status < 0)
         PyErr_NoMemory();
     for (Py_ssize_t i = 0; status == 0 && i < n; i++)
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "Od", &nodes[i], &weights[i]))
-            status = -1;
+        status = read_pair(PyTuple_GET_ITEM(seq, i), &nodes[i], &weights[i]);
     if (status == 0)
         status = ketama_update(fresh, nodes, weights, n, -1);
     PyMem_Free(nodes);

@@ -26,7 +26,7 @@ from _support.hashes import ORACLES
 from _support.reference_router import ModelRouter
 from chash import HASHES, ConsistentHashRouter
 
-VECTORS = pathlib.Path(__file__).parent / "vectors"
+VECTORS = pathlib.Path(__file__).parent.parent / "vectors"
 
 M32 = 0xFFFFFFFF
 

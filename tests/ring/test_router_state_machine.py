@@ -10,7 +10,6 @@ layout and the ketama layout.
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -19,17 +18,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from _support.hashes import narrow_hash
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring
 from chash import ConsistentHashRouter
 
 # Prefixes of each other, empty, NUL, non-ASCII, non-BMP: every byte-order case.
 NODE_NAMES = ["", "a", "ab", "abc", "a\x00", "b", "é", "éa", "节点", "\U0001F600"]
 WEIGHTS = [0.01, 0.25, 0.5, 1, 1.0, 1.5, 2, 3]
-
-
-def narrow_hash(data: bytes) -> int:
-    """64 ring positions: most points collide, many keys land on a point."""
-    return zlib.crc32(data) % 64
 
 
 class RouterMachine(RuleBasedStateMachine):

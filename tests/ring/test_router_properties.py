@@ -11,19 +11,14 @@ import os
 import pickle
 import subprocess
 import sys
-import zlib
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chash
+from _support.hashes import narrow_hash
 from chash import HASHES, LAYOUTS, ConsistentHashRouter
-
-
-def narrow_hash(data: bytes) -> int:
-    """64 ring positions: most points collide."""
-    return zlib.crc32(data) % 64
 
 
 class SubRouter(ConsistentHashRouter):

@@ -41,6 +41,7 @@ from hypothesis.stateful import (
 )
 
 import chash
+from _support.hashes import signed_narrow_hash
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring, snapshot
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
@@ -65,12 +66,7 @@ def fuzz(ci: int, dev: int) -> settings:
 
 # -- user hash functions ---------------------------------------------------------
 
-# Module-level, so routers using them pickle.
-def narrow_hash(data: bytes) -> int:
-    """97 positions, negative values included: most points collide."""
-    return zlib.crc32(data) % 97 - 48
-
-
+# Module-level, so routers using them pickle (signed_narrow_hash too).
 def wide_hash(data: bytes) -> int:
     """An int far wider than 64 bits; only its value mod 2**32 counts."""
     return int.from_bytes(hashlib.sha256(data).digest(), "big") - (1 << 255)
@@ -82,7 +78,7 @@ def bool_hash(data: bytes) -> bool:
 
 
 CALLABLES: dict[str, Callable[[bytes], int]] = {
-    "narrow": narrow_hash, "wide": wide_hash, "bool": bool_hash,
+    "narrow": signed_narrow_hash, "wide": wide_hash, "bool": bool_hash,
 }
 
 
@@ -342,7 +338,7 @@ def test_binding_state_machine() -> None:
                      st.sampled_from([MAX_VIRTUAL_NODES, MAX_VIRTUAL_NODES + 1, 2**63, -2**63, 2**100]),
                      st.sampled_from([True, False, 1.0, "3", b"3"])),
     hash=st.one_of(st.sampled_from(HASHES), st.text(max_size=8),
-                   st.sampled_from(["md5\x00", "MD5", " md5", "\ud800", b"md5", None, 5, narrow_hash])),
+                   st.sampled_from(["md5\x00", "MD5", " md5", "\ud800", b"md5", None, 5, signed_narrow_hash])),
     layout=st.one_of(st.sampled_from(LAYOUTS), st.text(max_size=8),
                      st.sampled_from(["python\x00", "Python", "\udfff", b"node", None, 1])),
 )
