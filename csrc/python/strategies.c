@@ -3,8 +3,8 @@
  * strategies/strategies.h (jump, rendezvous, Maglev, bounded loads,
  * modulo) and the bulk helpers chash.simulate measures them with.  They
  * are module functions beside the router type, added to the module by
- * module.c; bounded loads reads a router's ring directly, the one engine
- * both are compiled against.
+ * module.c; bounded loads reads a router's ring directly (one extension,
+ * one copy of the engine: no ring pointer crosses between two).
  *
  * Bulk data crosses the boundary as flat buffers of native unsigned
  * integers, never as Python ints: key and node hashes as 64-bit words
