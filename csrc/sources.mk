@@ -21,6 +21,6 @@ ENGINE_SOURCES := $(RING_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_S
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
-BINDING_SOURCES := python/module.c python/router.c python/build.c python/points.c \
-                   python/mutate.c python/ketama.c python/lookup.c python/inspect.c \
-                   python/strategies.c
+BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
+                   python/points.c python/mutate.c python/ketama.c python/lookup.c \
+                   python/inspect.c python/strategies.c

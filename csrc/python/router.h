@@ -3,8 +3,8 @@
  * by the files of the binding (chash._chash), each of which owns one concern:
  *
  *   module.c      the module: its functions, constants, state and init
- *   router.c      the type: node entries, construction, lifetime, the
- *                 method and property tables
+ *   type.c        the type: its method and property tables, slots, spec
+ *   router.c      the objects: node entries, construction, lifetime
  *   build.c       a router built from a list of (node, weight) pairs:
  *                 pickling (__reduce__, _rebuild) and _replace_nodes
  *   points.c      the scheme glue: key hashes, a node's points, weights
@@ -76,8 +76,14 @@ static inline NodeEntry *entry_at(RouterObject *self, size_t index)
     return (NodeEntry *)chash_ring_node(self->ring, index).data;
 }
 
-/* The type (router.c): its spec, node entries and construction. */
+/* The type (type.c). */
 extern PyType_Spec router_spec;
+
+/* The objects (router.c): node entries, construction and lifetime. */
+int router_clear(RouterObject *self);
+void router_dealloc(RouterObject *self);
+PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds);
+int router_traverse(RouterObject *self, visitproc visit, void *arg);
 void free_entry(NodeEntry *entry);
 NodeEntry *new_entry(PyObject *node, double weight);
 chash_ring *new_ring(chash_layout_id layout);
