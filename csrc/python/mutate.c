@@ -42,6 +42,9 @@ static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_
     }
     return 0;
 }
+
+/* Adds node with weight, or moves a present node to that weight; 0, or -1
+ * with an exception set and the router unchanged. */
 int add_node(RouterObject *self, PyObject *node, double weight)
 {
     const char *id;
@@ -244,8 +247,9 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
             goto done;
     }
     if (counts_by_share(self)) {
-        /* One rebuild for all of them: present nodes first (in place), then
-         * the new ones in the order given. */
+        /* One ketama update for all of them, not one a node: present nodes
+         * first (they keep their places), then the new ones in the order
+         * given. */
         Py_ssize_t np = PyList_GET_SIZE(present), nf = PyList_GET_SIZE(fresh);
         PyObject **all = PyMem_New(PyObject *, (size_t)(np + nf) + 1);
         double *weights = PyMem_New(double, (size_t)(np + nf) + 1);

@@ -123,7 +123,7 @@ class BindingMachine(RuleBasedStateMachine):
 
     # The layouts that take any positive weight; nginx, ketama and
     # libmemcached take their references' integer weights and are driven by
-    # tests/test_router_state_machine.py, test_compat.py and, against the
+    # tests/ring/test_router_state_machine.py, test_compat.py and, against the
     # programs themselves, test_compat_programs.py.
     @initialize(
         vnodes=st.one_of(st.integers(1, 8), st.integers(1, 8), st.integers(9, 120),
