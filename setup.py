@@ -1,4 +1,4 @@
-"""Declares the C extensions; all metadata lives in pyproject.toml.
+"""Declares the C extension; all metadata lives in pyproject.toml.
 
 Build switches (environment variables, read at build time):
   CHASH_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer, -O1 -g
@@ -80,32 +80,45 @@ class EggInfo(egg_info):
                             "".join(f"{name}\n" for name in self.filelist.files))
 
 
-# The engine: the ring, the schemes and the hash functions (plain C).
-ENGINE = ["csrc/chash_ring.c", "csrc/chash_ring_index.c", "csrc/chash_ring_bulk.c", "csrc/chash_scheme.c", "csrc/chash_md5.c", "csrc/chash_sha1.c",
-          "csrc/chash_murmur.c", "csrc/chash_xxhash.c", "csrc/chash_fnv_crc.c"]
-# Each extension: its binding file(s) over the engine; both include
-# csrc/_chash_binding.h.  Every csrc/*.c belongs to one of these lists.
-EXTENSIONS = {
-    "chash._chash": ["csrc/_chashmodule.c", "csrc/_chash_points.c", "csrc/_chash_mutate.c",
-                     "csrc/_chash_ketama.c", "csrc/_chash_lookup.c", "csrc/_chash_inspect.c", *ENGINE],
-    "chash._strategies": ["csrc/_chash_strategies.c", "csrc/chash_strategies.c", *ENGINE],
-}
-_unlisted = set(glob("csrc/*.c")) - {src for srcs in EXTENSIONS.values() for src in srcs}
+def _make_lists(path: str) -> dict[str, list[str]]:
+    """The `NAME := words` lists of a make file (csrc/sources.mk): comments,
+    backslash continuations and $(NAME) references to earlier lists, no
+    other make syntax."""
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"\\\n", " ", re.sub(r"#.*", "", f.read()))
+    lists: dict[str, list[str]] = {}
+    for line in filter(str.strip, text.splitlines()):
+        match = re.fullmatch(r"\s*(\w+)\s*:=(.*)", line)
+        if not match:
+            raise SystemExit(f"setup.py: {path}: cannot read {line.strip()!r}")
+        words: list[str] = []
+        for word in match.group(2).split():
+            ref = re.fullmatch(r"\$\((\w+)\)", word)
+            words += lists[ref.group(1)] if ref else [word]
+        lists[match.group(1)] = words
+    return lists
+
+
+# The sources, listed once in csrc/sources.mk: the engine (plain C: ring,
+# schemes, hash functions, strategies) and the binding over it, compiled
+# together into the one extension.  Every csrc/**/*.c belongs to a list.
+_SOURCES = _make_lists("csrc/sources.mk")
+SOURCES = [f"csrc/{src}" for src in _SOURCES["BINDING_SOURCES"] + _SOURCES["ENGINE_SOURCES"]]
+_unlisted = set(glob("csrc/**/*.c", recursive=True)) - set(SOURCES)
 if _unlisted:
-    raise SystemExit(f"setup.py: csrc files in no extension: {sorted(_unlisted)}")
+    raise SystemExit(f"setup.py: csrc files in no list of csrc/sources.mk: {sorted(_unlisted)}")
 
 setup(
     cmdclass={"egg_info": EggInfo},
     ext_modules=[
         Extension(
-            name,
-            sources=sources,
+            "chash._chash",
+            sources=SOURCES,
             include_dirs=["csrc"],
-            depends=sorted(glob("csrc/*.h")),
+            depends=sorted(glob("csrc/**/*.h", recursive=True)) + ["csrc/sources.mk"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             undef_macros=undef,
         )
-        for name, sources in EXTENSIONS.items()
     ]
 )

@@ -1,8 +1,11 @@
-"""Type stubs of the C extension behind chash.ConsistentHashRouter."""
-from collections.abc import Callable, Iterable, Iterator
+"""Type stubs of the C extension behind chash.ConsistentHashRouter, and of
+the strategy functions beside the ring that chash.simulate uses (private;
+every argument positional-only)."""
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Literal
 
-from typing_extensions import disjoint_base
+from typing_extensions import Buffer, disjoint_base
 
 # The names `hash=` and `layout=` accept (HASHES and LAYOUTS at run time),
 # one a line: a new hash or layout is one added line.
@@ -33,9 +36,6 @@ MAX_VIRTUAL_NODES: Final[int]
 MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
 MAX_NODES: Final[int]
-# A capsule of C function pointers through which chash._strategies reads a
-# router's ring.
-_ring_api: Final[object]
 
 @disjoint_base
 class ConsistentHashRouter:
@@ -95,3 +95,18 @@ def _rebuild(
     nodes: list[tuple[str, float]],
     /,
 ) -> ConsistentHashRouter: ...
+
+# The strategies beside the ring and the bulk helpers of chash.simulate.
+# Word arguments (Buffer) are native unsigned words: array('Q') for 64-bit
+# hashes, array('I') for 32-bit node indices and tables, or raw bytes.
+def _key_hashes(keys: Iterable[str | bytes], hash: str = "md5", /) -> array[int]: ...
+def _modulo_assign(hashes: Buffer, n: int, /) -> array[int]: ...
+def _jump_assign(hashes: Buffer, n: int, /) -> array[int]: ...
+def _rendezvous_assign(hashes: Buffer, node_hashes: Buffer, /) -> array[int]: ...
+def _maglev_table(node_hashes: Buffer, size: int = 65537, /) -> array[int]: ...
+def _table_assign(hashes: Buffer, table: Buffer, /) -> array[int]: ...
+def _bounded_assign(router: ConsistentHashRouter, hashes: Buffer, balance: float, /) -> array[int]: ...
+def _moved(before: Buffer, after: Buffer, /) -> int: ...
+def _counts(assignment: Buffer, n: int, /) -> list[int]: ...
+def _relabel(assignment: Buffer, labels: Buffer, /) -> array[int]: ...
+def _node_indices(owners: Sequence[object], nodes: Sequence[object], /) -> array[int]: ...

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from chash import _strategies
+from chash import _chash
 from chash._chash import HASHES, ConsistentHashRouter
 from chash._optional import require
 from chash._text import plural
@@ -70,12 +70,12 @@ TIMING_REPEATS = 3
 #: Seed of the request order of round robin's second pass.
 ROUND_ROBIN_SEED = 6
 
-# The private C helpers (chash._strategies, typed by its stub): results are
-# array('I') of node indices or array('Q') of 64-bit hashes.
-_key_hashes = _strategies._key_hashes
-_moved = _strategies._moved
-_counts = _strategies._counts
-_relabel = _strategies._relabel
+# The private C helpers (strategy functions of chash._chash, typed by its
+# stub): results are array('I') of node indices or array('Q') of 64-bit hashes.
+_key_hashes = _chash._key_hashes
+_moved = _chash._moved
+_counts = _chash._counts
+_relabel = _chash._relabel
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ class ModuloStrategy(Strategy):
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
         started = time.perf_counter()
-        result = _strategies._modulo_assign(self.workload.hashes, len(nodes))
+        result = _chash._modulo_assign(self.workload.hashes, len(nodes))
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -237,7 +237,7 @@ class JumpStrategy(Strategy):
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
         started = time.perf_counter()
-        result = _strategies._jump_assign(self.workload.hashes, len(nodes))
+        result = _chash._jump_assign(self.workload.hashes, len(nodes))
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -259,7 +259,7 @@ class RendezvousStrategy(Strategy):
         """Node index of every key."""
         node_hashes = _key_hashes(nodes, self.workload.hash_name)
         started = time.perf_counter()
-        result = _strategies._rendezvous_assign(self.workload.hashes, node_hashes)
+        result = _chash._rendezvous_assign(self.workload.hashes, node_hashes)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -280,9 +280,9 @@ class MaglevStrategy(Strategy):
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
-        table = _strategies._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
+        table = _chash._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
         started = time.perf_counter()
-        result = _strategies._table_assign(self.workload.hashes, table)
+        result = _chash._table_assign(self.workload.hashes, table)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -314,7 +314,7 @@ class RingStrategy(Strategy):
         started = time.perf_counter()
         owners = router.get_target_nodes(self.workload.keys)
         self.route_seconds = time.perf_counter() - started
-        result = _strategies._node_indices(owners, nodes)
+        result = _chash._node_indices(owners, nodes)
         return result
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
@@ -343,7 +343,7 @@ class BoundedStrategy(RingStrategy):
         over the router's own ring (its node order is that of nodes)."""
         router = self.router(nodes)
         started = time.perf_counter()
-        result = _strategies._bounded_assign(router, self.workload.hashes, self.balance_factor)
+        result = _chash._bounded_assign(router, self.workload.hashes, self.balance_factor)
         self.route_seconds = time.perf_counter() - started
         return result
 
@@ -465,13 +465,13 @@ def _measure_round_robin(config: SimulationConfig, keys: int) -> dict[str, Any]:
     # request number is the key's own number), and the pass-two request number.
     first_pass = array("Q", order)
     second_pass = array("Q", range(keys, 2 * keys))
-    stable_before: array[int] = _strategies._modulo_assign(first_pass, n)
-    stable_after: array[int] = _strategies._modulo_assign(second_pass, n)
-    grown_before: array[int] = _strategies._modulo_assign(first_pass, n - 1)
+    stable_before: array[int] = _chash._modulo_assign(first_pass, n)
+    stable_after: array[int] = _chash._modulo_assign(second_pass, n)
+    grown_before: array[int] = _chash._modulo_assign(first_pass, n - 1)
     failed = (n - 1) // 2
     all_nodes = node_names(n)
     survivors = [node for i, node in enumerate(all_nodes) if i != failed]
-    failed_after = _relabel(_strategies._modulo_assign(second_pass, n - 1), _labels(survivors, all_nodes))
+    failed_after = _relabel(_chash._modulo_assign(second_pass, n - 1), _labels(survivors, all_nodes))
     return {
         "same_node_on_repeat": 1.0 - _moved(stable_before, stable_after) / keys,
         "growth_moved": _moved(grown_before, stable_after) / keys,

@@ -10,6 +10,10 @@ seed)`` is the hash as an int (the digest read big-endian for MD5 and
 SHA-1), ``seed_bits`` the width of the seed (0 when unseeded), ``width`` the
 width of the value in bits.  ``digest(name, data)`` gives the big-endian
 digest bytes that ring points are cut from.
+
+``narrow_hash`` and ``signed_narrow_hash`` are hash callables for routers
+(``ConsistentHashRouter(hash=narrow_hash)``) whose few positions make
+points collide everywhere; module-level, so routers using them pickle.
 """
 
 from __future__ import annotations
@@ -98,3 +102,15 @@ def value(name: str, data: bytes, seed: int = 0) -> int:
 def digest(name: str, data: bytes) -> bytes:
     """The big-endian digest bytes of ``name`` (seed 0) that ring points are cut from."""
     return value(name, data).to_bytes(ORACLES[name].width // 8, "big")
+
+
+def narrow_hash(data: bytes) -> int:
+    """64 ring positions (CRC-32 mod 64): most points collide, and many keys
+    land exactly on a point."""
+    return zlib.crc32(data) % 64
+
+
+def signed_narrow_hash(data: bytes) -> int:
+    """97 ring positions, negative values included (CRC-32 mod 97, less 48):
+    most points collide, and the router must take a negative int mod 2**32."""
+    return zlib.crc32(data) % 97 - 48

@@ -1,5 +1,5 @@
 /*
- * test_hash.c - known-answer tests for the functions of chash_hash.h.
+ * test_hash.c - known-answer tests for the functions of hash/hash.h.
  *
  * Two kinds of vectors:
  *   - published ones (RFC 1321 appendix A.5, FIPS 180 examples, the CRC-32
@@ -14,7 +14,7 @@
  * Prints one line per failure and ends with "N passed, M failed"; the exit
  * status is non-zero when anything failed.
  */
-#include "chash_hash.h"
+#include "hash/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "failing_alloc.h"
-#include "../../csrc/chash_ring.c"
-#include "../../csrc/chash_ring_bulk.c"
-#include "../../csrc/chash_ring_index.c"
+#include "../../csrc/engine/ring.c"
+#include "../../csrc/engine/ring_bulk.c"
+#include "../../csrc/engine/ring_index.c"
 
 #include "check.h"
 

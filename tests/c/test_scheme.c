@@ -3,8 +3,8 @@
  * for each layout, checked against values computed with Python's hashlib
  * (the commands are beside each vector), and weight-to-point rounding.
  */
-#include "chash.h"
-#include "chash_scheme.h"
+#include "engine/chash.h"
+#include "engine/scheme.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * test_strategies.c - the strategies of chash_strategies.h on their own:
+ * test_strategies.c - the strategies of strategies/strategies.h on their own:
  * jump's published known answers and its monotonicity, rendezvous moving
  * only the keys it must, Maglev's table shares and disruption, the
  * bounded-loads guarantee, argument checks, and allocation failures.
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "failing_alloc.h"
-#include "../../csrc/chash_strategies.c"
+#include "../../csrc/strategies/strategies.c"
 
 #include "check.h"
 

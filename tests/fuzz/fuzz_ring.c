@@ -1,6 +1,6 @@
 /*
- * fuzz_ring.c - libFuzzer target for the ring engine (chash.h) and the point
- * schemes (chash_scheme.h).
+ * fuzz_ring.c - libFuzzer target for the ring engine (engine/chash.h) and
+ * the point schemes (engine/scheme.h).
  *
  * The input is read as a program.  Each operation byte picks an engine call
  * (add, add_many, remove, grow, shrink, lookup, preference, ownership, limit
@@ -18,17 +18,18 @@
  * preference lists.  Any disagreement aborts.
  *
  * Two builds:
- *   plain: link csrc/chash_ring.c as it is (the engine's own allocator);
- *   -DFUZZ_FAILING_ALLOC: this file includes csrc/chash_ring.c with an
+ *   plain: link the ring's files (RING_SOURCES of csrc/sources.mk) as
+ *     they are (the engine's own allocator);
+ *   -DFUZZ_FAILING_ALLOC: this file includes the ring's files with an
  *     allocator that fails on demand (the FAILNEXT operation), so every
  *     mutation must leave the ring exactly as it was when it returns
- *     CHASH_ENOMEM, and remove must never allocate.  Do not link
- *     csrc/chash_ring.c a second time in this build.
+ *     CHASH_ENOMEM, and remove must never allocate.  Do not link them a
+ *     second time in this build.
  *
  * FUZZ_RING_TRACE=1 in the environment prints each operation to stderr.
  */
-#include "chash.h"
-#include "chash_scheme.h"
+#include "engine/chash.h"
+#include "engine/scheme.h"
 
 #include <float.h>
 #include <math.h>
@@ -80,9 +81,9 @@ static void *fz_realloc(void *p, size_t size)
 #define CHASH_MALLOC fz_malloc
 #define CHASH_REALLOC fz_realloc
 #define CHASH_FREE free
-#include "chash_ring.c"
-#include "chash_ring_bulk.c"
-#include "chash_ring_index.c"
+#include "engine/ring.c"
+#include "engine/ring_bulk.c"
+#include "engine/ring_index.c"
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -951,7 +952,7 @@ static uint32_t fz_le32(const uint8_t *p)
     return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
 }
 
-/* The scheme's cut of a digest, written from chash_scheme.h's table. */
+/* The scheme's cut of a digest, written from engine/scheme.h's table. */
 static uint32_t fz_cut(const chash_scheme *scheme, const uint8_t *digest, size_t size, size_t group)
 {
     if (scheme->layout == CHASH_LAYOUT_NODE)
@@ -964,7 +965,7 @@ static uint32_t fz_cut(const chash_scheme *scheme, const uint8_t *digest, size_t
 }
 
 /* nginx's point index: crc32(host "\0" port prev) chained from prev = 0,
- * the address split as chash_scheme.h says (a plain reading of it). */
+ * the address split as engine/scheme.h says (a plain reading of it). */
 static uint32_t fz_nginx_point(const fz_id *id, size_t index)
 {
     const char *a = id->buf;

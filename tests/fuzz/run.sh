@@ -5,11 +5,12 @@
 #
 # Two builds of tests/fuzz/fuzz_ring.c, both with ASan + UBSan (any report
 # is fatal):
-#   fuzz_ring        linked with csrc/chash_ring.c as shipped; replays the
-#                    seed corpus once;
-#   fuzz_ring_alloc  includes csrc/chash_ring.c with an allocator that fails
+#   fuzz_ring        linked with the ring's files (RING_SOURCES of
+#                    csrc/sources.mk) as shipped; replays the seed corpus once;
+#   fuzz_ring_alloc  includes the ring's files with an allocator that fails
 #                    on demand; fuzzes for SECONDS from a temporary copy of
 #                    tests/fuzz/corpus/ (the committed corpus never grows).
+# Both link the schemes and hash functions (SCHEME_SOURCES, HASH_SOURCES).
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
 # mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
 # ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
@@ -52,9 +53,19 @@ if ! "$cc" "${san[@]}" "$work/probe.c" -o "$work/probe" >"$work/probe.log" 2>&1;
 fi
 
 cd "$root"
-ring=(csrc/chash_ring.c csrc/chash_ring_index.c csrc/chash_ring_bulk.c)
-hashes=(csrc/chash_scheme.c csrc/chash_md5.c csrc/chash_sha1.c csrc/chash_murmur.c
-        csrc/chash_xxhash.c csrc/chash_fnv_crc.c)
+# Lists of csrc/sources.mk, the one place they are written, as csrc/
+# paths on one line; make reads the file, as the C tests' Makefile does.
+sources() {
+  local refs="" words
+  for name in "$@"; do refs+=" \$($name)"; done
+  words=$(printf 'include csrc/sources.mk\n$(info%s)\nall: ;\n' "$refs" | make -s -f - all)
+  [ -n "$words" ] || { echo "fuzz: csrc/sources.mk gives no $*" >&2; return 1; }
+  printf 'csrc/%s ' $words
+}
+ring_list=$(sources RING_SOURCES)
+scheme_list=$(sources SCHEME_SOURCES HASH_SOURCES)
+read -ra ring <<<"$ring_list"
+read -ra hashes <<<"$scheme_list"
 # chash_ring_check() runs after every step; its loops only compare, so they
 # stay out of the coverage feedback (sanitizers still check them).
 printf 'fun:chash_ring_check\n' >"$work/coverage-ignore.txt"

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _support.plotting import need_matplotlib
-from chash import HASHES, BoundedLoadRouter, ConsistentHashRouter, _chash, _strategies
+from chash import HASHES, BoundedLoadRouter, ConsistentHashRouter, _chash
 from chash.cli import main
 from chash.simulate import SimulationConfig, is_prime, key_names, node_names, plot, render, simulate
 
-C = _strategies
+C = _chash
 M64 = (1 << 64) - 1
 KEYS = 20_000
 
@@ -259,7 +259,7 @@ def test_bad_arguments(error: type[Exception], name: str, args: tuple[Any, ...])
         getattr(C, name)(*args)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in dir(_strategies) if n.endswith(("_assign", "_table"))
+@pytest.mark.parametrize("name", sorted(n for n in dir(C) if n.endswith(("_assign", "_table"))
                                         or n in ("_key_hashes", "_moved", "_counts", "_relabel",
                                                  "_node_indices")))
 def test_signatures_are_introspectable(name: str) -> None:

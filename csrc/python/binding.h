@@ -1,0 +1,108 @@
+/*
+ * binding.h - what every file of the binding (csrc/python/, the one
+ * extension chash._chash) may need, written once: the mapping of engine
+ * status codes to exceptions, reading a key's bytes, and the
+ * four-lanes-at-a-time loop that hashes a batch of keys.
+ *
+ * The binding's files are the only ones that include Python.h; the engine
+ * (csrc/engine/, csrc/hash/, csrc/strategies/) never sees Python.  The
+ * router type's own declarations are in router.h, which includes this.
+ */
+#ifndef CHASH_BINDING_H
+#define CHASH_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "engine/chash.h"
+
+/*
+ * The one place engine status codes become Python exceptions.  node (may
+ * be NULL) is the KeyError's argument for CHASH_ENOENT; what (may be NULL)
+ * prefixes the message of a ValueError for CHASH_EINVAL and other codes.
+ * Always returns NULL, so callers can `return chash_py_error(...)`.
+ */
+static inline void *chash_py_error(int status, PyObject *node, const char *what)
+{
+    switch (status) {
+    case CHASH_ENOMEM:
+        PyErr_NoMemory();
+        break;
+    case CHASH_ENOENT:
+        if (node)
+            PyErr_SetObject(PyExc_KeyError, node);
+        else
+            PyErr_SetString(PyExc_KeyError, chash_strerror(status));
+        break;
+    case CHASH_ERANGE:
+        PyErr_Format(PyExc_ValueError,
+                     "ring size limit exceeded: at most %zu points and %zu nodes",
+                     (size_t)CHASH_MAX_POINTS, (size_t)CHASH_MAX_NODES);
+        break;
+    case CHASH_ECORRUPT:
+        PyErr_SetString(PyExc_AssertionError, "ring invariant broken");
+        break;
+    default:
+        if (what)
+            PyErr_Format(PyExc_ValueError, "%s: %s", what, chash_strerror(status));
+        else
+            PyErr_Format(PyExc_ValueError, "%s", chash_strerror(status));
+        break;
+    }
+    return NULL;
+}
+
+/* The UTF-8 bytes of a str key, or a bytes key as is; 0 or -1 (TypeError
+ * for any other type).  CPython caches a str's UTF-8 form inside it: no
+ * copy, and the bytes live as long as the key. */
+static inline int chash_py_key_bytes(PyObject *key, const char **buf, Py_ssize_t *len)
+{
+    if (PyUnicode_Check(key)) {
+        *buf = PyUnicode_AsUTF8AndSize(key, len);
+        return *buf ? 0 : -1;
+    }
+    if (PyBytes_Check(key)) {
+        *buf = PyBytes_AS_STRING(key);
+        *len = PyBytes_GET_SIZE(key);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
+    return -1;
+}
+
+/* Hashes the four keys data[0..4) (lens bytes each) into results at..at+3. */
+typedef void (*chash_py_hash4)(void *ctx, const void *const data[4], const size_t lens[4],
+                               size_t at);
+/* Hashes one key object into result at; 0 or -1 with an exception set. */
+typedef int (*chash_py_hash1)(void *ctx, PyObject *key, size_t at);
+
+/*
+ * Hashes items[0..n): groups of four through four (when not NULL; the
+ * caller runs no Python code in it, so the borrowed key bytes stay valid
+ * across a group), the rest one by one through one.  0, or -1 with an
+ * exception set (a key of the wrong type, or one's own failure).
+ */
+static inline int chash_py_hash_keys(PyObject *const *items, Py_ssize_t n, chash_py_hash4 four,
+                                     chash_py_hash1 one, void *ctx)
+{
+    Py_ssize_t i = 0;
+    for (; four && i + 4 <= n; i += 4) {
+        const void *data[4];
+        size_t lens[4];
+        for (int l = 0; l < 4; l++) {
+            const char *buf;
+            Py_ssize_t len;
+            if (chash_py_key_bytes(items[i + l], &buf, &len) < 0)
+                return -1;
+            data[l] = buf;
+            lens[l] = (size_t)len;
+        }
+        four(ctx, data, lens, (size_t)i);
+    }
+    for (; i < n; i++)
+        if (one(ctx, items[i], (size_t)i) < 0)
+            return -1;
+    return 0;
+}
+
+#endif /* CHASH_BINDING_H */

@@ -1,0 +1,152 @@
+/*
+ * build.c - a router built whole from a list of (node, weight) pairs, for
+ * the two calls that need one: unpickling (__reduce__ hands _rebuild the
+ * type, the scheme's names and the pairs) and _replace_nodes (a router
+ * like self is filled aside, then the rings are swapped).  Both start from
+ * the C-level constructor router_empty() (router.c) and fill the router
+ * through fill(), over the mutations of mutate.c and ketama.c; nothing is
+ * packed into a Python tuple to be parsed again.  Part of chash._chash
+ * (router.h).
+ */
+#include "router.h"
+
+/* The node (borrowed) and weight of a pair, a (node, weight) tuple; 0, or
+ * -1 with TypeError / ValueError. */
+static int read_pair(PyObject *pair, PyObject **node, double *weight)
+{
+    if (!PyTuple_Check(pair)) {
+        PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
+                     Py_TYPE(pair)->tp_name);
+        return -1;
+    }
+    return PyArg_ParseTuple(pair, "Od", node, weight) ? 0 : -1;
+}
+
+/*
+ * Adds the (node, weight) pairs of seq (a tuple) to fresh, an empty router
+ * nobody else holds yet, in that order.  The layouts whose point counts go
+ * by share of the total weight take them all in one ketama_update, not one
+ * update a node.  0, or -1 with an exception set (a pair that is not a
+ * (str, number) tuple, a bad weight, a full ring); fresh may then hold
+ * some of the nodes, and the caller drops it.
+ */
+static int fill(RouterObject *fresh, PyObject *seq)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (!counts_by_share(fresh)) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *node;
+            double weight;
+            if (read_pair(PyTuple_GET_ITEM(seq, i), &node, &weight) < 0
+                || add_node(fresh, node, weight) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    /* The nodes are borrowed from seq, which outlives the update. */
+    PyObject **nodes = PyMem_New(PyObject *, (size_t)n + 1);
+    double *weights = PyMem_New(double, (size_t)n + 1);
+    int status = nodes && weights ? 0 : -1;
+    if (status < 0)
+        PyErr_NoMemory();
+    for (Py_ssize_t i = 0; status == 0 && i < n; i++)
+        status = read_pair(PyTuple_GET_ITEM(seq, i), &nodes[i], &weights[i]);
+    if (status == 0)
+        status = ketama_update(fresh, nodes, weights, n, -1);
+    PyMem_Free(nodes);
+    PyMem_Free(weights);
+    return status;
+}
+
+/* fill() from any iterable of pairs, read once into a tuple first (so the
+ * pairs cannot change while the router is filled). */
+static int fill_from(RouterObject *fresh, PyObject *pairs)
+{
+    PyObject *seq = PySequence_Tuple(pairs);
+    if (!seq)
+        return -1;
+    int status = fill(fresh, seq);
+    Py_DECREF(seq);
+    return status;
+}
+
+const char reduce_doc[] = PyDoc_STR( "__reduce__($self, /)\n--\n\nPickle support: rebuilt node by node.");
+
+PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *hash = router_get_hash(self, NULL);
+    if (!hash)
+        return NULL;
+    size_t n = chash_ring_node_count(self->ring);
+    PyObject *nodes = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; nodes && i < n; i++) {
+        NodeEntry *entry = entry_at(self, i);
+        PyObject *item = Py_BuildValue("(Od)", entry->name, entry->weight);
+        if (!item)
+            Py_CLEAR(nodes);
+        else
+            PyList_SET_ITEM(nodes, (Py_ssize_t)i, item);
+    }
+    PyObject *result = NULL;
+    /* Walks the MRO, so subclasses find the module too. */
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
+    PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
+    if (rebuild)
+        result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
+                               (Py_ssize_t)self->base_points, hash,
+                               chash_layout_name(self->scheme.layout), nodes);
+    Py_XDECREF(rebuild);
+    Py_XDECREF(nodes);
+    Py_DECREF(hash);
+    return result;
+}
+
+const char rebuild_doc[] = PyDoc_STR(
+"_rebuild(cls, virtual_node_count, hash, layout, nodes, /)\n--\n\n"
+"A router of class cls holding nodes, a list of (node, weight) pairs.");
+
+/* What __reduce__ returns is read here: the arguments are checked as the
+ * constructor's are (router_create), then the pairs fill the router. */
+PyObject *module_rebuild(PyObject *module, PyObject *args)
+{
+    PyTypeObject *cls;
+    Py_ssize_t vnodes;
+    PyObject *hash, *nodes, *layout;
+    if (!PyArg_ParseTuple(args, "O!nOOO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
+        return NULL;
+    if (!PyType_IsSubtype(cls, get_state(module)->router_type)) {
+        PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
+        return NULL;
+    }
+    PyObject *self = router_create(cls, vnodes, 1, hash, layout);
+    if (self && fill_from((RouterObject *)self, nodes) < 0)
+        Py_CLEAR(self);
+    return self;
+}
+
+const char replace_doc[] = PyDoc_STR(
+"_replace_nodes($self, nodes, /)\n--\n\n"
+"Make the ring hold exactly nodes, a list of (node, weight) pairs, added in\n"
+"that order, in one step: lookups see the old ring or the new one.  For\n"
+"keeping the order that breaks ties the same on several processes.");
+
+/* All-or-nothing: the new ring is filled in a router of its own, with
+ * self's scheme, and swapped in only once it is complete. */
+PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
+{
+    RouterObject *fresh = router_empty(Py_TYPE(self), &self->scheme, self->hash_fn,
+                                       self->base_points);
+    if (!fresh)
+        return NULL;
+    if (fill_from(fresh, nodes) < 0) {
+        Py_DECREF(fresh);
+        return NULL;
+    }
+    /* Swap the rings: self takes the new one, fresh releases the old one
+     * (and its entries) when it goes. */
+    chash_ring *ring = self->ring;
+    self->ring = fresh->ring;
+    fresh->ring = ring;
+    Py_DECREF(fresh);
+    Py_RETURN_NONE;
+}

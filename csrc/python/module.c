@@ -1,0 +1,127 @@
+/*
+ * module.c - chash._chash: the one extension, holding the
+ * ConsistentHashRouter type (type.c and the files router.h lists) and
+ * the strategy functions chash.simulate uses (strategies.c), over one copy
+ * of the engine.  Here: the module's own functions (_hash, _rebuild), its
+ * constants, its state (the router type) and multi-phase init (PEP 489).
+ */
+#include "router.h"
+
+PyDoc_STRVAR(hash_fn_doc,
+"_hash(name, data, seed=0, /)\n--\n\n"
+"The named hash of bytes as an int (digests read big-endian); for tests.");
+
+static PyObject *module_hash(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    const char *name;
+    Py_buffer data;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "sy*|K:_hash", &name, &data, &seed))
+        return NULL;
+    chash_hash_id id;
+    PyObject *result = NULL;
+    if (chash_hash_by_name(name, &id) != CHASH_OK) {
+        PyErr_Format(PyExc_ValueError, "unknown hash %s", name);
+    } else {
+        uint8_t digest[CHASH_MAX_DIGEST];
+        size_t size = chash_digest(id, data.buf, (size_t)data.len, (uint64_t)seed, digest);
+        result = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "y#s",
+                                     (const char *)digest, (Py_ssize_t)size, "big");
+    }
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
+    {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *module)
+{
+    module_state *state = get_state(module);
+    state->router_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
+    if (!state->router_type)
+        return -1;
+    if (PyModule_AddType(module, state->router_type) < 0)
+        return -1;
+    PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
+    if (!hashes)
+        return -1;
+    for (int i = 0; i < CHASH_HASH_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(chash_hash_name((chash_hash_id)i));
+        if (!name) {
+            Py_DECREF(hashes);
+            return -1;
+        }
+        PyTuple_SET_ITEM(hashes, i, name);
+    }
+    if (PyModule_AddObject(module, "HASHES", hashes) < 0) {
+        Py_DECREF(hashes);
+        return -1;
+    }
+    PyObject *layouts = PyTuple_New(CHASH_LAYOUT_COUNT);
+    for (int i = 0; layouts && i < CHASH_LAYOUT_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(chash_layout_name((chash_layout_id)i));
+        if (!name)
+            Py_CLEAR(layouts);
+        else
+            PyTuple_SET_ITEM(layouts, i, name);
+    }
+    if (!layouts || PyModule_AddObject(module, "LAYOUTS", layouts) < 0) {
+        Py_XDECREF(layouts);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "MAX_VIRTUAL_NODES", MAX_VIRTUAL_NODES) < 0
+        || PyModule_AddIntConstant(module, "MAX_NODE_POINTS", (long)CHASH_MAX_NODE_POINTS) < 0
+        || PyModule_AddIntConstant(module, "MAX_POINTS", (long)CHASH_MAX_POINTS) < 0
+        || PyModule_AddIntConstant(module, "MAX_NODES", (long)CHASH_MAX_NODES) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, strategy_methods);
+}
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    Py_VISIT(get_state(module)->router_type);
+    return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+    Py_CLEAR(get_state(module)->router_type);
+    return 0;
+}
+
+static void module_free(void *module)
+{
+    module_clear((PyObject *)module);
+}
+
+/* On a free-threaded interpreter the GIL is kept enabled: it is what
+ * serialises ring mutations against reads. */
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+struct PyModuleDef chash_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "chash._chash",
+    .m_doc = "The C ring engine behind chash.ConsistentHashRouter, and the strategies beside it.",
+    .m_size = sizeof(module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__chash(void)
+{
+    return PyModuleDef_Init(&chash_module);
+}
+

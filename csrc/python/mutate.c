@@ -1,0 +1,309 @@
+/*
+ * mutate.c - the router's mutations: add one or many nodes, reweigh,
+ * remove, discard.  Each is all-or-nothing: on error the router is as it
+ * was.  Replacing the whole membership is build.c's.  Part of chash._chash
+ * (router.h).
+ */
+#include "router.h"
+
+/* ------------------------------------------------------------------ */
+/* Membership                                                         */
+
+/* Moves an existing node to a new weight: only its own points change. */
+static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_t id_len,
+                   size_t old_count, size_t new_count)
+{
+    if (new_count == old_count)
+        return 0;
+    int grow = new_count > old_count;
+    size_t first = grow ? old_count : new_count;
+    size_t count = grow ? new_count - old_count : old_count - new_count;
+    uint32_t *points = node_points(self, id, id_len, first, count);
+    if (!points)
+        return -1;
+    int status;
+    size_t k;
+    /* A Python hash may have let another thread change this node. */
+    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK
+        || chash_ring_node(self->ring, k).npoints != old_count)
+        status = CHASH_EINVAL;
+    else if (grow)
+        status = chash_ring_grow(self->ring, id, (size_t)id_len, points, count);
+    else
+        status = chash_ring_shrink(self->ring, id, (size_t)id_len, points, count);
+    PyMem_Free(points);
+    if (status == CHASH_EINVAL) {
+        PyErr_Format(PyExc_RuntimeError, "node %R changed while its points were computed", node);
+        return -1;
+    }
+    if (status != CHASH_OK) {
+        set_status_error(status, node);
+        return -1;
+    }
+    return 0;
+}
+
+/* Adds node with weight, or moves a present node to that weight; 0, or -1
+ * with an exception set and the router unchanged. */
+int add_node(RouterObject *self, PyObject *node, double weight)
+{
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0)
+        return -1;
+    size_t k;
+    int found = chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK;
+    if (counts_by_share(self)) {
+        if (found && entry_at(self, k)->weight == weight)
+            return 0;
+        return ketama_update(self, &node, &weight, 1, -1);
+    }
+    size_t count;
+    if (points_for(self, node, weight, &count) < 0)
+        return -1;
+    if (found) {
+        size_t old_count = chash_ring_node(self->ring, k).npoints;
+        if (reweigh(self, node, id, id_len, old_count, count) < 0)
+            return -1;
+        /* Found again: the node table may have moved meanwhile. */
+        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK)
+            entry_at(self, k)->weight = weight;
+        return 0;
+    }
+    uint32_t *points = node_points(self, id, id_len, 0, count);
+    if (!points)
+        return -1;
+    NodeEntry *entry = new_entry(node, weight);
+    if (!entry) {
+        PyMem_Free(points);
+        return -1;
+    }
+    int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
+    PyMem_Free(points);
+    if (status != CHASH_OK) {
+        free_entry(entry);
+        if (status == CHASH_EEXIST) /* added meanwhile by a thread a Python hash let run */
+            return 0;
+        set_status_error(status, node);
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 removed, 0 absent, -1 error. */
+static int remove_node(RouterObject *self, PyObject *node)
+{
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0)
+        return -1;
+    if (counts_by_share(self)) {
+        size_t k;
+        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK)
+            return 0;
+        return ketama_update(self, NULL, NULL, 0, (long)k) < 0 ? -1 : 1;
+    }
+    void *data = NULL;
+    if (chash_ring_remove(self->ring, id, (size_t)id_len, &data) != CHASH_OK)
+        return 0;
+    free_entry((NodeEntry *)data);
+    return 1;
+}
+
+const char add_doc[] = PyDoc_STR(
+"add_service_node($self, /, real_node_id, weight=1.0)\n--\n\n"
+"Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
+"Adding a node already present with the same weight does nothing; with\n"
+"another weight, the node gains or loses only points of its own, so keys\n"
+"move only onto or off that node.  The nginx, ketama and libmemcached\n"
+"layouts take integer weights as their references do; in ketama (and in\n"
+"libmemcached once a weight is above 1) every node's point count follows\n"
+"from its share of the total weight, so any change recomputes them all.");
+
+PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"real_node_id", "weight", NULL};
+    PyObject *node;
+    PyObject *weight_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_node", kwlist, &node, &weight_obj))
+        return NULL;
+    double weight;
+    if (parse_weight(weight_obj, &weight) < 0)
+        return NULL;
+    if (add_node(self, node, weight) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Frees what add_many prepared for nodes [0, n) and their points. */
+static void free_prepared(chash_node_spec *specs, Py_ssize_t n, uint32_t *points)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        free_entry((NodeEntry *)specs[i].data);
+    PyMem_Free(specs);
+    PyMem_Free(points);
+}
+
+/*
+ * Adds every new node of seq (all str, deduplicated) in one engine call.
+ * Returns 0, or -1 with an exception set and the ring unchanged.  The
+ * points of all nodes share one block, freed as one when the engine has
+ * copied them: no per-node block is left behind in the heap.
+ */
+static int add_new_nodes(RouterObject *self, PyObject *fresh, double weight, size_t count)
+{
+    size_t n = (size_t)PyList_GET_SIZE(fresh);
+    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->ring)) / count) {
+        set_status_error(CHASH_ERANGE, NULL);
+        return -1;
+    }
+    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
+    uint32_t *points = PyMem_New(uint32_t, n ? n * count : 1);
+    if (!specs || !points) {
+        PyMem_Free(specs);
+        PyMem_Free(points);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t ready = 0;
+    for (; ready < n; ready++) {
+        PyObject *node = PyList_GET_ITEM(fresh, (Py_ssize_t)ready);
+        const char *id;
+        Py_ssize_t id_len;
+        uint32_t *mine = points + ready * count;
+        if (node_id(node, &id, &id_len) < 0 || fill_points(self, id, id_len, 0, count, mine) < 0)
+            break;
+        NodeEntry *entry = new_entry(node, weight);
+        if (!entry)
+            break;
+        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, mine, count};
+    }
+    if (ready < n) {
+        free_prepared(specs, (Py_ssize_t)ready, points);
+        return -1;
+    }
+    int status = chash_ring_add_many(self->ring, specs, n);
+    if (status != CHASH_OK) {
+        free_prepared(specs, (Py_ssize_t)n, points);
+        if (status == CHASH_EEXIST) {
+            /* A Python hash let another thread add one of them: one by one. */
+            for (size_t i = 0; i < n; i++)
+                if (add_node(self, PyList_GET_ITEM(fresh, (Py_ssize_t)i), weight) < 0)
+                    return -1;
+            return 0;
+        }
+        set_status_error(status, NULL);
+        return -1;
+    }
+    PyMem_Free(specs);
+    PyMem_Free(points);
+    return 0;
+}
+
+const char add_many_doc[] = PyDoc_STR(
+"add_service_nodes($self, /, nodes, weight=1.0)\n--\n\n"
+"add_service_node(node, weight) for every node of an iterable, faster: the\n"
+"new nodes enter the ring in one sort and one merge, all or none of them.\n"
+"Nodes already present get the weight as add_service_node would give it.");
+
+PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"nodes", "weight", NULL};
+    PyObject *nodes, *weight_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
+        return NULL;
+    double weight;
+    if (parse_weight(weight_obj, &weight) < 0)
+        return NULL;
+    size_t count = 0;
+    if (!counts_by_share(self) && points_for(self, Py_None, weight, &count) < 0)
+        return NULL;
+    /* A tuple: a str subclass's __hash__ (run by the set) cannot change it. */
+    PyObject *seq = PySequence_Tuple(nodes);
+    if (!seq) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str");
+        }
+        return NULL;
+    }
+    PyObject *fresh = PyList_New(0), *present = PyList_New(0), *seen = PySet_New(NULL);
+    PyObject *result = NULL;
+    if (!fresh || !present || !seen)
+        goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *node = PySequence_Fast_GET_ITEM(seq, i);
+        const char *id;
+        Py_ssize_t id_len;
+        if (node_id(node, &id, &id_len) < 0)
+            goto done;
+        int dup = PySet_Contains(seen, node);
+        if (dup < 0 || (!dup && PySet_Add(seen, node) < 0))
+            goto done;
+        if (dup)
+            continue;
+        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
+        if (PyList_Append(into, node) < 0)
+            goto done;
+    }
+    if (counts_by_share(self)) {
+        /* One ketama update for all of them, not one a node: present nodes
+         * first (they keep their places), then the new ones in the order
+         * given. */
+        Py_ssize_t np = PyList_GET_SIZE(present), nf = PyList_GET_SIZE(fresh);
+        PyObject **all = PyMem_New(PyObject *, (size_t)(np + nf) + 1);
+        double *weights = PyMem_New(double, (size_t)(np + nf) + 1);
+        int status = -1;
+        if (all && weights) {
+            for (Py_ssize_t i = 0; i < np + nf; i++) {
+                all[i] = i < np ? PyList_GET_ITEM(present, i) : PyList_GET_ITEM(fresh, i - np);
+                weights[i] = weight;
+            }
+            status = ketama_update(self, all, weights, np + nf, -1);
+        } else {
+            PyErr_NoMemory();
+        }
+        PyMem_Free(all);
+        PyMem_Free(weights);
+        if (status == 0)
+            result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (add_new_nodes(self, fresh, weight, count) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(present); i++)
+        if (add_node(self, PyList_GET_ITEM(present, i), weight) < 0)
+            goto done;
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(fresh);
+    Py_XDECREF(present);
+    Py_XDECREF(seen);
+    Py_DECREF(seq);
+    return result;
+}
+
+const char remove_doc[] = PyDoc_STR(
+"remove_service_node($self, real_node_id, /)\n--\n\n"
+"Remove a node and all its points; KeyError if it is not in the ring.");
+
+PyObject *router_remove(RouterObject *self, PyObject *node)
+{
+    int removed = remove_node(self, node);
+    if (removed < 0)
+        return NULL;
+    if (!removed)
+        return set_status_error(CHASH_ENOENT, node);
+    Py_RETURN_NONE;
+}
+
+const char discard_doc[] = PyDoc_STR(
+"discard_service_node($self, real_node_id, /)\n--\n\n"
+"Remove a node if it is in the ring; do nothing otherwise.");
+
+PyObject *router_discard(RouterObject *self, PyObject *node)
+{
+    if (remove_node(self, node) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}

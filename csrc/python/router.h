@@ -1,0 +1,154 @@
+/*
+ * router.h - the ConsistentHashRouter type's private declarations, shared
+ * by the files of the binding (chash._chash), each of which owns one concern:
+ *
+ *   module.c      the module: its functions, constants, state and init
+ *   type.c        the type: its method and property tables, slots, spec
+ *   router.c      the objects: node entries, construction, lifetime
+ *   build.c       a router built from a list of (node, weight) pairs:
+ *                 pickling (__reduce__, _rebuild) and _replace_nodes
+ *   points.c      the scheme glue: key hashes, a node's points, weights
+ *   mutate.c      add, add many, remove, discard
+ *   ketama.c      the ketama / libmemcached update (counts by share)
+ *   lookup.c      single, batch and preference lookups
+ *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
+ *   strategies.c  the strategy functions beside the ring, for chash.simulate
+ *
+ * Engine status codes become exceptions only in chash_py_error()
+ * (binding.h), through set_status_error() below.
+ */
+#ifndef CHASH_ROUTER_H
+#define CHASH_ROUTER_H
+
+#include "binding.h"
+#include "engine/chash.h"
+#include "engine/scheme.h"
+
+/* virtual_node_count must lie in [1, MAX_VIRTUAL_NODES]. */
+#define MAX_VIRTUAL_NODES 1000000
+
+typedef struct {
+    PyTypeObject *router_type;
+} module_state;
+
+typedef struct {
+    PyObject *name; /* exact str */
+    double weight;
+} NodeEntry;
+
+typedef struct {
+    PyObject_HEAD
+    chash_ring *ring;
+    chash_scheme scheme;
+    PyObject *hash_fn;     /* a Python callable bytes -> int, or NULL */
+    size_t base_points;    /* virtual_node_count: points at weight 1 */
+} RouterObject;
+
+/* The module's definition (module.c), to find its state from a type. */
+extern struct PyModuleDef chash_module;
+
+static inline module_state *get_state(PyObject *module)
+{
+    return (module_state *)PyModule_GetState(module);
+}
+
+/* Engine status codes become exceptions in chash_py_error()
+ * (binding.h); node is the KeyError's argument. */
+static inline void *set_status_error(int status, PyObject *node)
+{
+    return chash_py_error(status, node, NULL);
+}
+
+/* The UTF-8 of a node id (a str); 0, or -1 with TypeError. */
+static inline int node_id(PyObject *node, const char **buf, Py_ssize_t *len)
+{
+    if (!PyUnicode_Check(node)) {
+        PyErr_Format(PyExc_TypeError, "node id must be str, not %.200s", Py_TYPE(node)->tp_name);
+        return -1;
+    }
+    *buf = PyUnicode_AsUTF8AndSize(node, len);
+    return *buf ? 0 : -1;
+}
+
+/* The entry of the node at index (the engine's node data). */
+static inline NodeEntry *entry_at(RouterObject *self, size_t index)
+{
+    return (NodeEntry *)chash_ring_node(self->ring, index).data;
+}
+
+/* The type (type.c). */
+extern PyType_Spec router_spec;
+
+/* The objects (router.c): node entries, construction and lifetime. */
+int router_clear(RouterObject *self);
+void router_dealloc(RouterObject *self);
+PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds);
+int router_traverse(RouterObject *self, visitproc visit, void *arg);
+void free_entry(NodeEntry *entry);
+NodeEntry *new_entry(PyObject *node, double weight);
+chash_ring *new_ring(chash_layout_id layout);
+RouterObject *router_empty(PyTypeObject *type, const chash_scheme *scheme, PyObject *hash_fn,
+                           size_t base_points);
+PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_given, PyObject *hash,
+                        PyObject *layout_obj);
+
+/* Scheme glue (points.c): 0 / a result, or -1 / NULL with an exception
+ * set, as each function's comment says. */
+int check_integer_weight(const RouterObject *self, double weight);
+int counts_by_share(const RouterObject *self);
+int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t first, size_t count, uint32_t *out);
+int key_hash(RouterObject *self, PyObject *key, uint32_t *out);
+uint32_t *node_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t first, size_t count);
+int parse_weight(PyObject *weight_obj, double *weight);
+int points_for(RouterObject *self, PyObject *node, double weight, size_t *count);
+
+/* Mutations (mutate.c, ketama.c) */
+int add_node(RouterObject *self, PyObject *node, double weight);
+int ketama_update(RouterObject *self, PyObject *const *add, const double *weights, Py_ssize_t nadd, long drop);
+PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds);
+PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds);
+PyObject *router_discard(RouterObject *self, PyObject *node);
+PyObject *router_remove(RouterObject *self, PyObject *node);
+
+/* Built from (node, weight) pairs (build.c) */
+PyObject *module_rebuild(PyObject *module, PyObject *args);
+PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored));
+PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes);
+
+/* Lookups (lookup.c) */
+uint32_t *hash_keys(RouterObject *self, PyObject *keys, Py_ssize_t *n);
+PyObject *router_calculate_hash(RouterObject *self, PyObject *key);
+PyObject *router_get(RouterObject *self, PyObject *key);
+PyObject *router_get_many(RouterObject *self, PyObject *keys);
+PyObject *router_preference(RouterObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* Introspection and protocols (inspect.c) */
+PyObject *router_check(RouterObject *self, PyObject *Py_UNUSED(ignored));
+int router_contains(RouterObject *self, PyObject *node);
+PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored));
+PyObject *router_get_hash(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_hash_ring(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_layout(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_memory(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_node_map(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_nodes(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_points(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_vnodes(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_get_weights(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_iter(RouterObject *self);
+PyObject *router_key_distribution(RouterObject *self, PyObject *keys);
+Py_ssize_t router_len(RouterObject *self);
+PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored));
+PyObject *router_repr(RouterObject *self);
+PyObject *router_richcompare(PyObject *a, PyObject *b, int op);
+
+/* The strategy functions (strategies.c), added to the module's own. */
+extern PyMethodDef strategy_methods[];
+
+/* Method docstrings, each beside its function. */
+extern const char add_doc[], add_many_doc[], remove_doc[], discard_doc[], replace_doc[];
+extern const char get_doc[], get_many_doc[], preference_doc[], calc_doc[];
+extern const char check_doc[], ownership_doc[], distribution_doc[], fingerprint_doc[];
+extern const char reduce_doc[], rebuild_doc[];
+
+#endif /* CHASH_ROUTER_H */

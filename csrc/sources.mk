@@ -1,0 +1,26 @@
+# The C sources of chash, listed once (paths relative to csrc/).
+#
+# Read by setup.py (a small parser of `NAME := words` lines and $(NAME)
+# references, nothing else of make), included by tests/c/Makefile and read
+# through make by tests/fuzz/run.sh.  A new .c file is added here, to the
+# list of its folder; setup.py refuses to build while a csrc/ .c file is in
+# no list.
+
+# The ring engine (csrc/engine/): the ring, its id index and sort/merge path.
+RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c
+# How keys and node ids become ring points (csrc/engine/scheme.c), over the
+# hash functions (csrc/hash/, one file per function or family).
+SCHEME_SOURCES := engine/scheme.c
+HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
+                hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c
+# Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
+STRATEGY_SOURCES := strategies/strategies.c
+
+# The engine: everything above; plain C11, no Python.
+ENGINE_SOURCES := $(RING_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES)
+
+# The CPython binding (csrc/python/), chash._chash: the only files that
+# include Python.h.
+BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
+                   python/points.c python/mutate.c python/ketama.c python/lookup.c \
+                   python/inspect.c python/strategies.c
