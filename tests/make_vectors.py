@@ -1,4 +1,4 @@
-"""Prints the known-answer routing table of tests/test_router_documented.py.
+"""Prints the known-answer routing table of tests/ring/test_router_documented.py.
 
 The documented example cluster (three order-service nodes, 50 virtual
 nodes) routed by the documented pure-Python router (tests/_support/reference_router.py),

@@ -5,7 +5,7 @@ xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
 reference implementations of tests/_support/hashes.py, written from the
 algorithm descriptions; one-at-a-time (over signed chars, as libmemcached)
 likewise, and it is checked against libmemcached itself through pylibmc in
-tests/test_compat_programs.py.
+tests/compat/test_compat_programs.py.
 
 _hash(name, data, seed=0) returns an int: the digest read as a big-endian
 integer for "md5" and "sha1", the hash value itself for the others.

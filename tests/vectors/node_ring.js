@@ -1,6 +1,6 @@
 // The Node.js ring of the design document (../shared/seeds/000_5cb9d89bf227f860.txt),
 // class ConsistentHashRing copied as written there, and a driver that prints
-// the routing vectors of tests/test_router_layouts.py as JSON (hashes[i] and
+// the routing vectors of tests/ring/test_router_layouts.py as JSON (hashes[i] and
 // every ring's routes[i] belong to keys[i]):
 //
 //     node tests/vectors/node_ring.js > tests/vectors/node_ring.json
