@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import types
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import chash.membership.protocol as protocol
 from chash._chash import ConsistentHashRouter
@@ -62,26 +62,16 @@ class AsyncDriver(MembershipDriver):
 
     async def _run(self, exchange: Exchange[T]) -> T:
         """Perform the calls of one protocol operation; return its result."""
-        core = self._core
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        steps = protocol.Steps(exchange, self._core)
+        while (call := steps.next_call()) is not None:
             try:
-                call = exchange.send(reply) if error is None else exchange.throw(error)
-            except StopIteration as stop:
-                result: T = stop.value
-                return result
-            reply, error = None, None
-            ticket = core.exchange_started()
-            try:
-                reply = await self._store.run(call)
+                steps.replied(await self._store.run(call))
             except Exception as exc:
-                error = exc
+                steps.failed(exc)
             except BaseException:  # cancelled: the operation is abandoned
-                exchange.close()
+                steps.abandon()
                 raise
-            finally:
-                core.exchange_ended(ticket)
+        return steps.result
 
     def _lock(self) -> asyncio.Lock:
         if self._vote_lock is None:

@@ -27,7 +27,7 @@ import logging
 import secrets
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from chash.membership.core import MembershipCore
 from chash.membership.state import (
@@ -44,7 +44,7 @@ from chash.membership.state import (
     text,
 )
 
-__all__ = ["SCRIPTS", "Call", "Exchange", "check", "pull", "start", "sweep", "send_votes",
+__all__ = ["SCRIPTS", "Call", "Exchange", "Steps", "check", "pull", "start", "sweep", "send_votes",
            "tick", "withdraw", "write"]
 
 logger = logging.getLogger("chash.membership")
@@ -68,6 +68,69 @@ class Call:
 
 #: An operation: yields calls, receives replies, returns a T.
 Exchange = Generator[Call, Any, T]
+
+
+class Steps(Generic[T]):
+    """One operation, stepped call by call: what a driver's loop asks.
+
+    ``next_call()`` is the operation's next call, or None once it has
+    returned (its value is then ``result``); the driver performs the call
+    and reports ``replied(reply)`` or ``failed(error)`` (the error is thrown
+    into the operation at its ``yield``), or ``abandon()`` when it stops
+    (cancelled, interrupted) mid-call.  ``core`` hears of every call while
+    it is under way (``exchange_started``/``exchange_ended``), so that
+    status can tell a store that stopped answering.  Drivers are then
+    the same few lines, with or without ``await``.
+    """
+
+    def __init__(self, exchange: Exchange[T], core: MembershipCore | None = None) -> None:
+        self._exchange = exchange
+        self._core = core
+        self._reply: Any = None
+        self._error: BaseException | None = None
+        self._ticket: int | None = None
+        self._done = False
+        self._result: Any = None
+
+    def next_call(self) -> Call | None:
+        """The next call to perform, or None when the operation is done."""
+        reply, error = self._reply, self._error
+        self._reply = self._error = None
+        try:
+            call = self._exchange.send(reply) if error is None else self._exchange.throw(error)
+        except StopIteration as stop:
+            self._done, self._result = True, stop.value
+            return None
+        if self._core is not None:
+            self._ticket = self._core.exchange_started()
+        return call
+
+    def replied(self, reply: Any) -> None:
+        """The store answered the call."""
+        self._end_call()
+        self._reply = reply
+
+    def failed(self, error: BaseException) -> None:
+        """The call raised ``error``: the operation gets it at its ``yield``."""
+        self._end_call()
+        self._error = error
+
+    def abandon(self) -> None:
+        """The driver stops mid-call: close the operation, nothing more runs."""
+        self._end_call()
+        self._exchange.close()
+
+    @property
+    def result(self) -> T:
+        """What the operation returned (only once ``next_call()`` gave None)."""
+        if not self._done:
+            raise RuntimeError("the operation has not returned yet")
+        return cast("T", self._result)
+
+    def _end_call(self) -> None:
+        if self._ticket is not None and self._core is not None:
+            self._core.exchange_ended(self._ticket)
+        self._ticket = None
 
 
 def pull(core: MembershipCore, *, rollback: bool = False,

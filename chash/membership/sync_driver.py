@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 import types
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import chash.membership.protocol as protocol
 from chash._chash import ConsistentHashRouter
@@ -60,26 +60,16 @@ class SyncDriver(MembershipDriver):
 
     def _run(self, exchange: Exchange[T]) -> T:
         """Perform the calls of one protocol operation; return its result."""
-        core = self._core
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        steps = protocol.Steps(exchange, self._core)
+        while (call := steps.next_call()) is not None:
             try:
-                call = exchange.send(reply) if error is None else exchange.throw(error)
-            except StopIteration as stop:
-                result: T = stop.value
-                return result
-            reply, error = None, None
-            ticket = core.exchange_started()
-            try:
-                reply = self._store.run(call)
+                steps.replied(self._store.run(call))
             except Exception as exc:
-                error = exc
+                steps.failed(exc)
             except BaseException:
-                exchange.close()
+                steps.abandon()
                 raise
-            finally:
-                core.exchange_ended(ticket)
+        return steps.result
 
     # -- lifecycle ----------------------------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 
 from chash import ConsistentHashRouter
 from chash.membership.core import MembershipCore
-from chash.membership.protocol import Call, check, pull, send_votes, write
+from chash.membership.protocol import Call, Steps, check, pull, send_votes, write
 from chash.membership.settings import MembershipSettings
 from chash.membership.state import RingMissingError
 
@@ -49,18 +49,16 @@ class Driver:
         self.calls: list[Call] = []
 
     def run(self, exchange: Generator[Call, Any, Any]) -> Any:
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                call = exchange.send(reply) if error is None else exchange.throw(error)
-            except StopIteration as stop:
-                return stop.value
+        steps = Steps(exchange)
+        while (call := steps.next_call()) is not None:
             self.calls.append(call)
             assert self.replies, f"unexpected call {call}"
-            reply, error = self.replies.pop(0), None
+            reply = self.replies.pop(0)
             if isinstance(reply, BaseException):
-                reply, error = None, reply
+                steps.failed(reply)
+            else:
+                steps.replied(reply)
+        return steps.result
 
     @property
     def scripts(self) -> list[str]:
@@ -237,3 +235,89 @@ def test_nodes_without_a_sequence_come_first_in_id_order(
     lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert lines[0] == "ring orders: skipped unreadable entry order['m:1'] = 'soon'"
     assert len(lines) == 2 and "order['z:1'] = '999" in lines[1]
+
+
+# -- Steps: how a driver steps one operation ----------------------------------
+
+
+class Exchanges:
+    """A core's exchange bookkeeping, as Steps drives it."""
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+        self.started = 0
+
+    def exchange_started(self) -> int:
+        self.started += 1
+        self.open.add(self.started)
+        return self.started
+
+    def exchange_ended(self, ticket: int) -> None:
+        self.open.remove(ticket)
+
+
+def two_calls() -> Generator[Call, Any, str]:
+    first = yield Call("HEAD")
+    try:
+        second = yield Call("SNAPSHOT", (first,))
+    except ConnectionError as exc:
+        return f"failed: {exc}"
+    return f"{first}+{second}"
+
+
+def test_steps_hands_out_each_call_and_returns_the_result() -> None:
+    core = Exchanges()
+    steps = Steps(two_calls(), core)  # type: ignore[arg-type]  # the two methods Steps uses
+    assert steps.next_call() == Call("HEAD")
+    assert core.open == {1}
+    steps.replied("a")
+    assert core.open == set()
+    assert steps.next_call() == Call("SNAPSHOT", ("a",))
+    steps.replied("b")
+    assert steps.next_call() is None
+    assert steps.result == "a+b"
+    assert (core.started, core.open) == (2, set())
+
+
+def test_steps_throws_a_failure_in_at_the_yield() -> None:
+    core = Exchanges()
+    steps = Steps(two_calls(), core)  # type: ignore[arg-type]
+    steps.next_call()
+    steps.replied("a")
+    steps.next_call()
+    steps.failed(ConnectionError("gone"))
+    assert core.open == set()
+    assert steps.next_call() is None
+    assert steps.result == "failed: gone"
+
+
+def test_an_uncaught_failure_comes_out_of_next_call() -> None:
+    steps = Steps(two_calls())
+    steps.next_call()
+    steps.failed(TimeoutError("slow"))
+    with pytest.raises(TimeoutError, match="slow"):
+        steps.next_call()
+
+
+def test_abandon_closes_the_operation_and_ends_its_call() -> None:
+    closed: list[bool] = []
+
+    def operation() -> Generator[Call, Any, None]:
+        try:
+            yield Call("HEAD")
+        finally:
+            closed.append(True)
+
+    core = Exchanges()
+    steps = Steps(operation(), core)  # type: ignore[arg-type]
+    steps.next_call()
+    steps.abandon()
+    assert closed == [True]
+    assert core.open == set()
+
+
+def test_the_result_is_there_only_once_the_operation_returned() -> None:
+    steps = Steps(two_calls())
+    steps.next_call()
+    with pytest.raises(RuntimeError, match="not returned yet"):
+        _ = steps.result
