@@ -27,7 +27,6 @@ import math
 import os
 import platform
 import re
-import shutil
 import signal
 import socket
 import statistics
@@ -213,17 +212,18 @@ backend be
         time.sleep(1.0 + 0.5 * workers)
 
     def start_reference(self, ref: str) -> None:
-        """``chash gateway`` as it was at git revision ``ref`` (one process),
-        its Python files beside this build's engine."""
+        """``chash gateway`` as it was at git revision ``ref`` (one process):
+        that revision's Python files and its own engine, built here, since
+        the Python side of one revision may need modules of the extension
+        another revision no longer has."""
         repo = Path(__file__).resolve().parent.parent
         tree = self.root / "reference"
         tree.mkdir()
-        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "chash"],
+        archive = subprocess.run(["git", "-C", str(repo), "archive", ref],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        import chash._chash as engine
-
-        shutil.copy(engine.__file__, tree / "chash")
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree,
+                       check=True, stdout=subprocess.DEVNULL)
         port = self.ports["chash-ref-1"] = free_port()
         backends = ",".join(f"{name}=127.0.0.1:{p}" for name, p in self.backend_ports.items())
         env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -238,14 +238,18 @@ backend be
         time.sleep(1.0)
 
     def __enter__(self) -> Lab:
-        for name in BACKENDS:
-            self.start_backend(name)
-        for workers in self.workers:
-            self.start_nginx(workers)
-            self.start_haproxy(workers)
-            self.start_chash(workers)
-        if self.reference:
-            self.start_reference(self.reference)
+        try:
+            for name in BACKENDS:
+                self.start_backend(name)
+            for workers in self.workers:
+                self.start_nginx(workers)
+                self.start_haproxy(workers)
+                self.start_chash(workers)
+            if self.reference:
+                self.start_reference(self.reference)
+        except BaseException:
+            self.__exit__()  # what did start must not outlive the run
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
