@@ -103,9 +103,30 @@ def nginx_collision(port: int) -> tuple[str, str, int]:
     return collision_on_port("nginx", port, loopback_hosts(1, 200_000), lambda host: f"{host}:{port}")
 
 
+def arc_before(ring: list[int], point: int) -> int:
+    """How many hashes have ``point`` as their successor on ``ring``."""
+    index = bisect.bisect_left(ring, point)
+    return (point - ring[index - 1]) % 2**32 if index else point + 2**32 - ring[-1]
+
+
+def nginx_collision_case() -> tuple[int, int, str, str, int]:
+    """``(port, other, a, b, point)``: hosts ``a`` and ``b`` share ``point``
+    on ``port``, beside a third server on ``other``.  The ports are the OS's
+    pick, and the arc ending at the shared point could then be too narrow
+    for a key search to land in; such a pick is taken again."""
+    for _ in range(20):
+        port, other = free_ports(2)
+        a, b, point = nginx_collision(port)
+        probe = ConsistentHashRouter(layout="nginx")
+        probe.add_service_nodes([f"{a}:{port}", f"{b}:{port}", f"127.0.0.1:{other}"])
+        # At least 1/4000 of the ring: ~50 of keys_on_point's 200,000 keys.
+        if arc_before(probe.hash_ring, point) >= 2**32 // 4000:
+            return port, other, a, b, point
+    raise AssertionError("no pick of ports gave the shared point an arc keys can reach")
+
+
 def test_nginx_shared_point_goes_to_the_server_listed_first(tmp_path: Path) -> None:
-    port, other = free_ports(2)
-    a, b, point = nginx_collision(port)
+    port, other, a, b, point = nginx_collision_case()
     third = ("127.0.0.1", other, 1)
     for order in ([a, b], [b, a]):
         servers = [(h, port, 1) for h in order] + [third]
