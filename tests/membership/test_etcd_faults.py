@@ -26,8 +26,8 @@ from chash import ConsistentHashRouter
 
 pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-router[etcd]'")
 
-from chash.membership import AsyncEtcdMembership, EtcdMembership  # noqa: E402
-from chash.membership.etcd.wire import EtcdUnavailable  # noqa: E402
+from chash.membership import AsyncEtcdMembership, EtcdMembership
+from chash.membership.etcd.wire import EtcdUnavailable
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 0.5, "quorum": "any"}
@@ -110,7 +110,7 @@ def test_the_leader_killed_during_writes(make: Callable[..., Any], cluster: Etcd
     def writes() -> None:
         for i in range(12):
             node = f"w{i}"
-            write_until_acknowledged(lambda: a.add_node(node))
+            write_until_acknowledged(lambda node=node: a.add_node(node))  # type: ignore[misc]
             acked.append(node)
 
     writer = threading.Thread(target=writes)

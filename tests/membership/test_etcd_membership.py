@@ -22,11 +22,11 @@ from chash import ConsistentHashRouter
 
 pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-router[etcd]'")
 
-from chash.membership import AsyncEtcdMembership, EtcdMembership, RingMissingError  # noqa: E402
-from chash.membership.etcd.store import EtcdStore  # noqa: E402
-from chash.membership.etcd.wire import EtcdAuthError  # noqa: E402
-from chash.membership.settings import MembershipSettings  # noqa: E402
-from chash.membership.store import SubscriptionLost  # noqa: E402
+from chash.membership import AsyncEtcdMembership, EtcdMembership, RingMissingError
+from chash.membership.etcd.store import EtcdStore
+from chash.membership.etcd.wire import EtcdAuthError
+from chash.membership.settings import MembershipSettings
+from chash.membership.store import SubscriptionLost
 
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 1.0}
 
