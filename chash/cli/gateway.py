@@ -192,6 +192,10 @@ def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
     if args.etcd:
         from chash.membership import EtcdMembership
 
+        # httpx logs every request at INFO: the gateway's own log says
+        # what matters (outages, changes).
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+
         return EtcdMembership(router, args.etcd, name=args.ring or "default",
                               bootstrap=args.bootstrap, timeout=1.0)
     if args.redis:

@@ -76,7 +76,7 @@ class EtcdMember:
                  "--initial-advertise-peer-urls", self.peer_url,
                  "--initial-cluster", initial_cluster, "--initial-cluster-state", state,
                  "--initial-cluster-token", "chash-test",
-                 "--heartbeat-interval", "50", "--election-timeout", "500",
+                 "--heartbeat-interval", "50", "--election-timeout", "500", "--bcrypt-cost", "4",
                  "--auto-compaction-retention", "0", "--logger", "zap",
                  "--log-level", "error"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -1,7 +1,8 @@
 """EtcdMembership and AsyncEtcdMembership against a real single-member etcd.
 
-Every test runs with both drivers (the async one on a loop thread of its
-own, tests/_support/membership_async.py) on one etcd started for the module
+The operator calls, votes, refresh() and refusals run with both drivers
+(the async one on a loop thread of its own, tests/_support/membership_async.py),
+what only the store decides with the threaded one, on one etcd started for the module
 (tests/_support/etcd_server.py), emptied before each test.  The faults of a
 3-member cluster are in test_etcd_faults.py.
 """
@@ -29,6 +30,10 @@ from chash.membership.settings import MembershipSettings
 from chash.membership.store import SubscriptionLost
 
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 1.0}
+#: For the tests of what the store does, the same with either driver: the
+#: threaded one only (the operator calls, votes, refresh and refusals run
+#: with both).
+SYNC_ONLY = pytest.mark.parametrize("make", ["sync"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +154,7 @@ def test_health_votes_take_a_node_out_by_majority(make: Make) -> None:
     agree(a, b)
 
 
+@SYNC_ONLY
 def test_a_joining_instance_may_not_create_the_ring(make: Make) -> None:
     lone = make(seeded_router("n1"), start=False)
     lone.start()  # waits for a ring instead of creating one
@@ -161,12 +167,14 @@ def test_a_joining_instance_may_not_create_the_ring(make: Make) -> None:
     assert lone.router.weights == {"m1": 1.0, "m2": 1.0}
 
 
+@SYNC_ONLY
 def test_other_shared_settings_are_refused(make: Make) -> None:
     make(seeded_router("n1"), bootstrap=True)
     with pytest.raises(ValueError, match="same router settings"):
         make(ConsistentHashRouter(layout="ketama"))
 
 
+@SYNC_ONLY
 def test_a_lost_ring_is_restored_by_an_instance_that_held_it(
         make: Make, cluster: EtcdCluster) -> None:
     a = make(seeded_router("n1", "n2"), bootstrap=True)
@@ -179,6 +187,7 @@ def test_a_lost_ring_is_restored_by_an_instance_that_held_it(
     assert b.router.weights == {"n1": 1.0, "n2": 1.0}
 
 
+@SYNC_ONLY
 def test_bad_entries_are_skipped_one_by_one(make: Make, cluster: EtcdCluster,
                                             caplog: pytest.LogCaptureFixture) -> None:
     a = make(seeded_router("n1", "n2"), bootstrap=True)
@@ -234,6 +243,7 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
         cluster.post("/v3/auth/user/delete", {"name": "root"})
 
 
+@SYNC_ONLY
 def test_a_watch_from_a_compacted_revision_asks_for_a_full_read(
         make: Make, cluster: EtcdCluster) -> None:
     a = make(seeded_router("n1"), bootstrap=True)
