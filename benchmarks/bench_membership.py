@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -463,9 +464,12 @@ def report(args: argparse.Namespace, results: dict[str, list[float]]) -> int:
         where = f"a 3-member etcd cluster on 127.0.0.1 ({version}), httpx {httpx.__version__}"
     else:
         where = f"redis-server on 127.0.0.1, redis-py {redis.__version__}"
-    print(f"chash membership convergence: 3 gateway processes ({args.driver} driver, "
-          f"resync_interval 0.2 s), {where}, "
-          f"{platform.python_implementation()} {platform.python_version()}")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    print(f"chash membership convergence at {commit or 'an unknown commit'}: 3 gateway "
+          f"processes ({args.driver} driver, resync_interval 0.2 s), {where}, "
+          f"{platform.python_implementation()} {platform.python_version()}, load average "
+          f"{os.getloadavg()[0]:.1f}")
     width = max(map(len, results))
     for label, samples in results.items():
         print(f"{label:<{width}}  {summary(samples)}")

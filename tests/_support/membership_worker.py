@@ -56,8 +56,7 @@ import redis.sentinel
 from redis.backoff import NoBackoff
 
 from chash import ConsistentHashRouter
-from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, \
-    RedisMembership
+from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, RedisMembership
 
 RESYNC_INTERVAL = 0.2
 VOTE_TTL = 3.0
