@@ -61,8 +61,10 @@ class DnsServer:
         """``127.0.0.1:PORT``, as ``--nameserver`` takes it."""
         return f"127.0.0.1:{self.port}"
 
-    def serve(self, records: Iterable[Srv]) -> None:
-        """(Re)start dnsmasq answering with exactly ``records``."""
+    def serve(self, records: Iterable[Srv], hosts: Iterable[str] = ()) -> None:
+        """(Re)start dnsmasq answering with exactly ``records``, and an A
+        record 127.0.0.1 for each name of ``hosts`` (asked for SRV, such a
+        name gives an empty answer)."""
         self.stop()
         args = [self.executable, "--keep-in-foreground", f"--port={self.port}",
                 "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",
@@ -73,6 +75,7 @@ class DnsServer:
             args.append("--user=root")  # stay root rather than drop to nobody
         for name, target, port, priority, weight in records:
             args.append(f"--srv-host={name},{target},{port},{priority},{weight}")
+        args += [f"--host-record={host},127.0.0.1" for host in hosts]
         self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          env=program_env())

@@ -106,6 +106,10 @@ def test_outages_keep_the_last_set_and_are_logged_once(
         served.serve([("_other._tcp.users.example", "x.example", 1, 1, 1)])
         assert found.refresh() == IN_SERVICE  # NXDOMAIN
         assert found.refresh() == IN_SERVICE
+        served.serve([], hosts=[NAME])
+        with pytest.raises(DiscoveryError, match="empty answer"):
+            found.resolve()
+        assert found.refresh() == IN_SERVICE
         served.stop()
         assert found.refresh() == IN_SERVICE  # nobody answers
         with pytest.raises(DiscoveryError, match="no nameserver answered"):
