@@ -115,7 +115,8 @@ class DnsSrvDiscovery:
         self._nodes: dict[str, float] | None = None
         self._ttl: float | None = None
         self._failing: str | None = None
-        self._targets: list[Any] = []
+        #: [target, the set last applied to it (None until one was)]
+        self._targets: list[list[Any]] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -154,7 +155,7 @@ class DnsSrvDiscovery:
 
     def refresh(self) -> dict[str, float] | None:
         """Resolve now and bring every followed target to the set if it
-        changed; the set held afterwards.  A failed lookup keeps the last
+        changed (or its last attempt failed); the set held afterwards.  A failed lookup keeps the last
         set (logged once until lookups work again) and raises nothing."""
         try:
             nodes = self.resolve()
@@ -167,13 +168,21 @@ class DnsSrvDiscovery:
                                extra={"srv": self.name})
                 self._failing = None
             changed, self._nodes = nodes != self._nodes, nodes
-            targets = list(self._targets)
         if changed:
             logger.info("%s lists %d nodes: %s", self.name, len(nodes),
                         ", ".join(sorted(nodes)[:20]), extra={"srv": self.name})
-            for target in targets:
-                self._apply(target, nodes)
+        self._bring_targets(nodes)
         return dict(nodes)
+
+    def _bring_targets(self, nodes: dict[str, float]) -> None:
+        """Apply ``nodes`` to every target that did not get this set yet
+        (new, or one whose last apply failed): a set is written once per
+        change, so instances sharing a ring do not rewrite it every poll."""
+        with self._lock:
+            pending = [entry for entry in self._targets if entry[1] != nodes]
+        for entry in pending:
+            if self._apply(entry[0], nodes):
+                entry[1] = dict(nodes)
 
     def _failed(self, why: str) -> None:
         with self._lock:
@@ -185,12 +194,14 @@ class DnsSrvDiscovery:
                            extra={"srv": self.name})
 
     @staticmethod
-    def _apply(target: Any, nodes: dict[str, float]) -> None:
+    def _apply(target: Any, nodes: dict[str, float]) -> bool:
         try:
             apply(target, nodes)
-        except Exception:
-            logger.exception("could not bring %r to the record set; trying again at the "
-                             "next change", target)
+        except Exception as exc:
+            logger.warning("could not bring %r to the record set (%s: %s); trying again at "
+                           "the next lookup", target, type(exc).__name__, exc)
+            return False
+        return True
 
     # -- following ----------------------------------------------------------
 
@@ -201,10 +212,10 @@ class DnsSrvDiscovery:
         was resolved.  TypeError for a target it cannot edit."""
         check_target(target)
         with self._lock:
-            self._targets.append(target)
+            self._targets.append([target, None])
             nodes = self._nodes
         if nodes is not None:
-            self._apply(target, nodes)
+            self._bring_targets(nodes)
 
     def next_poll(self) -> float:
         """Seconds until the next lookup: ``interval``, else the TTL of

@@ -98,3 +98,17 @@ def test_instances_following_one_name_into_one_ring_do_not_flap(
     wait_until(lambda: a.router.weights == want == b.router.weights, "both follow the change")
     wait_until(lambda: a.version == b.version, "one version")
     assert a.version == settled + 2  # b3 added, b1 removed: once, by whoever came first
+
+
+def test_a_set_that_could_not_be_written_is_written_at_the_next_lookup(
+        shared: Callable[..., Any], dns: DnsServer) -> None:
+    dns.serve([(NAME, "b1.example", 80, 1, 10)])
+    joiner = shared()  # no ring yet, and it may not create one
+    found = DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=0.5)
+    found.follow(joiner)
+    assert found.refresh() == {"b1.example:80": 10.0}
+    assert joiner.state is None  # the write was refused: RingMissingError
+    creator = shared(bootstrap=True)
+    wait_until(lambda: joiner.state is not None, "the joiner synced")
+    found.refresh()  # the same set, not yet written: written now
+    wait_until(lambda: creator.router.weights == {"b1.example:80": 10.0}, "the set is in")
