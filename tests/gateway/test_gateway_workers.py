@@ -151,10 +151,10 @@ def test_two_instances_sharing_redis_agree() -> None:
 
 
 def test_two_instances_sharing_etcd_agree_and_follow_dns_srv() -> None:
-    """Two instances share a ring through etcd; the first follows an SRV
-    name into it (the second joins): both route alike through record
-    changes, a backend's failure (health votes through etcd) and a DNS
-    outage."""
+    """Two instances share a ring through a 3-member etcd cluster; the first
+    follows an SRV name into it (the second joins): both route alike
+    through record changes written while the leader is dead, a backend's
+    failure (health votes through etcd) and a DNS outage."""
     from _support.dns_server import DnsServer
     from _support.etcd_server import EtcdCluster
 
@@ -163,7 +163,7 @@ def test_two_instances_sharing_etcd_agree_and_follow_dns_srv() -> None:
     name = "_http._tcp.shop.example"
 
     async def main() -> None:
-        etcd, dns = EtcdCluster(1), DnsServer(ttl=1)
+        etcd, dns = EtcdCluster(3), DnsServer(ttl=1)
         backends = {name: await EchoBackend(name).start() for name in "abc"}
         port = {n: int(b.address.rsplit(":", 1)[1]) for n, b in backends.items()}
         node = {n: f"127.0.0.1:{p}" for n, p in port.items()}
@@ -199,9 +199,12 @@ def test_two_instances_sharing_etcd_agree_and_follow_dns_srv() -> None:
                 await routed_alike("ab")
                 page = await status(admin2)
                 assert page["membership"]["name"] == "shop"
+                leader = etcd.leader()
+                leader.kill()
                 dns.serve(records("bc"))  # the records change: within a TTL, both follow
                 await eventually(lambda: both_on("bc"), timeout=30)
                 await routed_alike("bc")
+                await asyncio.to_thread(etcd.restart, leader)
                 await backends["b"].stop()  # the health votes take b out of both
                 await eventually(lambda: both_on("c"), timeout=60)
                 await routed_alike("c")
