@@ -192,6 +192,7 @@ def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
     if args.etcd:
         from chash.membership import EtcdMembership
 
+        require("httpx", user="--etcd", extra="etcd")
         # httpx logs every request at INFO: the gateway's own log says
         # what matters (outages, changes).
         logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -220,6 +221,7 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
     if args.dns_srv:
         from chash.discovery import DnsSrvDiscovery
 
+        require("dns.resolver", user="--dns-srv", extra="dns", package="dnspython")
         discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
         discovery.follow(membership if membership is not None else router)
     feeds = _Feeds(membership, discovery) if membership or discovery else None
