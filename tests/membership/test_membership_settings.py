@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, \
-    RedisMembership
+from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, RedisMembership
 from chash.membership.settings import QUORUMS, MembershipSettings, default_reporter
 
 
