@@ -290,3 +290,41 @@ def test_bad_arguments_are_refused_before_any_io() -> None:
         EtcdMembership(object(), "http://127.0.0.1:1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout"):
         AsyncEtcdMembership(router, "http://127.0.0.1:1", timeout=0)
+
+
+def test_an_async_watch_from_a_compacted_revision_asks_for_a_full_read(
+        cluster: EtcdCluster) -> None:
+    """The asyncio store's watch, as the threaded one's above."""
+    import asyncio
+
+    from chash.membership.etcd.client import AsyncEtcdClient
+    from chash.membership.etcd.store import AsyncEtcdStore
+
+    writer = EtcdMembership(seeded_router("n1"), cluster.urls, "t", bootstrap=True, **FAST)
+    try:
+        writer.refresh()
+
+        async def main() -> tuple[object, int]:
+            client = AsyncEtcdClient(cluster.urls, timeout=1.0)
+            store = AsyncEtcdStore(client, MembershipSettings(name="t"))
+            try:
+                await store.run(_snapshot())
+                seen = store._watched.revision
+                for i in range(3):
+                    await asyncio.to_thread(writer.add_node, f"later{i}")
+                await asyncio.to_thread(cluster.compact)
+                store._watched.revision = seen  # a watcher that was away since
+                subscription = await store.subscribe("", False)
+                try:
+                    notice = await subscription.receive(5.0)
+                finally:
+                    await subscription.close()
+                return notice, store._watched.revision
+            finally:
+                await client.aclose()
+
+        notice, revision = asyncio.run(main())
+        assert isinstance(notice, SubscriptionLost)
+        assert revision == 0
+    finally:
+        writer.close()
