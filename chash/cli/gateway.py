@@ -6,7 +6,9 @@
 Runs until interrupted (Ctrl-C, SIGTERM) or for ``--duration`` seconds.
 Health transitions and failed backend requests are logged to stderr.
 ``--workers N`` runs N processes on the port (SO_REUSEPORT); ``--redis URL``
-shares the ring and the health verdicts between them and other instances.
+or ``--etcd URL[,URL...]`` shares the ring and the health verdicts between
+them and other instances; ``--dns-srv NAME`` takes the backends from a DNS
+SRV record set, and follows it.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from chash.cli.args import add_ring_arguments, build_router, positive_int, secon
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
 if TYPE_CHECKING:
     from chash.gateway import Gateway
-    from chash.membership import RedisMembership
+    from chash.membership.sync_driver import SyncDriver
 
 __all__ = ["register", "run", "serve"]
 
@@ -163,21 +165,66 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
             loop.remove_signal_handler(signum)
 
 
-def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
-           backends: dict[str, str], worker: int) -> tuple[Gateway, RedisMembership | None]:
-    """The gateway of one process, and its membership (or None)."""
-    from chash.gateway import Gateway, GatewayConfig
+class _Feeds:
+    """The shared ring and the record set a gateway follows, started and
+    stopped as one (``serve()``'s ``membership``): the membership first, so
+    that the discovery writes into a synced ring, and stopped last."""
 
-    router = build_router(parser, args, list(backends))
-    membership = None
+    def __init__(self, membership: SyncDriver | None, discovery: Any) -> None:
+        self.membership = membership
+        self.discovery = discovery
+
+    def start(self) -> None:
+        if self.membership is not None:
+            self.membership.start()
+        if self.discovery is not None:
+            self.discovery.start()
+
+    def stop(self) -> None:
+        if self.discovery is not None:
+            self.discovery.stop()
+        if self.membership is not None:
+            self.membership.stop()
+
+
+def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
+    """The membership ``--redis`` or ``--etcd`` asks for, or None."""
+    if args.etcd:
+        from chash.membership import EtcdMembership
+
+        require("httpx", user="--etcd", extra="etcd")
+        # httpx logs every request at INFO: the gateway's own log says
+        # what matters (outages, changes).
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+
+        return EtcdMembership(router, args.etcd, name=args.ring or "default",
+                              bootstrap=args.bootstrap, timeout=1.0)
     if args.redis:
         from chash.membership import RedisMembership
 
         redis = require("redis", user="--redis", extra="redis", package="redis-py")
         client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
                                       socket_connect_timeout=1.0)
-        membership = RedisMembership(router, client, name=args.ring or "default",
-                                     bootstrap=args.bootstrap)
+        return RedisMembership(router, client, name=args.ring or "default",
+                               bootstrap=args.bootstrap)
+    return None
+
+
+def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
+           backends: dict[str, str], worker: int) -> tuple[Gateway, _Feeds | None]:
+    """The gateway of one process, and what feeds its ring (or None)."""
+    from chash.gateway import Gateway, GatewayConfig
+
+    router = build_router(parser, args, list(backends))
+    membership = _membership(args, router)
+    discovery = None
+    if args.dns_srv:
+        from chash.discovery import DnsSrvDiscovery
+
+        require("dns.resolver", user="--dns-srv", extra="dns", package="dnspython")
+        discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
+        discovery.follow(membership if membership is not None else router)
+    feeds = _Feeds(membership, discovery) if membership or discovery else None
     config = GatewayConfig(
         key=args.key, missing_key=args.missing_key, attempts=args.attempts,
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
@@ -189,7 +236,7 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         admin_listen=args.admin_listen if worker == 0 else None,
         node_header=args.node_header, max_body=args.max_body,
         header_timeout=args.header_timeout, idle_timeout=args.idle_timeout)
-    return Gateway(backends, config, router=router, membership=membership), membership
+    return Gateway(backends, config, router=router, membership=membership), feeds
 
 
 def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
@@ -283,10 +330,14 @@ def run(args: argparse.Namespace) -> int:
         if name in backends:
             parser.error(f"backend {name} is listed twice")
         backends[name] = address
-    if not backends:
-        parser.error("at least one --backend is required")
-    if (args.ring or args.bootstrap) and not args.redis:
-        parser.error("--ring and --bootstrap need --redis URL")
+    if not backends and not args.dns_srv:
+        parser.error("at least one --backend is required (or --dns-srv NAME)")
+    if args.redis and args.etcd:
+        parser.error("give --redis or --etcd, not both")
+    if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
+        parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
+    if args.nameserver and not args.dns_srv:
+        parser.error("--nameserver needs --dns-srv NAME")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -355,12 +406,25 @@ def _add_sharing_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", metavar="URL",
                         help="share the ring and health verdicts through Redis "
                              "(redis://HOST:PORT/DB), with every worker and instance")
+    parser.add_argument("--etcd", metavar="URL[,URL...]",
+                        help="share the ring and health verdicts through etcd instead "
+                             "(http://HOST:2379, every member of the cluster; "
+                             "http://USER:PASSWORD@HOST:2379 with auth)")
     parser.add_argument("--ring", metavar="NAME",
-                        help="the shared ring's name in Redis (default 'default')")
+                        help="the shared ring's name in Redis or etcd (default 'default')")
     parser.add_argument("--bootstrap", action="store_true",
-                        help="with --redis: this instance may create the shared ring from its "
-                             "--backend list if Redis holds none (give it to the first "
-                             "instance only; the others join, and restore a ring Redis lost)")
+                        help="with --redis or --etcd: this instance may create the shared "
+                             "ring from its --backend list if the store holds none (give it "
+                             "to the first instance only; the others join, and restore a "
+                             "ring the store lost)")
+    parser.add_argument("--dns-srv", metavar="NAME",
+                        help="take the backends from the DNS SRV records of NAME "
+                             "(_http._tcp.users.example.) and follow them at their TTL: "
+                             "nodes are TARGET:PORT, weighted by the SRV weights of the "
+                             "lowest priority; into the shared ring with --redis/--etcd")
+    parser.add_argument("--nameserver", metavar="HOST[:PORT]", action="append", default=[],
+                        help="with --dns-srv: the DNS server to ask (repeatable; default "
+                             "the system's)")
     parser.add_argument("--admin-listen", type=_listen, metavar="HOST:PORT",
                         help="serve the status page and metrics here (default: nowhere)")
 

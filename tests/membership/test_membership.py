@@ -145,7 +145,8 @@ else:
 def test_public_names_are_documented() -> None:
     import chash.membership as module
 
-    assert sorted(module.__all__) == ["AsyncRedisMembership", "HealthVerdict",
+    assert sorted(module.__all__) == ["AsyncEtcdMembership", "AsyncRedisMembership",
+                                      "EtcdMembership", "HealthVerdict",
                                       "MembershipState", "RedisMembership",
                                       "RingMissingError"]
     for name in module.__all__:
