@@ -140,11 +140,16 @@ class Channel(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
-    async def read_head(self, limit: int, timeout: float, status: int) -> bytes | None:
+    async def read_head(self, limit: int, timeout: float, status: int,
+                        check: Callable[[bytes], None] | None = None) -> bytes | None:
         """Bytes up to and including the first empty line; None on EOF before
         any byte.  HttpError(status) above ``limit`` bytes or on EOF mid-head;
-        ReadTimeout when ``timeout`` s pass without the head complete."""
+        ReadTimeout when ``timeout`` s pass without the head complete.
+        ``check``, if given, is called with each new piece of a head not
+        complete yet (the bytes after those it was given before), so that
+        it can refuse a malformed head at once by raising HttpError."""
         start = 0
+        checked = 0
         deadline = self._loop.time() + timeout
         while True:
             end = self._buf.find(b"\r\n\r\n", start)
@@ -152,6 +157,9 @@ class Channel(asyncio.Protocol):
                 if end + 4 > limit:
                     raise HttpError(status if status != 400 else 431, "head too large")
                 return self._take(end + 4)
+            if check is not None and len(self._buf) > checked:
+                check(bytes(self._buf[checked:]))
+                checked = len(self._buf)
             if len(self._buf) > limit:
                 raise HttpError(status if status != 400 else 431, "head too large")
             if self._eof:

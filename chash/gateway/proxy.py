@@ -1,7 +1,7 @@
 """The gateway's proxy path: answering the requests of client connections.
 
 For each connection, ``Proxy`` reads request heads (strictly, with
-``chash.gateway.heads``), takes the key, asks the ring for the preference
+``chash.gateway.parser``), takes the key, asks the ring for the preference
 list and tries its nodes as ``chash.gateway.retry.next_attempt`` says, over
 per-backend keep-alive pools (``chash.gateway.pool``), then relays the
 answer (bodies framed by ``chash.gateway.bodies``).  It is given what it
@@ -21,14 +21,9 @@ from chash._chash import ConsistentHashRouter
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
-from chash.gateway.heads import (
-    HttpError,
-    RequestHead,
-    ResponseHead,
-    parse_request_head,
-    parse_response_head,
-)
+from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
 from chash.gateway.messages import Body, backend_head, client_head, simple_answer
+from chash.gateway.parser import RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
 from chash.metrics import RouteCounters
@@ -127,8 +122,9 @@ class Proxy:
         assert client.transport is not None
         peer = client.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
+        parser = RequestParser()
         try:
-            while (request := await self._next_request(client, remote)) is not None:
+            while (request := await self._next_request(client, remote, parser)) is not None:
                 if not await self._proxy(client, request, remote):
                     break
             await client.linger(2.0, 10.0)
@@ -140,15 +136,17 @@ class Proxy:
             self._connections.discard(client)
             client.close()
 
-    async def _next_request(self, client: Channel, remote: str) -> RequestHead | None:
+    async def _next_request(self, client: Channel, remote: str,
+                            parser: RequestParser) -> RequestHead | None:
         """The client's next request head; None when the connection is to
         end (closed, idle too long, or a bad head, answered already)."""
         config = self._config
         try:
             if not client.buffered:
                 await client.wait_data(config.idle_timeout)
-            head = await client.read_head(config.max_header_size, config.header_timeout, 400)
-            return None if head is None else parse_request_head(head)
+            head = await client.read_head(config.max_header_size, config.header_timeout, 400,
+                                          parser.check)
+            return None if head is None else parser.parse(head)
         except ReadTimeout:
             if client.buffered:  # a head begun and not finished
                 logger.info("client %s sent no complete request head in %gs; closing",

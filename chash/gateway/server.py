@@ -21,7 +21,7 @@ the gateway feeds it the outcome of real requests as well: connection
 errors and timeouts count as failures, an application's own 5xx answer
 does not unless its status is listed in ``fail_on_status``.
 
-Building a ``Gateway`` needs aiohttp (``pip install 'chash-router[gateway]'``);
+Building a ``Gateway`` needs aiohttp and httptools (``pip install 'chash-router[gateway]'``);
 importing this module does not.  See docs/gateway.md.
 """
 
@@ -99,6 +99,7 @@ class Gateway:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
         require("aiohttp", user="chash.gateway", extra="gateway")
+        require("httptools", user="chash.gateway", extra="gateway")
         self._config = config = config if config is not None else GatewayConfig()
         if isinstance(backends, Mapping):
             addresses = {str(node): parse_address(addr) for node, addr in backends.items()}
