@@ -29,7 +29,10 @@ from chash.cli.args import add_ring_arguments, build_router, positive_int, secon
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
 if TYPE_CHECKING:
     from chash.gateway import Gateway
+    from chash.gateway.workers import Follower, Leader
     from chash.membership import RedisMembership
+
+    Role = Leader | Follower
 
 __all__ = ["register", "run", "serve"]
 
@@ -105,11 +108,12 @@ def _run_loop(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
-def _banner(gateway: Gateway, workers: int) -> str:
+def _banner(gateway: Gateway, workers: int, leader: Leader | None = None) -> str:
     nodes = ", ".join(f"{node}={address}" if node != address else node
                       for node, address in gateway.addresses.items())
     url = gateway.url
-    admin = gateway.admin_url
+    shown: Gateway | Leader = gateway if leader is None else leader  # who serves the admin
+    admin = shown.admin_url
     lines = [f"chash gateway listening on {url}"
              + (f" ({workers} worker processes)" if workers > 1 else ""),
              f"  key {gateway.key_rule}; backends {nodes}"]
@@ -117,17 +121,19 @@ def _banner(gateway: Gateway, workers: int) -> str:
         lines.append("  no admin listener (status page and metrics: --admin-listen HOST:PORT)")
     else:
         lines.append(f"  status {admin}{gateway.status_path}, "
-                     + (f"metrics {admin}{gateway.metrics_path}" if gateway.registry is not None
-                        else str(gateway.metrics_off)))
+                     + (f"metrics {admin}{gateway.metrics_path}" if shown.registry is not None
+                        else str(shown.metrics_off)))
     return "\n".join(lines)
 
 
 async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None, *,
                 reuse_port: bool = False, ready: Callable[[Gateway], None] | None = None,
-                membership: Any = None) -> None:
+                membership: Any = None, role: Role | None = None) -> None:
     """Run ``gateway`` on ``host:port`` until SIGINT/SIGTERM or ``duration``
     seconds.  ``ready(gateway)`` is called once it listens (by default: print
-    where).  ``membership``, if given, is started first and stopped last."""
+    where).  ``membership``, if given, is started first and stopped last;
+    ``role``, a worker's part in ``--workers N``, starts once the gateway
+    listens and stops before it."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
@@ -143,6 +149,8 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
         try:
             await gateway.start(host, port, reuse_port=reuse_port)
             try:
+                if role is not None:
+                    await role.start(gateway)
                 if ready is None:
                     print(_banner(gateway, 1), flush=True)
                 else:
@@ -154,6 +162,8 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
                 if ready is None:
                     print("chash gateway stopping", flush=True)
             finally:
+                if role is not None:
+                    await role.stop()
                 await gateway.stop()
         finally:
             if membership is not None:
@@ -164,8 +174,12 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
 
 
 def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
-           backends: dict[str, str], worker: int) -> tuple[Gateway, RedisMembership | None]:
-    """The gateway of one process, and its membership (or None)."""
+           backends: dict[str, str], worker: int,
+           links: list[tuple[socket.socket, socket.socket]] | None = None,
+           ) -> tuple[Gateway, RedisMembership | None, Role | None]:
+    """The gateway of one process, its membership (or None), and its part
+    in ``--workers N`` (None for a single process).  ``links``: the socket
+    pairs between worker 0 and each other worker."""
     from chash.gateway import Gateway, GatewayConfig
 
     router = build_router(parser, args, list(backends))
@@ -178,34 +192,62 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
                                       socket_connect_timeout=1.0)
         membership = RedisMembership(router, client, name=args.ring or "default",
                                      bootstrap=args.bootstrap)
+    role: Role | None = None
+    verdicts: Any = membership  # where worker 0's checker applies its verdicts
+    counters = reports = None
+    if links is not None:
+        from chash.gateway.workers import Follower, Leader
+
+        if worker == 0:
+            role = Leader(router, [ours for ours, _ in links], share_verdicts=membership is None,
+                          admin_listen=args.admin_listen)
+            counters = role.counters
+            if membership is None:
+                verdicts = role
+        else:
+            role = Follower(router, links[worker - 1][1])
+            if membership is None:  # worker 0 alone probes; failures go to it
+                reports = role
+    probes = not args.no_health and (worker == 0 or membership is not None or links is None)
     config = GatewayConfig(
         key=args.key, missing_key=args.missing_key, attempts=args.attempts,
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
         deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
-        fail_on_status=args.fail_on_status, health=not args.no_health,
+        fail_on_status=args.fail_on_status, health=probes,
         health_path=args.health_path, health_interval=args.health_interval,
         health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
         metrics=False if args.no_metrics else None,
-        admin_listen=args.admin_listen if worker == 0 else None,
+        admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
         header_timeout=args.header_timeout, idle_timeout=args.idle_timeout)
-    return Gateway(backends, config, router=router, membership=membership), membership
+    gateway = Gateway(backends, config, router=router, membership=verdicts,
+                      counters=counters, health_reports=reports)
+    return gateway, membership, role
 
 
 def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
-            backends: dict[str, str], index: int, pipe: Any) -> None:
+            backends: dict[str, str], index: int, pipe: Any,
+            links: list[tuple[socket.socket, socket.socket]]) -> None:
     """One worker process of ``--workers N``: serve until SIGTERM."""
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format=f"%(asctime)s worker {index} %(name)s %(levelname)s %(message)s")
+    for number, (ours, theirs) in enumerate(links, start=1):  # keep only this worker's ends
+        if index != 0:
+            ours.close()
+        if index != number:
+            theirs.close()
     try:
-        gateway, membership = _build(args, parser, backends, index)
+        gateway, membership, role = _build(args, parser, backends, index, links)
         host, port = args.listen
 
+        from chash.gateway.workers import Leader
+
         def ready(gateway: Gateway) -> None:
-            pipe.send(("ready", _banner(gateway, args.workers)))
+            leader = role if isinstance(role, Leader) else None
+            pipe.send(("ready", _banner(gateway, args.workers, leader)))
 
         _run_loop(serve(gateway, host, port, None, reuse_port=True, ready=ready,
-                        membership=membership))
+                        membership=membership, role=role))
     except (ImportError, OSError, ValueError) as exc:
         pipe.send(("error", str(getattr(exc, "strerror", None) or exc)))
         sys.exit(1)
@@ -230,15 +272,21 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
     previous = {signum: signal.signal(signum, lambda s, f: stopping.append(s))
                 for signum in (signal.SIGINT, signal.SIGTERM)}
     workers = []
+    # Worker 0 talks with each other worker over a socket pair of its own
+    # (chash.gateway.workers): one health verdict, one metrics view.
+    links = [socket.socketpair() for _ in range(args.workers - 1)]
     try:
         pipes = []
         for index in range(args.workers):
             ours, theirs = context.Pipe()
             process = context.Process(target=_worker, name=f"chash-gateway-{index}",
-                                      args=(args, parser, backends, index, theirs))
+                                      args=(args, parser, backends, index, theirs, links))
             process.start()
             workers.append(process)
             pipes.append(ours)
+        for pair in links:
+            for end in pair:
+                end.close()
         banners = []
         for ours in pipes:
             if not ours.poll(60):
@@ -263,6 +311,9 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
         return 0
     finally:
         reserve.close()
+        for pair in links:
+            for end in pair:
+                end.close()
         for process in workers:
             if process.is_alive():
                 process.terminate()
@@ -295,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        gateway, membership = _build(args, parser, backends, 0)
+        gateway, membership, _ = _build(args, parser, backends, 0)
     except ImportError as exc:
         print(f"chash gateway: {exc}", file=sys.stderr)
         return 1

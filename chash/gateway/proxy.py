@@ -15,7 +15,7 @@ import asyncio
 import errno
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from chash._chash import ConsistentHashRouter
 from chash.gateway.bodies import copy_chunked, copy_exactly
@@ -28,15 +28,23 @@ from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
 from chash.metrics import RouteCounters
 
-if TYPE_CHECKING:
-    from chash.health import AsyncHealthChecker
-
-__all__ = ["Proxy", "describe"]
+__all__ = ["HealthReports", "Proxy", "describe"]
 
 logger = logging.getLogger("chash.gateway")
 
 #: An attempt's result: (outcome, detail, keep); see ``Proxy._attempt``.
 Attempt = tuple[Outcome, str, bool]
+
+
+class HealthReports(Protocol):
+    """Where the proxy reports the outcome of real requests: a health
+    checker, or whatever forwards them to one."""
+
+    def report_success(self, node: str) -> None:
+        """A request to ``node`` succeeded."""
+
+    def report_failure(self, node: str, reason: str = ...) -> None:
+        """A request to ``node`` failed for ``reason``."""
 
 
 class _ClientBodyCut(Exception):
@@ -67,7 +75,7 @@ class Proxy:
 
     def __init__(self, config: GatewayConfig, router: ConsistentHashRouter,
                  addresses: Mapping[str, str], counters: RouteCounters,
-                 health: AsyncHealthChecker | None) -> None:
+                 health: HealthReports | None) -> None:
         self._config = config
         self._key = config.key_rule
         self._router = router

@@ -41,7 +41,7 @@ from chash._text import plural
 from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule, parse_address
-from chash.gateway.proxy import Proxy
+from chash.gateway.proxy import HealthReports, Proxy
 from chash.metrics import RouteCounters
 
 if TYPE_CHECKING:
@@ -82,6 +82,11 @@ class Gateway:
             health transition of the checker the gateway builds.
         registry: the Prometheus registry the admin listener serves; by
             default a private one holding this gateway's ``RouterCollector``.
+        counters: the ``RouteCounters`` to count in (by default a new one).
+        health_reports: where the outcomes of requests go when the gateway
+            has no health checker of its own (``health`` None and
+            ``config.health`` False): a worker of ``chash gateway --workers
+            N`` forwards them to the one worker that probes.
     """
 
     def __init__(
@@ -95,6 +100,8 @@ class Gateway:
         membership: Membership | None = None,
         on_change: OnChange | None = None,
         registry: Any = None,
+        counters: RouteCounters | None = None,
+        health_reports: HealthReports | None = None,
     ) -> None:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
@@ -121,7 +128,7 @@ class Gateway:
         self._membership = membership
         self._key = config.key_rule
         self._on_change = on_change
-        self._counters = RouteCounters()
+        self._counters = counters if counters is not None else RouteCounters()
         self._started_at: float | None = None
         self._hints: dict[str, str] = {}
         if health is None and config.health:
@@ -136,7 +143,8 @@ class Gateway:
         self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
-        self._proxy = Proxy(config, router, addresses, self._counters, health)
+        self._proxy = Proxy(config, router, addresses, self._counters,
+                            health if health is not None else health_reports)
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
 
