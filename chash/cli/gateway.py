@@ -5,6 +5,9 @@
 
 Runs until interrupted (Ctrl-C, SIGTERM) or for ``--duration`` seconds.
 Health transitions and failed backend requests are logged to stderr.
+Every option can be set by an environment variable instead
+(``CHASH_LISTEN=0.0.0.0:8080``, ``CHASH_NO_HEALTH=1``; see
+``chash.cli.env``).
 ``--workers N`` runs N processes on the port (SO_REUSEPORT); ``--redis URL``
 shares the ring and the health verdicts between them and other instances.
 """
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chash._optional import MissingExtra, require
 from chash.cli.args import add_ring_arguments, build_router, positive_int, seconds
+from chash.cli.env import check_environment, with_environment
 
 # chash.gateway and chash.membership are imported where used: the other
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
@@ -329,6 +333,7 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash gateway``."""
     parser: argparse.ArgumentParser = args.gateway_parser
+    check_environment(args, parser)
     backends: dict[str, str] = {}
     for name, address in (pair for group in args.backend for pair in group):
         if name in backends:
@@ -372,13 +377,16 @@ def register(subparsers: Any) -> None:
         description="Proxy HTTP requests to backends chosen by consistent hashing of a "
                     "key taken from each request; fail over along the key's preference "
                     "list; health-check the backends.  Needs aiohttp "
-                    "(pip install 'chash-router[gateway]').")
+                    "(pip install 'chash-router[gateway]').  Every option can also be "
+                    "set by an environment variable, CHASH_ and its name (--max-body: "
+                    "CHASH_MAX_BODY; flags take 1 or 0); the command line wins.")
     _add_routing_arguments(parser)
     _add_sharing_arguments(parser)
     _add_proxy_arguments(parser)
     _add_health_arguments(parser)
     _add_output_arguments(parser)
     parser.set_defaults(func=run, gateway_parser=parser)
+    with_environment(parser)
 
 
 def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
