@@ -133,8 +133,13 @@ class Channel(asyncio.Protocol):
         await self._more(timeout)
 
     def _take(self, size: int) -> bytes:
-        data = bytes(self._buf[:size])
-        del self._buf[:size]
+        buf = self._buf
+        if size >= len(buf):  # the usual case: all that came is taken at once
+            data = bytes(buf)
+            buf.clear()
+        else:
+            data = bytes(buf[:size])
+            del buf[:size]
         if self._paused and len(self._buf) <= BLOCK // 2 and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()

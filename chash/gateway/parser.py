@@ -152,7 +152,7 @@ def _policy(parser: Any, collector: _Collector, head: bytes, upgrade: bool) -> R
     if b"\n " in head or b"\n\t" in head:
         raise HttpError(400, "obsolete line folding")
     target = collector.url
-    if any(c > 0x7E for c in target):  # llhttp refuses them too; never rely on it alone
+    if not target.isascii() or b"\x7f" in target:  # llhttp refuses them too
         raise HttpError(400, "malformed request target")
     authority: bytes | None = None
     if target[:1] != b"/":

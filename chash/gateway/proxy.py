@@ -203,7 +203,6 @@ class Proxy:
         if not nodes:
             self._counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", has_body)
-        self._counters.lookup(nodes[0])
         if request.expect_continue and has_body:
             client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body: bytes | None = b""
@@ -213,7 +212,7 @@ class Proxy:
             try:
                 body = await client.read_exact(request.content_length, config.body_timeout)
             except (ReadTimeout, EOFError):
-                self._counters.request("rejected")
+                self._counters.routed(nodes[0], "rejected")
                 return self._answer(client, request, 408,
                                     "request body not received in time", True)
         return await self._forward(client, request, key, nodes, body,
@@ -244,13 +243,15 @@ class Proxy:
             finally:
                 self._loads[node] -= 1
             if outcome is Outcome.ANSWERED:
-                if detail:  # the client's side of a streamed body failed
-                    self._counters.request("rejected")
+                if detail == "client":  # the client's side of a streamed body failed
+                    self._counters.routed(nodes[0], "rejected")
                     return False
                 if index:
                     logger.info("request for key %r served by %s after %s", key, node,
                                 "; ".join(tried), extra={"node": node})
-                self._counters.request("ok")
+                # One lock for the request's counts; an answer whose status
+                # counts as a failure was counted as a failed attempt already.
+                self._counters.routed(nodes[0], "ok", None if detail else node)
                 return keep
             tried.append(f"{node}: {detail}")
             timed_out = detail.startswith(("timed out", "connect timed out", "no free"))
@@ -262,7 +263,7 @@ class Proxy:
                 tried.append(f"deadline of {config.deadline:g}s passed")
                 timed_out = True
                 break
-        self._counters.request("failed")
+        self._counters.routed(nodes[0], "failed")
         detail = "; ".join(tried)
         if timed_out:
             return self._answer(client, request, 504, f"no backend answered in time ({detail})",
@@ -277,7 +278,7 @@ class Proxy:
             self._health.report_failure(node, reason)
 
     def _succeeded(self, node: str) -> None:
-        self._counters.attempt(node, ok=True)
+        # Counted by the caller: with the request when it is answered.
         if self._health is not None:
             self._health.report_success(node)
 
@@ -304,8 +305,9 @@ class Proxy:
         """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
 
         ANSWERED: the answer was relayed and ``keep`` says whether the client
-        connection may go on (``detail`` is set if the client's own body
-        failed instead).  Otherwise ``detail`` describes the failure and
+        connection may go on; ``detail`` is "client" if the client's own
+        body failed instead, "HTTP <status>" for an answer whose status
+        counts as the node's failure (``fail_on_status``), else "".  Otherwise ``detail`` describes the failure and
         ``keep`` False means no other attempt is possible (a streamed body
         is gone).  ``fresh``: open a new connection rather than reuse one.
         """
@@ -344,13 +346,16 @@ class Proxy:
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, replayable
             status = response.status
-            if status in config.fail_on_status:
+            failed = status in config.fail_on_status
+            if failed:
                 self._failed(node, f"HTTP {status}")
             else:
                 self._succeeded(node)
             if status in config.retry_statuses and next_attempt(
                     nodes, index, request.method, Outcome.RETRY_STATUS,
                     retry_unsafe=config.retry_unsafe, replayable=replayable) is not None:
+                if not failed:
+                    self._counters.attempt(node, ok=True)
                 return Outcome.RETRY_STATUS, f"HTTP {status}", True
             try:
                 reuse, keep = await self._relay(client, request, response, conn, node)
@@ -359,7 +364,7 @@ class Proxy:
                     else "disconnected mid-response"
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, replayable
-            return Outcome.ANSWERED, "", keep
+            return Outcome.ANSWERED, f"HTTP {status}" if failed else "", keep
         finally:
             pool.release(conn, reuse)
 
