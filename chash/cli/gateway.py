@@ -223,7 +223,8 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         metrics=False if args.no_metrics else None,
         admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
-        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout)
+        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+        tracing=False if args.no_tracing else None)
     gateway = Gateway(backends, config, router=router, membership=verdicts,
                       counters=counters, health_reports=reports)
     return gateway, membership, role
@@ -474,6 +475,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="name the serving node in this response header")
     parser.add_argument("--no-metrics", action="store_true",
                         help="do not serve metrics on the admin listener")
+    parser.add_argument("--no-tracing", action="store_true",
+                        help="no OpenTelemetry spans (default: a span per attempt when "
+                             "opentelemetry-api is installed)")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),

@@ -26,6 +26,7 @@ from chash.gateway.messages import Body, backend_head, client_head, simple_answe
 from chash.gateway.parser import RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
+from chash.gateway.tracing import AttemptTracer
 from chash.metrics import RouteCounters
 
 __all__ = ["HealthReports", "Proxy", "describe"]
@@ -75,13 +76,14 @@ class Proxy:
 
     def __init__(self, config: GatewayConfig, router: ConsistentHashRouter,
                  addresses: Mapping[str, str], counters: RouteCounters,
-                 health: HealthReports | None) -> None:
+                 health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
         self._config = config
         self._key = config.key_rule
         self._router = router
         self._addresses = addresses
         self._counters = counters
         self._health = health
+        self._tracer = tracer
         self._loads: dict[str, int] = {}
         self._pools: dict[str, Pool] = {}
         self._connections: set[Channel] = set()
@@ -237,11 +239,18 @@ class Proxy:
             if pool is None:
                 pool = self._pools[node] = Pool(self.address_of(node), config.pool_size)
             self._loads[node] = self._loads.get(node, 0) + 1
+            tracer = self._tracer
+            span = None if tracer is None else tracer.start(
+                node, index, request.method, pool.host, pool.port)
+            outcome, detail = Outcome.FAILED, "the gateway failed"
             try:
                 outcome, detail, keep = await self._try(
                     client, request, nodes, index, pool, upstream_head, body, deadline)
             finally:
                 self._loads[node] -= 1
+                if span is not None:
+                    assert tracer is not None
+                    tracer.end(span, outcome.value, detail)
             if outcome is Outcome.ANSWERED:
                 if detail == "client":  # the client's side of a streamed body failed
                     self._counters.routed(nodes[0], "rejected")

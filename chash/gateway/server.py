@@ -42,6 +42,7 @@ from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule, parse_address
 from chash.gateway.proxy import HealthReports, Proxy
+from chash.gateway.tracing import attempt_tracer
 from chash.metrics import RouteCounters
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class Gateway:
             has no health checker of its own (``health`` None and
             ``config.health`` False): a worker of ``chash gateway --workers
             N`` forwards them to the one worker that probes.
+        tracer_provider: the OpenTelemetry tracer provider the spans of
+            attempts go to (None: the global one); see ``config.tracing``.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class Gateway:
         registry: Any = None,
         counters: RouteCounters | None = None,
         health_reports: HealthReports | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
@@ -144,7 +148,8 @@ class Gateway:
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
         self._proxy = Proxy(config, router, addresses, self._counters,
-                            health if health is not None else health_reports)
+                            health if health is not None else health_reports,
+                            attempt_tracer(config.tracing, tracer_provider))
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
 

@@ -41,6 +41,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--rise": ("5", 5),
     "--node-header": ("X-Node", "X-Node"),
     "--no-metrics": ("on", True),
+    "--no-tracing": ("1", True),
     "--duration": ("12", 12.0),
     "--log-level": ("debug", "debug"),
     "--vnodes": ("40", 40),
