@@ -244,8 +244,16 @@ class Proxy:
                 node, index, request.method, pool.host, pool.port)
             outcome, detail = Outcome.FAILED, "the gateway failed"
             try:
-                outcome, detail, keep = await self._try(
+                outcome, detail, keep = await self._attempt(
                     client, request, nodes, index, pool, upstream_head, body, deadline)
+                if outcome is Outcome.NOT_DELIVERED and not detail:
+                    # A reused connection turned out closed: once more, on
+                    # a new one (a fresh one never reports this).
+                    outcome, detail, keep = await self._attempt(
+                        client, request, nodes, index, pool, upstream_head, body, deadline,
+                        True)
+                    if outcome is Outcome.NOT_DELIVERED and not detail:
+                        detail = "disconnected before answering"
             finally:
                 self._loads[node] -= 1
                 if span is not None:
@@ -292,21 +300,6 @@ class Proxy:
             self._health.report_success(node)
 
     # -- one attempt -----------------------------------------------------------
-
-    async def _try(self, client: Channel, request: RequestHead, nodes: Sequence[str],
-                   index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
-                   deadline: float) -> Attempt:
-        """``_attempt``, and once more on a new connection when a reused one
-        turned out closed (``_attempt`` reports that as NOT_DELIVERED with
-        no detail)."""
-        outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
-                                                    upstream_head, body, deadline)
-        if outcome is Outcome.NOT_DELIVERED and not detail:
-            outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
-                                                        upstream_head, body, deadline, True)
-            if outcome is Outcome.NOT_DELIVERED and not detail:  # cannot happen: fresh
-                detail = "disconnected before answering"
-        return outcome, detail, keep
 
     async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
                        index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
