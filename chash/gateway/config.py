@@ -218,6 +218,10 @@ class GatewayConfig:
     """Seconds a keep-alive connection may wait for its next request."""
     body_timeout: float = 60.0
     """Seconds a client may stay silent while sending a body (408)."""
+    tracing: bool | None = None
+    """OpenTelemetry spans per attempt (``chash.gateway.tracing``): None
+    (the default) when opentelemetry-api is installed, True requires it
+    (the ``otel`` extra), False never."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):

@@ -25,7 +25,7 @@ from _support.gateways import cluster, get, owner_of, served_by  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
-from chash.gateway.heads import parse_request_head  # noqa: E402
+from chash.gateway.parser import parse_request_head  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
 

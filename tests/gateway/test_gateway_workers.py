@@ -218,3 +218,60 @@ def test_two_instances_sharing_etcd_agree_and_follow_dns_srv() -> None:
             dns.close()
             etcd.close()
     run(main(), timeout=240)
+
+
+async def metric(admin: str, name: str) -> float:
+    """The value of the sample ``name`` (with its labels) on ``/metrics``."""
+    async with aiohttp.ClientSession() as session, session.get(f"{admin}/metrics") as resp:
+        text = await resp.text()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_workers_act_as_one_gateway() -> None:
+    """``--workers 2`` without Redis: the admin listener counts every
+    request whichever worker served it, and the one health checker's
+    verdicts change both workers' rings."""
+    async def main() -> None:
+        backends = {name: await EchoBackend(name).start() for name in "abc"}
+        spec = ",".join(f"{n}={b.address}" for n, b in backends.items())
+        try:
+            async with gateway_process("--backend", spec, "--workers", "2",
+                                       "--health-interval", "3600", "--fall", "1",
+                                       "--admin-listen", "127.0.0.1:0") as (url, admin):
+                assert admin is not None
+                sent = 0
+                for _ in range(400 // len(KEYS) + 1):  # each on a new connection
+                    sent += len(await route(url, KEYS))
+
+                async def counted() -> bool:
+                    page = await status(admin)
+                    return page["requests"]["ok"] == sent and \
+                        sum(w["requests"]["ok"] for w in page["workers"]) == sent
+                await eventually(counted, timeout=30)
+                page = await status(admin)
+                assert [w["worker"] for w in page["workers"]] == [0, 1]
+                assert all(w["requests"]["ok"] > 0 for w in page["workers"]), page["workers"]
+                assert await metric(admin, 'chash_requests_total{outcome="ok"}') == sent
+                assert sum(n["upstream_ok"] for n in page["nodes"]) == sent
+
+                def rings(page: dict[str, Any]) -> set[str]:
+                    return {w["fingerprint"] for w in page["workers"]}
+
+                # b dies.  Probes are an hour apart, so only what requests
+                # meet can take it out; one request meets it, in whichever
+                # worker the kernel hands it to, and both rings lose b.
+                await backends["b"].stop()
+                key = next(k for k in KEYS if ring("abc").get_target_node(k) == "b")
+                assert (await route(url, [key]))[key] != "b"
+                without_b = ring("ac").fingerprint()
+
+                async def taken_out() -> bool:
+                    return rings(await status(admin)) == {without_b}
+                await eventually(taken_out, timeout=30)
+        finally:
+            for backend in backends.values():
+                await backend.stop()
+    run(main(), timeout=180)
