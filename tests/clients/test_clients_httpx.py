@@ -167,9 +167,9 @@ def test_only_retries_plus_one_nodes_are_tried(lib: types.ModuleType, echo: Echo
     first, second, third = ring.get_preference_list(key, 3)
     echo.stop(first)
     echo.stop(second)
-    with client(lib, StickyTransport(ring, key="header:X-User-Id", retries=1)) as http:
-        with pytest.raises(lib.ConnectError):
-            http.get("/", headers={"X-User-Id": key})
+    with client(lib, StickyTransport(ring, key="header:X-User-Id", retries=1)) as http, \
+            pytest.raises(lib.ConnectError):
+        http.get("/", headers={"X-User-Id": key})
     assert echo.by_address(third).hits == 0
 
 
@@ -277,7 +277,7 @@ def test_the_sync_transport_is_thread_safe(lib: types.ModuleType, echo: EchoFarm
                     if served_by(http.get("/", headers={"X-User-Id": key})) != \
                             name[ring.get_target_node(key)]:
                         wrong.append(key)
-            except BaseException as exc:  # noqa: BLE001 (reported below)
+            except BaseException as exc:  # reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
