@@ -91,7 +91,7 @@ class AsyncChannelPool:
             while True:
                 send = self._pool.get(step.node).callable(method)
                 try:
-                    response = await send(request, timeout=step.timeout(), metadata=metadata)
+                    response = await send(step.request(request), timeout=step.timeout(), metadata=metadata)
                 except grpc.RpcError as exc:
                     if step.failed(exc):
                         continue
@@ -115,7 +115,7 @@ class AsyncChannelPool:
         step = await self._failover(method, request, key, timeout)
         while True:
             responses = self._pool.get(step.node).callable(method)(
-                request, timeout=step.timeout(), metadata=metadata).__aiter__()
+                step.request(request), timeout=step.timeout(), metadata=metadata).__aiter__()
             try:
                 first = await responses.__anext__()
             except StopAsyncIteration:

@@ -111,16 +111,22 @@ class Failover:
     own.
     """
 
-    __slots__ = ("_again", "_deadline", "_index", "_nodes", "_routes", "node")
+    __slots__ = ("_again", "_deadline", "_index", "_nodes", "_routes", "_stream", "node")
 
     def __init__(self, routes: StickyRoutes, nodes: list[str], method: Method, request: Any,
                  timeout: float | None) -> None:
         self._routes = routes
         self._nodes = nodes
         self._again = replayable(method, request)
+        self._stream = method.streams_requests
         self._deadline = deadline_of(timeout)
         self._index = 0
         self.node = nodes[0]
+
+    def request(self, request: Any) -> Any:
+        """What this attempt sends: a fresh iterator over a sequence of
+        requests (grpcio takes an iterator), else ``request`` itself."""
+        return iter(request) if self._stream and self._again else request
 
     def timeout(self) -> float | None:
         """Seconds this attempt may take (None: no deadline)."""

@@ -106,7 +106,7 @@ class ChannelPool:
             while True:
                 send = self._pool.get(step.node).callable(method)
                 try:
-                    response = send(request, timeout=step.timeout(), metadata=metadata)
+                    response = send(step.request(request), timeout=step.timeout(), metadata=metadata)
                 except grpc.RpcError as exc:
                     if step.failed(exc):
                         continue
@@ -130,7 +130,7 @@ class ChannelPool:
                    metadata: Any) -> Iterator[Any]:
         while True:
             responses = self._pool.get(step.node).callable(method)(
-                request, timeout=step.timeout(), metadata=metadata)
+                step.request(request), timeout=step.timeout(), metadata=metadata)
             try:
                 first = next(responses)
             except StopIteration:
