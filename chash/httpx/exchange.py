@@ -62,6 +62,41 @@ class Library:
         # caller's and go back at once.
         self.node_errors: tuple[type[Exception], ...] = (
             lib.NetworkError, lib.TimeoutException, lib.RemoteProtocolError)
+        self._fast = True
+        self._origins: dict[tuple[str, str, int], tuple[str, int | None]] = {}
+
+    def retarget(self, url: httpx.URL, host: str, port: int) -> httpx.URL:
+        """``url.copy_with(host=host, port=port)``, made cheaper.
+
+        ``copy_with`` formats and parses the whole URL again, which costs
+        more than the rest of the routing together.  Both packages keep a
+        parsed URL as a named tuple, ``_uri_reference``; the first time a
+        (scheme, host, port) is met, the tuple's host and port are taken
+        from what ``copy_with`` makes, and the fast copy is checked to be
+        equal to it: if it ever is not (another version of the package),
+        ``copy_with`` is used from then on.
+        """
+        if self._fast:
+            ref = url._uri_reference
+            found = self._origins.get((ref.scheme, host, port))
+            if found is not None:
+                copy = object.__new__(type(url))
+                copy._uri_reference = ref._replace(host=found[0], port=found[1])
+                return copy
+            slow = url.copy_with(host=host, port=port)
+            try:
+                origin = (slow._uri_reference.host, slow._uri_reference.port)
+                copy = object.__new__(type(url))
+                copy._uri_reference = ref._replace(host=origin[0], port=origin[1])
+                same = copy == slow and str(copy) == str(slow)
+            except (AttributeError, TypeError, ValueError):
+                same = False
+            if same:
+                self._origins[(ref.scheme, host, port)] = origin
+            else:
+                self._fast = False
+            return slow
+        return url.copy_with(host=host, port=port)
 
     def outcome(self, exc: Exception) -> Outcome | None:
         """What a failed attempt came to; None for an error that is no node's."""
@@ -227,7 +262,7 @@ class Attempts:
         self._index = index
         self.node = node = self._nodes[index]
         host, port = self._routes.address(node)
-        self._request.url = self._url.copy_with(host=host, port=port)
+        self._request.url = self._lib.retarget(self._url, host, port)
 
     def retry(self, exc: Exception) -> bool:
         """After ``exc``: True to try again (``node`` is the next node)."""

@@ -330,3 +330,18 @@ def test_addresses_map_node_names(lib: types.ModuleType, echo: EchoFarm) -> None
         unmapped = next(k for k in KEYS if router.get_target_node(k) == "delta")
         with pytest.raises(KeyError, match="delta"):
             http.get("/", headers={"X-User-Id": unmapped})
+
+
+@pytest.mark.parametrize("url", ["http://users/a/b?c=1&d=%20", "https://users:8443/", "http://u@h/x#f"])
+@pytest.mark.parametrize("host, port", [("127.0.0.1", 8080), ("::1", 9000), ("Cache-A.svc", 80)])
+def test_retargeting_equals_copy_with(lib: types.ModuleType, url: str, host: str, port: int) -> None:
+    from chash.httpx.exchange import Library
+
+    library = Library(lib)
+    original = lib.URL(url)
+    for _ in range(2):  # the first call fills the cache, the second takes the fast path
+        fast = library.retarget(original, host, port)
+        slow = original.copy_with(host=host, port=port)
+        assert fast == slow and str(fast) == str(slow) and fast.raw_path == slow.raw_path
+        assert (fast.host, fast.port, fast.raw_host) == (slow.host, slow.port, slow.raw_host)
+    assert library._fast
