@@ -19,7 +19,7 @@ request, ratio = sticky / by hand; the target is <= 1.10 for httpx (sync
 and async) and gRPC (sync and asyncio); aiohttp's row is reported without
 one.  Absolute times include the backends' own work, which both sides pay.
 
-    python benchmarks/bench_clients.py [--repeat 9] [--requests 200] [--json FILE]
+    python benchmarks/bench_clients.py [--repeat 31] [--requests 20] [--json FILE]
     python benchmarks/bench_clients.py --quick
 """
 
@@ -287,14 +287,15 @@ ROWS = [("httpx, sync", "httpx_sync", False, True), ("httpx, async", "httpx_asyn
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=9, help="rounds (default 9; 3 with --quick)")
-    parser.add_argument("--requests", type=int, default=200,
-                        help="requests a sample (default 200; 50 with --quick)")
+    parser.add_argument("--repeat", type=int, default=31, help="rounds (default 31; 5 with --quick)")
+    parser.add_argument("--requests", type=int, default=20,
+                        help="requests a sample (default 20, short enough to be retaken when "
+                             "preempted; 10 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument("--json", help="write every sample, median and ratio there")
     args = parser.parse_args(argv)
     if args.quick:
-        args.repeat, args.requests = min(args.repeat, 3), min(args.requests, 50)
+        args.repeat, args.requests = min(args.repeat, 5), min(args.requests, 10)
     if args.repeat < 1 or args.requests < 1:
         parser.error("--repeat and --requests must be at least 1")
     return args

@@ -46,6 +46,15 @@ class AsyncChannelPool:
         for gone in self._pool.left():
             await gone.channel.close()
 
+    def _start(self, method: Method, request: Any, key: str | bytes,
+               timeout: float | None) -> Failover | None:
+        """The call's failover, or None when channels must be closed first
+        (a node left the ring): the caller then awaits ``_failover``."""
+        if self._pool.left_pending():
+            return None
+        nodes, _ = self._routes.route(key)
+        return Failover(self._routes, nodes, method, request, timeout)
+
     async def channel_for(self, key: str | bytes) -> Any:
         """The channel of ``key``'s owner (LookupError on an empty ring)."""
         await self._prune()
@@ -87,7 +96,9 @@ class AsyncChannelPool:
     def _single(self, method: Method) -> Call:
         async def call(request: Any, *, key: str | bytes, timeout: float | None = None,
                        metadata: Any = None) -> Any:
-            step = await self._failover(method, request, key, timeout)
+            # Without an await when no node has left: a coroutine less a call.
+            step = self._start(method, request, key, timeout) or \
+                await self._failover(method, request, key, timeout)
             while True:
                 send = self._pool.get(step.node).callable(method)
                 try:

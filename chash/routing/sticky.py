@@ -185,6 +185,10 @@ class NodePool(Generic[T]):
             gone = [node for node in self._items if node not in keep]
             return [self._items.pop(node) for node in gone]
 
+    def left_pending(self) -> bool:
+        """Whether ``left()`` would hand anything back (the ring changed)."""
+        return self._router.nodes != self._seen
+
     def drain(self) -> list[T]:
         """Every resource, forgotten: the caller closes them all."""
         with self._lock:
