@@ -88,3 +88,21 @@ def test_node_pool_opens_once_and_hands_back_what_left() -> None:
     router.remove_service_node("a:1")
     assert pool.left() == ["<a:1>"] and pool.left() == [] and pool.nodes == ["b:1"]
     assert pool.drain() == ["<b:1>"] and pool.nodes == []
+
+
+@pytest.mark.parametrize("module, hidden, message", [
+    ("chash.httpx", ["httpx", "httpx2"], "chash.httpx needs httpx: pip install 'chash-router[httpx]'"),
+    ("chash.grpc", ["grpc"], "chash.grpc needs grpcio: pip install 'chash-router[grpc]'"),
+    ("chash.aiohttp", ["aiohttp"], "chash.aiohttp needs aiohttp: pip install 'chash-router[aiohttp]'"),
+])
+def test_a_missing_library_names_its_extra(module: str, hidden: list[str], message: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (f"import sys\nfor name in {hidden!r}: sys.modules[name] = None\n"
+            f"try:\n    import {module}\nexcept ImportError as exc:\n    print(exc)\n")
+    root = str(Path(chash.__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": root, "PATH": ""}, check=True)
+    assert done.stdout.strip() == message
