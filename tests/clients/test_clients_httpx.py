@@ -345,3 +345,24 @@ def test_retargeting_equals_copy_with(lib: types.ModuleType, url: str, host: str
         assert fast == slow and str(fast) == str(slow) and fast.raw_path == slow.raw_path
         assert (fast.host, fast.port, fast.raw_host) == (slow.host, slow.port, slow.raw_host)
     assert library._fast
+
+
+def test_async_bounded_loads_hold_a_streamed_response(lib: types.ModuleType, echo: EchoFarm,
+                                                      ring: chash.ConsistentHashRouter) -> None:
+    key = KEYS[2]
+    owner, following = ring.get_preference_list(key, 2)
+    transport = AsyncStickyTransport(ring, key="header:X-User-Id", balance=1.0)
+    loads = transport.routes.bounded
+    assert loads is not None
+
+    async def main() -> None:
+        async with lib.AsyncClient(transport=transport, base_url="http://users") as http:
+            async with http.stream("GET", "/big/100000", headers={"X-User-Id": key}) as first:
+                assert loads.loads == {owner: 1}
+                response = await http.get("/", headers={"X-User-Id": key})
+                assert served_by(first) == echo.by_address(owner).name
+                assert served_by(response) == echo.by_address(following).name
+                assert len(await first.aread()) == 100000
+            assert loads.in_flight == 0
+
+    run(main())
