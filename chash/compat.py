@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chash._chash import ConsistentHashRouter
+
+if TYPE_CHECKING:
+    from chash._chash import HashName
 
 __all__ = ["KETAMA_DEFAULT_PORT", "ConfigError", "HaproxyBackend", "HaproxyServer", "NginxServer",
            "TwemproxyServer", "haproxy_backend", "haproxy_backend_config", "haproxy_servers",
@@ -407,9 +411,16 @@ _HAPROXY_SECTIONS = frozenset({
     "mailers", "program", "http-errors", "ring", "cache", "fcgi-app",
 })
 #: ``balance`` algorithms that hash a string HAProxy takes from the request.
-_HAPROXY_KEYED = ("hdr(", "uri", "url_param", "rdp-cookie", "hash")
-#: The functions of ``hash-type consistent <function>``.
-_HAPROXY_FUNCTIONS = ("sdbm", "djb2", "wt6", "crc32")
+_HAPROXY_KEYED = ("uri", "url_param", "hash")
+_HAPROXY_KEYED_CALLS = ("hdr(", "rdp-cookie(")
+#: The router's hash for each ``hash-type consistent`` function, without
+#: and with its ``avalanche`` modifier.
+_HAPROXY_FUNCTIONS: dict[str, tuple[HashName, HashName]] = {
+    "sdbm": ("sdbm", "sdbm_avalanche"),
+    "djb2": ("djb2", "djb2_avalanche"),
+    "wt6": ("wt6", "wt6_avalanche"),
+    "crc32": ("crc32", "crc32_avalanche"),
+}
 
 
 @dataclass(frozen=True)
@@ -436,7 +447,7 @@ class HaproxyBackend:
     name: str
     balance: str
     """The ``balance`` line's words, e.g. ``"hdr(X-Key)"`` or ``"uri whole"``."""
-    hash: str
+    hash: HashName
     """The router's hash: ``sdbm``, ``djb2``, ``wt6`` or ``crc32``, with
     ``_avalanche`` when the avalanche modifier applies."""
     servers: tuple[HaproxyServer, ...]
@@ -504,7 +515,7 @@ def _haproxy_sections(cfg_text: str) -> list[_Section]:
     return sections
 
 
-def _haproxy_hash(words: list[str], line: int) -> str:
+def _haproxy_hash(words: list[str], line: int) -> HashName:
     """The router's hash for ``hash-type consistent [function [avalanche]]``."""
     if len(words) < 2 or words[1] != "consistent":
         kind = words[1] if len(words) > 1 else "(none)"
@@ -519,14 +530,16 @@ def _haproxy_hash(words: list[str], line: int) -> str:
     if len(words) > 4 or (len(words) == 4 and words[3] != "avalanche"):
         raise ConfigError(f"line {line}: hash-type takes 'avalanche' as its only modifier, "
                           f"not {' '.join(words[3:])!r}")
-    return function + ("_avalanche" if len(words) == 4 else "")
+    return _HAPROXY_FUNCTIONS[function][len(words) == 4]
 
 
 def _haproxy_balance(words: list[str], line: int) -> str:
     """The ``balance`` words, checked: an algorithm whose key is a string."""
     algo = words[1] if len(words) > 1 else ""
     args = words[2:]
-    if not algo.startswith(_HAPROXY_KEYED) or algo.startswith("uri") and algo != "uri":
+    keyed = algo in _HAPROXY_KEYED or (algo.startswith(_HAPROXY_KEYED_CALLS)
+                                       and algo.endswith(")") and not algo.endswith("()"))
+    if not keyed:
         why = ("hashes the client address's 32-bit words, not a string key"
                if algo == "source" else "does not hash a key")
         raise ConfigError(f"line {line}: balance {algo or '(none)'} {why}; chash routes "
@@ -643,7 +656,7 @@ def _haproxy_number_servers(raw: list[tuple[str, dict[str, int | None], int]]
     id at or after it, and moves one past the server (past the id taken,
     or one step for a server with its own id)."""
     used: dict[int, int] = {}
-    for name, params, n in raw:
+    for _, params, n in raw:
         puid = params["id"]
         if puid is not None:
             if puid in used:

@@ -20,7 +20,6 @@ import random
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -55,7 +54,7 @@ def _shapes() -> list[Shape]:
         Shape("plain", "hdr(X-Key)", "consistent", tuple((k, "") for k in range(1, 6))),
         Shape("weights", "hdr(X-Key)", "consistent",
               tuple(zip(range(1, 9), ("weight 1", "weight 2", "weight 3", "weight 5", "weight 10",
-                                      "weight 50", "weight 100", "weight 256")))),
+                                      "weight 50", "weight 100", "weight 256"), strict=True))),
         Shape("ids", "hdr(X-Key)", "consistent sdbm avalanche", (
             (1, "id 7"), (2, ""), (3, "id 2 weight 3"), (4, ""), (5, "id 100 weight 2"),
             (6, "disabled"), (7, "weight 0"), (8, ""), (9, "backup"), (10, "id 1"), (11, ""))),
@@ -65,7 +64,7 @@ def _shapes() -> list[Shape]:
         Shape("uri", "uri", "consistent wt6", _weights(rng, 7, 4), keys_as="uri"),
         Shape("param", "url_param user", "consistent djb2 avalanche", _weights(rng, 6, 4),
               keys_as="param"),
-        Shape("inherited", None, None, tuple((k, "") for k in range(1, 6)) + ((6, "weight 3"),)),
+        Shape("inherited", None, None, (*((k, "") for k in range(1, 6)), (6, "weight 3"))),
     ]
     for function in ("sdbm", "djb2", "wt6", "crc32"):
         for modifier in ("", " avalanche"):
@@ -118,7 +117,7 @@ def _config(listeners: list[int], fronts: dict[str, int], hashes_front: int) -> 
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     ports = free_ports(SERVERS + len(SHAPES) + 1)
     listeners, rest = ports[:SERVERS], ports[SERVERS:]
-    fronts = {shape.name: port for shape, port in zip(SHAPES, rest)}
+    fronts = {shape.name: port for shape, port in zip(SHAPES, rest, strict=False)}
     cfg = _config(listeners, fronts, rest[-1])
     with haproxy(cfg, ports, tmp_path_factory.mktemp("haproxy")):
         yield Running(cfg, fronts, rest[-1])
@@ -144,7 +143,7 @@ def test_every_key_agrees(running: Running, shape: Shape) -> None:
     got = ask_http(running.fronts[shape.name], requests, "haproxy")
     router = haproxy_backend(running.cfg, shape.name)
     want = router.get_target_nodes(routed)
-    wrong = [(k, g, w) for k, g, w in zip(routed, got, want) if g != w]
+    wrong = [(k, g, w) for k, g, w in zip(routed, got, want, strict=True) if g != w]
     assert not wrong, f"{len(wrong)} of {len(keys)} keys differ, e.g. {wrong[:3]}"
     # Every server with points was used: the shape is not degenerate.
     assert set(got) == set(router.nodes) or len(router.nodes) > 20
@@ -166,5 +165,5 @@ def test_key_hashes_are_haproxys(running: Running) -> None:
     keys = _keys(5)
     got = ask_http(running.hashes_front, [("/", k) for k in keys], "haproxy")
     names = [f"{f}{'_avalanche' if a else ''}" for f in ("sdbm", "djb2", "wt6", "crc32") for a in (0, 1)]
-    for key, line in zip(keys, got):
+    for key, line in zip(keys, got, strict=True):
         assert [int(v) for v in line.split()] == [value(n, key.encode()) for n in names], key
