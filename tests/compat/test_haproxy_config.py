@@ -114,8 +114,8 @@ def test_missing_pieces() -> None:
     with pytest.raises(ConfigError, match="no 'backend other' or 'listen other' section"):
         haproxy_backend(conf("    server a x\n"), "other")
     no_hash = "backend app\n    balance uri\n    server a x\n"
-    with pytest.raises(ConfigError, match="line 1: .* no 'hash-type consistent' line: HAProxy's "
-                                          "default is map-based"):
+    with pytest.raises(ConfigError, match=r"line 1: .* no 'hash-type consistent' line: HAProxy's "
+                                          r"default is map-based"):
         haproxy_backend(no_hash, "app")
     with pytest.raises(ConfigError, match="line 1: 'balance' outside any section"):
         haproxy_backend("balance uri\n", "app")
