@@ -7,8 +7,12 @@ cannot route like HAProxy.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from chash.cli import main
 from chash.compat import ConfigError, haproxy_backend, haproxy_backend_config, haproxy_servers
 
 BASE = """\
@@ -121,3 +125,31 @@ def test_missing_pieces() -> None:
         haproxy_backend("balance uri\n", "app")
     with pytest.raises(ConfigError, match="no 'defaults nope' section"):
         haproxy_backend("backend app from nope\n    server a x\n", "app")
+
+
+def test_route_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = conf("    server a 10.0.0.1:80 weight 2\n    server b 10.0.0.2:80 id 9\n"
+                "    server c 10.0.0.3:80\n")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(text, encoding="utf-8")
+    keys = [f"user-{i}" for i in range(20)]
+    assert main(["route", *keys, "--haproxy-conf", str(path), "--backend", "app", "--json"]) == 0
+    router = haproxy_backend(text, "app")
+    answers = json.loads(capsys.readouterr().out)
+    assert [a["owner"] for a in answers] == router.get_target_nodes(keys)
+    assert [a["point"] for a in answers] == [router._calculate_hash(k) for k in keys]
+    assert main(["route", "user-1", "--haproxy-conf", str(path), "--backend", "app"]) == 0
+    out = capsys.readouterr().out
+    assert f"owner       {router.get_target_node('user-1')}" in out and "haproxy layout" in out
+    for argv, message in [
+        (["--haproxy-conf", str(path)], "--backend NAME is needed with --haproxy-conf"),
+        (["--haproxy-conf", str(path), "--backend", "nope"], "no 'backend nope'"),
+        (["--haproxy-conf", str(path), "--backend", "app", "--hash", "md5"],
+         "come from the configuration"),
+        (["--nodes", "a", "--backend", "app"], "--backend with --haproxy-conf"),
+        (["--haproxy-conf", str(tmp_path / "missing.cfg"), "--backend", "app"], "cannot read"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["route", "k", *argv])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
