@@ -54,12 +54,14 @@ static uint32_t first_free(const HaproxyIds *ids, uint32_t from)
     return from;
 }
 
-/* Room for one more id; 0, or -1 with MemoryError (nothing changed). */
-static int reserve(HaproxyIds *ids)
+/* Room for n more ids; 0, or -1 with MemoryError (nothing changed). */
+static int reserve_n(HaproxyIds *ids, size_t n)
 {
-    if (ids->count < ids->cap)
+    if (ids->cap - ids->count >= n)
         return 0;
     size_t cap = ids->cap ? 2 * ids->cap : 8;
+    while (cap - ids->count < n)
+        cap *= 2;
     uint32_t *grown = PyMem_Realloc(ids->used, cap * sizeof *grown);
     if (!grown) {
         PyErr_NoMemory();
@@ -69,6 +71,8 @@ static int reserve(HaproxyIds *ids)
     ids->cap = cap;
     return 0;
 }
+
+static int reserve(HaproxyIds *ids) { return reserve_n(ids, 1); }
 
 /* Inserts an unused id; reserve() must have made room. */
 static void insert(HaproxyIds *ids, uint32_t id)
@@ -263,28 +267,78 @@ PyObject *router_get_ids(RouterObject *self, void *Py_UNUSED(closure))
     return result;
 }
 
-/* Takes away the nodes of added[0..n) again, newest first, and puts the
- * counter back: undoes a failed haproxy_add_many. */
-static void undo_adds(RouterObject *self, PyObject *added, uint32_t next)
+/*
+ * Adds the new nodes fresh[0..n) (distinct, none present) in one engine
+ * call, numbered in order as haproxy_add numbers them one by one.  The ids
+ * are taken first and given back if the engine refuses; all or nothing.
+ */
+static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, double weight, size_t count)
 {
-    for (Py_ssize_t i = PyList_GET_SIZE(added); i-- > 0;) {
+    HaproxyIds *ids = &self->ids;
+    uint32_t next = ids->next ? ids->next : 1;
+    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->ring)) / count) {
+        set_status_error(CHASH_ERANGE, NULL);
+        return -1;
+    }
+    if (reserve_n(ids, n) < 0)
+        return -1;
+    chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
+    uint32_t *points = PyMem_New(uint32_t, n > 0 ? n * count : 1);
+    uint32_t *taken = PyMem_New(uint32_t, n ? n : 1);
+    size_t ready = 0, numbered = 0;
+    int status = specs && points && taken ? 0 : -1;
+    if (status < 0)
+        PyErr_NoMemory();
+    for (; status == 0 && numbered < n; numbered++) {
+        uint32_t puid = first_free(ids, next);
+        if (puid == 0) {
+            PyErr_SetString(PyExc_ValueError, "no free server id is left");
+            status = -1;
+            break;
+        }
+        insert(ids, puid);
+        taken[numbered] = puid;
+        next = puid < HAPROXY_MAX_ID ? puid + 1 : HAPROXY_MAX_ID;
+    }
+    for (; status == 0 && ready < n; ready++) {
         const char *id;
         Py_ssize_t id_len;
-        void *data = NULL;
-        if (node_id(PyList_GET_ITEM(added, i), &id, &id_len) == 0
-            && chash_ring_remove(self->ring, id, (size_t)id_len, &data) == CHASH_OK) {
-            haproxy_forget(self, ((NodeEntry *)data)->puid);
-            free_entry((NodeEntry *)data);
+        uint32_t *mine = points + ready * count;
+        NodeEntry *entry = node_id(fresh[ready], &id, &id_len) == 0 ? new_entry(fresh[ready], weight) : NULL;
+        if (!entry) {
+            status = -1;
+            break;
+        }
+        entry->puid = taken[ready];
+        (void)chash_haproxy_points(taken[ready], 0, count, mine); /* count <= 4096 */
+        specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, mine, count};
+    }
+    if (status == 0) {
+        int engine = chash_ring_add_many(self->ring, specs, n);
+        if (engine != CHASH_OK) {
+            set_status_error(engine, NULL);
+            status = -1;
         }
     }
-    self->ids.next = next;
+    if (status < 0) {
+        for (size_t i = 0; i < ready; i++)
+            free_entry((NodeEntry *)specs[i].data);
+        for (size_t i = 0; i < numbered; i++)
+            haproxy_forget(self, taken[i]);
+    } else {
+        ids->next = next;
+    }
+    PyMem_Free(specs);
+    PyMem_Free(points);
+    PyMem_Free(taken);
+    return status;
 }
 
 /*
- * add_service_nodes for the haproxy layout: every node numbered in the
- * order given, all or none.  A failure takes the nodes added so far away
- * again (the nodes present before keep their weights: they are reweighed
- * only once every new node is in).
+ * add_service_nodes for the haproxy layout: the new nodes numbered in the
+ * order given and added in one engine call, all or none of them; then the
+ * nodes present before are reweighed (only the weight can fail, and it was
+ * checked first).
  */
 PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
 {
@@ -299,37 +353,33 @@ PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
         }
         return NULL;
     }
-    PyObject *added = PyList_New(0), *present = PyList_New(0);
-    uint32_t next = self->ids.next;
-    int status = added && present ? 0 : -1;
+    PyObject *fresh = PyList_New(0), *present = PyList_New(0), *seen = PySet_New(NULL);
+    int status = fresh && present && seen ? 0 : -1;
     for (Py_ssize_t i = 0; status == 0 && i < PyTuple_GET_SIZE(seq); i++) {
         PyObject *node = PyTuple_GET_ITEM(seq, i);
         const char *id;
         Py_ssize_t id_len;
-        status = node_id(node, &id, &id_len);
-        if (status < 0)
-            break;
-        if (chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK) {
-            status = PyList_Append(present, node);
-            continue;
-        }
-        status = haproxy_add(self, node, weight, 0);
-        if (status == 0 && PyList_Append(added, node) < 0) {
+        if (node_id(node, &id, &id_len) < 0) {
             status = -1;
-            /* node is in, but not listed for undo_adds: take it out here */
-            void *entry = NULL;
-            if (chash_ring_remove(self->ring, id, (size_t)id_len, &entry) == CHASH_OK) {
-                haproxy_forget(self, ((NodeEntry *)entry)->puid);
-                free_entry((NodeEntry *)entry);
-            }
+            break;
         }
+        int dup = PySet_Contains(seen, node);
+        if (dup < 0 || (!dup && PySet_Add(seen, node) < 0)) {
+            status = -1;
+            break;
+        }
+        if (dup)
+            continue;
+        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
+        status = PyList_Append(into, node);
     }
-    for (Py_ssize_t i = 0; status == 0 && present && i < PyList_GET_SIZE(present); i++)
+    if (status == 0 && PyList_GET_SIZE(fresh))
+        status = add_fresh(self, &PyList_GET_ITEM(fresh, 0), (size_t)PyList_GET_SIZE(fresh), weight, count);
+    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(present); i++)
         status = haproxy_add(self, PyList_GET_ITEM(present, i), weight, 0);
-    if (status < 0 && added)
-        undo_adds(self, added, next);
-    Py_XDECREF(added);
+    Py_XDECREF(fresh);
     Py_XDECREF(present);
+    Py_XDECREF(seen);
     Py_DECREF(seq);
     return status < 0 ? NULL : Py_NewRef(Py_None);
 }

@@ -167,3 +167,23 @@ def test_replace_nodes_takes_the_ids_along() -> None:
     router.add_service_node("c")
     assert router.ids["c"] == 3
     router._check()
+
+
+def test_add_many_numbers_in_order_and_reweighs_present_nodes() -> None:
+    router = ConsistentHashRouter(layout="haproxy")
+    router.add_service_node("a", id=2)
+    router.add_service_nodes(["x", "a", "x", "y", "z"], 3)
+    # a's own id moved the counter to 2: x takes 3, y 4, z 5; a is reweighed.
+    assert router.ids == {"a": 2, "x": 3, "y": 4, "z": 5}
+    assert router.points == {"a": 48, "x": 48, "y": 48, "z": 48}
+    one_by_one = ConsistentHashRouter(layout="haproxy")
+    one_by_one.add_service_node("a", 3, id=2)
+    for node in ("x", "y", "z"):
+        one_by_one.add_service_node(node, 3)
+    assert one_by_one == router and one_by_one.fingerprint() == router.fingerprint()
+    with pytest.raises(TypeError, match="node id must be str"):
+        router.add_service_nodes(["n1", 5])  # type: ignore[list-item]
+    assert router.ids == {"a": 2, "x": 3, "y": 4, "z": 5}
+    router.add_service_node("n1")
+    assert router.ids["n1"] == 6
+    router._check()
