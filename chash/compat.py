@@ -525,8 +525,9 @@ def _haproxy_hash(words: list[str], line: int) -> HashName:
         return "sdbm_avalanche"  # 'consistent' alone: sdbm and the avalanche, as HAProxy sets it
     function = words[2]
     if function not in _HAPROXY_FUNCTIONS:
-        raise ConfigError(f"line {line}: hash-type consistent {function}: HAProxy's hash "
-                          "functions are sdbm, djb2, wt6 and crc32")
+        raise ConfigError(f"line {line}: hash-type consistent {function}: HAProxy 2.6's hash "
+                          "functions are sdbm, djb2, wt6 and crc32 (later versions' 'none' "
+                          "is not supported)")
     if len(words) > 4 or (len(words) == 4 and words[3] != "avalanche"):
         raise ConfigError(f"line {line}: hash-type takes 'avalanche' as its only modifier, "
                           f"not {' '.join(words[3:])!r}")
@@ -581,6 +582,12 @@ def _haproxy_server_params(params: list[str], line: int,
         elif param in ("disabled", "enabled"):
             found["disabled"] = int(param == "disabled")
             k += 1
+        elif param == "hash-key":
+            if value != "id":
+                raise ConfigError(f"line {line}: hash-key {value}: HAProxy 3.0's other server "
+                                  "keys (addr, addr-port, guid, id32) are not supported; 2.6 "
+                                  "hashes the id")
+            k += 2
         elif param in ("backup", "no-backup"):
             found["backup"] = int(param == "backup")
             k += 1

@@ -36,7 +36,7 @@ def conf(servers: str, balance: str = "hdr(X-User)", hash_type: str = "consisten
 
 
 def test_servers_ids_weights_and_states() -> None:
-    text = conf("    server a 10.0.0.1:80 weight 3 id 4 check\n"
+    text = conf("    server a 10.0.0.1:80 weight 3 id 4 check hash-key id\n"
                 "    server b 10.0.0.2:80\n"
                 "    server 'c d' 10.0.0.3:80 disabled\n"
                 "    server e 10.0.0.4:80 weight 0\n"
@@ -100,6 +100,8 @@ backend later
     ("    server a x\n", "hdr(X)", "map-based", "line 7: hash-type map-based"),
     ("    server a x\n", "hdr(X)", "consistent md5", "line 7: hash-type consistent md5"),
     ("    server a x\n", "hdr(X)", "consistent sdbm fast", "only modifier"),
+    ("    server a x\n", "hdr(X)", "consistent none", "'none' is not supported"),
+    ("    server a x hash-key addr\n", "hdr(X)", "consistent", "line 8: hash-key addr"),
     ("    server a x weight 300\n", "hdr(X)", "consistent", "line 8: weight must be a whole number from 0 to 256"),
     ("    server a x id 0\n", "hdr(X)", "consistent", "line 8: id must be a whole number"),
     ("    server a x id 3\n    server b x id 3\n", "hdr(X)", "consistent", "line 9: id 3 is already used on line 8"),
