@@ -11,8 +11,10 @@ in tests/compat/test_haproxy_program.py.
 from __future__ import annotations
 
 import bisect
+import gc
 import pickle
 import random
+import tracemalloc
 
 import pytest
 
@@ -186,4 +188,50 @@ def test_add_many_numbers_in_order_and_reweighs_present_nodes() -> None:
     assert router.ids == {"a": 2, "x": 3, "y": 4, "z": 5}
     router.add_service_node("n1")
     assert router.ids["n1"] == 6
+    router._check()
+
+
+def test_id_cycles_do_not_leak() -> None:
+    router = ConsistentHashRouter(layout="haproxy")
+    router.add_service_node("base", id=1)
+    names = [f"n{k}" for k in range(8)]
+
+    def cycle(i: int) -> None:
+        node = names[i & 7]
+        if i & 1:
+            router.add_service_nodes([node, "base", f"m{i & 3}"], 2)
+            router.remove_service_node(f"m{i & 3}")
+        else:
+            router.add_service_node(node, 2, id=100 + (i & 7))
+        router.add_service_node(node, 1)
+        router.get_target_nodes(["a", "b", "c", "d", "e"])
+        router.get_preference_list("k", 3)
+        for bad in (lambda: router.add_service_node("x", id=1),
+                    lambda: router.add_service_node(node, id=2**31 - 1),
+                    lambda: router.add_service_nodes(["y", 5]),  # type: ignore[list-item]
+                    lambda: router.add_service_node("x", 300)):
+            with pytest.raises((ValueError, TypeError)):
+                bad()
+        router.remove_service_node(node)
+        if i % 50 == 0:
+            pickle.loads(pickle.dumps(router))
+            router.ids, router.ownership(), router.fingerprint()
+
+    for i in range(1000):
+        cycle(i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(500):
+            cycle(i)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0], len(gc.get_objects())
+        for i in range(8000):
+            cycle(i)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0], len(gc.get_objects())
+    finally:
+        tracemalloc.stop()
+    assert after[0] - before[0] < 50_000 and abs(after[1] - before[1]) < 100, (before, after)
+    assert router.ids == {"base": 1}
     router._check()
