@@ -10,9 +10,10 @@
 RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c
 # How keys and node ids become ring points (csrc/engine/scheme.c), over the
 # hash functions (csrc/hash/, one file per function or family).
-SCHEME_SOURCES := engine/scheme.c
+SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
 HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
-                hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c
+                hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
+                hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
 STRATEGY_SOURCES := strategies/strategies.c
 
@@ -23,4 +24,4 @@ ENGINE_SOURCES := $(RING_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_S
 # include Python.h.
 BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
-                   python/inspect.c python/strategies.c
+                   python/inspect.c python/strategies.c python/haproxy.c

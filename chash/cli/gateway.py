@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from chash.gateway.workers import Follower, Leader
     from chash.membership.sync_driver import SyncDriver
 
-    Role = Leader | Follower
 
 __all__ = ["register", "run", "serve"]
 
@@ -134,7 +133,7 @@ def _banner(gateway: Gateway, workers: int, leader: Leader | None = None) -> str
 
 async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None, *,
                 reuse_port: bool = False, ready: Callable[[Gateway], None] | None = None,
-                membership: Any = None, role: Role | None = None) -> None:
+                membership: Any = None, role: Leader | Follower | None = None) -> None:
     """Run ``gateway`` on ``host:port`` until SIGINT/SIGTERM or ``duration``
     seconds.  ``ready(gateway)`` is called once it listens (by default: print
     where).  ``membership``, if given, is started first and stopped last;
@@ -227,7 +226,7 @@ def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
 def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
            backends: dict[str, str], worker: int,
            links: list[tuple[socket.socket, socket.socket]] | None = None,
-           ) -> tuple[Gateway, _Feeds | None, Role | None]:
+           ) -> tuple[Gateway, _Feeds | None, Leader | Follower | None]:
     """The gateway of one process, what feeds its ring (or None), and its
     part in ``--workers N`` (None for a single process).  ``links``: the
     socket pairs between worker 0 and each other worker."""
@@ -243,7 +242,7 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
         discovery.follow(membership if membership is not None else router)
     feeds = _Feeds(membership, discovery) if membership or discovery else None
-    role: Role | None = None
+    role: Leader | Follower | None = None
     verdicts: Any = membership  # where worker 0's checker applies its verdicts
     counters = reports = None
     if links is not None:

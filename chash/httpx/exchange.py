@@ -9,7 +9,6 @@ the maintained fork, keeps httpx's transport API).
 
 from __future__ import annotations
 
-import functools
 import importlib
 import sys
 import types
@@ -119,52 +118,66 @@ class Library:
             response.stream = _sync_held(self.sync_stream)(response.stream, release)
 
 
-@functools.cache
+class _SyncRelease:
+    """Over another sync byte stream, calling ``release`` once when closed.
+    Mixed into the package's own SyncByteStream (httpx checks the class)."""
+
+    def __init__(self, stream: Any, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._stream
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
+class _AsyncRelease:
+    """``_SyncRelease`` for the package's AsyncByteStream."""
+
+    def __init__(self, stream: Any, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release: Callable[[], None] | None = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
+_HELD: dict[tuple[type, type], type] = {}
+
+
+def _held(mixin: type, base: type) -> Any:
+    """The class ``mixin`` over ``base``, made once per pair."""
+    held = _HELD.get((mixin, base))
+    if held is None:
+        held = _HELD[(mixin, base)] = type(f"Held{base.__name__}", (mixin, base), {})
+    return held
+
+
 def _sync_held(base: type) -> Any:
     """A ``base`` (the package's SyncByteStream) over another one, calling
     ``release`` once when closed; httpx checks the stream's class."""
-
-    class Held(base):  # type: ignore[misc]
-        def __init__(self, stream: Any, release: Callable[[], None]) -> None:
-            self._stream = stream
-            self._release: Callable[[], None] | None = release
-
-        def __iter__(self) -> Iterator[bytes]:
-            yield from self._stream
-
-        def close(self) -> None:
-            try:
-                self._stream.close()
-            finally:
-                release, self._release = self._release, None
-                if release is not None:
-                    release()
-
-    return Held
+    return _held(_SyncRelease, base)
 
 
-@functools.cache
 def _async_held(base: type) -> Any:
     """``_sync_held`` for the package's AsyncByteStream."""
-
-    class Held(base):  # type: ignore[misc]
-        def __init__(self, stream: Any, release: Callable[[], None]) -> None:
-            self._stream = stream
-            self._release: Callable[[], None] | None = release
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for chunk in self._stream:
-                yield chunk
-
-        async def aclose(self) -> None:
-            try:
-                await self._stream.aclose()
-            finally:
-                release, self._release = self._release, None
-                if release is not None:
-                    release()
-
-    return Held
+    return _held(_AsyncRelease, base)
 
 
 _LIBRARIES: dict[type, Library] = {}
@@ -202,10 +215,11 @@ class _Head:
         return None
 
 
-def reader_for(key: object) -> KeyReader:
+def reader_for(key: KeySpec) -> KeyReader:
     """The function giving a request's key, from a key spec or a callable;
     it raises ValueError for a request without one.  A request's
     ``extensions["chash.key"]`` comes first."""
+    extract: Callable[[httpx.Request], str | bytes | None]
     if isinstance(key, str):
         rule = KeyRule.parse(key)
 
