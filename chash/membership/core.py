@@ -415,10 +415,13 @@ class MembershipCore:
         # passes through empty.  Each step is one C call under the GIL.
         wanted = state.ring()
         present = self.router.weights
-        if self.router.layout in ORDERED_LAYOUTS and list(present.items()) != list(wanted.items()):
+        if self.router.layout in ORDERED_LAYOUTS and (
+                list(present.items()) != list(wanted.items()) or not _numbered_in_order(self.router)):
             # A shared point goes to the node added first: every instance
-            # holds the nodes in the shared add order (the sequences stored
-            # in Redis, see add_order), swapped in whole.
+            # holds the nodes in the shared add order (the sequences the
+            # store keeps, see add_order), swapped in whole.  In the haproxy
+            # layout the ids, which key the points, are those HAProxy gives
+            # a configuration listing the nodes in that order: 1, 2, 3...
             try:
                 self.router._replace_nodes(list(wanted.items()))
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:
@@ -567,8 +570,17 @@ class MembershipCore:
             logger.error("%s; keeping the last known ring", message, extra={"ring": self.name})
 
 
-#: Layouts whose ring gives a shared point to the node added first.
-ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached"})
+#: Layouts whose ring gives a shared point to the node added first (and,
+#: for haproxy, numbers the nodes in add order).
+ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached", "haproxy"})
+
+
+def _numbered_in_order(router: Any) -> bool:
+    """Whether a haproxy-layout router's ids are 1, 2, 3... in node order
+    (any other layout has no ids)."""
+    if router.layout != "haproxy":
+        return True
+    return list(router.ids.values()) == list(range(1, len(router) + 1))
 
 
 def _describe(added: list[str], removed: list[str], reweighed: list[str]) -> str:
