@@ -37,6 +37,7 @@ try:
         MAX_POINTS,
         MAX_VIRTUAL_NODES,
         ConsistentHashRouter,
+        MaglevRouter,
     )
 except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
@@ -54,4 +55,5 @@ __all__ = [
     "MAX_NODES",
     "MAX_POINTS",
     "MAX_VIRTUAL_NODES",
+    "MaglevRouter",
 ]

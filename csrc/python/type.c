@@ -15,6 +15,8 @@ static PyMethodDef router_methods[] = {
     {"discard_service_node", (PyCFunction)router_discard, METH_O, discard_doc},
     {"get_target_node", (PyCFunction)router_get, METH_O, get_doc},
     {"get_target_nodes", (PyCFunction)router_get_many, METH_O, get_many_doc},
+    {"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, get_by_hash_doc},
+    {"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, get_many_by_hash_doc},
     {"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL, preference_doc},
     {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
     {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
