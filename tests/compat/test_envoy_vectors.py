@@ -24,7 +24,7 @@ def envoy_ring(v: dict[str, Any]) -> ConsistentHashRouter:
     router = ConsistentHashRouter(layout="envoy", hash=v.get("hash", "xxh64"),
                                   minimum_ring_size=v["minimum_ring_size"],
                                   maximum_ring_size=v.get("maximum_ring_size"))
-    router._replace_nodes(list(zip(v["hosts"], v.get("weights", [1] * len(v["hosts"])))))
+    router._replace_nodes(list(zip(v["hosts"], v.get("weights", [1] * len(v["hosts"])), strict=False)))
     router._check()
     return router
 
@@ -78,7 +78,7 @@ def test_ring_hash(v: dict[str, Any]) -> None:
 @pytest.mark.parametrize("v", MAGLEV, ids=[v["test"] for v in MAGLEV])
 def test_maglev(v: dict[str, Any]) -> None:
     hosts = v["hosts"]
-    pairs = list(zip(hosts, v.get("weights", [1] * len(hosts))))
+    pairs = list(zip(hosts, v.get("weights", [1] * len(hosts)), strict=False))
     if v.get("shuffled"):
         random.Random(7).shuffle(pairs)
     router = MaglevRouter(v["table_size"])

@@ -458,7 +458,8 @@ def _stub_names(tree: ast.Module) -> tuple[set[str], list[str] | None, dict[str,
     return names, exported, classes
 
 
-STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName"}  # type aliases that exist only in stubs
+# Type aliases that exist only in stubs.
+STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName"}
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.
