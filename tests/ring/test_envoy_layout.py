@@ -260,3 +260,60 @@ def test_lookups_while_another_thread_changes_the_ring() -> None:
             t.join(timeout=30)
     assert errors == []
     router._check()
+
+
+def test_changes_lookups_and_error_paths_do_not_leak() -> None:
+    import gc
+    import sys
+    import tracemalloc
+
+    from chash import MaglevRouter
+
+    names = ["".join(["leak-", str(i)]) for i in range(6)]
+    keys = ["".join(["key-", str(i)]) for i in range(16)]
+    routers = [ConsistentHashRouter(layout="envoy", minimum_ring_size=32),
+               ConsistentHashRouter(layout="grpc", minimum_ring_size=16), MaglevRouter(101)]
+
+    def cycle(i: int) -> None:
+        for router in routers:
+            router.add_service_node(names[i % 6], weight=1 + i % 3)
+            router.get_target_node(keys[i % 16])
+            router.get_target_nodes(keys)
+            router.get_target_nodes_by_hash([i, 2**64 - 1 - i])
+            router.get_preference_list(keys[i % 16], 3)
+            router.discard_service_node(names[(i + 3) % 6])
+            for method, args in ((router.get_target_node_by_hash, (-1,)),
+                                 (router.add_service_node, (names[0], 0)),
+                                 (router.remove_service_node, ("absent",))):
+                try:
+                    method(*args)
+                except (ValueError, KeyError):
+                    pass
+            if i % 50 == 0:
+                router.fingerprint(), router.ownership(), router.points, repr(router)
+                pickle.loads(pickle.dumps(router))
+
+    refcounts = [sys.getrefcount(s) for s in names + keys]
+    for i in range(500):
+        cycle(i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(200):
+            cycle(i)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        objects = len(gc.get_objects())
+        for i in range(3000):
+            cycle(i)
+        gc.collect()
+        growth = tracemalloc.get_traced_memory()[0] - before
+        objects_growth = len(gc.get_objects()) - objects
+    finally:
+        tracemalloc.stop()
+    assert growth < 60_000, growth
+    assert abs(objects_growth) < 50, objects_growth
+    for router in routers:
+        router._check()
+        router._replace_nodes([])
+    assert [sys.getrefcount(s) for s in names + keys] == refcounts
