@@ -54,6 +54,8 @@ TableObject *table_alloc(PyTypeObject *type, table_kind kind, chash_point_hash h
 int table_traverse(TableObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->nodes);
+    Py_VISIT(self->index);
     return 0;
 }
 
@@ -296,12 +298,19 @@ static int read_weight(TableObject *self, PyObject *obj, uint64_t *out)
     return 0;
 }
 
-/* The position of node in the router, or -1 (also for a non-str). */
+/* The position of node in the router, or -1 (also for a non-str; -1 with
+ * an exception when a str subclass cannot be copied).  A str subclass is
+ * looked up as an exact copy: its own __hash__ / __eq__ could run Python
+ * code, and rebuild the router, in the middle of the dict lookup. */
 static Py_ssize_t position_of(const TableObject *self, PyObject *node)
 {
     if (!PyUnicode_Check(node))
         return -1;
-    PyObject *at = PyDict_GetItemWithError(self->index, node);
+    PyObject *exact = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!exact)
+        return -1;
+    PyObject *at = PyDict_GetItemWithError(self->index, exact);
+    Py_DECREF(exact);
     return at ? PyLong_AsSsize_t(at) : -1;
 }
 
@@ -438,7 +447,7 @@ PyObject *table_add_many(TableObject *self, PyObject *args, PyObject *kwds)
         weights[i] = weight;
     }
     if (result == 0)
-        result = table_update(self, &PyTuple_GET_ITEM(seq, 0), weights, n, -1);
+        result = table_update(self, n ? &PyTuple_GET_ITEM(seq, 0) : NULL, weights, n, -1);
     PyMem_Free(weights);
     Py_DECREF(seq);
     if (result < 0)
@@ -1000,9 +1009,8 @@ Py_ssize_t table_len(TableObject *self)
 
 int table_contains(TableObject *self, PyObject *node)
 {
-    if (!PyUnicode_Check(node))
-        return 0;
-    return PyDict_Contains(self->index, node);
+    Py_ssize_t at = position_of(self, node);
+    return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
 PyObject *table_iter(TableObject *self)
