@@ -126,7 +126,8 @@ static const char wide_get_doc[] = PyDoc_STR(
 
 static const char wide_preference_doc[] = PyDoc_STR(
 "get_preference_list($self, key, n, /)\n--\n\n"
-"The first n distinct nodes met clockwise from the key, its owner first.");
+"The first n distinct nodes met clockwise from the key, its owner first\n"
+"(a host the ring had no room for owns no point and is never met).");
 
 static PyMethodDef wide_methods[] = {
     {"add_service_node", (PyCFunction)(void (*)(void))table_add, METH_VARARGS | METH_KEYWORDS, table_add_doc},
