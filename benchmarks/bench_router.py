@@ -463,6 +463,95 @@ def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int,
     return "\n".join(lines)
 
 
+# -- 64-bit rings (envoy layout) and Maglev ---------------------------------
+
+
+def wide_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+    """Lookups of the envoy layout's 64-bit ring against the 32-bit ring
+    (layout="python", hash="xxh64": the same key hash, as many points a
+    node), and of MaglevRouter(65537) against that 64-bit ring, timed in
+    interleaved rounds: single get_target_node, batch get_target_nodes and
+    batch get_target_nodes_by_hash (the engine alone, no key hashing).
+    Ring sizes: Envoy's default minimum (1024) and 160 points a node.
+    Targets: 64-bit / 32-bit <= 1.2, Maglev / 64-bit ring < 1."""
+    import gc
+    import math
+    import statistics
+
+    from chash import ConsistentHashRouter, MaglevRouter
+
+    hashes32 = [chash.ConsistentHashRouter(1, hash="xxh64")._calculate_hash(k) for k in keys]
+    hashes64 = [MaglevRouter(7)._calculate_hash(k) for k in keys]
+    single = keys[:2000]
+    kinds = ("single ns", "batch ns/key", "by-hash ns/key")
+
+    def sample(router: Any, hashes: list[int]) -> list[float]:
+        """The best of 3 back-to-back takes of each lookup kind."""
+        best = [math.inf] * 3
+        get, many, by_hash = (router.get_target_node, router.get_target_nodes,
+                              router.get_target_nodes_by_hash)
+        for _ in range(3):
+            gc.disable()
+            t0 = time.perf_counter_ns()
+            for key in single:
+                get(key)
+            t1 = time.perf_counter_ns()
+            many(keys)
+            t2 = time.perf_counter_ns()
+            by_hash(hashes)
+            t3 = time.perf_counter_ns()
+            gc.enable()
+            best = [min(best[0], (t1 - t0) / len(single)), min(best[1], (t2 - t1) / len(keys)),
+                    min(best[2], (t3 - t2) / len(keys))]
+        return best
+
+    lines = ["64-bit rings and Maglev (medians of "
+             f"{repeat} interleaved rounds, each sample the best of 3 takes; the envoy layout "
+             "with minimum_ring_size 1024 (Envoy's default) and 160 a node, against "
+             "layout='python', hash='xxh64' with as many points a node; MaglevRouter(65537) "
+             "against the envoy ring)",
+             f"{'nodes':>6} {'points':>7} {'lookup':>15} {'64-bit':>8} {'32-bit':>8} "
+             f"{'64/32':>6} {'maglev':>8} {'mg/64':>6}"]
+    missed = 0
+    shapes = [(n, size) for n in node_counts for size in sorted({1024, 160 * n})]
+    for n, size in shapes:
+        nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]
+        wide = ConsistentHashRouter(layout="envoy", minimum_ring_size=size)
+        wide.add_service_nodes(nodes)
+        per_node = wide.points[nodes[0]]
+        narrow = ConsistentHashRouter(per_node, hash="xxh64")
+        narrow.add_service_nodes(nodes)
+        maglev = MaglevRouter()
+        maglev.add_service_nodes(nodes)
+        contenders = [("64", wide, hashes64), ("32", narrow, hashes32), ("mg", maglev, hashes64)]
+        samples: dict[str, list[list[float]]] = {tag: [] for tag, _, _ in contenders}
+        for r in range(repeat):
+            order = contenders[r % 3:] + contenders[:r % 3]
+            for tag, router, hashes in order:
+                samples[tag].append(sample(router, hashes))
+        med = {tag: [statistics.median(s[i] for s in rows) for i in range(3)]
+               for tag, rows in samples.items()}
+        for i, kind in enumerate(kinds):
+            r64, rmg = med["64"][i] / med["32"][i], med["mg"][i] / med["64"][i]
+            marks = ("" if r64 <= 1.2 else " x") + ("" if rmg < 1 else " x")
+            missed += (r64 > 1.2) + (rmg >= 1)
+            lines.append(f"{n:>6} {sum(wide.points.values()):>7} {kind:>15} {med['64'][i]:>8.1f} "
+                         f"{med['32'][i]:>8.1f} {r64:>6.2f} {med['mg'][i]:>8.1f} {rmg:>6.2f}{marks}")
+    builds = []
+    for n in (100, 1000):
+        nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]
+        times = []
+        for _ in range(repeat):
+            router = MaglevRouter()
+            t0 = time.perf_counter_ns()
+            router.add_service_nodes(nodes)
+            times.append((time.perf_counter_ns() - t0) / 1e6)
+        builds.append(f"{n} hosts {statistics.median(times):.2f} ms")
+    lines.append("MaglevRouter(65537) build (median): " + ", ".join(builds))
+    lines.append(f"64-bit targets missed: {missed}")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -478,6 +567,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="only the rows of the nginx, ketama, libmemcached and haproxy layouts")
     parser.add_argument("--layout", metavar="NAME",
                         help="with --compat-only: the rows of this layout only (e.g. haproxy)")
+    parser.add_argument("--wide-only", action="store_true",
+                        help="only the rows of the 64-bit envoy ring and MaglevRouter")
     return parser.parse_args(argv)
 
 
@@ -489,6 +580,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--repeat, --keys and every node count must be at least 1")
     if args.compat_only:
         print(compat_layout_rows(nodes, request_keys(args.keys or 20000), repeat, args.layout))
+        return 0
+    if args.wide_only:
+        print(wide_layout_rows(nodes, request_keys(args.keys or 20000), repeat))
         return 0
     cfg = Config(
         nodes=nodes,

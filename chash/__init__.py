@@ -3,6 +3,8 @@
 ``ConsistentHashRouter`` routes exactly like the documented pure-Python
 router (MD5, ``{node}_virtual_{i}``, first point >= the key's hash), only
 faster, and adds weights, other hash functions and layouts, replica lists.
+``layout="envoy"`` and ``"grpc"`` build Envoy's and gRPC's 64-bit rings, and
+``MaglevRouter`` is Envoy's Maglev table.
 """
 from pathlib import Path as _Path
 
@@ -37,6 +39,7 @@ try:
         MAX_POINTS,
         MAX_VIRTUAL_NODES,
         ConsistentHashRouter,
+        MaglevRouter,
     )
 except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
@@ -54,4 +57,5 @@ __all__ = [
     "MAX_NODES",
     "MAX_POINTS",
     "MAX_VIRTUAL_NODES",
+    "MaglevRouter",
 ]

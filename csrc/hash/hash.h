@@ -32,6 +32,10 @@ void chash_sha1(const void *data, size_t len, uint8_t out[CHASH_SHA1_DIGEST_SIZE
 /* MurmurHash2, 32-bit (the original MurmurHash2, not 2A nor 64-bit). */
 uint32_t chash_murmur2(const void *data, size_t len, uint32_t seed);
 
+/* MurmurHash2, 64-bit, as libstdc++'s std::_Hash_bytes on 64-bit targets
+ * (Envoy's MURMUR_HASH_2 is this with seed 0xc70f6907). */
+uint64_t chash_murmur2_64(const void *data, size_t len, uint64_t seed);
+
 /* MurmurHash3 x86_32, as mmh3.hash(data, seed, signed=False). */
 uint32_t chash_murmur3_32(const void *data, size_t len, uint32_t seed);
 

@@ -7,6 +7,11 @@
  * explicitly as little-endian gives the published (x86) values on every
  * host.  The length enters the hash as a 32-bit value, as in the original
  * 32-bit interfaces.
+ *
+ * chash_murmur2_64 is the 64-bit MurmurHash2 variant that libstdc++ uses for
+ * std::hash (its _Hash_bytes on 64-bit targets), which Envoy's ring hash
+ * calls MURMUR_HASH_2: 8-byte little-endian blocks, a 1-7 byte tail read as
+ * a little-endian integer, and a final two shift-xors around a multiply.
  */
 #include "hash.h"
 
@@ -111,4 +116,36 @@ uint32_t chash_murmur3_32(const void *data, size_t len, uint32_t seed)
 
     h ^= (uint32_t)len;
     return murmur3_fmix32(h);
+}
+
+/* v ^ (v >> 47): the shift-mix of the 64-bit variant. */
+static inline uint64_t murmur_shift_mix(uint64_t v)
+{
+    return v ^ (v >> 47);
+}
+
+uint64_t chash_murmur2_64(const void *data, size_t len, uint64_t seed)
+{
+    const uint64_t mul = (UINT64_C(0xc6a4a793) << 32) + UINT64_C(0x5bd1e995);
+    const uint8_t *p = (const uint8_t *)data;
+    size_t whole = len & ~(size_t)7;
+    uint64_t h = seed ^ ((uint64_t)len * mul);
+
+    for (size_t i = 0; i < whole; i += 8) {
+        uint64_t k = 0;
+        for (unsigned b = 0; b < 8; b++)
+            k |= (uint64_t)p[i + b] << (8 * b);
+        k = murmur_shift_mix(k * mul) * mul;
+        h ^= k;
+        h *= mul;
+    }
+    if ((len & 7) != 0) {
+        uint64_t k = 0;
+        for (size_t b = 0; b < (len & 7); b++)
+            k |= (uint64_t)p[whole + b] << (8 * b);
+        h ^= k;
+        h *= mul;
+    }
+    h = murmur_shift_mix(h) * mul;
+    return murmur_shift_mix(h);
 }

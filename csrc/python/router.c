@@ -15,6 +15,7 @@
  * callable is only ever called before the engine is touched.
  */
 #include "router.h"
+#include "table.h"
 
 #include <string.h>
 
@@ -118,7 +119,7 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
     chash_layout_id layout;
     if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError,
-                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached' or 'haproxy'", layout_name);
+                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'haproxy', 'envoy' or 'grpc'", layout_name);
         return NULL;
     }
     size_t base = chash_layout_default_points(layout);
@@ -188,13 +189,39 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
     return (PyObject *)router_empty(type, &scheme, hash_fn, base);
 }
 
+/* The envoy and grpc layouts (64-bit rings, table.h) are a subtype of
+ * their own; 1 when layout names one of them, 0 otherwise. */
+static int wide_layout(PyObject *layout)
+{
+    return layout && PyUnicode_Check(layout)
+           && (PyUnicode_CompareWithASCIIString(layout, "envoy") == 0
+               || PyUnicode_CompareWithASCIIString(layout, "grpc") == 0);
+}
+
 PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"virtual_node_count", "hash", "layout", NULL};
-    PyObject *vnodes = Py_None, *hash = NULL, *layout = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:ConsistentHashRouter", kwlist,
-                                     &vnodes, &hash, &layout))
+    static char *kwlist[] = {"virtual_node_count", "hash", "layout", "minimum_ring_size",
+                             "maximum_ring_size", NULL};
+    PyObject *vnodes = Py_None, *hash = NULL, *layout = NULL, *min_ring = NULL, *max_ring = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OOOO:ConsistentHashRouter", kwlist,
+                                     &vnodes, &hash, &layout, &min_ring, &max_ring))
         return NULL;
+    if (wide_layout(layout)) {
+        PyObject *module = PyType_GetModuleByDef(type, &chash_module);
+        if (module && type != get_state(module)->router_type) {
+            PyErr_SetString(PyExc_TypeError,
+                            "the envoy and grpc layouts make a ConsistentHashRouter of their "
+                            "own type and cannot be used from a subclass");
+            return NULL;
+        }
+        return module ? wide_ring_create(module, layout, vnodes, hash, min_ring, max_ring) : NULL;
+    }
+    if ((min_ring && min_ring != Py_None) || (max_ring && max_ring != Py_None)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "minimum_ring_size and maximum_ring_size apply to the envoy and grpc "
+                        "layouts only");
+        return NULL;
+    }
     Py_ssize_t count = 0;
     int given = vnodes != Py_None;
     if (given) {

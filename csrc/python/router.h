@@ -13,8 +13,12 @@
  *   haproxy.c     the haproxy layout: server ids (puids), their numbering,
  *                 adding and reweighing servers by puid
  *   lookup.c      single, batch and preference lookups
+ *   by_hash.c     lookups by a caller's hash, and reading hash arguments
  *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
  *   strategies.c  the strategy functions beside the ring, for chash.simulate
+ *   table.c, wide_ring.c, maglev.c
+ *                 the routers rebuilt whole: the envoy and grpc layouts'
+ *                 64-bit ring and MaglevRouter (table.h)
  *
  * Engine status codes become exceptions only in chash_py_error()
  * (binding.h), through set_status_error() below.
@@ -31,6 +35,8 @@
 
 typedef struct {
     PyTypeObject *router_type;
+    PyTypeObject *wide_ring_type; /* the envoy/grpc layouts' subtype (wide_ring.c) */
+    PyTypeObject *maglev_type;    /* chash.MaglevRouter (maglev.c) */
 } module_state;
 
 typedef struct {
@@ -144,6 +150,13 @@ PyObject *router_get(RouterObject *self, PyObject *key);
 PyObject *router_get_many(RouterObject *self, PyObject *keys);
 PyObject *router_preference(RouterObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* Lookups by a caller's hash (by_hash.c) */
+int parse_hash_arg(PyObject *obj, unsigned bits, const char *layout, uint64_t *out);
+uint64_t *parse_hash_args(PyObject *hashes, unsigned bits, const char *layout, Py_ssize_t *n);
+PyObject *router_get_by_hash(RouterObject *self, PyObject *hash);
+PyObject *router_get_many_by_hash(RouterObject *self, PyObject *hashes);
+extern const char get_by_hash_doc[], get_many_by_hash_doc[];
+
 /* Introspection and protocols (inspect.c) */
 PyObject *router_check(RouterObject *self, PyObject *Py_UNUSED(ignored));
 int router_contains(RouterObject *self, PyObject *node);
@@ -163,6 +176,10 @@ Py_ssize_t router_len(RouterObject *self);
 PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored));
 PyObject *router_repr(RouterObject *self);
 PyObject *router_richcompare(PyObject *a, PyObject *b, int op);
+
+/* The routers rebuilt whole (table.c): their types made and their
+ * module functions added at init; 0 or -1. */
+int table_module_init(PyObject *module);
 
 /* The strategy functions (strategies.c), added to the module's own. */
 extern PyMethodDef strategy_methods[];

@@ -15,6 +15,8 @@ static PyMethodDef router_methods[] = {
     {"discard_service_node", (PyCFunction)router_discard, METH_O, discard_doc},
     {"get_target_node", (PyCFunction)router_get, METH_O, get_doc},
     {"get_target_nodes", (PyCFunction)router_get_many, METH_O, get_many_doc},
+    {"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, get_by_hash_doc},
+    {"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, get_many_by_hash_doc},
     {"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL, preference_doc},
     {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
     {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
@@ -49,7 +51,8 @@ static PyGetSetDef router_getset[] = {
 };
 
 PyDoc_STRVAR(router_doc,
-"ConsistentHashRouter(virtual_node_count=None, *, hash=None, layout='python')\n--\n\n"
+"ConsistentHashRouter(virtual_node_count=None, *, hash=None, layout='python',\n"
+"                     minimum_ring_size=None, maximum_ring_size=None)\n--\n\n"
 "A consistent-hash ring routing keys to nodes.\n\n"
 "With the defaults it routes exactly like the documented pure-Python\n"
 "ConsistentHashRouter: MD5 of the key's UTF-8 bytes mod 2**32, virtual keys\n"
@@ -60,11 +63,16 @@ PyDoc_STRVAR(router_doc,
 "first included.  hash defaults to the layout's (md5; crc32 for nginx,\n"
 "one_at_a_time for libmemcached); virtual_node_count to the layout's own\n"
 "(python 100, node 150, ketama 160, nginx 160, libmemcached 100) and must\n"
-"lie in [1, 1000000].\n"
+"lie in [1, 1000000].\n\n"
 "layout 'haproxy' builds HAProxy's hash-type consistent ring: weight x 16\n"
 "points per server, from its id (add_service_node(..., id=)), and the\n"
 "nearest point either way, a tie to the one before; hash 'sdbm_avalanche'\n"
-"by default, or sdbm, djb2, wt6, crc32, each with or without _avalanche.");
+"by default, or sdbm, djb2, wt6, crc32, each with or without _avalanche.\n\n"
+"layout 'envoy' and 'grpc' build Envoy's RING_HASH and gRPC's ring_hash:\n"
+"64-bit points '{node}_{i}' (hash 'xxh64', or 'murmur2_64' for envoy),\n"
+"counts by weight share between minimum_ring_size (1024) and\n"
+"maximum_ring_size (envoy 8388608, grpc 4096; grpc caps both at 4096),\n"
+"keys hashed with XXH64; such a router is a subtype of this one.");
 
 static PyType_Slot router_slots[] = {
     {Py_tp_doc, (void *)router_doc},

@@ -139,6 +139,36 @@ int chash_is_prime(size_t n)
  * own permutation, so the total work is O(M log M) expected, as the paper
  * notes.
  */
+/* The fill: node k's current entry is pos[2k], its skip pos[2k + 1];
+ * weights (NULL: every node claims every turn) and target as in
+ * chash_maglev_build_weighted().  The table is all `empty` on entry. */
+static void maglev_fill(size_t *pos, const double *weights, double *target, double max_weight,
+                        size_t nnodes, uint32_t *table, size_t table_size)
+{
+    const uint32_t empty = UINT32_MAX; /* never a node index: nnodes <= UINT32_MAX */
+    size_t filled = 0;
+    for (double turn = 1.0; filled < table_size; turn += 1.0) {
+        for (size_t k = 0; k < nnodes && filled < table_size; k++) {
+            if (weights) {
+                if (turn * weights[k] < target[k])
+                    continue;
+                target[k] += max_weight;
+            }
+            size_t entry = pos[2 * k];
+            while (table[entry] != empty) {
+                /* entry, skip < M <= 2**30: the sum cannot overflow. */
+                entry += pos[2 * k + 1];
+                if (entry >= table_size)
+                    entry -= table_size;
+            }
+            table[entry] = (uint32_t)k;
+            filled++;
+            entry += pos[2 * k + 1];
+            pos[2 * k] = entry >= table_size ? entry - table_size : entry;
+        }
+    }
+}
+
 int chash_maglev_build(const uint64_t *nodes, size_t nnodes, uint32_t *table, size_t table_size)
 {
     if (nnodes == 0 || nnodes > UINT32_MAX || table_size < 2 || table_size < nnodes
@@ -154,26 +184,46 @@ int chash_maglev_build(const uint64_t *nodes, size_t nnodes, uint32_t *table, si
         pos[2 * k] = (size_t)(chash_mix64(nodes[k] ^ MAGLEV_OFFSET_SALT) % table_size);
         pos[2 * k + 1] = (size_t)(chash_mix64(nodes[k] ^ MAGLEV_SKIP_SALT) % (table_size - 1)) + 1;
     }
-    const uint32_t empty = UINT32_MAX; /* never a node index: nnodes <= UINT32_MAX */
     for (size_t e = 0; e < table_size; e++)
-        table[e] = empty;
-    size_t filled = 0;
-    while (filled < table_size) {
-        for (size_t k = 0; k < nnodes && filled < table_size; k++) {
-            size_t entry = pos[2 * k];
-            while (table[entry] != empty) {
-                /* entry, skip < M <= 2**30: the sum cannot overflow. */
-                entry += pos[2 * k + 1];
-                if (entry >= table_size)
-                    entry -= table_size;
-            }
-            table[entry] = (uint32_t)k;
-            filled++;
-            entry += pos[2 * k + 1];
-            pos[2 * k] = entry >= table_size ? entry - table_size : entry;
-        }
-    }
+        table[e] = UINT32_MAX;
+    maglev_fill(pos, NULL, NULL, 0.0, nnodes, table, table_size);
     CHASH_FREE(pos);
+    return CHASH_OK;
+}
+
+int chash_maglev_build_weighted(const uint64_t *offsets, const uint64_t *skips,
+                                const double *weights, size_t nnodes, uint32_t *table,
+                                size_t table_size)
+{
+    if (nnodes == 0 || nnodes > UINT32_MAX || table_size < 2
+        || table_size > CHASH_MAGLEV_MAX_TABLE || !chash_is_prime(table_size))
+        return CHASH_EINVAL;
+    double max_weight = 0.0;
+    for (size_t k = 0; k < nnodes; k++) {
+        if (offsets[k] >= table_size || skips[k] == 0 || skips[k] >= table_size
+            || !isfinite(weights[k]) || !(weights[k] > 0.0))
+            return CHASH_EINVAL;
+        max_weight = weights[k] > max_weight ? weights[k] : max_weight;
+    }
+    if (nnodes > SIZE_MAX / (2 * sizeof(size_t)))
+        return CHASH_ENOMEM;
+    size_t *pos = CHASH_MALLOC(2 * nnodes * sizeof *pos);
+    double *target = CHASH_MALLOC(nnodes * sizeof *target);
+    if (!pos || !target) {
+        CHASH_FREE(pos);
+        CHASH_FREE(target);
+        return CHASH_ENOMEM;
+    }
+    for (size_t k = 0; k < nnodes; k++) {
+        pos[2 * k] = (size_t)offsets[k];
+        pos[2 * k + 1] = (size_t)skips[k];
+        target[k] = 0.0;
+    }
+    for (size_t e = 0; e < table_size; e++)
+        table[e] = UINT32_MAX;
+    maglev_fill(pos, weights, target, max_weight, nnodes, table, table_size);
+    CHASH_FREE(pos);
+    CHASH_FREE(target);
     return CHASH_OK;
 }
 

@@ -111,6 +111,23 @@ int chash_is_prime(size_t n);
 int chash_maglev_build(const uint64_t *nodes, size_t nnodes, uint32_t *table, size_t table_size);
 
 /*
+ * The weighted Maglev fill of Envoy's MAGLEV: node k's permutation is
+ * offsets[k] + j * skips[k] (mod M) (offset < M, 1 <= skip < M), and in turn
+ * t = 1, 2, ... node k claims its next free entry only when
+ * t * weights[k] >= target[k] (target starting at 0), then target[k] grows
+ * by the largest weight: a node of the largest weight claims every turn,
+ * one of a third of it every third turn.  Equal weights give the plain
+ * round-robin of chash_maglev_build().  Nodes may outnumber entries (the
+ * table fills first).  Returns 0, CHASH_EINVAL (nnodes == 0 or above
+ * UINT32_MAX, table_size not a prime in [2, CHASH_MAGLEV_MAX_TABLE], an
+ * offset or skip out of range, a weight not finite and > 0) or
+ * CHASH_ENOMEM; on error the table's contents are unspecified.
+ */
+int chash_maglev_build_weighted(const uint64_t *offsets, const uint64_t *skips,
+                                const double *weights, size_t nnodes, uint32_t *table,
+                                size_t table_size);
+
+/*
  * table[key % table_size] for every key: the Maglev lookup (any table of
  * node indices works).  Returns 0, or CHASH_EINVAL when table_size is 0.
  */

@@ -3,6 +3,8 @@
 - ``hashes``: independent oracles for every hash chash implements;
 - ``reference_router``: the documented router, the model the state
   machines and the fuzzer compare chash with, and router snapshots;
+- ``envoy_reference``: Envoy's ring hash and Maglev and gRPC's ring_hash
+  in plain Python, the oracles of the 64-bit layouts and MaglevRouter;
 - ``collisions``: node ids whose ring points collide, for tests of ties;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;

@@ -11,6 +11,11 @@
 #                    on demand; fuzzes for SECONDS from a temporary copy of
 #                    tests/fuzz/corpus/ (the committed corpus never grows).
 # Both link the schemes and hash functions (SCHEME_SOURCES, HASH_SOURCES).
+# Then tests/fuzz/fuzz_wide.c, the 64-bit ring, Envoy's rules and the
+# weighted Maglev fill (it includes WIDE_SOURCES and the strategies with its
+# own failing allocator, and links the hashes and the ring): its seeds of
+# tests/fuzz/corpus_wide/ replayed, then fuzzed for a quarter of SECONDS
+# (at least 5).
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
 # mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
 # ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
@@ -75,8 +80,11 @@ echo "fuzz: building with $("$cc" --version | head -n 1)"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_ring.c "${ring[@]}" "${hashes[@]}" -lm -o "$work/fuzz_ring"
 "$cc" "${flags[@]}" -DFUZZ_FAILING_ALLOC tests/fuzz/fuzz_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring_alloc"
 
-mkdir -p "$work/corpus" "$work/crashes"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_wide.c "${ring[@]}" "${hashes[@]}" -lm -o "$work/fuzz_wide"
+
+mkdir -p "$work/corpus" "$work/crashes" "$work/corpus_wide"
 cp tests/fuzz/corpus/* "$work/corpus/"
+cp tests/fuzz/corpus_wide/* "$work/corpus_wide/"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
@@ -107,9 +115,33 @@ else
   echo "fuzz: ${#failed_seeds[@]} seed(s) failed: ${failed_seeds[*]}; not fuzzing" >&2
 fi
 
+if [ "$status" -eq 0 ]; then
+  wide_seconds=$(( seconds / 4 > 5 ? seconds / 4 : 5 ))
+  echo "fuzz: fuzz_wide: replaying $(ls "$work/corpus_wide" | wc -l) seeds, then ${wide_seconds}s"
+  for seed in "$work"/corpus_wide/*; do
+    if ! "$work/fuzz_wide" -timeout=60 -artifact_prefix="$work/crashes/" "$seed" \
+        >"$work/replay.log" 2>&1; then
+      status=1
+      echo "fuzz: fuzz_wide seed $(basename "$seed") FAILED:" >&2
+      grep -E '^fuzz_wide: |runtime error|ERROR: |SUMMARY: ' "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
+      cp "$seed" "$work/crashes/wide-seed-$(basename "$seed")"
+    fi
+  done
+  if [ "$status" -eq 0 ]; then
+    "$work/fuzz_wide" -max_total_time="$wide_seconds" -rss_limit_mb=2048 -timeout=60 \
+      -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/crashes/" \
+      "$work/corpus_wide" >"$work/fuzz_wide.log" 2>&1 || status=$?
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz_wide.log" || tail -n 1 "$work/fuzz_wide.log" | cut -c1-200
+    if [ "$status" -ne 0 ]; then
+      echo "fuzz: fuzz_wide FAILED (exit $status); the end of the log:" >&2
+      grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz_wide.log" | tail -n 60 >&2
+    fi
+  fi
+fi
+
 if [ "$status" -ne 0 ]; then
   mkdir -p "$artifacts"
-  cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$artifacts/"
+  cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$work/fuzz_wide" "$artifacts/"
   for f in "$work"/crashes/*; do
     [ -e "$f" ] || continue
     cp "$f" "$artifacts/"

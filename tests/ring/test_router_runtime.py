@@ -394,6 +394,8 @@ SIGNATURES = {
     "discard_service_node": "(self, real_node_id, /)",
     "get_target_node": "(self, request_key, /)",
     "get_target_nodes": "(self, keys, /)",
+    "get_target_node_by_hash": "(self, hash, /)",
+    "get_target_nodes_by_hash": "(self, hashes, /)",
     "get_preference_list": "(self, key, n, /)",
     "ownership": "(self, /)",
     "key_distribution": "(self, keys, /)",
@@ -415,8 +417,9 @@ def test_every_public_method_has_a_signature() -> None:
             assert str(signature) == SIGNATURES[name], name
         doc = inspect.getdoc(method)
         assert doc and len(doc) > 20 and not doc.startswith(name), name
-    assert str(inspect.signature(ConsistentHashRouter)) == \
-        "(virtual_node_count=None, *, hash=None, layout='python')"
+    assert str(inspect.signature(ConsistentHashRouter)) == (
+        "(virtual_node_count=None, *, hash=None, layout='python', "
+        "minimum_ring_size=None, maximum_ring_size=None)")
 
 
 def test_signatures_agree_with_how_the_methods_parse_arguments() -> None:
@@ -455,7 +458,8 @@ def _stub_names(tree: ast.Module) -> tuple[set[str], list[str] | None, dict[str,
     return names, exported, classes
 
 
-STUB_ALIASES = {"HashName", "LayoutName", "Key"}  # type aliases that exist only in stubs
+# Type aliases that exist only in stubs.
+STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName"}
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.

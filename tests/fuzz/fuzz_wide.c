@@ -1,0 +1,336 @@
+/*
+ * fuzz_wide.c - libFuzzer target for the ring of 64-bit points
+ * (engine/wide.h), Envoy's and gRPC's rules (engine/envoy.h) and the
+ * weighted Maglev fill (strategies/strategies.h): every entry point those
+ * files added.
+ *
+ * The input is read as a program: each operation byte picks a call, the
+ * bytes after it are its arguments (reading past the end gives zeros).
+ *
+ *   BUILD       a ring of up to 700 points over up to 16 nodes, with
+ *               repeated values, 0 and 2**64 - 1, owners out of range now
+ *               and then; the model keeps the (value, owner) pairs sorted;
+ *   PROBE       successor, batch owners and preference against a linear
+ *               scan of the model; ownership sums to 1;
+ *   COUNTS      chash_envoy_counts on weights and sizes from the input: the
+ *               status is the one its contract names, the total is within
+ *               one point of the scale, equal weights differ by one at most;
+ *   POINTS      chash_envoy_points against XXH64 / murmur2_64 of the key
+ *               spelled here, ids of any bytes and lengths (heap buffers);
+ *   MAGLEV      chash_envoy_maglev_entry of an id of any bytes (within the
+ *               table), and chash_maglev_build_weighted with offsets, skips
+ *               and weights from the input: every entry names a node, equal
+ *               weights share the table evenly, bad arguments give
+ *               CHASH_EINVAL;
+ *   FAILNEXT    the next allocation fails: a failed build must leave the
+ *               ring exactly as it was.
+ *
+ * The files under test are included here, with an allocator that fails on
+ * demand; the hash functions and the ring (which strategies.c reads) are
+ * linked.  chash_wide_check() must pass after every step.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
+
+static void *fz_malloc(size_t size)
+{
+    if (fz_countdown == 0) {
+        fz_countdown = -1;
+        return NULL;
+    }
+    if (fz_countdown > 0)
+        fz_countdown--;
+    return malloc(size);
+}
+
+#define CHASH_MALLOC fz_malloc
+#define CHASH_FREE free
+#include "engine/wide.c"
+#include "engine/envoy.c"
+#include "strategies/strategies.c"
+
+#define FZ_ASSERT(cond)                                                              \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "fuzz_wide: %s:%d: assertion failed: %s\n", __FILE__,    \
+                    __LINE__, #cond);                                                \
+            abort();                                                                 \
+        }                                                                            \
+    } while (0)
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} fz_in;
+
+static uint8_t fz_u8(fz_in *in)
+{
+    if (!in->n)
+        return 0;
+    in->n--;
+    return *in->p++;
+}
+
+static uint64_t fz_u64(fz_in *in)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | fz_u8(in);
+    return v;
+}
+
+/* The model: the ring's (value, owner) pairs, sorted. */
+#define MAX_POINTS 700
+#define MAX_NODES 16
+static wide_pair m_pt[MAX_POINTS];
+static size_t m_n, m_nodes;
+
+/* Point i of a build: the ends, a repeat of an earlier point, points
+ * crowded into one bucket, or any value. */
+static uint64_t fz_value(fz_in *in, const uint64_t *points, size_t i)
+{
+    switch (fz_u8(in) % 6) {
+    case 0: return 0;
+    case 1: return UINT64_MAX;
+    case 2: return i ? points[fz_u8(in) % i] : 7; /* repeats */
+    case 3: return (uint64_t)fz_u8(in) << 56;       /* one bucket */
+    default: return fz_u64(in);
+    }
+}
+
+static void op_build(chash_wide *ring, fz_in *in)
+{
+    size_t n = (size_t)(fz_u8(in) | fz_u8(in) << 8) % (MAX_POINTS + 1);
+    size_t nodes = fz_u8(in) % (MAX_NODES + 1);
+    int bad = nodes == 0 ? n > 0 : (fz_u8(in) % 16 == 0 && n > 0);
+    static uint64_t points[MAX_POINTS];
+    static uint32_t owners[MAX_POINTS];
+    static wide_pair fresh[MAX_POINTS];
+    for (size_t i = 0; i < n; i++) {
+        points[i] = fz_value(in, points, i);
+        owners[i] = nodes ? (uint32_t)(fz_u8(in) % nodes) : 0;
+        fresh[i] = (wide_pair){points[i], owners[i]};
+    }
+    if (bad)
+        owners[fz_u8(in) % (n ? n : 1)] = (uint32_t)(nodes + fz_u8(in) % 3);
+    size_t before_n = chash_wide_count(ring), before_nodes = chash_wide_nodes(ring);
+    uint64_t before_first = before_n ? chash_wide_point(ring, 0) : 0;
+    int status = chash_wide_build(ring, points, owners, n, nodes);
+    if (bad) {
+        FZ_ASSERT(status == CHASH_EINVAL);
+    } else {
+        FZ_ASSERT(status == CHASH_OK || status == CHASH_ENOMEM);
+    }
+    if (status != CHASH_OK) {
+        /* All-or-nothing: the ring is the one the model holds. */
+        FZ_ASSERT(chash_wide_count(ring) == before_n && chash_wide_nodes(ring) == before_nodes);
+        FZ_ASSERT(!before_n || chash_wide_point(ring, 0) == before_first);
+        return;
+    }
+    qsort(fresh, n, sizeof *fresh, compare_pairs);
+    memcpy(m_pt, fresh, n * sizeof *fresh);
+    m_n = n;
+    m_nodes = nodes;
+}
+
+static size_t model_successor(uint64_t h)
+{
+    for (size_t i = 0; i < m_n; i++)
+        if (m_pt[i].value >= h)
+            return i;
+    return 0;
+}
+
+static void op_probe(const chash_wide *ring, fz_in *in)
+{
+    FZ_ASSERT(chash_wide_count(ring) == m_n);
+    for (size_t i = 0; i < m_n; i++)
+        FZ_ASSERT(chash_wide_point(ring, i) == m_pt[i].value && chash_wide_owner(ring, i) == m_pt[i].owner);
+    if (m_n == 0) {
+        uint32_t out[4];
+        size_t found = 1;
+        FZ_ASSERT(chash_wide_preference(ring, 1, 4, out, &found) == CHASH_OK && found == 0);
+        return;
+    }
+    uint64_t hashes[8];
+    uint32_t owners[8];
+    for (int k = 0; k < 8; k++) {
+        uint64_t base = m_pt[fz_u8(in) % m_n].value;
+        switch (fz_u8(in) % 4) {
+        case 0: hashes[k] = base; break;
+        case 1: hashes[k] = base + 1; break;
+        case 2: hashes[k] = base - 1; break;
+        default: hashes[k] = fz_u64(in); break;
+        }
+        FZ_ASSERT(chash_wide_successor(ring, hashes[k]) == model_successor(hashes[k]));
+    }
+    chash_wide_owners(ring, hashes, 8, owners);
+    for (int k = 0; k < 8; k++)
+        FZ_ASSERT(owners[k] == m_pt[model_successor(hashes[k])].owner);
+    uint32_t pref[MAX_NODES];
+    size_t want = fz_u8(in) % (MAX_NODES + 2), found;
+    int status = chash_wide_preference(ring, hashes[0], want, pref, &found);
+    FZ_ASSERT(status == CHASH_OK || status == CHASH_ENOMEM);
+    if (status == CHASH_OK) {
+        /* The model's walk: distinct owners clockwise. */
+        unsigned char seen[MAX_NODES] = {0};
+        size_t got = 0, limit = want < m_nodes ? want : m_nodes;
+        for (size_t s = 0, i = model_successor(hashes[0]); s < m_n && got < limit; s++, i = (i + 1) % m_n) {
+            if (!seen[m_pt[i].owner]) {
+                seen[m_pt[i].owner] = 1;
+                FZ_ASSERT(pref[got] == m_pt[i].owner);
+                got++;
+            }
+        }
+        FZ_ASSERT(found == got);
+    }
+    double share[MAX_NODES], sum = 0.0;
+    chash_wide_ownership(ring, share);
+    for (size_t k = 0; k < m_nodes; k++) {
+        FZ_ASSERT(share[k] >= 0.0);
+        sum += share[k];
+    }
+    FZ_ASSERT(fabs(sum - 1.0) < 1e-9);
+}
+
+static void op_counts(fz_in *in)
+{
+    size_t n = fz_u8(in) % 9;
+    uint64_t weights[8];
+    int same = 1, zero = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t kind = fz_u8(in);
+        weights[i] = kind % 7 == 0 ? fz_u64(in) : (uint64_t)(kind % 5);
+        zero |= weights[i] == 0;
+        same &= weights[i] == weights[0];
+    }
+    uint64_t lo = (uint64_t)(fz_u8(in) | fz_u8(in) << 8) % 9000;
+    uint64_t hi = fz_u8(in) % 4 == 0 ? lo : (uint64_t)(fz_u8(in) | fz_u8(in) << 8 | fz_u8(in) << 16);
+    size_t counts[8], total = 99;
+    int status = chash_envoy_counts(weights, n, lo, hi, counts, &total);
+    if (lo == 0 || hi == 0 || lo > hi || zero) {
+        FZ_ASSERT(status == CHASH_EINVAL && total == 0);
+        return;
+    }
+    FZ_ASSERT(status == CHASH_OK || status == CHASH_EINVAL || status == CHASH_ERANGE);
+    if (status != CHASH_OK || n == 0)
+        return;
+    size_t sum = 0, least = SIZE_MAX, most = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += counts[i];
+        least = counts[i] < least ? counts[i] : least;
+        most = counts[i] > most ? counts[i] : most;
+    }
+    FZ_ASSERT(sum == total && total <= hi + 1 && total >= 1);
+    if (same)
+        FZ_ASSERT(most - least <= 1);
+}
+
+static void op_points(fz_in *in)
+{
+    size_t len = fz_u8(in) % 4 == 0 ? 200 + fz_u8(in) * 2u : fz_u8(in) % 24;
+    char id[720];
+    for (size_t i = 0; i < len; i++)
+        id[i] = (char)fz_u8(in);
+    size_t count = fz_u8(in) % 12;
+    chash_point_hash kind = fz_u8(in) & 1 ? CHASH_POINT_MURMUR2_64 : CHASH_POINT_XXH64;
+    uint64_t out[12];
+    int status = chash_envoy_points(kind, id, len, count, out);
+    FZ_ASSERT(status == CHASH_OK || (status == CHASH_ENOMEM && len + 21 > 256));
+    if (status != CHASH_OK)
+        return;
+    char key[760];
+    for (size_t j = 0; j < count; j++) {
+        memcpy(key, id, len);
+        int digits = snprintf(key + len, 32, "_%zu", j);
+        uint64_t want = kind == CHASH_POINT_MURMUR2_64
+                            ? chash_murmur2_64(key, len + (size_t)digits, CHASH_ENVOY_MURMUR_SEED)
+                            : chash_xxh64(key, len + (size_t)digits, 0);
+        FZ_ASSERT(out[j] == want);
+    }
+}
+
+static void op_maglev(fz_in *in)
+{
+    static const size_t primes[] = {2, 3, 7, 17, 101, 251, 1009};
+    size_t m = fz_u8(in) % 9 == 0 ? 8 : primes[fz_u8(in) % 7];
+    size_t n = fz_u8(in) % 12;
+    uint64_t offsets[12], skips[12];
+    double weights[12];
+    int bad = n == 0 || m == 8, same = 1;
+    for (size_t k = 0; k < n; k++) {
+        offsets[k] = fz_u8(in) % 20 == 0 ? m : fz_u64(in) % m;
+        skips[k] = fz_u8(in) % 20 == 0 ? 0 : fz_u64(in) % (m - 1 ? m - 1 : 1) + 1;
+        uint8_t w = fz_u8(in);
+        weights[k] = w % 31 == 0 ? 0.0 : (double)(w % 4 + 1);
+        bad |= offsets[k] >= m || skips[k] == 0 || skips[k] >= m || weights[k] == 0.0;
+        same &= weights[k] == weights[0];
+    }
+    if (m != 8) {
+        /* Envoy's entry of an id of any bytes: within the table. */
+        char id[40];
+        size_t len = fz_u8(in) % sizeof id;
+        for (size_t i = 0; i < len; i++)
+            id[i] = (char)fz_u8(in);
+        uint64_t offset, skip;
+        chash_envoy_maglev_entry(id, len, m, &offset, &skip);
+        FZ_ASSERT(offset < m && skip >= 1 && skip < m);
+        FZ_ASSERT(offset == chash_xxh64(id, len, 0) % m);
+    }
+    uint32_t table[1009];
+    int status = chash_maglev_build_weighted(offsets, skips, weights, n, table, m);
+    if (bad) {
+        FZ_ASSERT(status == CHASH_EINVAL);
+        return;
+    }
+    FZ_ASSERT(status == CHASH_OK || status == CHASH_ENOMEM);
+    if (status != CHASH_OK)
+        return;
+    size_t counts[12] = {0};
+    for (size_t e = 0; e < m; e++) {
+        FZ_ASSERT(table[e] < n);
+        counts[table[e]]++;
+    }
+    if (same && m >= n) {
+        size_t least = SIZE_MAX, most = 0;
+        for (size_t k = 0; k < n; k++) {
+            least = counts[k] < least ? counts[k] : least;
+            most = counts[k] > most ? counts[k] : most;
+        }
+        FZ_ASSERT(most - least <= 1);
+    }
+}
+
+enum { OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_COUNT };
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_in in = {data, size};
+    fz_countdown = -1;
+    m_n = 0;
+    m_nodes = 0;
+    chash_wide *ring = chash_wide_new();
+    if (!ring)
+        return 0;
+    while (in.n) {
+        switch (fz_u8(&in) % OP_COUNT) {
+        case OP_BUILD: op_build(ring, &in); break;
+        case OP_PROBE: op_probe(ring, &in); break;
+        case OP_COUNTS: op_counts(&in); break;
+        case OP_POINTS: op_points(&in); break;
+        case OP_MAGLEV: op_maglev(&in); break;
+        default: fz_countdown = fz_u8(&in) % 5; break; /* FAILNEXT */
+        }
+        FZ_ASSERT(chash_wide_check(ring) == CHASH_OK);
+        FZ_ASSERT(chash_wide_memory(ring) >= chash_wide_count(ring) * 12);
+    }
+    chash_wide_free(ring);
+    return 0;
+}

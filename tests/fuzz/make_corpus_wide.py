@@ -1,0 +1,70 @@
+"""Writes the seed corpus of tests/fuzz/fuzz_wide.c into tests/fuzz/corpus_wide/.
+
+Each seed is a short program in that fuzzer's input format (an operation
+byte, then its arguments, big-endian; missing bytes read as zeros): a build
+and probes of rings with repeated values and the ends of the range, Envoy's
+counts and point keys, Maglev fills, failing allocations.
+
+    python3 tests/fuzz/make_corpus_wide.py          # rewrite the corpus
+    python3 tests/fuzz/make_corpus_wide.py --check  # exit 1 if it is stale
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus_wide"
+OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT = range(6)
+
+
+def build(points: int, nodes: int, kinds: list[int]) -> bytes:
+    """A build of `points` points over `nodes` nodes, point kinds cycling
+    (0: zero, 1: max, 2: a repeat, 3: one bucket, 4: any)."""
+    out = bytes([OP_BUILD, points & 0xFF, points >> 8, nodes, 1])
+    for i in range(points):
+        kind = kinds[i % len(kinds)]
+        out += bytes([kind]) + (bytes([i % 7]) if kind in (2, 3) else b"")
+        out += (i * 0x9E3779B97F4A7C15 % 2**64).to_bytes(8, "big") if kind >= 4 else b""
+        out += bytes([i % max(nodes, 1)])
+    return out
+
+
+def probe(n: int) -> bytes:
+    return bytes([OP_PROBE]) + bytes([i % 251 for i in range(3 * n)]) + bytes([5])
+
+
+def seeds() -> dict[str, bytes]:
+    return {
+        "ring-small": build(12, 6, [4]) + probe(8),
+        "ring-repeats": build(40, 3, [4, 2, 2, 0, 1]) + probe(8),
+        "ring-one-bucket": build(200, 16, [3, 4]) + probe(8) + probe(8),
+        "ring-failing": build(30, 4, [4]) + bytes([OP_FAILNEXT, 1]) + build(50, 5, [4]) + probe(8),
+        "counts": bytes([OP_COUNTS, 3, 1, 2, 3, 0x18, 0x00, 1, 0x00, 0x20, 0x00])
+                  + bytes([OP_COUNTS, 4, 1, 1, 1, 1, 2, 0, 0]),
+        "points": bytes([OP_POINTS, 1, 12]) + b"127.0.0.1:90" + bytes([3, 0])
+                  + bytes([OP_POINTS, 0, 150]) + b"h" * 300 + bytes([5, 1]),
+        "maglev": bytes([OP_MAGLEV, 1, 2, 6]) + bytes(range(1, 61))
+                  + bytes([OP_MAGLEV, 1, 6, 3]) + bytes(range(7, 40)),
+    }
+
+
+def main(argv: list[str]) -> int:
+    wanted = seeds()
+    if "--check" in argv:
+        have = {p.name: p.read_bytes() for p in CORPUS.iterdir()} if CORPUS.is_dir() else {}
+        if have != wanted:
+            print(f"{CORPUS} is stale: run python3 {Path(__file__).name}", file=sys.stderr)
+            return 1
+        return 0
+    CORPUS.mkdir(exist_ok=True)
+    for stale in CORPUS.iterdir():
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, data in sorted(wanted.items()):
+        (CORPUS / name).write_bytes(data)
+    print(f"{len(wanted)} seeds in {CORPUS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
