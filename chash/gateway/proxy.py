@@ -279,7 +279,11 @@ class Proxy:
         upstream_head = backend_head(request, remote)
         self._loads[node] = self._loads.get(node, 0) + 1
         try:
-            conn.write(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s" % (
+            # take_idle found the connection sound, and the client's
+            # soundness is checked before its write: the transports' own
+            # writes, without Channel.write's check once more.
+            assert conn.transport is not None
+            conn.transport.write(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s" % (
                 request.method.encode(), request.target, pool.authority, upstream_head))
             end = conn.head_end()
             if end < 0 and not conn.peer_closed:
@@ -310,6 +314,7 @@ class Proxy:
         config = self._config
         if end < 0 or end > BLOCK or client.peer_closed or client.lost:
             return None
+        assert client.transport is not None
         raw = conn.peek(end)
         # Backends repeat their heads (they differ by a Date field a second
         # or so): what the client gets is a function of the head's bytes,
@@ -334,10 +339,10 @@ class Proxy:
             if length > BLOCK or conn.buffered < end + length:
                 return None
             conn.take(end)
-            client.write(head + conn.take(length))
+            client.transport.write(head + conn.take(length))
         elif body is Body.NONE:
             conn.take(end)
-            client.write(head)
+            client.transport.write(head)
         else:
             return None
         return response.keep_alive, keep
