@@ -138,6 +138,34 @@ class Channel(asyncio.Protocol):
             return _ready()
         return self._more(timeout)
 
+    def head_end(self) -> int:
+        """Where the buffered bytes' first empty line ends (the length of
+        a complete head at their start), or -1 if none is buffered yet."""
+        end = self._buf.find(b"\r\n\r\n")
+        return end + 4 if end >= 0 else -1
+
+    def take_head(self, limit: int) -> bytes | None:
+        """A complete head of at most ``limit`` bytes if one is buffered
+        already, taken; else None and nothing is taken (``read_head`` then
+        waits for the rest or refuses what is there)."""
+        end = self._buf.find(b"\r\n\r\n")
+        if end < 0 or end + 4 > limit:
+            return None
+        return self._take(end + 4)
+
+    def peek(self, size: int) -> bytes:
+        """The first ``size`` buffered bytes, left in the buffer."""
+        return bytes(self._buf[:size])
+
+    def take(self, size: int) -> bytes:
+        """The first ``size`` buffered bytes (all there are, if fewer), taken."""
+        return self._take(size)
+
+    def more(self, timeout: float) -> asyncio.Future[None]:
+        """Something to await until bytes beyond those buffered arrive (or
+        EOF); ReadTimeout after ``timeout`` s."""
+        return self._more(timeout)
+
     def _take(self, size: int) -> bytes:
         buf = self._buf
         if size >= len(buf):  # the usual case: all that came is taken at once

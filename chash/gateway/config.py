@@ -99,8 +99,9 @@ class GatewayConfig:
     """Seconds a client may stay silent while sending a body (408)."""
     tracing: bool | None = None
     """OpenTelemetry spans per attempt (``chash.gateway.tracing``): None
-    (the default) when opentelemetry-api is installed, True requires it
-    (the ``otel`` extra), False never."""
+    (the default) when opentelemetry-api is installed and a tracer
+    provider is given or set globally when the gateway is built, True
+    requires opentelemetry-api (the ``otel`` extra), False never."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):

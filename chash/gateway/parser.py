@@ -36,6 +36,13 @@ _HTTP11 = b"HTTP/1.1"
 
 _httptools: Any = None
 
+#: The usual methods' names, decoded once.
+_METHODS = {name.encode(): name for name in (
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
+#: The fields the policy reads (the others are only collected).
+_FRAMING = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection",
+                      b"expect"})
+
 
 def _module() -> Any:
     global _httptools
@@ -139,7 +146,7 @@ def parse_request_head(head: bytes) -> RequestHead:
 def _policy(parser: Any, collector: _Collector, head: bytes, upgrade: bool) -> RequestHead:
     """The gateway's rules over what llhttp accepted."""
     method_b = parser.get_method()
-    method = method_b.decode("ascii")
+    method = _METHODS.get(method_b) or method_b.decode("ascii")
     first = head.find(b"\r\n")
     line = head[:first]
     if line.count(b" ") != 2:
@@ -179,6 +186,8 @@ def _policy(parser: Any, collector: _Collector, head: bytes, upgrade: bool) -> R
         value = raw_value.rstrip(b" \t")
         fields.append((name, value))
         lines.append(raw_name + b": " + value)
+        if name not in _FRAMING:
+            continue
         if name == b"host":
             hosts += 1
         elif name == b"content-length":

@@ -31,6 +31,8 @@ class Pool:
         host, _, port = address.rpartition(":")
         self.host = host.strip("[]")
         self.port = int(port)
+        #: The address as a request's Host field names it.
+        self.authority = address.encode()
         self.limit = limit
         self.idle: list[Channel] = []
         self.open = 0
@@ -43,13 +45,9 @@ class Pool:
         sent)."""
         loop = asyncio.get_running_loop()
         while True:
-            while self.idle and not fresh:
-                channel = self.idle.pop()
-                if channel.lost or channel.buffered or channel.peer_closed:
-                    self.open -= 1
-                    channel.close()
-                    continue
-                return channel, True
+            idle = None if fresh else self.take_idle()
+            if idle is not None:
+                return idle, True
             if not self.limit or self.open < self.limit:
                 break
             waiter = loop.create_future()
@@ -71,6 +69,18 @@ class Pool:
             self._wake()
             raise
         return channel, False
+
+    def take_idle(self) -> Channel | None:
+        """An idle connection that still looks sound, or None (closing
+        those found gone, closed by the backend or with unread bytes)."""
+        while self.idle:
+            channel = self.idle.pop()
+            if channel.lost or channel.buffered or channel.peer_closed:
+                self.open -= 1
+                channel.close()
+                continue
+            return channel
+        return None
 
     def release(self, channel: Channel, reuse: bool) -> None:
         """Give ``channel`` back: pooled if ``reuse`` and still sound."""

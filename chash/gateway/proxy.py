@@ -35,6 +35,12 @@ logger = logging.getLogger("chash.gateway")
 
 #: An attempt's result: (outcome, detail, keep); see ``Proxy._attempt``.
 Attempt = tuple[Outcome, str, bool]
+#: Response heads remembered by ``Proxy._plain_answer`` (then forgotten at once).
+_MEMO = 512
+
+#: A request sent already by ``Proxy._plain``: (the pooled connection it
+#: went on, when the wait for its answer ends, how long that wait is).
+Sent = tuple[Channel, float, float]
 
 
 class HealthReports(Protocol):
@@ -88,6 +94,9 @@ class Proxy:
         self._pools: dict[str, Pool] = {}
         self._connections: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._node_lines: dict[str, bytes] = {}
+        self._relayed: dict[tuple[bytes, str, bytes, bool, str],
+                            tuple[bytes, Body, bool, ResponseHead]] = {}
 
     @property
     def loads(self) -> dict[str, int]:
@@ -133,9 +142,29 @@ class Proxy:
         peer = client.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
         parser = RequestParser()
+        config = self._config
         try:
-            while (request := await self._next_request(client, remote, parser)) is not None:
-                if not await self._proxy(client, request, remote):
+            while True:
+                # A head wholly buffered is parsed here; one still arriving
+                # (or refused, or the end of the connection) is left to
+                # _next_request, with its timeouts and early refusal.
+                if not client.buffered:
+                    try:
+                        await client.wait_data(config.idle_timeout)
+                    except ReadTimeout:
+                        break
+                head = client.take_head(config.max_header_size)
+                if head is None:
+                    request = await self._next_request(client, remote, parser)
+                    if request is None:
+                        break
+                else:
+                    try:
+                        request = parser.parse(head)
+                    except HttpError as exc:
+                        self._send_last(client, exc.status, exc.reason)
+                        break
+                if not await self._plain(client, request, remote):
                     break
             await client.linger(2.0, 10.0)
         except ConnectionError:
@@ -220,12 +249,121 @@ class Proxy:
         return await self._forward(client, request, key, nodes, body,
                                    backend_head(request, remote), deadline)
 
+    async def _plain(self, client: Channel, request: RequestHead, remote: str) -> bool:
+        """Answer one request; whether the client connection may go on.
+
+        The common case is served here in one pass, with one wait: a
+        request without a body whose key's owner has an idle pooled
+        connection, answered at once with a final status the policy lets
+        through and a body of known length that came with its head.
+        Anything else goes the general way (``_proxy``); once the request
+        is sent, ``_forward`` takes over from the answer as it stands,
+        nothing of it read yet, so that the outcome is the general path's."""
+        config = self._config
+        if request.content_length or request.chunked or self._tracer is not None:
+            return await self._proxy(client, request, remote)
+        key = self._key.extract(request)
+        nodes = None if key is None else self._router.get_preference_list(key, config.attempts)
+        if not nodes:
+            return await self._proxy(client, request, remote)
+        assert key is not None
+        node = nodes[0]
+        pool = self._pools.get(node)
+        conn = None if pool is None else pool.take_idle()
+        if conn is None:
+            return await self._proxy(client, request, remote)
+        assert pool is not None
+        now = asyncio.get_running_loop().time()
+        deadline = now + config.deadline
+        wait = max(min(config.read_timeout, config.deadline), 0.001)
+        upstream_head = backend_head(request, remote)
+        self._loads[node] = self._loads.get(node, 0) + 1
+        try:
+            # take_idle found the connection sound, and the client's
+            # soundness is checked before its write: the transports' own
+            # writes, without Channel.write's check once more.
+            assert conn.transport is not None
+            conn.transport.write(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s" % (
+                request.method.encode(), request.target, pool.authority, upstream_head))
+            end = conn.head_end()
+            if end < 0 and not conn.peer_closed:
+                await conn.more(wait)
+                end = conn.head_end()
+            answered = self._plain_answer(client, request, node, conn, end)
+        except (ReadTimeout, HttpError, ConnectionError):
+            answered = None  # the general path reads it again and says why
+        except BaseException:
+            self._loads[node] -= 1
+            pool.release(conn, False)
+            raise
+        self._loads[node] -= 1
+        if answered is None:
+            return await self._forward(client, request, key, nodes, b"", upstream_head,
+                                       deadline, (conn, now + wait, wait))
+        reuse, keep = answered
+        self._succeeded(node)
+        pool.release(conn, reuse)
+        self._counters.routed(node, "ok", node)
+        return keep
+
+    def _plain_answer(self, client: Channel, request: RequestHead, node: str, conn: Channel,
+                      end: int) -> tuple[bool, bool] | None:
+        """Relay the answer buffered on ``conn`` (its head ``end`` bytes
+        long) if it is a plain one: ``(reuse the backend connection, keep
+        the client connection)``; else None, and nothing was read."""
+        config = self._config
+        if end < 0 or end > BLOCK or client.peer_closed or client.lost:
+            return None
+        assert client.transport is not None
+        raw = conn.peek(end)
+        # Backends repeat their heads (they differ by a Date field a second
+        # or so): what the client gets is a function of the head's bytes,
+        # the request's method, version and keep-alive and the node, so it
+        # is remembered rather than parsed and built again.
+        memo_key = (raw, request.method, request.version, request.keep_alive, node)
+        relayed = self._relayed.get(memo_key)
+        if relayed is None:
+            response = parse_response_head(raw)
+            status = response.status
+            if status < 200 or status in config.fail_on_status or \
+                    status in config.retry_statuses:
+                return None
+            relayed = (*client_head(request, response, self._node_line(node)), response)
+            if len(self._relayed) >= _MEMO:
+                self._relayed.clear()
+            self._relayed[memo_key] = relayed
+        head, body, keep, response = relayed
+        if body is Body.LENGTH:
+            length = response.content_length
+            assert length is not None
+            if length > BLOCK or conn.buffered < end + length:
+                return None
+            conn.take(end)
+            client.transport.write(head + conn.take(length))
+        elif body is Body.NONE:
+            conn.take(end)
+            client.transport.write(head)
+        else:
+            return None
+        return response.keep_alive, keep
+
+    def _node_line(self, node: str) -> bytes | None:
+        """The header line naming the node that answered, if configured."""
+        line = self._node_lines.get(node)
+        if line is None:
+            header = self._config.node_header
+            if header is None:
+                return None
+            line = self._node_lines[node] = header.encode() + b": " + node.encode()
+        return line
+
     async def _forward(self, client: Channel, request: RequestHead, key: bytes,
                        nodes: Sequence[str], body: bytes | None, upstream_head: bytes,
-                       deadline: float) -> bool:
+                       deadline: float, first: Sent | None = None) -> bool:
         """Try the nodes of the preference list as the retry policy says,
         until one answers; else answer 502 or 504.  Whether the client
-        connection may go on.  ``body`` None: streamed from the client."""
+        connection may go on.  ``body`` None: streamed from the client.
+        ``first``: the request went to ``nodes[0]`` already (see ``Sent``)."""
         config = self._config
         loop = asyncio.get_running_loop()
         tried: list[str] = []
@@ -245,7 +383,9 @@ class Proxy:
             outcome, detail = Outcome.FAILED, "the gateway failed"
             try:
                 outcome, detail, keep = await self._attempt(
-                    client, request, nodes, index, pool, upstream_head, body, deadline)
+                    client, request, nodes, index, pool, upstream_head, body, deadline,
+                    first=first)
+                first = None
                 if outcome is Outcome.NOT_DELIVERED and not detail:
                     # A reused connection turned out closed: once more, on
                     # a new one (a fresh one never reports this).
@@ -303,7 +443,8 @@ class Proxy:
 
     async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
                        index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
-                       deadline: float, fresh: bool = False) -> Attempt:
+                       deadline: float, fresh: bool = False,
+                       first: Sent | None = None) -> Attempt:
         """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
 
         ANSWERED: the answer was relayed and ``keep`` says whether the client
@@ -312,24 +453,33 @@ class Proxy:
         counts as the node's failure (``fail_on_status``), else "".  Otherwise ``detail`` describes the failure and
         ``keep`` False means no other attempt is possible (a streamed body
         is gone).  ``fresh``: open a new connection rather than reuse one.
+        ``first``: the request was sent already on a pooled connection.
         """
         config = self._config
         node = nodes[index]
-        try:
-            conn, reused = await pool.acquire(config.connect_timeout, deadline, fresh=fresh)
-        except (OSError, TimeoutError, NoSlot) as exc:
-            reason = describe(exc)
-            if isinstance(exc, TimeoutError):
-                reason = f"connect timed out after {config.connect_timeout:g}s"
-            self._failed(node, reason)
-            return Outcome.NOT_DELIVERED, reason, True
+        if first is not None:
+            conn, reused = first[0], True
+        else:
+            try:
+                conn, reused = await pool.acquire(config.connect_timeout, deadline, fresh=fresh)
+            except (OSError, TimeoutError, NoSlot) as exc:
+                reason = describe(exc)
+                if isinstance(exc, TimeoutError):
+                    reason = f"connect timed out after {config.connect_timeout:g}s"
+                self._failed(node, reason)
+                return Outcome.NOT_DELIVERED, reason, True
         replayable = body is not None
         reuse = False
         try:
-            wait = min(config.read_timeout, deadline - asyncio.get_running_loop().time())
+            now = asyncio.get_running_loop().time()
+            if first is None:
+                wait = min(config.read_timeout, deadline - now)
+                left = wait
+            else:  # what is left of the wait the first pass began
+                wait, left = first[2], first[1] - now
             try:
                 response = await self._exchange(client, request, conn, node, upstream_head,
-                                                body, max(wait, 0.001))
+                                                body, max(left, 0.001), first is not None)
             except _ClientBodyCut:
                 return Outcome.ANSWERED, "client", False
             except ReadTimeout:
@@ -372,14 +522,17 @@ class Proxy:
 
     async def _exchange(self, client: Channel, request: RequestHead, conn: Channel,
                         node: str, upstream_head: bytes, body: bytes | None,
-                        wait: float) -> ResponseHead:
+                        wait: float, sent: bool = False) -> ResponseHead:
         """Send the request on ``conn`` (``body``, or the client's streamed
-        one when None) and read the backend's final response head (1xx
-        interim answers are dropped), waiting ``wait`` seconds at most.
-        _ClientBodyCut when the client's streamed body failed."""
+        one when None; nothing if ``sent`` already) and read the backend's
+        final response head (1xx interim answers are dropped), waiting
+        ``wait`` seconds at most.  _ClientBodyCut when the client's
+        streamed body failed."""
         head = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (
             request.method.encode(), request.target, self.address_of(node).encode())
-        if body is not None:
+        if sent:
+            pass
+        elif body is not None:
             conn.write(head + upstream_head + body)
         else:
             conn.write(head + upstream_head)
@@ -418,9 +571,7 @@ class Proxy:
         """Send ``response`` and its body to the client: ``(reuse the backend
         connection, keep the client connection)``.  EOFError or ReadTimeout
         while nothing has reached the client yet (a failed attempt)."""
-        header = self._config.node_header
-        head, body, keep = client_head(
-            request, response, None if header is None else header.encode() + b": " + node.encode())
+        head, body, keep = client_head(request, response, self._node_line(node))
         length = response.content_length
         try:
             if client.peer_closed:  # the client closed its side: nobody will read this

@@ -6,12 +6,16 @@ preference list (0: its owner), the method, the backend's address and,
 when it ends, the outcome (``answered``, ``failed``, ``retry status``,
 ``not delivered``) and what went wrong (``timed out after 2s``, ``HTTP
 503``); a failed attempt's span has the error status.  Spans go to the tracer
-provider given, or to the global one (which records nothing until an
-OpenTelemetry SDK is configured).
+provider given, or to the global one.
 
-Only ``opentelemetry-api`` is needed, imported when a gateway is built;
-without it (or with ``GatewayConfig.tracing`` False) there are no spans
-and the proxy path does not pay for them.
+Only ``opentelemetry-api`` is needed, imported when a gateway is built.
+With tracing left to its default (``GatewayConfig.tracing`` None) and no
+provider given, the global provider is looked at once, then: if no
+OpenTelemetry SDK has set one yet, there are no spans and the proxy path
+does not pay for them (the API's no-op spans cost some microseconds an
+attempt); configure the SDK before building the gateway.  Without
+opentelemetry-api, or with ``GatewayConfig.tracing`` False, there are no
+spans either.
 """
 
 from __future__ import annotations
@@ -64,8 +68,9 @@ class AttemptTracer:
 
 def attempt_tracer(enabled: bool | None, provider: Any = None) -> AttemptTracer | None:
     """An ``AttemptTracer`` if tracing is ``enabled`` (None: whenever
-    opentelemetry-api is installed), else None.  ``enabled`` True without
-    opentelemetry-api raises ``MissingExtra`` naming the ``otel`` extra."""
+    opentelemetry-api is installed and a tracer provider is given or set
+    globally), else None.  ``enabled`` True without opentelemetry-api
+    raises ``MissingExtra`` naming the ``otel`` extra."""
     if enabled is False:
         return None
     if enabled is None:
@@ -73,9 +78,21 @@ def attempt_tracer(enabled: bool | None, provider: Any = None) -> AttemptTracer 
             trace = importlib.import_module("opentelemetry.trace")
         except ImportError:
             return None
+        if provider is None and not _configured(trace):
+            return None
     else:
         from chash._optional import require
 
         trace = require("opentelemetry.trace", user="GatewayConfig(tracing=True)",
                         extra="otel", package="opentelemetry-api")
     return AttemptTracer(trace, provider)
+
+
+def _configured(trace: Any) -> bool:
+    """Whether a global tracer provider that may record spans is set:
+    the API's own stand-ins (a proxy for one not set yet, the no-op one)
+    record nothing."""
+    current = trace.get_tracer_provider()
+    stand_ins = tuple(getattr(trace, name) for name in ("ProxyTracerProvider", "NoOpTracerProvider")
+                      if hasattr(trace, name))
+    return not isinstance(current, stand_ins)

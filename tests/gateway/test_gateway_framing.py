@@ -139,3 +139,31 @@ def test_a_bad_request_body_is_answered_by_the_gateway(body: bytes, status: int,
             assert answer_status == status
             assert answer == b"chash gateway: " + message + b"\n"
     run(main())
+
+
+def test_answers_on_a_reused_connection_that_are_not_plain_go_the_general_way() -> None:
+    # A request without a body on a pooled connection is sent in one pass;
+    # an answer that is not a plain one (chunked, after a 1xx, running to
+    # the backend's close) is then relayed by the general path from where
+    # it stands: the request is not sent again, the answer arrives whole.
+    get = b"GET /p HTTP/1.1\r\nHost: g\r\nX-User-Id: u1\r\nConnection: close\r\n\r\n"
+
+    async def main() -> None:
+        backend = RawBackend(OK)
+        async with through(backend) as gateway:
+            assert split(await raw(gateway.url, get))[::2] == (200, b"ok")
+            backend.answer = CHUNKED_HEAD + CHUNKS
+            status, headers, body = split(await raw(gateway.url, get))
+            assert (status, headers["transfer-encoding"]) == (200, "chunked")
+            assert body == b"5\r\nhello\r\n3\r\nabc\r\n0\r\nX-Sum: 8\r\nX-More: yes\r\n\r\n"
+            backend.answer = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
+            assert split(await raw(gateway.url, get))[::2] == (200, b"ok")
+            backend.answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno"
+            assert split(await raw(gateway.url, get))[::2] == (200, b"no")
+            assert len(backend.requests) == 4
+            assert backend.connections == 1  # one pooled connection served them all
+            backend.answer = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close"
+            backend.close = True
+            assert split(await raw(gateway.url, get))[::2] == (200, b"until close")
+            assert len(backend.requests) == 5
+    run(main())

@@ -102,3 +102,18 @@ def test_no_spans_when_tracing_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert attempt_tracer(None) is None  # not installed: quietly none
     with pytest.raises(MissingExtra, match=r"opentelemetry-api: pip install 'chash-router\[otel\]'"):
         attempt_tracer(True)
+
+
+def test_no_spans_by_default_without_a_configured_provider(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The API's global provider before an SDK sets one records nothing:
+    # by default, no tracer then, so the proxy path does not pay for spans.
+    from opentelemetry import trace
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert attempt_tracer(None) is None
+    assert attempt_tracer(True) is not None  # asked for: spans go to the global one
+    assert attempt_tracer(None, Provider()) is not None
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", Provider())
+    assert attempt_tracer(None) is not None
