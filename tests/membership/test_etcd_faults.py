@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from _support.etcd_server import EtcdCluster, running_cluster
+from _support.etcd_server import EtcdCluster, _post, running_cluster
 from _support.membership_async import BlockingMembership
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -56,14 +56,16 @@ def cluster(etcd3: EtcdCluster) -> Iterator[EtcdCluster]:
 def make(request: pytest.FixtureRequest, cluster: EtcdCluster) -> Iterator[Callable[..., Any]]:
     made: list[Any] = []
 
-    def build(router: ConsistentHashRouter | None = None, **kwargs: Any) -> Any:
+    def build(router: ConsistentHashRouter | None = None, urls: list[str] | None = None,
+              **kwargs: Any) -> Any:
         router = router if router is not None else ConsistentHashRouter()
         options = {**FAST, **kwargs}
+        endpoints = urls if urls is not None else cluster.urls
         if request.param == "sync":
-            membership: Any = EtcdMembership(router, cluster.urls, "t", **options)
+            membership: Any = EtcdMembership(router, endpoints, "t", **options)
         else:
             membership = BlockingMembership(
-                lambda: AsyncEtcdMembership(router, cluster.urls, "t", **options))
+                lambda: AsyncEtcdMembership(router, endpoints, "t", **options))
         made.append(membership)
         membership.start()
         return membership
@@ -151,6 +153,25 @@ def test_a_member_restarted(make: Callable[..., Any], cluster: EtcdCluster) -> N
         write_until_acknowledged(lambda m=member: a.add_node(f"while-{m.name}-down"))  # type: ignore[misc]
         cluster.restart(member)
     agree(a, b, weights={"n0": 1.0, "while-m0-down": 1.0, "while-m1-down": 1.0})
+
+
+def test_a_watcher_away_past_a_compaction(make: Callable[..., Any], cluster: EtcdCluster) -> None:
+    # b reaches etcd through one member only; that member is paused while
+    # the ring moves on and the history is compacted past b's revision.
+    leader = cluster.leader()
+    away = next(m for m in cluster.members if m is not leader)
+    a = make(seeded("n0"), urls=[leader.url], bootstrap=True)
+    b = make(urls=[away.url])
+    agree(a, b)
+    away.pause()
+    try:
+        for i in range(3):
+            a.add_node(f"later{i}")
+        revision = int(_post(leader.url + "/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+        _post(leader.url + "/v3/kv/compaction", {"revision": str(revision), "physical": True})
+    finally:
+        away.resume()
+    agree(a, b, weights={"n0": 1.0, **{f"later{i}": 1.0 for i in range(3)}})
 
 
 DOOMED = """
