@@ -14,6 +14,7 @@
  *   by_hash.c     lookups by a caller's hash, and reading hash arguments
  *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
  *   strategies.c  the strategy functions beside the ring, for chash.simulate
+ *   diff.c        diff(other): the arcs that change owner, chash.Move
  *   table.c, wide_ring.c, maglev.c
  *                 the routers rebuilt whole: the envoy and grpc layouts'
  *                 64-bit ring and MaglevRouter (table.h)
@@ -35,6 +36,7 @@ typedef struct {
     PyTypeObject *router_type;
     PyTypeObject *wide_ring_type; /* the envoy/grpc layouts' subtype (wide_ring.c) */
     PyTypeObject *maglev_type;    /* chash.MaglevRouter (maglev.c) */
+    PyObject *move_type;          /* chash.Move, a namedtuple (diff.c) */
 } module_state;
 
 typedef struct {
@@ -158,6 +160,11 @@ PyObject *router_richcompare(PyObject *a, PyObject *b, int op);
 /* The routers rebuilt whole (table.c): their types made and their
  * module functions added at init; 0 or -1. */
 int table_module_init(PyObject *module);
+
+/* router.diff (diff.c), and chash.Move made at init; 0 or -1. */
+PyObject *router_diff(RouterObject *self, PyObject *other);
+int diff_module_init(PyObject *module);
+extern const char diff_doc[];
 
 /* The strategy functions (strategies.c), added to the module's own. */
 extern PyMethodDef strategy_methods[];

@@ -21,6 +21,7 @@ static PyMethodDef router_methods[] = {
     {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
     {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
     {"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, fingerprint_doc},
+    {"diff", (PyCFunction)router_diff, METH_O, diff_doc},
     {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
     {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
     {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
