@@ -3,7 +3,7 @@ the strategy functions beside the ring that chash.simulate uses (private;
 every argument positional-only)."""
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Final, Literal, final
+from typing import Final, Literal, NamedTuple, final
 
 from typing_extensions import Buffer, disjoint_base
 
@@ -42,6 +42,15 @@ MAX_NODE_POINTS: Final[int]
 MAX_POINTS: Final[int]
 MAX_NODES: Final[int]
 
+class Move(NamedTuple):
+    """Hashes h with start < h <= end (wrapping past the top when start >
+    end; the whole ring when start == end) move from source to target."""
+
+    start: int
+    end: int
+    source: str
+    target: str
+
 @disjoint_base
 class ConsistentHashRouter:
     """A consistent-hash ring routing keys to nodes (see the module docs)."""
@@ -67,6 +76,7 @@ class ConsistentHashRouter:
     def ownership(self) -> dict[str, float]: ...
     def key_distribution(self, keys: Iterable[Key], /) -> dict[str, int]: ...
     def fingerprint(self) -> str: ...
+    def diff(self, other: ConsistentHashRouter, /) -> list[Move]: ...
     def _calculate_hash(self, key: Key, /) -> int: ...
     def _check(self) -> None: ...
     def _replace_nodes(self, nodes: list[tuple[str, float]], /) -> None: ...
