@@ -25,13 +25,14 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("engine binding", {"chash._chash"}),
     ("ring", {"chash", "chash.bounded", "chash.compat", "chash.metrics", "chash.simulate",
               "chash._text", "chash._optional", "chash._version"}),
-    ("subsystems", {"chash.health", "chash.membership"}),
+    ("subsystems", {"chash.health", "chash.membership", "chash.migration"}),
     ("gateway", {"chash.gateway"}),
     ("demo", {"chash.demo"}),
     ("commands", {"chash.cli", "chash.__main__"}),
 ]
 #: Rooms of one layer that never import each other.
-SEPARATE = [("chash.health", "chash.membership")]
+SEPARATE = [("chash.health", "chash.membership"), ("chash.migration", "chash.health"),
+            ("chash.migration", "chash.membership")]
 
 
 def module_name(path: Path) -> str:
