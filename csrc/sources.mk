@@ -31,4 +31,4 @@ BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c 
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
                    python/inspect.c python/strategies.c python/by_hash.c \
                    python/table.c python/wide_ring.c python/maglev.c \
-                   python/diff.c
+                   python/diff.c python/zones.c

@@ -1,10 +1,9 @@
 """Setting one node's weight on a router in one step.
 
-The router is rebuilt with every node at its weight but this one's
-changed (``_replace_nodes``, all-or-nothing, the add order kept so ties
-break the same way): a lookup in another thread sees the old ring or the
-new one, never the node missing, as a remove followed by an add would
-show it.
+``add_service_node`` of a node already present changes its weight in
+place, all-or-nothing: the node gains or loses points of its own only, and
+a lookup in another thread sees the old ring or the new one, never the
+node missing, as a remove followed by an add would show it.
 """
 from __future__ import annotations
 
@@ -18,15 +17,12 @@ class WeightedRouter(Protocol):
     """The part of ``chash.ConsistentHashRouter`` used here."""
 
     @property
-    def nodes(self) -> list[str] | tuple[str, ...]: ...
-
-    @property
     def weights(self) -> dict[str, float]: ...
 
     @property
     def layout(self) -> str: ...
 
-    def _replace_nodes(self, nodes: list[tuple[str, float]], /) -> None: ...
+    def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
 
 
 def whole_weights(router: WeightedRouter) -> bool:
@@ -46,5 +42,5 @@ def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
     if node not in weights:
         raise KeyError(node)
     if weights[node] != weight:
-        router._replace_nodes([(n, weight if n == node else weights[n]) for n in router.nodes])
+        router.add_service_node(node, weight)
     return weight
