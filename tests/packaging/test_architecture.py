@@ -24,7 +24,7 @@ SOURCE = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, set[str]]] = [
     ("engine binding", {"chash._chash"}),
     ("ring", {"chash", "chash.bounded", "chash.compat", "chash.metrics", "chash.simulate",
-              "chash._text", "chash._optional", "chash._version"}),
+              "chash.zones", "chash._text", "chash._optional", "chash._version"}),
     ("subsystems", {"chash.health", "chash.membership", "chash.migration",
                     "chash.weights"}),
     ("gateway", {"chash.gateway"}),
