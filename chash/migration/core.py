@@ -18,7 +18,6 @@ readers in many threads and one mover proceed together.
 from __future__ import annotations
 
 import collections
-import copy
 import json
 import os
 import threading
@@ -51,8 +50,10 @@ class Migration:
     (the ``keys_in`` argument, or an override in a subclass), for stores
     that can scan by hash range.  ``batch_size`` bounds each batch;
     ``warming`` names nodes of ``new`` that serve nothing until every key
-    moving to them is done.  Both routers are copied: later changes to them
-    do not change the migration.
+    moving to them is done.  The two routers are used as they are, not
+    copied (a copy of a big ring costs seconds): they must not change while
+    the migration runs, and ``batches()`` and ``commit()`` raise
+    RuntimeError if either did.
     """
 
     def __init__(self, old: ConsistentHashRouter, new: ConsistentHashRouter,
@@ -63,9 +64,10 @@ class Migration:
             raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r}")
         if keys is None and keys_in is None and type(self).keys_in is Migration.keys_in:
             raise ValueError("Migration needs the keys, or a keys_in(move) hook listing each arc's")
-        self._old = copy.copy(old)
-        self._new = copy.copy(new)
-        self._moves = self._old.diff(self._new)
+        self._old = old
+        self._new = new
+        self._moves = old.diff(new)
+        self._prints = (old.fingerprint(), new.fingerprint())
         self._batch_size = batch_size
         self._keys_in = keys_in
         self._warming = frozenset(warming)
@@ -91,12 +93,12 @@ class Migration:
 
     @property
     def old(self) -> ConsistentHashRouter:
-        """The ring the data is moving from (a copy)."""
+        """The ring the data is moving from."""
         return self._old
 
     @property
     def new(self) -> ConsistentHashRouter:
-        """The ring the data is moving to (a copy)."""
+        """The ring the data is moving to."""
         return self._new
 
     @property
@@ -125,8 +127,14 @@ class Migration:
         return [(k, s, t) for k, s, t in zip(keys, sources, targets, strict=True)
                 if s != t and s is not None and t is not None]
 
+    def _unchanged(self) -> None:
+        """RuntimeError when either ring changed since the migration began."""
+        if (self._old.fingerprint(), self._new.fingerprint()) != self._prints:
+            raise RuntimeError("a ring of this migration changed while it ran: start a new one")
+
     def _candidates(self) -> Iterator[Triple]:
         """Every moving key, in ring order of its arc for keys_in."""
+        self._unchanged()
         if self._given:
             yield from self._moving
             return
@@ -211,6 +219,7 @@ class Migration:
         """Ends the migration: :meth:`route` is plain ``new.get_target_node``
         from now on.  RuntimeError while moving keys are not done (or not
         yet all listed), unless ``force``."""
+        self._unchanged()
         with self._lock:
             if not force:
                 left = sum(self._remaining.values())
@@ -225,8 +234,7 @@ class Migration:
     def state(self) -> dict[str, Any]:
         """The migration's state as a JSON-ready dict (:meth:`resume`)."""
         with self._lock:
-            return _state.dump(self._old.fingerprint(), self._new.fingerprint(),
-                               list(self._done), self._committed)
+            return _state.dump(*self._prints, list(self._done), self._committed)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes :meth:`state` to ``path`` as JSON, replacing it whole."""
@@ -247,8 +255,7 @@ class Migration:
                         warming=warming)
         data = saved if isinstance(saved, dict) else json.loads(
             Path(saved).read_text(encoding="utf-8"))
-        done, committed = _state.load(data, migration._old.fingerprint(),
-                                      migration._new.fingerprint())
+        done, committed = _state.load(data, *migration._prints)
         with migration._lock:
             for key in done:
                 migration._done.add(key)
