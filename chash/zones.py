@@ -97,3 +97,15 @@ class ZonedRouter:
     def get_target_nodes(self, keys: Iterable[Key]) -> list[str | None]:
         """``get_target_node`` of each key, in one call."""
         return self._local.get_target_nodes(keys)
+
+    def get_preference_list(self, key: Key, n: int) -> list[str]:
+        """Up to ``n`` nodes in service to try in turn: the zone's own, from
+        the key's owner clockwise, then the other zones' in the whole
+        ring's order from the key."""
+        local = self._local
+        first = local.get_preference_list(key, n)
+        if len(first) >= n or local is self._everywhere:
+            return first
+        rest = self._everywhere.get_preference_list(key, len(self._everywhere))
+        taken = set(first)
+        return first + [node for node in rest if node not in taken][:n - len(first)]

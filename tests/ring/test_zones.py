@@ -96,6 +96,11 @@ def test_zoned_router_prefers_its_zone_and_falls_back() -> None:
         only_us.add_service_node(node)
     assert us.get_target_nodes(KEYS) == only_us.get_target_nodes(KEYS)
     assert us.local_nodes == ["b1", "b2", "b3"]
+    for key in KEYS[:50]:
+        walk = us.get_preference_list(key, 5)
+        assert walk[:3] == only_us.get_preference_list(key, 3) and len(walk) == 5
+        assert walk[3:] == [n for n in router.get_preference_list(key, 7)
+                            if n not in walk[:3]][:2]
     us.mark_down("b2")
     assert {us.get_target_node(k) for k in KEYS} == {"b1", "b3"}
     for node in ("b1", "b3"):
