@@ -49,13 +49,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_port(port: int, timeout: float = 15.0) -> None:
+def wait_port(port: int, timeout: float = 15.0, proc: Proc | None = None) -> None:
+    """Wait until something listens on ``port``; RuntimeError after
+    ``timeout`` s, or as soon as ``proc`` (what should listen) has exited,
+    with the end of its log."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
+            if proc is not None and proc.popen.poll() is not None:
+                raise RuntimeError(f"{proc.name} exited with status {proc.popen.returncode} "
+                                   f"before listening on 127.0.0.1:{port}:\n{proc.tail()}"
+                                   ) from None
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nothing listens on 127.0.0.1:{port}") from None
             time.sleep(0.05)
@@ -73,6 +80,13 @@ class Proc:
 
     name: str
     popen: subprocess.Popen[bytes]
+    log: Path | None = None
+
+    def tail(self, lines: int = 20) -> str:
+        """The last lines of the program's output."""
+        if self.log is None or not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
         if self.popen.poll() is None:
@@ -86,11 +100,12 @@ class Proc:
                 self.popen.wait()
 
 
-def start(name: str, argv: list[str], log: Path) -> Proc:
-    out = open(log, "ab")  # noqa: SIM115 - kept open for the child's life
-    popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-    return Proc(name, popen)
+def start(name: str, argv: list[str], log: Path, **popen: Any) -> Proc:
+    """Start ``argv`` in a process group of its own, output to ``log``."""
+    with open(log, "ab") as out:  # the child has its own copy of the descriptor
+        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True, **popen)
+    return Proc(name, child, log)
 
 
 class Lab:
@@ -103,6 +118,7 @@ class Lab:
         self.backend_ports = {name: free_port() for name in BACKENDS}
         self.ports: dict[str, int] = {}
         self.workers = workers
+        self._previous: Any = None  # the SIGTERM handler while the lab runs
 
     def backend_conf(self, name: str) -> Path:
         port = self.backend_ports[name]
@@ -125,10 +141,10 @@ http {{
         return conf
 
     def start_backend(self, name: str) -> None:
-        self.procs[f"backend-{name}"] = start(
+        proc = self.procs[f"backend-{name}"] = start(
             f"backend-{name}", ["nginx", "-c", str(self.backend_conf(name)), "-p",
                                 str(self.root)], self.root / f"backend-{name}.log")
-        wait_port(self.backend_ports[name])
+        wait_port(self.backend_ports[name], proc=proc)
 
     def start_nginx(self, workers: int) -> None:
         port = self.ports[f"nginx-{workers}"] = free_port()
@@ -160,10 +176,10 @@ http {{
   }}
 }}
 """)
-        self.procs[f"nginx-{workers}"] = start(
+        proc = self.procs[f"nginx-{workers}"] = start(
             f"nginx-{workers}", ["nginx", "-c", str(conf), "-p", str(self.root)],
             self.root / f"nginx-{workers}.log")
-        wait_port(port)
+        wait_port(port, proc=proc)
 
     def start_haproxy(self, workers: int) -> None:
         port = self.ports[f"haproxy-{workers}"] = free_port()
@@ -192,10 +208,10 @@ backend be
   hash-type consistent
 {servers}
 """)
-        self.procs[f"haproxy-{workers}"] = start(
+        proc = self.procs[f"haproxy-{workers}"] = start(
             f"haproxy-{workers}", ["haproxy", "-f", str(conf)],
             self.root / f"haproxy-{workers}.log")
-        wait_port(port)
+        wait_port(port, proc=proc)
 
     def start_chash(self, workers: int) -> None:
         port = self.ports[f"chash-{workers}"] = free_port()
@@ -205,9 +221,9 @@ backend be
                 "--health-interval", "1", "--log-level", "warning"]
         if workers > 1:
             argv += ["--workers", str(workers)]
-        self.procs[f"chash-{workers}"] = start(f"chash-{workers}", argv,
-                                               self.root / f"chash-{workers}.log")
-        wait_port(port)
+        proc = self.procs[f"chash-{workers}"] = start(f"chash-{workers}", argv,
+                                                      self.root / f"chash-{workers}.log")
+        wait_port(port, proc=proc)
         # Every worker listens once all of them answer; give them a moment.
         time.sleep(1.0 + 0.5 * workers)
 
@@ -230,14 +246,14 @@ backend be
         argv = [sys.executable, "-m", "chash", "gateway", "--listen", f"127.0.0.1:{port}",
                 "--backend", backends, "--key", "header:X-User-Id",
                 "--health-interval", "1", "--log-level", "warning"]
-        out = open(self.root / "chash-ref.log", "ab")  # noqa: SIM115
-        self.procs["chash-ref-1"] = Proc("chash-ref-1", subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
-            cwd=tree))
-        wait_port(port)
+        proc = self.procs["chash-ref-1"] = start("chash-ref-1", argv, self.root / "chash-ref.log",
+                                                 env=env, cwd=tree)
+        wait_port(port, proc=proc)
         time.sleep(1.0)
 
     def __enter__(self) -> Lab:
+        # SIGTERM unwinds like Ctrl-C, through __exit__: nothing outlives the run.
+        self._previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             for name in BACKENDS:
                 self.start_backend(name)
@@ -253,8 +269,22 @@ backend be
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stop every program started, each even if stopping another failed."""
+        failures = []
         for proc in self.procs.values():
-            proc.stop()
+            try:
+                proc.stop()
+            except BaseException as error:  # the others are still stopped
+                failures.append(f"{proc.name}: {error!r}")
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None
+        if failures:
+            print("could not stop: " + "; ".join(failures), file=sys.stderr)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 LUA = """
@@ -357,13 +387,18 @@ def failover(lab: Lab, script: Path, args: argparse.Namespace, name: str) -> dic
         load = subprocess.Popen(
             ["wrk", "-t2", "-c32", f"-d{math.ceil(duration)}s", "--timeout", "10s", "-s", str(script),
              f"http://127.0.0.1:{port}/"], stdout=out, stderr=subprocess.STDOUT)
-        time.sleep(args.failover_pause)
-        lab.procs["backend-b"].stop()
-        time.sleep(args.failover_pause)
-        during = {k: get_backend(port, k) for k in keys}
-        lab.start_backend("b")
-        time.sleep(args.failover_pause)
-        load.wait(duration + 60)
+        try:
+            time.sleep(args.failover_pause)
+            lab.procs["backend-b"].stop()
+            time.sleep(args.failover_pause)
+            during = {k: get_backend(port, k) for k in keys}
+            lab.start_backend("b")
+            time.sleep(args.failover_pause)
+            load.wait(duration + 60)
+        finally:
+            if load.poll() is None:
+                load.kill()
+                load.wait()
     after = {k: get_backend(port, k) for k in keys}
     sample = parse_wrk((lab.root / f"wrk-failover-{name}.txt").read_text())
     owned_by_b = {k for k, v in before.items() if v == "b"}

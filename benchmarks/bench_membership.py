@@ -15,19 +15,31 @@ processes on one machine:
   with ``socket_timeout=1`` and redis-py's default retries, and with
   ``retry=Retry(NoBackoff(), 0)``.
 
+With ``--store etcd`` the same gateways share the ring through a
+3-member etcd cluster instead, and the faults are etcd's: another ring at
+the same version, the ring gone back a version, the leader killed, a
+member paused (SIGSTOP), a member restarted, the history compacted; each
+measured from the fault until a change made at once reaches every
+gateway (the first three: until every gateway holds the right ring).
+
 Prints median and max per measurement; ``--json FILE`` writes every
-sample.  Needs redis-server and redis-py; about two minutes.
+sample.  Needs redis-server and redis-py (etcd and httpx for ``--store
+etcd``); about two minutes.
 
     python benchmarks/bench_membership.py [--changes 40] [--repeat 5] [--driver sync]
     python benchmarks/bench_membership.py --nodes 5000 --changes 15 --no-faults
+    python benchmarks/bench_membership.py --store etcd --driver async
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,19 +63,17 @@ META, NODES, ORDER = "chash:{default}:meta", "chash:{default}:nodes", "chash:{de
 
 
 class Bench:
-    """A Redis, three gateways, an operator's membership and a raw client."""
+    """Three gateways and an operator's membership of one ring: what both
+    stores' benchmarks share.  ``operator`` is set by the subclass."""
 
-    def __init__(self, driver: str, workdir: Path) -> None:
-        self.server = RedisServer()
-        self.server.start()
-        self.raw = redis.Redis(host="127.0.0.1", port=self.server.port, decode_responses=True)
-        self.gateways = [Worker(self.server.port, "default", f"gw{i}", workdir,
-                                options=("--driver", driver)) for i in range(3)]
+    operator: Any
+
+    def __init__(self, port: int, driver: str, workdir: Path, options: tuple[str, ...] = ()
+                 ) -> None:
+        self.gateways = [Worker(port, "default", f"gw{i}", workdir,
+                                options=("--driver", driver, *options)) for i in range(3)]
         for gateway in self.gateways:
             assert gateway.answer().get("ready"), gateway.log()
-        self.operator = RedisMembership(
-            ConsistentHashRouter(), redis.Redis(**self.server.client_kwargs()),
-            resync_interval=0.2, vote_ttl=3.0, reporter="operator")
         self.ring: dict[str, float] = {}
 
     def close(self) -> None:
@@ -71,8 +81,6 @@ class Bench:
         self.operator.client.close()
         for gateway in self.gateways:
             gateway.close()
-        self.raw.close()
-        self.server.close()
 
     def converged(self, act: Callable[[], None], **condition: Any) -> float:
         """Seconds from ``act()`` until every gateway meets ``condition``
@@ -115,13 +123,58 @@ class Bench:
         if nodes > 10:
             bulk = {f"10.1.{i // 250}.{i % 250}:8080": 1.0 for i in range(nodes - 10)}
             self.ring.update(bulk)
-            with self.raw.pipeline(transaction=True) as write:
-                write.hset(NODES, mapping={node: repr(weight) for node, weight in bulk.items()})
-                write.hset(META, "count", len(self.ring))
-                write.hincrby(META, "version", 1)
-                write.hdel(META, "digest")
-                write.execute()
+            self.bulk_write(bulk)
         self.converged(lambda: None, fingerprint=fingerprint_of(self.ring), deadline=120.0)
+
+    def bulk_write(self, bulk: dict[str, float]) -> None:
+        """Add ``bulk`` to the stored ring as one change, behind the
+        membership's back."""
+        raise NotImplementedError
+
+    def change_at_once(self) -> float:
+        """A change made at once, retried through an outage, until every
+        gateway holds it."""
+        node = f"after{time.monotonic_ns()}"
+        self.ring[node] = 1.0
+
+        def write() -> None:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    self.operator.add_node(node, 1.0)
+                    return
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+
+        return self.converged(write, fingerprint=fingerprint_of(self.ring))
+
+
+class RedisBench(Bench):
+    """A Redis, three gateways, an operator's membership and a raw client."""
+
+    def __init__(self, driver: str, workdir: Path) -> None:
+        self.server = RedisServer()
+        self.server.start()
+        self.raw = redis.Redis(host="127.0.0.1", port=self.server.port, decode_responses=True)
+        super().__init__(self.server.port, driver, workdir)
+        self.operator = RedisMembership(
+            ConsistentHashRouter(), redis.Redis(**self.server.client_kwargs()),
+            resync_interval=0.2, vote_ttl=3.0, reporter="operator")
+
+    def close(self) -> None:
+        super().close()
+        self.raw.close()
+        self.server.close()
+
+    def bulk_write(self, bulk: dict[str, float]) -> None:
+        with self.raw.pipeline(transaction=True) as write:
+            write.hset(NODES, mapping={node: repr(weight) for node, weight in bulk.items()})
+            write.hset(META, "count", len(self.ring))
+            write.hincrby(META, "version", 1)
+            write.hdel(META, "digest")
+            write.execute()
 
     def epoch(self) -> str:
         return str(self.raw.hget(META, "epoch"))
@@ -191,6 +244,96 @@ class Bench:
         return detected, recovered
 
 
+class EtcdBench(Bench):
+    """A 3-member etcd cluster, three gateways, an operator's membership."""
+
+    def __init__(self, driver: str, workdir: Path) -> None:
+        from _support.etcd_server import EtcdCluster
+        from chash.membership import EtcdMembership
+
+        self.cluster = EtcdCluster(3)
+        self.cluster.start()
+        super().__init__(0, driver, workdir, ("--etcd", self.cluster.url))
+        self.operator = EtcdMembership(ConsistentHashRouter(), self.cluster.urls,
+                                       resync_interval=0.2, vote_ttl=3.0, reporter="operator",
+                                       timeout=1.0)
+
+    def close(self) -> None:
+        super().close()
+        self.cluster.close()
+
+    def doc(self) -> dict[str, Any]:
+        reply = self.cluster.post("/v3/kv/range", {"key": _b64(ETCD_RING)})
+        return dict(json.loads(base64.b64decode(reply["kvs"][0]["value"])))
+
+    def put(self, doc: dict[str, Any]) -> None:
+        self.cluster.post("/v3/kv/put", {"key": _b64(ETCD_RING),
+                                         "value": _b64(json.dumps(doc))})
+
+    def bulk_write(self, bulk: dict[str, float]) -> None:
+        doc = self.doc()
+        for node, weight in bulk.items():
+            doc["seq"] += 1
+            doc["nodes"][node] = repr(weight)
+            doc["order"][node] = doc["seq"]
+        doc["version"] += 1
+        doc.pop("digest", None)
+        self.put(doc)
+
+    def same_version_other_ring(self) -> float:
+        doc = self.doc()
+        node = f"other{len(self.ring)}"
+        other = {**self.ring, node: 1.0}
+        doc["seq"] += 1
+        doc["nodes"][node] = "1.0"
+        doc["order"][node] = doc["seq"]
+        doc["digest"] = fingerprint_of(other)
+        elapsed = self.converged(lambda: self.put(doc), fingerprint=fingerprint_of(other))
+        self.ring = other
+        return elapsed
+
+    def going_back(self) -> float:
+        old = self.doc()
+        self.operator.add_node("lost", 1.0)
+        self.converged(lambda: None, fingerprint=fingerprint_of({**self.ring, "lost": 1.0}))
+        return self.converged(lambda: self.put(old), fingerprint=fingerprint_of(self.ring),
+                              epoch_not=old["epoch"])
+
+    def leader_killed(self) -> float:
+        leader = self.cluster.leader()
+        started = time.monotonic()
+        leader.kill()
+        elapsed = (time.monotonic() - started) + self.change_at_once()
+        self.cluster.restart(leader)
+        return elapsed
+
+    def member_paused(self) -> float:
+        member = self.cluster.members[self.operator.client._cluster.current]
+        member.pause()
+        try:
+            return self.change_at_once()
+        finally:
+            member.resume()
+            self.cluster.wait_healthy()
+
+    def member_restarted(self) -> float:
+        member = self.cluster.members[0]
+        started = time.monotonic()
+        self.cluster.restart(member)
+        return (time.monotonic() - started) + self.change_at_once()
+
+    def compacted(self) -> float:
+        self.cluster.compact()
+        return self.change_at_once()
+
+
+ETCD_RING = "chash/default/ring"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def fail_fast(server: RedisServer, retry: Any) -> float:
     """Seconds until add_node raises against a hung Redis."""
     kwargs: dict[str, Any] = {"host": "127.0.0.1", "port": server.port, "socket_timeout": 1.0,
@@ -224,12 +367,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-faults", action="store_true", help="normal changes only")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--driver", choices=("sync", "async"), default="sync")
+    parser.add_argument("--store", choices=("redis", "etcd"), default="redis")
     parser.add_argument("--json")
     args = parser.parse_args(argv[1:])
+    if args.store == "etcd":
+        return etcd_main(args)
 
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Bench(args.driver, Path(tmp))
+        bench = RedisBench(args.driver, Path(tmp))
         try:
             bench.gateways[0].call("add", node="seed")
             bench.ring["seed"] = 1.0
@@ -273,12 +419,57 @@ def main(argv: list[str]) -> int:
     return report(args, results)
 
 
+def normal_changes(bench: Bench, args: argparse.Namespace,
+                   results: dict[str, list[float]]) -> None:
+    bench.gateways[0].call("add", node="seed")
+    bench.ring["seed"] = 1.0
+    bench.operator.refresh()
+    bench.settle(args.nodes)
+    results[f"normal change, {args.nodes} nodes"] = [bench.change(i) for i in range(args.changes)]
+    bench.converged(lambda: None, fingerprint=fingerprint_of(bench.ring))  # all agree
+
+
+def etcd_main(args: argparse.Namespace) -> int:
+    """The etcd figures: normal changes, then each fault ``--repeat`` times."""
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = EtcdBench(args.driver, Path(tmp))
+        try:
+            normal_changes(bench, args, results)
+            if not args.no_faults:
+                faults: dict[str, Callable[[], float]] = {
+                    "1. same version, other ring": bench.same_version_other_ring,
+                    "1. etcd went back a version": bench.going_back,
+                    "2. leader killed (kill to change everywhere)": bench.leader_killed,
+                    "3. member paused: a change everywhere": bench.member_paused,
+                    "4. member restarted (restart to change everywhere)":
+                        bench.member_restarted,
+                    "5. history compacted: a change everywhere": bench.compacted,
+                }
+                for label, measure in faults.items():
+                    results[label] = [measure() for _ in range(args.repeat)]
+        finally:
+            bench.close()
+    return report(args, results)
+
+
 def report(args: argparse.Namespace, results: dict[str, list[float]]) -> int:
     """Print the figures; write the samples if asked."""
-    print(f"chash membership convergence: 3 gateway processes ({args.driver} driver, "
-          f"resync_interval 0.2 s), redis-server on 127.0.0.1, "
-          f"{platform.python_implementation()} {platform.python_version()}, redis-py "
-          f"{redis.__version__}")
+    if args.store == "etcd":
+        import httpx
+
+        from _support.etcd_server import EtcdCluster
+        version = subprocess.run([EtcdCluster(1).executable, "--version"], capture_output=True,
+                                 text=True, check=False).stdout.split("\n")[0]
+        where = f"a 3-member etcd cluster on 127.0.0.1 ({version}), httpx {httpx.__version__}"
+    else:
+        where = f"redis-server on 127.0.0.1, redis-py {redis.__version__}"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    print(f"chash membership convergence at {commit or 'an unknown commit'}: 3 gateway "
+          f"processes ({args.driver} driver, resync_interval 0.2 s), {where}, "
+          f"{platform.python_implementation()} {platform.python_version()}, load average "
+          f"{os.getloadavg()[0]:.1f}")
     width = max(map(len, results))
     for label, samples in results.items():
         print(f"{label:<{width}}  {summary(samples)}")

@@ -379,10 +379,15 @@ COMPAT_PAIRS = [
     ("ketama, weights 1-3", "ketama", "md5", "md5", 160, True),
     ("libmemcached (one_at_a_time)", "libmemcached", "one_at_a_time", "one_at_a_time", 100, False),
     ("libmemcached (md5)", "libmemcached", "md5", "md5", 100, False),
+    # HAProxy's ring: the nearest-point lookup against the successor, the
+    # same hash and 16 points a node (weight 1) on both sides.
+    ("haproxy (sdbm_avalanche)", "haproxy", "sdbm_avalanche", "sdbm_avalanche", 16, False),
+    ("haproxy (crc32)", "haproxy", "crc32", "crc32", 16, False),
 ]
 
 
-def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int,
+                       only: str | None = None) -> str:
     """Build and lookup of each compat layout against layout="python" with
     the same hash and points a node (hence the same hash cost), timed in
     interleaved rounds; medians and the ratio compat / python (target <= 1.5)."""
@@ -414,6 +419,8 @@ def compat_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int)
              f"{'ratio':>6} {'single ns':>15} {'ratio':>6}"]
     missed = 0
     for row, layout, hash_name, py_hash, vnodes, weighted in COMPAT_PAIRS:
+        if only is not None and layout != only:
+            continue
         for n in node_counts:
             nodes = [f"10.{i >> 8 & 255}.{i & 255}.1:{11211 + i % 7}" for i in range(n)]
             weights = [1 + i % 3 for i in range(n)] if weighted else None
@@ -557,7 +564,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, help="rounds a row (default 7, --quick 3)")
     parser.add_argument("--keys", type=int, help="lookup keys (default 20000, --quick 2000)")
     parser.add_argument("--compat-only", action="store_true",
-                        help="only the rows of the nginx, ketama and libmemcached layouts")
+                        help="only the rows of the nginx, ketama, libmemcached and haproxy layouts")
+    parser.add_argument("--layout", metavar="NAME",
+                        help="with --compat-only: the rows of this layout only (e.g. haproxy)")
     parser.add_argument("--wide-only", action="store_true",
                         help="only the rows of the 64-bit envoy ring and MaglevRouter")
     return parser.parse_args(argv)
@@ -570,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if repeat < 1 or not nodes or min(nodes + fast_nodes) < 1 or (args.keys or 1) < 1:
         raise SystemExit("--repeat, --keys and every node count must be at least 1")
     if args.compat_only:
-        print(compat_layout_rows(nodes, request_keys(args.keys or 20000), repeat))
+        print(compat_layout_rows(nodes, request_keys(args.keys or 20000), repeat, args.layout))
         return 0
     if args.wide_only:
         print(wide_layout_rows(nodes, request_keys(args.keys or 20000), repeat))

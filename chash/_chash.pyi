@@ -20,6 +20,13 @@ HashName = Literal[
     "fnv1a",
     "crc32",
     "one_at_a_time",
+    "sdbm",
+    "djb2",
+    "wt6",
+    "sdbm_avalanche",
+    "djb2_avalanche",
+    "wt6_avalanche",
+    "crc32_avalanche",
 ]
 LayoutName = Literal[
     "python",
@@ -27,6 +34,7 @@ LayoutName = Literal[
     "ketama",
     "nginx",
     "libmemcached",
+    "haproxy",
 ]
 Key = str | bytes
 # The layouts of 64-bit rings (Envoy's RING_HASH, gRPC's ring_hash): not in
@@ -65,7 +73,12 @@ class ConsistentHashRouter:
         maximum_ring_size: int | None = None,
     ) -> ConsistentHashRouter: ...
     def add_service_node(
-        self, real_node_id: str, weight: float = 1.0, *, zone: str | None = None
+        self,
+        real_node_id: str,
+        weight: float = 1.0,
+        *,
+        id: int | None = None,
+        zone: str | None = None,
     ) -> None: ...
     def add_service_nodes(self, nodes: Iterable[str], weight: float = 1.0) -> None: ...
     def remove_service_node(self, real_node_id: str, /) -> None: ...
@@ -84,7 +97,7 @@ class ConsistentHashRouter:
     def __setstate__(self, state: dict[str, dict[str, str]], /) -> None: ...
     def _calculate_hash(self, key: Key, /) -> int: ...
     def _check(self) -> None: ...
-    def _replace_nodes(self, nodes: list[tuple[str, float]], /) -> None: ...
+    def _replace_nodes(self, nodes: list[tuple[str, float]] | list[tuple[str, float, int]], /) -> None: ...
     @property
     def virtual_node_count(self) -> int: ...
     @property
@@ -103,6 +116,8 @@ class ConsistentHashRouter:
     def layout(self) -> LayoutName | WideLayoutName: ...
     @property
     def memory_bytes(self) -> int: ...
+    @property
+    def ids(self) -> dict[str, int]: ...
     @property
     def zones(self) -> dict[str, str]: ...
     def __len__(self) -> int: ...
@@ -177,7 +192,8 @@ def _rebuild(
     virtual_node_count: int,
     hash: str | Callable[[bytes], int],
     layout: str,
-    nodes: list[tuple[str, float]],
+    nodes: list[tuple[str, float]] | list[tuple[str, float, int]],
+    next_id: int | None = None,
     /,
 ) -> ConsistentHashRouter: ...
 

@@ -116,6 +116,19 @@ class RouteCounters:
         with self._lock:
             self._requests[outcome] += 1
 
+    def routed(self, owner: str, outcome: str, answered_by: str | None = None) -> None:
+        """Count one request routed by the ring, under one lock: its key's
+        lookup on ``owner``, its ``outcome`` (one of ``OUTCOMES``), and,
+        if ``answered_by`` is given, one answered attempt on that node.
+        The same counts as ``lookup``, ``request`` and ``attempt``."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+        with self._lock:
+            self._lookups[owner] += 1
+            self._requests[outcome] += 1
+            if answered_by is not None:
+                self._upstream_ok[answered_by] += 1
+
     def retry(self) -> None:
         """Count one retry on the next node of a key's preference list."""
         with self._lock:

@@ -16,9 +16,10 @@ WIDE_SOURCES := engine/wide.c engine/envoy.c
 DIFF_SOURCES := engine/diff.c
 # How keys and node ids become ring points (csrc/engine/scheme.c), over the
 # hash functions (csrc/hash/, one file per function or family).
-SCHEME_SOURCES := engine/scheme.c
+SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
 HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
-                hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c
+                hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
+                hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
 STRATEGY_SOURCES := strategies/strategies.c
 
@@ -29,6 +30,6 @@ ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURC
 # include Python.h.
 BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
-                   python/inspect.c python/strategies.c python/by_hash.c \
-                   python/table.c python/wide_ring.c python/maglev.c \
+                   python/inspect.c python/strategies.c python/haproxy.c \
+                   python/by_hash.c python/table.c python/wide_ring.c python/maglev.c \
                    python/diff.c python/zones.c

@@ -5,8 +5,13 @@
 
 Runs until interrupted (Ctrl-C, SIGTERM) or for ``--duration`` seconds.
 Health transitions and failed backend requests are logged to stderr.
+Every option can be set by an environment variable instead
+(``CHASH_LISTEN=0.0.0.0:8080``, ``CHASH_NO_HEALTH=1``; see
+``chash.cli.env``).
 ``--workers N`` runs N processes on the port (SO_REUSEPORT); ``--redis URL``
-shares the ring and the health verdicts between them and other instances.
+or ``--etcd URL[,URL...]`` shares the ring and the health verdicts between
+them and other instances; ``--dns-srv NAME`` takes the backends from a DNS
+SRV record set, and follows it.
 """
 from __future__ import annotations
 
@@ -24,12 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from chash._optional import MissingExtra, require
 from chash.cli.args import add_ring_arguments, build_router, positive_int, seconds
+from chash.cli.env import check_environment, with_environment
 
 # chash.gateway and chash.membership are imported where used: the other
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
 if TYPE_CHECKING:
     from chash.gateway import Gateway
-    from chash.membership import RedisMembership
+    from chash.gateway.workers import Follower, Leader
+    from chash.membership.sync_driver import SyncDriver
+
 
 __all__ = ["register", "run", "serve"]
 
@@ -105,11 +113,12 @@ def _run_loop(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
-def _banner(gateway: Gateway, workers: int) -> str:
+def _banner(gateway: Gateway, workers: int, leader: Leader | None = None) -> str:
     nodes = ", ".join(f"{node}={address}" if node != address else node
                       for node, address in gateway.addresses.items())
     url = gateway.url
-    admin = gateway.admin_url
+    shown: Gateway | Leader = gateway if leader is None else leader  # who serves the admin
+    admin = shown.admin_url
     lines = [f"chash gateway listening on {url}"
              + (f" ({workers} worker processes)" if workers > 1 else ""),
              f"  key {gateway.key_rule}; backends {nodes}"]
@@ -117,17 +126,19 @@ def _banner(gateway: Gateway, workers: int) -> str:
         lines.append("  no admin listener (status page and metrics: --admin-listen HOST:PORT)")
     else:
         lines.append(f"  status {admin}{gateway.status_path}, "
-                     + (f"metrics {admin}{gateway.metrics_path}" if gateway.registry is not None
-                        else str(gateway.metrics_off)))
+                     + (f"metrics {admin}{gateway.metrics_path}" if shown.registry is not None
+                        else str(shown.metrics_off)))
     return "\n".join(lines)
 
 
 async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None, *,
                 reuse_port: bool = False, ready: Callable[[Gateway], None] | None = None,
-                membership: Any = None) -> None:
+                membership: Any = None, role: Leader | Follower | None = None) -> None:
     """Run ``gateway`` on ``host:port`` until SIGINT/SIGTERM or ``duration``
     seconds.  ``ready(gateway)`` is called once it listens (by default: print
-    where).  ``membership``, if given, is started first and stopped last."""
+    where).  ``membership``, if given, is started first and stopped last;
+    ``role``, a worker's part in ``--workers N``, starts once the gateway
+    listens and stops before it."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
@@ -143,6 +154,8 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
         try:
             await gateway.start(host, port, reuse_port=reuse_port)
             try:
+                if role is not None:
+                    await role.start(gateway)
                 if ready is None:
                     print(_banner(gateway, 1), flush=True)
                 else:
@@ -154,6 +167,8 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
                 if ready is None:
                     print("chash gateway stopping", flush=True)
             finally:
+                if role is not None:
+                    await role.stop()
                 await gateway.stop()
         finally:
             if membership is not None:
@@ -163,49 +178,127 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
             loop.remove_signal_handler(signum)
 
 
-def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
-           backends: dict[str, str], worker: int) -> tuple[Gateway, RedisMembership | None]:
-    """The gateway of one process, and its membership (or None)."""
-    from chash.gateway import Gateway, GatewayConfig
+class _Feeds:
+    """The shared ring and the record set a gateway follows, started and
+    stopped as one (``serve()``'s ``membership``): the membership first, so
+    that the discovery writes into a synced ring, and stopped last."""
 
-    router = build_router(parser, args, list(backends))
-    membership = None
+    def __init__(self, membership: SyncDriver | None, discovery: Any) -> None:
+        self.membership = membership
+        self.discovery = discovery
+
+    def start(self) -> None:
+        if self.membership is not None:
+            self.membership.start()
+        if self.discovery is not None:
+            self.discovery.start()
+
+    def stop(self) -> None:
+        if self.discovery is not None:
+            self.discovery.stop()
+        if self.membership is not None:
+            self.membership.stop()
+
+
+def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
+    """The membership ``--redis`` or ``--etcd`` asks for, or None."""
+    if args.etcd:
+        from chash.membership import EtcdMembership
+
+        require("httpx", user="--etcd", extra="etcd")
+        # httpx logs every request at INFO: the gateway's own log says
+        # what matters (outages, changes).
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+
+        return EtcdMembership(router, args.etcd, name=args.ring or "default",
+                              bootstrap=args.bootstrap, timeout=1.0)
     if args.redis:
         from chash.membership import RedisMembership
 
         redis = require("redis", user="--redis", extra="redis", package="redis-py")
         client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
                                       socket_connect_timeout=1.0)
-        membership = RedisMembership(router, client, name=args.ring or "default",
-                                     bootstrap=args.bootstrap)
+        return RedisMembership(router, client, name=args.ring or "default",
+                               bootstrap=args.bootstrap)
+    return None
+
+
+def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
+           backends: dict[str, str], worker: int,
+           links: list[tuple[socket.socket, socket.socket]] | None = None,
+           ) -> tuple[Gateway, _Feeds | None, Leader | Follower | None]:
+    """The gateway of one process, what feeds its ring (or None), and its
+    part in ``--workers N`` (None for a single process).  ``links``: the
+    socket pairs between worker 0 and each other worker."""
+    from chash.gateway import Gateway, GatewayConfig
+
+    router = build_router(parser, args, list(backends))
+    membership = _membership(args, router)
+    discovery = None
+    if args.dns_srv:
+        from chash.discovery import DnsSrvDiscovery
+
+        require("dns.resolver", user="--dns-srv", extra="dns", package="dnspython")
+        discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
+        discovery.follow(membership if membership is not None else router)
+    feeds = _Feeds(membership, discovery) if membership or discovery else None
+    role: Leader | Follower | None = None
+    verdicts: Any = membership  # where worker 0's checker applies its verdicts
+    counters = reports = None
+    if links is not None:
+        from chash.gateway.workers import Follower, Leader
+
+        if worker == 0:
+            role = Leader(router, [ours for ours, _ in links], share_verdicts=membership is None,
+                          admin_listen=args.admin_listen)
+            counters = role.counters
+            if membership is None:
+                verdicts = role
+        else:
+            role = Follower(router, links[worker - 1][1])
+            if membership is None:  # worker 0 alone probes; failures go to it
+                reports = role
+    probes = not args.no_health and (worker == 0 or membership is not None or links is None)
     config = GatewayConfig(
         key=args.key, missing_key=args.missing_key, attempts=args.attempts,
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
         deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
-        fail_on_status=args.fail_on_status, health=not args.no_health,
+        fail_on_status=args.fail_on_status, health=probes,
         health_path=args.health_path, health_interval=args.health_interval,
         health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
         metrics=False if args.no_metrics else None,
-        admin_listen=args.admin_listen if worker == 0 else None,
+        admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
-        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout)
-    return Gateway(backends, config, router=router, membership=membership), membership
+        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+        tracing=False if args.no_tracing else None)
+    gateway = Gateway(backends, config, router=router, membership=verdicts,
+                      counters=counters, health_reports=reports)
+    return gateway, feeds, role
 
 
 def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
-            backends: dict[str, str], index: int, pipe: Any) -> None:
+            backends: dict[str, str], index: int, pipe: Any,
+            links: list[tuple[socket.socket, socket.socket]]) -> None:
     """One worker process of ``--workers N``: serve until SIGTERM."""
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format=f"%(asctime)s worker {index} %(name)s %(levelname)s %(message)s")
+    for number, (ours, theirs) in enumerate(links, start=1):  # keep only this worker's ends
+        if index != 0:
+            ours.close()
+        if index != number:
+            theirs.close()
     try:
-        gateway, membership = _build(args, parser, backends, index)
+        gateway, membership, role = _build(args, parser, backends, index, links)
         host, port = args.listen
 
+        from chash.gateway.workers import Leader
+
         def ready(gateway: Gateway) -> None:
-            pipe.send(("ready", _banner(gateway, args.workers)))
+            leader = role if isinstance(role, Leader) else None
+            pipe.send(("ready", _banner(gateway, args.workers, leader)))
 
         _run_loop(serve(gateway, host, port, None, reuse_port=True, ready=ready,
-                        membership=membership))
+                        membership=membership, role=role))
     except (ImportError, OSError, ValueError) as exc:
         pipe.send(("error", str(getattr(exc, "strerror", None) or exc)))
         sys.exit(1)
@@ -230,15 +323,21 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
     previous = {signum: signal.signal(signum, lambda s, f: stopping.append(s))
                 for signum in (signal.SIGINT, signal.SIGTERM)}
     workers = []
+    # Worker 0 talks with each other worker over a socket pair of its own
+    # (chash.gateway.workers): one health verdict, one metrics view.
+    links = [socket.socketpair() for _ in range(args.workers - 1)]
     try:
         pipes = []
         for index in range(args.workers):
             ours, theirs = context.Pipe()
             process = context.Process(target=_worker, name=f"chash-gateway-{index}",
-                                      args=(args, parser, backends, index, theirs))
+                                      args=(args, parser, backends, index, theirs, links))
             process.start()
             workers.append(process)
             pipes.append(ours)
+        for pair in links:
+            for end in pair:
+                end.close()
         banners = []
         for ours in pipes:
             if not ours.poll(60):
@@ -263,6 +362,9 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
         return 0
     finally:
         reserve.close()
+        for pair in links:
+            for end in pair:
+                end.close()
         for process in workers:
             if process.is_alive():
                 process.terminate()
@@ -278,15 +380,20 @@ def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash gateway``."""
     parser: argparse.ArgumentParser = args.gateway_parser
+    check_environment(args, parser)
     backends: dict[str, str] = {}
     for name, address in (pair for group in args.backend for pair in group):
         if name in backends:
             parser.error(f"backend {name} is listed twice")
         backends[name] = address
-    if not backends:
-        parser.error("at least one --backend is required")
-    if (args.ring or args.bootstrap) and not args.redis:
-        parser.error("--ring and --bootstrap need --redis URL")
+    if not backends and not args.dns_srv:
+        parser.error("at least one --backend is required (or --dns-srv NAME)")
+    if args.redis and args.etcd:
+        parser.error("give --redis or --etcd, not both")
+    if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
+        parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
+    if args.nameserver and not args.dns_srv:
+        parser.error("--nameserver needs --dns-srv NAME")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -295,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        gateway, membership = _build(args, parser, backends, 0)
+        gateway, membership, _ = _build(args, parser, backends, 0)
     except ImportError as exc:
         print(f"chash gateway: {exc}", file=sys.stderr)
         return 1
@@ -321,13 +428,16 @@ def register(subparsers: Any) -> None:
         description="Proxy HTTP requests to backends chosen by consistent hashing of a "
                     "key taken from each request; fail over along the key's preference "
                     "list; health-check the backends.  Needs aiohttp "
-                    "(pip install 'chash-router[gateway]').")
+                    "(pip install 'chash-router[gateway]').  Every option can also be "
+                    "set by an environment variable, CHASH_ and its name (--max-body: "
+                    "CHASH_MAX_BODY; flags take 1 or 0); the command line wins.")
     _add_routing_arguments(parser)
     _add_sharing_arguments(parser)
     _add_proxy_arguments(parser)
     _add_health_arguments(parser)
     _add_output_arguments(parser)
     parser.set_defaults(func=run, gateway_parser=parser)
+    with_environment(parser)
 
 
 def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
@@ -355,12 +465,25 @@ def _add_sharing_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", metavar="URL",
                         help="share the ring and health verdicts through Redis "
                              "(redis://HOST:PORT/DB), with every worker and instance")
+    parser.add_argument("--etcd", metavar="URL[,URL...]",
+                        help="share the ring and health verdicts through etcd instead "
+                             "(http://HOST:2379, every member of the cluster; "
+                             "http://USER:PASSWORD@HOST:2379 with auth)")
     parser.add_argument("--ring", metavar="NAME",
-                        help="the shared ring's name in Redis (default 'default')")
+                        help="the shared ring's name in Redis or etcd (default 'default')")
     parser.add_argument("--bootstrap", action="store_true",
-                        help="with --redis: this instance may create the shared ring from its "
-                             "--backend list if Redis holds none (give it to the first "
-                             "instance only; the others join, and restore a ring Redis lost)")
+                        help="with --redis or --etcd: this instance may create the shared "
+                             "ring from its --backend list if the store holds none (give it "
+                             "to the first instance only; the others join, and restore a "
+                             "ring the store lost)")
+    parser.add_argument("--dns-srv", metavar="NAME",
+                        help="take the backends from the DNS SRV records of NAME "
+                             "(_http._tcp.users.example.) and follow them at their TTL: "
+                             "nodes are TARGET:PORT, weighted by the SRV weights of the "
+                             "lowest priority; into the shared ring with --redis/--etcd")
+    parser.add_argument("--nameserver", metavar="HOST[:PORT]", action="append", default=[],
+                        help="with --dns-srv: the DNS server to ask (repeatable; default "
+                             "the system's)")
     parser.add_argument("--admin-listen", type=_listen, metavar="HOST:PORT",
                         help="serve the status page and metrics here (default: nowhere)")
 
@@ -415,6 +538,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="name the serving node in this response header")
     parser.add_argument("--no-metrics", action="store_true",
                         help="do not serve metrics on the admin listener")
+    parser.add_argument("--no-tracing", action="store_true",
+                        help="no OpenTelemetry spans (default: a span per attempt when "
+                             "opentelemetry-api is installed)")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),

@@ -4,10 +4,10 @@ The nodes come from ``--nodes a,b,c``, from ``--nodes-file FILE``, or from
 standard input (``--nodes -``); a file holds node names separated by new
 lines or commas, with ``#`` comments.  The ring is built exactly as a
 router with the same options would build it, so the answer is the one a
-gateway using those options gives.  ``--nginx-conf FILE --upstream NAME``
-and ``--twemproxy-conf FILE --pool NAME`` build the ring those programs
-build from their configuration instead (``chash.compat``), so the answer
-is where they send the key.
+gateway using those options gives.  ``--nginx-conf FILE --upstream NAME``,
+``--twemproxy-conf FILE --pool NAME`` and ``--haproxy-conf FILE --backend
+NAME`` build the ring those programs build from their configuration
+instead (``chash.compat``), so the answer is where they send the key.
 """
 from __future__ import annotations
 
@@ -93,15 +93,20 @@ def _router_from_conf(parser: argparse.ArgumentParser,
                       args: argparse.Namespace) -> ConsistentHashRouter:
     """The ring of an nginx upstream or a twemproxy pool named by the
     arguments; ``parser.error`` (exit 2) naming the problem otherwise."""
-    from chash.compat import ConfigError, nginx_upstream, twemproxy_pool
+    from chash.compat import ConfigError, haproxy_backend, nginx_upstream, twemproxy_pool
 
     build: Callable[[str, str], ConsistentHashRouter]
     if args.nginx_conf is not None:
         path, name, flag, build = args.nginx_conf, args.upstream, "--upstream", nginx_upstream
+        conf_flag = "--nginx-conf"
+    elif args.haproxy_conf is not None:
+        path, name, flag, build = args.haproxy_conf, args.backend, "--backend", haproxy_backend
+        conf_flag = "--haproxy-conf"
     else:
         path, name, flag, build = args.twemproxy_conf, args.pool, "--pool", twemproxy_pool
+        conf_flag = "--twemproxy-conf"
     if name is None:
-        parser.error(f"{flag} NAME is needed with {'--nginx-conf' if flag == '--upstream' else '--twemproxy-conf'}")
+        parser.error(f"{flag} NAME is needed with {conf_flag}")
     if args.vnodes is not None or args.hash is not None or args.layout != "python" or args.weight:
         parser.error("--vnodes, --hash, --layout and --weight come from the configuration file")
     try:
@@ -120,11 +125,12 @@ def _router_from_conf(parser: argparse.ArgumentParser,
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash route``."""
     parser: argparse.ArgumentParser = args.route_parser
-    if args.nginx_conf is not None or args.twemproxy_conf is not None:
+    if args.nginx_conf is not None or args.twemproxy_conf is not None or args.haproxy_conf is not None:
         router = _router_from_conf(parser, args)
     else:
-        if args.upstream is not None or args.pool is not None:
-            parser.error("--upstream goes with --nginx-conf, --pool with --twemproxy-conf")
+        if args.upstream is not None or args.pool is not None or args.backend is not None:
+            parser.error("--upstream goes with --nginx-conf, --pool with --twemproxy-conf, "
+                         "--backend with --haproxy-conf")
         nodes = _read_nodes(parser, args)
         router = build_router(parser, args, nodes)
     answers = route(router, args.keys, args.n)
@@ -154,7 +160,12 @@ def register(subparsers: Any) -> None:
     source.add_argument("--twemproxy-conf", metavar="FILE",
                         help="route as twemproxy (nutcracker) does with this configuration's "
                              "pool (--pool NAME; 'distribution: ketama', 'hash: md5')")
+    source.add_argument("--haproxy-conf", metavar="FILE",
+                        help="route as HAProxy 2.6 does with this configuration's backend "
+                             "(--backend NAME; 'hash-type consistent'); KEY is what its "
+                             "balance hashes, e.g. the header's value for hdr(NAME)")
     parser.add_argument("--upstream", metavar="NAME", help="the upstream of --nginx-conf")
+    parser.add_argument("--backend", metavar="NAME", help="the backend of --haproxy-conf")
     parser.add_argument("--pool", metavar="NAME", help="the pool of --twemproxy-conf")
     add_ring_arguments(parser)
     parser.add_argument("-n", type=positive_int, default=3, metavar="N",

@@ -104,6 +104,10 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         "nodes": _nodes(gateway, health, snap),
         "requests": dict(snap.requests),
         "retries": snap.retries,
+        # Each worker's own counts, when the view gathers several processes
+        # (chash.gateway.workers.GroupView); absent for a single process.
+        **({"workers": workers} if (workers := getattr(gateway, "workers", None)) is not None
+           else {}),
     }
 
 

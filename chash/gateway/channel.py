@@ -10,7 +10,7 @@ serves both sides: client connections and the backend connections that
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from chash.gateway.heads import HttpError
 
@@ -18,6 +18,10 @@ __all__ = ["BLOCK", "Channel", "ReadTimeout"]
 
 #: Bytes read or written in one step; also the read buffer's high-water mark.
 BLOCK = 65536
+
+
+async def _ready() -> None:
+    """Nothing to wait for."""
 
 
 class ReadTimeout(Exception):
@@ -126,25 +130,37 @@ class Channel(asyncio.Protocol):
         """Whether the connection is gone or closing."""
         return self._lost or self.transport is None or self.transport.is_closing()
 
-    async def wait_data(self, timeout: float) -> None:
-        """Wait until some bytes (or EOF) arrive; ReadTimeout after ``timeout`` s."""
+    def wait_data(self, timeout: float) -> Awaitable[None]:
+        """Something to await until some bytes (or EOF) arrive; ReadTimeout
+        after ``timeout`` s.  (The future itself when it must wait: one
+        frame less between a keep-alive connection's requests.)"""
         if self._buf or self._eof:
-            return
-        await self._more(timeout)
+            return _ready()
+        return self._more(timeout)
 
     def _take(self, size: int) -> bytes:
-        data = bytes(self._buf[:size])
-        del self._buf[:size]
+        buf = self._buf
+        if size >= len(buf):  # the usual case: all that came is taken at once
+            data = bytes(buf)
+            buf.clear()
+        else:
+            data = bytes(buf[:size])
+            del buf[:size]
         if self._paused and len(self._buf) <= BLOCK // 2 and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
         return data
 
-    async def read_head(self, limit: int, timeout: float, status: int) -> bytes | None:
+    async def read_head(self, limit: int, timeout: float, status: int,
+                        check: Callable[[bytes], None] | None = None) -> bytes | None:
         """Bytes up to and including the first empty line; None on EOF before
         any byte.  HttpError(status) above ``limit`` bytes or on EOF mid-head;
-        ReadTimeout when ``timeout`` s pass without the head complete."""
+        ReadTimeout when ``timeout`` s pass without the head complete.
+        ``check``, if given, is called with each new piece of a head not
+        complete yet (the bytes after those it was given before), so that
+        it can refuse a malformed head at once by raising HttpError."""
         start = 0
+        checked = 0
         deadline = self._loop.time() + timeout
         while True:
             end = self._buf.find(b"\r\n\r\n", start)
@@ -152,6 +168,9 @@ class Channel(asyncio.Protocol):
                 if end + 4 > limit:
                     raise HttpError(status if status != 400 else 431, "head too large")
                 return self._take(end + 4)
+            if check is not None and len(self._buf) > checked:
+                check(bytes(self._buf[checked:]))
+                checked = len(self._buf)
             if len(self._buf) > limit:
                 raise HttpError(status if status != 400 else 431, "head too large")
             if self._eof:
@@ -191,8 +210,13 @@ class Channel(asyncio.Protocol):
             await self._more(timeout)
         return self._take(size)
 
-    async def _more(self, timeout: float) -> None:
-        """Wait for bytes beyond those buffered (past the flow-control mark)."""
+    def _more(self, timeout: float) -> asyncio.Future[None]:
+        """A future for bytes beyond those buffered (past the flow-control
+        mark): done when some arrive or at EOF, ReadTimeout after
+        ``timeout`` s.  A plain function returning the future to await, not
+        a coroutine: one frame less for every read that waits.  Whoever
+        completes the future clears ``_waiter`` first, so a cancelled wait
+        leaves nothing behind but a done future the next wait replaces."""
         if self._paused and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
@@ -206,10 +230,7 @@ class Channel(asyncio.Protocol):
             if self._timer is not None:
                 self._timer.cancel()
             self._timer = loop.call_at(deadline, self._on_timer)
-        try:
-            await waiter
-        finally:
-            self._waiter = None
+        return waiter
 
     def _on_timer(self) -> None:
         self._timer = None

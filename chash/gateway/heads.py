@@ -1,15 +1,13 @@
-"""HTTP/1.1 message heads, parsed without I/O (RFC 9110, RFC 9112).
+"""HTTP/1.1 message heads (RFC 9110, RFC 9112): the parsed forms, and the
+backend's response heads parsed without I/O.
 
-The gateway's proxy path reads bytes from sockets and hands complete heads
-(request or status line plus header fields, up to and including the empty
-line) to ``parse_request_head`` / ``parse_response_head``; bodies are
-framed by ``chash.gateway.bodies``.  The parsers are
-strict where leniency lets two parties disagree on where a message ends
-(request smuggling): a request with both ``Content-Length`` and
-``Transfer-Encoding``, conflicting lengths, a coding other than
-``chunked``, obsolete line folding, bare CR or LF, whitespace before a
-colon, a missing or repeated ``Host`` -- all are refused with the status a
-strict server answers.  Header values are kept as bytes: nothing is
+``RequestHead`` is what ``chash.gateway.parser`` (llhttp, with the
+gateway's policy on top) makes of a client's request head;
+``parse_response_head`` reads a backend's status line and header fields
+(bodies are framed by ``chash.gateway.bodies``).  It is strict where
+leniency lets two parties disagree on where a message ends: conflicting
+lengths, obsolete line folding, bare CR or LF, whitespace before a colon
+are refused with 502.  Header values are kept as bytes: nothing is
 decoded, so any byte a client sends in a value can be a routing key.
 """
 
@@ -22,14 +20,10 @@ __all__ = [
     "HttpError",
     "RequestHead",
     "ResponseHead",
-    "parse_request_head",
     "parse_response_head",
 ]
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
-_VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
-_ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)([^#]*)")
 _STATUS_LINE = re.compile(rb"HTTP/1\.[01] ([1-9][0-9][0-9])(?: ([^\r\n]*))?")
 
 
@@ -109,87 +103,6 @@ def _split_fields(lines: list[bytes], status: int) -> list[tuple[bytes, bytes]]:
         name, _, value = line.partition(b":")
         fields.append((name.lower(), value.strip(b" \t")))
     return fields
-
-
-def _lengths(fields: list[tuple[bytes, bytes]], status: int) -> int | None:
-    length: int | None = None
-    for name, value in fields:
-        if name == b"content-length":
-            for item in value.split(b","):
-                item = item.strip(b" \t")
-                if not item.isdigit() or len(item) > 18:
-                    raise HttpError(status, "invalid Content-Length")
-                if length is not None and int(item) != length:
-                    raise HttpError(status, "conflicting Content-Length values")
-                length = int(item)
-    return length
-
-
-def _connection_tokens(fields: list[tuple[bytes, bytes]]) -> set[bytes]:
-    return {token.strip(b" \t").lower() for name, value in fields if name == b"connection"
-            for token in value.split(b",")}
-
-
-def parse_request_head(data: bytes) -> RequestHead:
-    """Parse a request head (``data`` ends with the empty line).
-
-    Raises ``HttpError`` with the status to answer: 400 for anything
-    malformed or ambiguous, 501 for a transfer coding other than chunked or
-    a CONNECT, 505 for a version other than HTTP/1.0 and HTTP/1.1.
-    """
-    lines = data[:-4].split(b"\r\n") if data.endswith(b"\r\n\r\n") else [b""]
-    parts = lines[0].split(b" ")
-    if len(parts) != 3:
-        raise HttpError(400, "malformed request line")
-    method, target, version = parts
-    if _TOKEN.fullmatch(method) is None:
-        raise HttpError(400, "malformed method")
-    if version not in (b"HTTP/1.1", b"HTTP/1.0"):
-        if _VERSION.fullmatch(version):
-            raise HttpError(505, "only HTTP/1.0 and HTTP/1.1 are served")
-        raise HttpError(400, "malformed version")
-    if not target or _BAD_TARGET.search(target) is not None:
-        raise HttpError(400, "malformed request target")
-    authority: bytes | None = None
-    if target[0] != 0x2F:  # not "/": absolute-form, "*" or authority-form
-        absolute = _ABSOLUTE.fullmatch(target)
-        if absolute is not None:
-            # RFC 9112 §3.2.2: the target's authority replaces Host.  The
-            # request is routed by its path like any other; the host it
-            # names is only passed on in X-Forwarded-Host.
-            authority = absolute.group(1)
-            target = absolute.group(2) or b"/"
-            if target[0] != 0x2F:  # "http://h?q": the path is empty
-                target = b"/" + target
-        elif target == b"*" and method == b"OPTIONS":
-            pass
-        elif method == b"CONNECT":
-            raise HttpError(501, "CONNECT is not supported")
-        else:
-            raise HttpError(400, "malformed request target")
-    header_lines = lines[1:]
-    fields = _split_fields(header_lines, 400)
-    length = _lengths(fields, 400)
-    codings = [value for name, value in fields if name == b"transfer-encoding"]
-    chunked = False
-    if codings:
-        if version == b"HTTP/1.0":
-            raise HttpError(400, "Transfer-Encoding in an HTTP/1.0 request")
-        if length is not None:
-            raise HttpError(400, "both Content-Length and Transfer-Encoding")
-        if b",".join(codings).strip(b" \t").lower() != b"chunked":
-            raise HttpError(501, "only the chunked transfer coding is supported")
-        chunked = True
-    hosts = [value for name, value in fields if name == b"host"]
-    if len(hosts) > 1 or (version == b"HTTP/1.1" and not hosts):
-        raise HttpError(400, "a request needs exactly one Host header")
-    tokens = _connection_tokens(fields)
-    keep_alive = (b"close" not in tokens if version == b"HTTP/1.1"
-                  else b"keep-alive" in tokens)
-    expect = next((v for n, v in fields if n == b"expect"), None)
-    return RequestHead(method.decode("ascii"), target, authority, version, fields,
-                       header_lines, length or 0, chunked, keep_alive,
-                       expect is not None and expect.lower() == b"100-continue")
 
 
 # Never relayed from a backend to the client: hop-by-hop fields (RFC 9110

@@ -1,7 +1,7 @@
 """The gateway's proxy path: answering the requests of client connections.
 
 For each connection, ``Proxy`` reads request heads (strictly, with
-``chash.gateway.heads``), takes the key, asks the ring for the preference
+``chash.gateway.parser``), takes the key, asks the ring for the preference
 list and tries its nodes as ``chash.gateway.retry.next_attempt`` says, over
 per-backend keep-alive pools (``chash.gateway.pool``), then relays the
 answer (bodies framed by ``chash.gateway.bodies``).  It is given what it
@@ -15,33 +15,37 @@ import asyncio
 import errno
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from chash._chash import ConsistentHashRouter
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
-from chash.gateway.heads import (
-    HttpError,
-    RequestHead,
-    ResponseHead,
-    parse_request_head,
-    parse_response_head,
-)
+from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
 from chash.gateway.messages import Body, backend_head, client_head, simple_answer
+from chash.gateway.parser import RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
+from chash.gateway.tracing import AttemptTracer
 from chash.metrics import RouteCounters
 
-if TYPE_CHECKING:
-    from chash.health import AsyncHealthChecker
-
-__all__ = ["Proxy", "describe"]
+__all__ = ["HealthReports", "Proxy", "describe"]
 
 logger = logging.getLogger("chash.gateway")
 
 #: An attempt's result: (outcome, detail, keep); see ``Proxy._attempt``.
 Attempt = tuple[Outcome, str, bool]
+
+
+class HealthReports(Protocol):
+    """Where the proxy reports the outcome of real requests: a health
+    checker, or whatever forwards them to one."""
+
+    def report_success(self, node: str) -> None:
+        """A request to ``node`` succeeded."""
+
+    def report_failure(self, node: str, reason: str = ...) -> None:
+        """A request to ``node`` failed for ``reason``."""
 
 
 class _ClientBodyCut(Exception):
@@ -72,13 +76,14 @@ class Proxy:
 
     def __init__(self, config: GatewayConfig, router: ConsistentHashRouter,
                  addresses: Mapping[str, str], counters: RouteCounters,
-                 health: AsyncHealthChecker | None) -> None:
+                 health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
         self._config = config
         self._key = config.key_rule
         self._router = router
         self._addresses = addresses
         self._counters = counters
         self._health = health
+        self._tracer = tracer
         self._loads: dict[str, int] = {}
         self._pools: dict[str, Pool] = {}
         self._connections: set[Channel] = set()
@@ -127,8 +132,9 @@ class Proxy:
         assert client.transport is not None
         peer = client.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
+        parser = RequestParser()
         try:
-            while (request := await self._next_request(client, remote)) is not None:
+            while (request := await self._next_request(client, remote, parser)) is not None:
                 if not await self._proxy(client, request, remote):
                     break
             await client.linger(2.0, 10.0)
@@ -140,15 +146,17 @@ class Proxy:
             self._connections.discard(client)
             client.close()
 
-    async def _next_request(self, client: Channel, remote: str) -> RequestHead | None:
+    async def _next_request(self, client: Channel, remote: str,
+                            parser: RequestParser) -> RequestHead | None:
         """The client's next request head; None when the connection is to
         end (closed, idle too long, or a bad head, answered already)."""
         config = self._config
         try:
             if not client.buffered:
                 await client.wait_data(config.idle_timeout)
-            head = await client.read_head(config.max_header_size, config.header_timeout, 400)
-            return None if head is None else parse_request_head(head)
+            head = await client.read_head(config.max_header_size, config.header_timeout, 400,
+                                          parser.check)
+            return None if head is None else parser.parse(head)
         except ReadTimeout:
             if client.buffered:  # a head begun and not finished
                 logger.info("client %s sent no complete request head in %gs; closing",
@@ -197,7 +205,6 @@ class Proxy:
         if not nodes:
             self._counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", has_body)
-        self._counters.lookup(nodes[0])
         if request.expect_continue and has_body:
             client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body: bytes | None = b""
@@ -207,7 +214,7 @@ class Proxy:
             try:
                 body = await client.read_exact(request.content_length, config.body_timeout)
             except (ReadTimeout, EOFError):
-                self._counters.request("rejected")
+                self._counters.routed(nodes[0], "rejected")
                 return self._answer(client, request, 408,
                                     "request body not received in time", True)
         return await self._forward(client, request, key, nodes, body,
@@ -232,19 +239,36 @@ class Proxy:
             if pool is None:
                 pool = self._pools[node] = Pool(self.address_of(node), config.pool_size)
             self._loads[node] = self._loads.get(node, 0) + 1
+            tracer = self._tracer
+            span = None if tracer is None else tracer.start(
+                node, index, request.method, pool.host, pool.port)
+            outcome, detail = Outcome.FAILED, "the gateway failed"
             try:
-                outcome, detail, keep = await self._try(
+                outcome, detail, keep = await self._attempt(
                     client, request, nodes, index, pool, upstream_head, body, deadline)
+                if outcome is Outcome.NOT_DELIVERED and not detail:
+                    # A reused connection turned out closed: once more, on
+                    # a new one (a fresh one never reports this).
+                    outcome, detail, keep = await self._attempt(
+                        client, request, nodes, index, pool, upstream_head, body, deadline,
+                        True)
+                    if outcome is Outcome.NOT_DELIVERED and not detail:
+                        detail = "disconnected before answering"
             finally:
                 self._loads[node] -= 1
+                if span is not None:
+                    assert tracer is not None
+                    tracer.end(span, outcome.value, detail)
             if outcome is Outcome.ANSWERED:
-                if detail:  # the client's side of a streamed body failed
-                    self._counters.request("rejected")
+                if detail == "client":  # the client's side of a streamed body failed
+                    self._counters.routed(nodes[0], "rejected")
                     return False
                 if index:
                     logger.info("request for key %r served by %s after %s", key, node,
                                 "; ".join(tried), extra={"node": node})
-                self._counters.request("ok")
+                # One lock for the request's counts; an answer whose status
+                # counts as a failure was counted as a failed attempt already.
+                self._counters.routed(nodes[0], "ok", None if detail else node)
                 return keep
             tried.append(f"{node}: {detail}")
             timed_out = detail.startswith(("timed out", "connect timed out", "no free"))
@@ -256,7 +280,7 @@ class Proxy:
                 tried.append(f"deadline of {config.deadline:g}s passed")
                 timed_out = True
                 break
-        self._counters.request("failed")
+        self._counters.routed(nodes[0], "failed")
         detail = "; ".join(tried)
         if timed_out:
             return self._answer(client, request, 504, f"no backend answered in time ({detail})",
@@ -271,26 +295,11 @@ class Proxy:
             self._health.report_failure(node, reason)
 
     def _succeeded(self, node: str) -> None:
-        self._counters.attempt(node, ok=True)
+        # Counted by the caller: with the request when it is answered.
         if self._health is not None:
             self._health.report_success(node)
 
     # -- one attempt -----------------------------------------------------------
-
-    async def _try(self, client: Channel, request: RequestHead, nodes: Sequence[str],
-                   index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
-                   deadline: float) -> Attempt:
-        """``_attempt``, and once more on a new connection when a reused one
-        turned out closed (``_attempt`` reports that as NOT_DELIVERED with
-        no detail)."""
-        outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
-                                                    upstream_head, body, deadline)
-        if outcome is Outcome.NOT_DELIVERED and not detail:
-            outcome, detail, keep = await self._attempt(client, request, nodes, index, pool,
-                                                        upstream_head, body, deadline, True)
-            if outcome is Outcome.NOT_DELIVERED and not detail:  # cannot happen: fresh
-                detail = "disconnected before answering"
-        return outcome, detail, keep
 
     async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
                        index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
@@ -298,8 +307,9 @@ class Proxy:
         """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
 
         ANSWERED: the answer was relayed and ``keep`` says whether the client
-        connection may go on (``detail`` is set if the client's own body
-        failed instead).  Otherwise ``detail`` describes the failure and
+        connection may go on; ``detail`` is "client" if the client's own
+        body failed instead, "HTTP <status>" for an answer whose status
+        counts as the node's failure (``fail_on_status``), else "".  Otherwise ``detail`` describes the failure and
         ``keep`` False means no other attempt is possible (a streamed body
         is gone).  ``fresh``: open a new connection rather than reuse one.
         """
@@ -338,13 +348,16 @@ class Proxy:
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, replayable
             status = response.status
-            if status in config.fail_on_status:
+            failed = status in config.fail_on_status
+            if failed:
                 self._failed(node, f"HTTP {status}")
             else:
                 self._succeeded(node)
             if status in config.retry_statuses and next_attempt(
                     nodes, index, request.method, Outcome.RETRY_STATUS,
                     retry_unsafe=config.retry_unsafe, replayable=replayable) is not None:
+                if not failed:
+                    self._counters.attempt(node, ok=True)
                 return Outcome.RETRY_STATUS, f"HTTP {status}", True
             try:
                 reuse, keep = await self._relay(client, request, response, conn, node)
@@ -353,7 +366,7 @@ class Proxy:
                     else "disconnected mid-response"
                 self._failed(node, reason)
                 return Outcome.FAILED, reason, replayable
-            return Outcome.ANSWERED, "", keep
+            return Outcome.ANSWERED, f"HTTP {status}" if failed else "", keep
         finally:
             pool.release(conn, reuse)
 

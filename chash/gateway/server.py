@@ -21,7 +21,7 @@ the gateway feeds it the outcome of real requests as well: connection
 errors and timeouts count as failures, an application's own 5xx answer
 does not unless its status is listed in ``fail_on_status``.
 
-Building a ``Gateway`` needs aiohttp (``pip install 'chash-router[gateway]'``);
+Building a ``Gateway`` needs aiohttp and httptools (``pip install 'chash-router[gateway]'``);
 importing this module does not.  See docs/gateway.md.
 """
 
@@ -41,7 +41,8 @@ from chash._text import plural
 from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule, parse_address
-from chash.gateway.proxy import Proxy
+from chash.gateway.proxy import HealthReports, Proxy
+from chash.gateway.tracing import attempt_tracer
 from chash.metrics import RouteCounters
 
 if TYPE_CHECKING:
@@ -82,6 +83,13 @@ class Gateway:
             health transition of the checker the gateway builds.
         registry: the Prometheus registry the admin listener serves; by
             default a private one holding this gateway's ``RouterCollector``.
+        counters: the ``RouteCounters`` to count in (by default a new one).
+        health_reports: where the outcomes of requests go when the gateway
+            has no health checker of its own (``health`` None and
+            ``config.health`` False): a worker of ``chash gateway --workers
+            N`` forwards them to the one worker that probes.
+        tracer_provider: the OpenTelemetry tracer provider the spans of
+            attempts go to (None: the global one); see ``config.tracing``.
     """
 
     def __init__(
@@ -95,10 +103,14 @@ class Gateway:
         membership: Membership | None = None,
         on_change: OnChange | None = None,
         registry: Any = None,
+        counters: RouteCounters | None = None,
+        health_reports: HealthReports | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
         require("aiohttp", user="chash.gateway", extra="gateway")
+        require("httptools", user="chash.gateway", extra="gateway")
         self._config = config = config if config is not None else GatewayConfig()
         if isinstance(backends, Mapping):
             addresses = {str(node): parse_address(addr) for node, addr in backends.items()}
@@ -120,7 +132,7 @@ class Gateway:
         self._membership = membership
         self._key = config.key_rule
         self._on_change = on_change
-        self._counters = RouteCounters()
+        self._counters = counters if counters is not None else RouteCounters()
         self._started_at: float | None = None
         self._hints: dict[str, str] = {}
         if health is None and config.health:
@@ -135,7 +147,9 @@ class Gateway:
         self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
-        self._proxy = Proxy(config, router, addresses, self._counters, health)
+        self._proxy = Proxy(config, router, addresses, self._counters,
+                            health if health is not None else health_reports,
+                            attempt_tracer(config.tracing, tracer_provider))
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
 

@@ -39,12 +39,19 @@ The package, from the bottom up:
 * ``sync_driver`` and ``async_driver``: the thin loops that perform it all,
   with two threads or two asyncio tasks.
 
-The Redis drivers need redis-py: ``pip install 'chash-router[redis]'``.
+``EtcdMembership`` / ``AsyncEtcdMembership`` (``etcd/``) keep the ring in
+etcd instead, over the same protocol and drivers: each change is a
+transaction comparing revisions, announcements are watch events, health
+votes are held by leases.
+
+The Redis drivers need redis-py: ``pip install 'chash-router[redis]'``; the
+etcd drivers httpx: ``pip install 'chash-router[etcd]'``.
 See docs/membership.md for the design.
 """
 
+from chash.membership.etcd.membership import AsyncEtcdMembership, EtcdMembership
 from chash.membership.redis.membership import AsyncRedisMembership, RedisMembership
 from chash.membership.state import HealthVerdict, MembershipState, RingMissingError
 
-__all__ = ["AsyncRedisMembership", "HealthVerdict", "MembershipState", "RedisMembership",
-           "RingMissingError"]
+__all__ = ["AsyncEtcdMembership", "AsyncRedisMembership", "EtcdMembership", "HealthVerdict",
+           "MembershipState", "RedisMembership", "RingMissingError"]

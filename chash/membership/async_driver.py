@@ -46,7 +46,7 @@ class AsyncDriver(MembershipDriver):
                  store: AsyncStore) -> None:
         """TypeError if ``router`` is not a ``ConsistentHashRouter``."""
         self._core = MembershipCore(router, settings, outage_errors=store.outage_errors,
-                                    auth_errors=store.auth_errors)
+                                    auth_errors=store.auth_errors, store_name=store.name)
         self._store = store
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -137,7 +137,7 @@ class AsyncDriver(MembershipDriver):
 
     async def refresh(self) -> MembershipState:
         """As ``RedisMembership.refresh``."""
-        state = await self._run(protocol.pull(self._core))
+        state = await self._run(protocol.refresh(self._core))
         if state is None:
             raise self._core.missing_error(None)
         return state

@@ -65,12 +65,14 @@ class MembershipCore:
     """State shared by a driver's threads or tasks; every method is quick
     and thread-safe.  ``outage_errors`` are the exceptions that mean the
     store is unreachable, ``auth_errors`` those that mean it refused us
-    (both given by the store, which knows the client library); ``clock`` is
+    (both given by the store, which knows the client library), ``store_name``
+    what log texts call the store; ``clock`` is
     the monotonic clock the outage watchdog reads."""
 
     def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings, *,
                  outage_errors: tuple[type[BaseException], ...] = (OSError,),
                  auth_errors: tuple[type[BaseException], ...] = (),
+                 store_name: str = "the store",
                  clock: Callable[[], float] = time.monotonic) -> None:
         """TypeError if ``router`` is not a ``ConsistentHashRouter``; the
         settings were validated when they were made."""
@@ -86,6 +88,8 @@ class MembershipCore:
         self.resync_interval = float(settings.resync_interval)
         self.outage_errors = outage_errors
         self.auth_errors = auth_errors
+        #: The store's name in log texts and errors ("Redis", "etcd").
+        self.store_name = store_name
         self.clock = clock
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
@@ -255,9 +259,9 @@ class MembershipCore:
     def missing_error(self, damage: str | None) -> RingMissingError:
         """The error an operator call raises when it may not create the ring."""
         if damage is None:
-            return RingMissingError(f"ring {self.name!r} is missing in Redis; an instance "
+            return RingMissingError(f"ring {self.name!r} is missing in {self.store_name}; an instance "
                                     "that holds it will restore it")
-        return RingMissingError(f"ring {self.name!r} is damaged in Redis ({damage}); an "
+        return RingMissingError(f"ring {self.name!r} is damaged in {self.store_name} ({damage}); an "
                                 "instance that holds it will restore it")
 
     def note_missing(self, damage: str | None) -> None:
@@ -290,7 +294,7 @@ class MembershipCore:
     def other_config(self, stored: object) -> ValueError:
         """The error for a ring made with other shared settings."""
         return ValueError(
-            f"ring {self.name!r} in Redis was made with {text(stored)!r}, but this "
+            f"ring {self.name!r} in {self.store_name} was made with {text(stored)!r}, but this "
             f"instance has {self.config!r}; every instance must use the same router "
             "settings, quorum and vote_ttl (or another ring name)")
 
@@ -323,16 +327,16 @@ class MembershipCore:
         return args
 
     def seeded(self, created: bool, damage: str | None) -> None:
-        """Log that this instance created (or re-created) the ring in Redis."""
+        """Log that this instance created (or re-created) the ring in the store."""
         if not created:
             return
         if self._state is None:
-            logger.info("ring %s created in Redis from the router's %d nodes (bootstrap)",
-                        self.name, len(self.router), extra={"ring": self.name})
+            logger.info("ring %s created in %s from the router's %d nodes (bootstrap)",
+                        self.name, self.store_name, len(self.router), extra={"ring": self.name})
         else:
-            logger.warning("ring %s was %s in Redis; restored it from the last known ring, "
+            logger.warning("ring %s was %s in %s; restored it from the last known ring, "
                            "version %d, %d nodes", self.name,
-                           "missing" if damage is None else f"damaged ({damage})",
+                           "missing" if damage is None else f"damaged ({damage})", self.store_name,
                            self._state.version, len(self._state.weights),
                            extra={"ring": self.name})
 
@@ -364,9 +368,9 @@ class MembershipCore:
                     return False
             if rollback and current is not None and state.epoch == current.epoch \
                     and state.version < current.version:
-                logger.warning("ring %s went back from version %d to %d in Redis (a failover "
+                logger.warning("ring %s went back from version %d to %d in %s (a failover "
                                "lost writes?); following it", self.name, current.version,
-                               state.version, extra={"ring": self.name})
+                               state.version, self.store_name, extra={"ring": self.name})
             self.check_config(state)
             before = len(self.router)
             self._state = state
@@ -394,15 +398,16 @@ class MembershipCore:
                            extra={"ring": self.name})
 
     def foreign_digest(self, digest: str) -> None:
-        """Log, once per version, that Redis holds a digest this instance
+        """Log, once per version, that the store holds a digest this instance
         cannot reproduce from the same content (routing depends on more than
         the ring's content: another build or layout order)."""
         key = (self.position, digest)
         if self._foreign_digest_logged == key:
             return
         self._foreign_digest_logged = key
-        logger.error("ring %s at version %d: Redis holds digest %s but this instance "
-                     "routes with %s for the same nodes", self.name, self.position[1], digest,
+        logger.error("ring %s at version %d: %s holds digest %s but this instance "
+                     "routes with %s for the same nodes", self.name, self.position[1],
+                     self.store_name, digest,
                      self.fingerprint(), extra={"ring": self.name})
 
     def _converge(self, state: MembershipState) -> tuple[list[str], list[str], list[str]]:
@@ -410,10 +415,13 @@ class MembershipCore:
         # passes through empty.  Each step is one C call under the GIL.
         wanted = state.ring()
         present = self.router.weights
-        if self.router.layout in ORDERED_LAYOUTS and list(present.items()) != list(wanted.items()):
+        if self.router.layout in ORDERED_LAYOUTS and (
+                list(present.items()) != list(wanted.items()) or not _numbered_in_order(self.router)):
             # A shared point goes to the node added first: every instance
-            # holds the nodes in the shared add order (the sequences stored
-            # in Redis, see add_order), swapped in whole.
+            # holds the nodes in the shared add order (the sequences the
+            # store keeps, see add_order), swapped in whole.  In the haproxy
+            # layout the ids, which key the points, are those HAProxy gives
+            # a configuration listing the nodes in that order: 1, 2, 3...
             try:
                 self.router._replace_nodes(list(wanted.items()))
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:
@@ -484,7 +492,7 @@ class MembershipCore:
     # -- outages ------------------------------------------------------------
 
     def is_outage(self, exc: BaseException) -> bool:
-        """Whether ``exc`` means Redis is unreachable or refuses us."""
+        """Whether ``exc`` means the store is unreachable or refuses us."""
         return isinstance(exc, self.outage_errors + self.auth_errors)
 
     def is_refusal(self, exc: BaseException) -> bool:
@@ -495,7 +503,7 @@ class MembershipCore:
 
     @property
     def connected(self) -> bool:
-        """False from a failed exchange with Redis to the next good one, and
+        """False from a failed exchange with the store to the next good one, and
         while an exchange has waited longer than ``stall_after``."""
         return self._outage is None and not self._stalled()
 
@@ -504,7 +512,7 @@ class MembershipCore:
         return bool(inflight) and self.clock() - min(inflight) > self.stall_after
 
     def exchange_started(self) -> int:
-        """Note an exchange with Redis beginning; returns its ticket."""
+        """Note an exchange with the store beginning; returns its ticket."""
         with self._lock:
             ticket = self._next_exchange
             self._next_exchange += 1
@@ -518,7 +526,7 @@ class MembershipCore:
 
     def watch(self) -> None:
         """Called regularly by a driver: an exchange stuck for longer than
-        ``stall_after`` starts an outage (logged), so that a hung Redis and
+        ``stall_after`` starts an outage (logged), so that a hung store and
         a client retrying for long do not look like success."""
         if self._outage is None and self._stalled():
             self.outage(TimeoutError(f"no answer for {self.stall_after:g}s"))
@@ -531,8 +539,8 @@ class MembershipCore:
             self._outage = f"{type(exc).__name__}: {exc}"
         if starting:
             logger.log(logging.ERROR if refused else logging.WARNING,
-                       "Redis %s for ring %s (%s); routing on the last known ring, version "
-                       "%d, until it returns", "refuses this instance" if refused
+                       "%s %s for ring %s (%s); routing on the last known ring, version "
+                       "%d, until it returns", self.store_name, "refuses this instance" if refused
                        else "unreachable", self.name, self._outage, self.position[1],
                        extra={"ring": self.name})
 
@@ -541,8 +549,8 @@ class MembershipCore:
         with self._lock:
             ending, self._outage = self._outage is not None, None
         if ending:
-            logger.warning("Redis reachable again for ring %s; in step at version %d",
-                           self.name, self.position[1], extra={"ring": self.name})
+            logger.warning("%s reachable again for ring %s; in step at version %d",
+                           self.store_name, self.name, self.position[1], extra={"ring": self.name})
 
     def cannot_listen(self, why: str) -> None:
         """Log once that announcements cannot be received (the checks every
@@ -562,8 +570,17 @@ class MembershipCore:
             logger.error("%s; keeping the last known ring", message, extra={"ring": self.name})
 
 
-#: Layouts whose ring gives a shared point to the node added first.
-ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached"})
+#: Layouts whose ring gives a shared point to the node added first (and,
+#: for haproxy, numbers the nodes in add order).
+ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached", "haproxy"})
+
+
+def _numbered_in_order(router: Any) -> bool:
+    """Whether a haproxy-layout router's ids are 1, 2, 3... in node order
+    (any other layout has no ids)."""
+    if router.layout != "haproxy":
+        return True
+    return list(router.ids.values()) == list(range(1, len(router) + 1))
 
 
 def _describe(added: list[str], removed: list[str], reweighed: list[str]) -> str:

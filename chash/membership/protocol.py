@@ -44,7 +44,7 @@ from chash.membership.state import (
     text,
 )
 
-__all__ = ["SCRIPTS", "Call", "Exchange", "Steps", "check", "pull", "start", "sweep", "send_votes",
+__all__ = ["SCRIPTS", "Call", "Exchange", "Steps", "check", "pull", "refresh", "start", "sweep", "send_votes",
            "tick", "withdraw", "write"]
 
 logger = logging.getLogger("chash.membership")
@@ -135,7 +135,7 @@ class Steps(Generic[T]):
 
 def pull(core: MembershipCore, *, rollback: bool = False,
          force: bool = False) -> Exchange[MembershipState | None]:
-    """Read the ring and apply it.  If Redis has none (or a damaged one),
+    """Read the ring and apply it.  If the store has none (or a damaged one),
     restore it from the last state applied, or create it from the router
     when told to bootstrap; otherwise note that we wait, and return None."""
     for _ in range(2):
@@ -160,7 +160,7 @@ def pull(core: MembershipCore, *, rollback: bool = False,
 
 def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> Exchange[None]:
     """Record our fingerprint for the version just read and applied, if
-    Redis has none; if it has one we cannot reproduce, say so once."""
+    the store has none; if it has one we cannot reproduce, say so once."""
     if (state.epoch, state.version) != core.position:
         return  # another thread applied a newer state meanwhile
     ours = core.fingerprint()
@@ -171,7 +171,7 @@ def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> 
 
 
 def _reepoch(core: MembershipCore, seen: Position, version: int) -> Exchange[None]:
-    """Start a new epoch where Redis is at ``seen``, then read it."""
+    """Start a new epoch where the store is at ``seen``, then read it."""
     yield Call("REEPOCH", (core.channel, str(seen[0]), seen[1], secrets.token_hex(8),
                            version))
     yield from pull(core)
@@ -198,9 +198,9 @@ def check(core: MembershipCore) -> Exchange[None]:
             if state is not None and core.fingerprint() != digest \
                     and (state.epoch, state.version) == seen:
                 return  # we cannot reproduce it; logged by _stamp
-            logger.warning("ring %s: Redis holds another ring at version %d than this "
-                           "instance applied (Redis went back, then moved on); following "
-                           "Redis under a new epoch", core.name, seen[1],
+            logger.warning("ring %s: %s holds another ring at version %d than this "
+                           "instance applied (it went back, then moved on); following "
+                           "it under a new epoch", core.name, core.store_name, seen[1],
                            extra={"ring": core.name})
             yield from _reepoch(core, seen, seen[1] + 1)
         return
@@ -211,10 +211,20 @@ def check(core: MembershipCore) -> Exchange[None]:
     yield from pull(core)
 
 
+def refresh(core: MembershipCore) -> Exchange[MembershipState | None]:
+    """``refresh()``: the periodic check, now, so that the router ends equal
+    to the stored ring even where the store went back and moved on to the
+    version applied with other content (a plain read would keep the ring
+    applied at that version); the state applied, or None if the store
+    holds no ring this instance may create."""
+    yield from check(core)
+    return core.state
+
+
 def write(core: MembershipCore, op: str, node: str, value: str = "",
           force: bool = False) -> Exchange[None]:
     """An operator's change; the local router has it on return.  Raises
-    before writing (KeyError, ValueError, RingMissingError, Redis errors),
+    before writing (KeyError, ValueError, RingMissingError, store errors),
     never after the write committed."""
     if not isinstance(node, str) or not isinstance(value, str):
         raise TypeError("node and reason must be str")
@@ -244,7 +254,7 @@ def write(core: MembershipCore, op: str, node: str, value: str = "",
                                node, reply.position[1] if reply.position else "?",
                                type(exc).__name__, exc, extra={"ring": core.name})
         return
-    raise RuntimeError(f"ring {core.name!r} vanished from Redis twice in a row")
+    raise RuntimeError(f"ring {core.name!r} vanished from {core.store_name} twice in a row")
 
 
 def send_votes(core: MembershipCore) -> Exchange[None]:
@@ -279,7 +289,7 @@ def sweep(core: MembershipCore, withdraw: bool = False) -> Exchange[None]:
 
 def start(core: MembershipCore) -> Exchange[None]:
     """The first sync of ``start()``: an outage is noted (the drivers sync
-    once Redis answers), a refusal (authentication, permissions) and
+    once the store answers), a refusal (authentication, permissions) and
     mismatched settings raise."""
     try:
         yield from pull(core)

@@ -69,6 +69,8 @@ class AsyncSubscription(Protocol):
 class Store(Protocol):
     """A blocking store of shared rings."""
 
+    #: What log texts and errors call the store ("Redis", "etcd").
+    name: str
     outage_errors: tuple[type[BaseException], ...]
     auth_errors: tuple[type[BaseException], ...]
 
@@ -83,6 +85,7 @@ class Store(Protocol):
 class AsyncStore(Protocol):
     """An asyncio store of shared rings."""
 
+    name: str
     outage_errors: tuple[type[BaseException], ...]
     auth_errors: tuple[type[BaseException], ...]
 

@@ -45,7 +45,7 @@ class SyncDriver(MembershipDriver):
                  store: Store) -> None:
         """TypeError if ``router`` is not a ``ConsistentHashRouter``."""
         self._core = MembershipCore(router, settings, outage_errors=store.outage_errors,
-                                    auth_errors=store.auth_errors)
+                                    auth_errors=store.auth_errors, store_name=store.name)
         self._store = store
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -126,10 +126,12 @@ class SyncDriver(MembershipDriver):
     # -- operator API -------------------------------------------------------
 
     def refresh(self) -> MembershipState:
-        """Read the ring from the store now and apply it; raises on store
-        errors, and RingMissingError if the store has none this instance
-        may create."""
-        state = self._run(protocol.pull(self._core))
+        """Read the ring from the store now and apply it: on return the
+        router holds the stored ring (also where the store went back and
+        then moved on to the version applied with other content).  Raises
+        on store errors, and RingMissingError if the store has none this
+        instance may create."""
+        state = self._run(protocol.refresh(self._core))
         if state is None:
             raise self._core.missing_error(None)
         return state

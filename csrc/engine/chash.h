@@ -4,7 +4,11 @@
  * A ring is a sorted array of 32-bit points, each owned by one node.  A key
  * is routed to the owner of the first point whose value is >= the key's
  * hash, wrapping around to the first point of the ring (the successor rule;
- * it lives in one place, chash_ring_successor()).
+ * it lives in one place, chash_ring_successor()), or, in a ring set to
+ * CHASH_RULE_NEAREST, to the owner of the point nearest the hash in either
+ * direction, a tie going to the point before it (the nearest rule of
+ * HAProxy's consistent hashing; it lives in one place too,
+ * chash_ring_nearest(), beside the successor).
  *
  * The engine is plain C11 and knows nothing of Python: nodes are byte
  * strings (their ids) carrying an opaque pointer that the caller owns.  How
@@ -65,6 +69,13 @@ typedef enum chash_ties {
     CHASH_TIES_BY_ORDER = 1 /* the node added first */
 } chash_ties;
 
+/* Which point a hash is routed to (every lookup, preference walk and
+ * ownership follows the ring's rule). */
+typedef enum chash_rule {
+    CHASH_RULE_SUCCESSOR = 0, /* the first point >= hash, wrapping */
+    CHASH_RULE_NEAREST = 1    /* the nearest point either way; a tie goes to the one before */
+} chash_rule;
+
 /* A node as the engine sees it; valid until the next mutation. */
 typedef struct chash_node_view {
     const char *id;
@@ -85,6 +96,13 @@ int chash_ring_set_ties(chash_ring *ring, chash_ties ties);
 
 /* The ring's tie rule. */
 chash_ties chash_ring_ties(const chash_ring *ring);
+
+/* Sets the lookup rule of an empty ring (a new ring uses the successor).
+ * Returns 0, or CHASH_EINVAL if the ring holds nodes or rule is unknown. */
+int chash_ring_set_rule(chash_ring *ring, chash_rule rule);
+
+/* The ring's lookup rule. */
+chash_rule chash_ring_rule(const chash_ring *ring);
 
 /* Frees the ring and its copies of node ids; never touches nodes' data. */
 void chash_ring_free(chash_ring *ring);
@@ -186,13 +204,28 @@ chash_node_view chash_ring_node(const chash_ring *ring, size_t index);
 size_t chash_ring_successor(const chash_ring *ring, uint32_t hash);
 
 /*
- * The data of the node owning the successor of hash into *data: returns 0,
+ * The nearest rule: with s = chash_ring_successor(ring, hash) and p the
+ * point before it (the last point when s is 0), the index of p when
+ * hash - p <= s - hash (both distances modulo 2**32), else s.  So an
+ * exact hit is s (the first of the points of that value), a tie goes
+ * back to p (the last of the points of its value), and both distances
+ * wrap around the ring's end.  This is HAProxy 2.6's
+ * chash_get_server_hash().  The ring must not be empty.
+ */
+size_t chash_ring_nearest(const chash_ring *ring, uint32_t hash);
+
+/* The point a hash is routed to under the ring's rule: chash_ring_successor
+ * or chash_ring_nearest.  The ring must not be empty. */
+size_t chash_ring_route(const chash_ring *ring, uint32_t hash);
+
+/*
+ * The data of the node owning the routed point (chash_ring_route) of hash into *data: returns 0,
  * or CHASH_ENOENT on an empty ring (*data untouched).
  */
 int chash_ring_lookup(const chash_ring *ring, uint32_t hash, void **data);
 
 /*
- * The owner (node index) of the successor of each of hashes[0..n) into
+ * The owner (node index) of the routed point of each of hashes[0..n) into
  * owners (which may be hashes itself); the ring must not be empty.  Faster
  * than n lookups on rings that
  * do not fit in the cache: the memory reads of later keys are started
@@ -205,7 +238,8 @@ uint32_t chash_ring_point(const chash_ring *ring, size_t i);
 size_t chash_ring_point_owner(const chash_ring *ring, size_t i);
 
 /*
- * The first n distinct nodes met walking clockwise from hash, owner first.
+ * The first n distinct nodes met walking clockwise from the routed point of
+ * hash (chash_ring_route), owner first.
  * Writes node indices to out (room for n) and how many were found,
  * min(n, node count), to *found.  Returns 0, or CHASH_ENOMEM (*found is
  * then 0).
@@ -215,8 +249,10 @@ int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_
 
 /*
  * Fraction of the 2**32 values each node owns, written to share[node index]
- * (room for the node count).  A value v belongs to the owner of its
- * successor, so the arc (previous point, point] goes to that point's owner.
+ * (room for the node count).  Under the successor rule a value v belongs
+ * to the owner of its successor, so the arc (previous point, point] goes
+ * to that point's owner; under the nearest rule each gap between two
+ * neighbouring point values is split at its middle, as the rule splits it.
  */
 void chash_ring_ownership(const chash_ring *ring, double *share);
 

@@ -240,8 +240,7 @@ static int merge(cursor *a, cursor *b, const uint32_t *same, uint64_t max, chash
 /* 1 when the ring routes by the nearest rule. */
 static int ring_nearest(const chash_ring *ring)
 {
-    (void)ring;
-    return 0;
+    return chash_ring_rule(ring) == CHASH_RULE_NEAREST;
 }
 
 /*

@@ -132,6 +132,16 @@ int chash_ring_set_ties(chash_ring *ring, chash_ties ties)
 
 chash_ties chash_ring_ties(const chash_ring *ring) { return ring->ties; }
 
+int chash_ring_set_rule(chash_ring *ring, chash_rule rule)
+{
+    if (ring->nnodes || (rule != CHASH_RULE_SUCCESSOR && rule != CHASH_RULE_NEAREST))
+        return CHASH_EINVAL;
+    ring->rule = rule;
+    return CHASH_OK;
+}
+
+chash_rule chash_ring_rule(const chash_ring *ring) { return ring->rule; }
+
 void chash_ring_free(chash_ring *ring)
 {
     if (!ring)
@@ -559,6 +569,23 @@ size_t chash_ring_successor(const chash_ring *ring, uint32_t hash)
     return at == ring->npoints ? 0 : at;
 }
 
+size_t chash_ring_nearest(const chash_ring *ring, uint32_t hash)
+{
+    size_t next = chash_ring_successor(ring, hash);
+    size_t prev = next ? next - 1 : ring->npoints - 1;
+    /* Unsigned differences: distances that wrap past 2**32 come out right,
+     * as in HAProxy's "dp = hash - prev->key; dn = next->key - hash". */
+    uint32_t dp = hash - ring->pt[prev].value;
+    uint32_t dn = ring->pt[next].value - hash;
+    return dp <= dn ? prev : next;
+}
+
+size_t chash_ring_route(const chash_ring *ring, uint32_t hash)
+{
+    return ring->rule == CHASH_RULE_NEAREST ? chash_ring_nearest(ring, hash)
+                                            : chash_ring_successor(ring, hash);
+}
+
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(addr) __builtin_prefetch(addr)
 #else
@@ -577,7 +604,7 @@ void chash_ring_owners(const chash_ring *ring, const uint32_t *hashes, size_t n,
             PREFETCH(&ring->bucket[bucket_of(hashes[i + 2 * LOOKAHEAD], bits)]);
         if (i + LOOKAHEAD < n)
             PREFETCH(&ring->pt[ring->bucket[bucket_of(hashes[i + LOOKAHEAD], bits)]]);
-        owners[i] = ring->pt[chash_ring_successor(ring, hashes[i])].owner;
+        owners[i] = ring->pt[chash_ring_route(ring, hashes[i])].owner;
     }
 }
 
@@ -585,7 +612,7 @@ int chash_ring_lookup(const chash_ring *ring, uint32_t hash, void **data)
 {
     if (ring->npoints == 0)
         return CHASH_ENOENT;
-    *data = ring->nodes[ring->pt[chash_ring_successor(ring, hash)].owner].data;
+    *data = ring->nodes[ring->pt[chash_ring_route(ring, hash)].owner].data;
     return CHASH_OK;
 }
 
@@ -602,7 +629,7 @@ int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_
         return CHASH_ENOMEM;
     memset(seen, 0, ring->nnodes);
     size_t found = 0;
-    size_t i = chash_ring_successor(ring, hash);
+    size_t i = chash_ring_route(ring, hash);
     for (size_t steps = 0; steps < ring->npoints && found < n; steps++) {
         uint32_t o = ring->pt[i].owner;
         if (!seen[o]) {
@@ -617,11 +644,48 @@ int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_
     return CHASH_OK;
 }
 
+/*
+ * Ownership under the nearest rule.  Between the last point a of one value
+ * and the first point b of the next (cyclically) lies a gap of g values
+ * (b - a modulo 2**32, 2**32 when the ring holds one value only): values
+ * a + 1 .. a + g/2 (rounded down) are nearer a or tied, and go to a's
+ * owner; the other g - g/2, b included, go to b's.  With one value only,
+ * hash == that value is a tie at distance 0 and goes to a, the last point.
+ */
+static void nearest_ownership(const chash_ring *ring, double *share)
+{
+    size_t n = ring->npoints;
+    const double full = 4294967296.0;
+    size_t b = 0;
+    /* b: the first point of each run of equal values; a: the run before's last. */
+    while (b < n) {
+        size_t a = b ? b - 1 : n - 1;
+        uint64_t gap = (uint32_t)(ring->pt[b].value - ring->pt[a].value);
+        if (gap == 0) { /* one value only: a is b's run's own last point */
+            share[ring->pt[a].owner] += ((double)((uint64_t)1 << 31) + 1.0) / full;
+            share[ring->pt[b].owner] += ((double)((uint64_t)1 << 31) - 1.0) / full;
+            if (a == b) /* a single point: both halves went to its owner */
+                share[ring->pt[a].owner] = 1.0;
+            return;
+        }
+        share[ring->pt[a].owner] += (double)(gap / 2) / full;
+        share[ring->pt[b].owner] += (double)(gap - gap / 2) / full;
+        size_t next = b + 1;
+        while (next < n && ring->pt[next].value == ring->pt[b].value)
+            next++;
+        b = next;
+    }
+}
+
 void chash_ring_ownership(const chash_ring *ring, double *share)
 {
     for (size_t k = 0; k < ring->nnodes; k++)
         share[k] = 0.0;
     size_t n = ring->npoints;
+    if (n && ring->rule == CHASH_RULE_NEAREST) {
+        nearest_ownership(ring, share);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         /* Arc (previous point, this point]; the first point's arc wraps. */
         uint64_t prev = i ? ring->pt[i - 1].value : (uint64_t)ring->pt[n - 1].value;
@@ -668,7 +732,8 @@ int chash_ring_check(const chash_ring *ring)
             status = CHASH_ECORRUPT;
     }
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap
-        || (ring->ties != CHASH_TIES_BY_ID && ring->ties != CHASH_TIES_BY_ORDER))
+        || (ring->ties != CHASH_TIES_BY_ID && ring->ties != CHASH_TIES_BY_ORDER)
+        || (ring->rule != CHASH_RULE_SUCCESSOR && ring->rule != CHASH_RULE_NEAREST))
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
         if (ring->pt[i].owner >= ring->nnodes) {

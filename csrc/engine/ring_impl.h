@@ -69,6 +69,7 @@ struct chash_ring {
     size_t slot_mask;
     size_t slot_cap;
     chash_ties ties;     /* how points of equal value are ordered */
+    chash_rule rule;     /* which point a hash is routed to */
 };
 
 /* The id bytes of a node, NUL-terminated. */

@@ -14,17 +14,19 @@
 
 static const char *const hash_names[CHASH_HASH_COUNT] = {
     "md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
-    "one_at_a_time",
+    "one_at_a_time", "sdbm", "djb2", "wt6", "sdbm_avalanche", "djb2_avalanche",
+    "wt6_avalanche", "crc32_avalanche",
 };
 
 static const char *const layout_names[CHASH_LAYOUT_COUNT] = {
-    "python", "node", "ketama", "nginx", "libmemcached",
+    "python", "node", "ketama", "nginx", "libmemcached", "haproxy",
 };
 
 /* Virtual-key infixes: "{node}{infix}{i}" (nginx has no virtual keys). */
-static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-"};
+static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", ""};
 
-static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160, 160, 100};
+static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160, 160, 100,
+                                                               CHASH_HAPROXY_WEIGHT_SCALE};
 
 /* libketama takes four points out of each MD5 digest. */
 #define KETAMA_POINTS_PER_DIGEST 4
@@ -71,6 +73,7 @@ chash_hash_id chash_layout_default_hash(chash_layout_id layout)
     switch (layout) {
     case CHASH_LAYOUT_NGINX: return CHASH_HASH_CRC32;
     case CHASH_LAYOUT_LIBMEMCACHED: return CHASH_HASH_ONE_AT_A_TIME;
+    case CHASH_LAYOUT_HAPROXY: return CHASH_HASH_SDBM_AVALANCHE;
     default: return CHASH_HASH_MD5;
     }
 }
@@ -78,7 +81,18 @@ chash_hash_id chash_layout_default_hash(chash_layout_id layout)
 int chash_layout_ties(chash_layout_id layout)
 {
     return layout == CHASH_LAYOUT_KETAMA || layout == CHASH_LAYOUT_NGINX
-        || layout == CHASH_LAYOUT_LIBMEMCACHED;
+        || layout == CHASH_LAYOUT_LIBMEMCACHED || layout == CHASH_LAYOUT_HAPROXY;
+}
+
+int chash_layout_rule(chash_layout_id layout)
+{
+    return layout == CHASH_LAYOUT_HAPROXY ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+}
+
+/* The key hashes HAProxy's hash-type offers. */
+static int is_haproxy_hash(chash_hash_id hash)
+{
+    return hash == CHASH_HASH_CRC32 || (hash >= CHASH_HASH_SDBM && hash <= CHASH_HASH_CRC32_AVALANCHE);
 }
 
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash)
@@ -91,6 +105,8 @@ int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_i
         return CHASH_EINVAL;
     if (layout == CHASH_LAYOUT_LIBMEMCACHED && hash != CHASH_HASH_ONE_AT_A_TIME
         && hash != CHASH_HASH_MD5)
+        return CHASH_EINVAL;
+    if (layout == CHASH_LAYOUT_HAPROXY && !is_haproxy_hash(hash))
         return CHASH_EINVAL;
     scheme->layout = layout;
     scheme->hash = hash;
@@ -135,6 +151,13 @@ size_t chash_digest(chash_hash_id hash, const void *data, size_t len, uint64_t s
     case CHASH_HASH_FNV1A: store_be32(out, chash_fnv1a_32(data, len)); return 4;
     case CHASH_HASH_CRC32: store_be32(out, chash_crc32(data, len)); return 4;
     case CHASH_HASH_ONE_AT_A_TIME: store_be32(out, chash_one_at_a_time(data, len)); return 4;
+    case CHASH_HASH_SDBM: store_be32(out, chash_sdbm(data, len)); return 4;
+    case CHASH_HASH_DJB2: store_be32(out, chash_djb2(data, len)); return 4;
+    case CHASH_HASH_WT6: store_be32(out, chash_wt6(data, len)); return 4;
+    case CHASH_HASH_SDBM_AVALANCHE: store_be32(out, chash_full_hash(chash_sdbm(data, len))); return 4;
+    case CHASH_HASH_DJB2_AVALANCHE: store_be32(out, chash_full_hash(chash_djb2(data, len))); return 4;
+    case CHASH_HASH_WT6_AVALANCHE: store_be32(out, chash_full_hash(chash_wt6(data, len))); return 4;
+    case CHASH_HASH_CRC32_AVALANCHE: store_be32(out, chash_full_hash(chash_crc32(data, len))); return 4;
     default: break;
     }
     return 0;
@@ -219,8 +242,8 @@ static size_t put_decimal(size_t v, char *buf)
 size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
                          size_t index, char *buf, size_t cap)
 {
-    if (scheme->layout == CHASH_LAYOUT_NGINX)
-        return 0; /* chained points: no virtual keys */
+    if (scheme->layout == CHASH_LAYOUT_NGINX || scheme->layout == CHASH_LAYOUT_HAPROXY)
+        return 0; /* chained points, or points of a puid: no virtual keys */
     size_t infix_len = strlen(layout_infix[scheme->layout]);
     char digits[20];
     size_t ndigits = format_decimal(vkey_number(scheme, index), digits + sizeof digits);
@@ -361,6 +384,8 @@ static void nginx_points(const char *id, size_t id_len, size_t first, size_t cou
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out)
 {
+    if (scheme->layout == CHASH_LAYOUT_HAPROXY)
+        return CHASH_EINVAL; /* points of a puid: chash_haproxy_points() */
     /* Room for four virtual keys: the id, the longest infix, 20 digits. */
     char stack[4 * 128];
     size_t cap = id_len + 40;

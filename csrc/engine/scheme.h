@@ -21,7 +21,14 @@
  *           nginx's "hash ... consistent";
  *   libmemcached "{node}-{i}", one-at-a-time or MD5; point = the hash's
  *           value (one-at-a-time) or digest bytes 0..3 little-endian (MD5),
- *           the same cut for keys: libmemcached's plain ketama ring.
+ *           the same cut for keys: libmemcached's plain ketama ring;
+ *   haproxy HAProxy's "hash-type consistent": point j of the server with
+ *           puid p is full_hash(p * 4096 + j) (chash_haproxy_points(),
+ *           scheme_haproxy.c; a node's points come from its puid, not its
+ *           id), 16 points per unit of weight; a key's hash is the hash
+ *           function's value (sdbm, djb2, wt6, crc32, with or without
+ *           avalanche), and its rings use the nearest-point lookup rule
+ *           (chash_layout_rule()).
  *
  * Point i of a node depends only on (node, i) (and, for nginx, on the
  * points before it), so a node with more points owns a superset of the
@@ -49,6 +56,15 @@ typedef enum chash_hash_id {
     CHASH_HASH_FNV1A,
     CHASH_HASH_CRC32,
     CHASH_HASH_ONE_AT_A_TIME,
+    /* HAProxy's key hashes (hash-type ... sdbm|djb2|wt6|crc32 [avalanche]);
+     * *_AVALANCHE is the hash passed through chash_full_hash(). */
+    CHASH_HASH_SDBM,
+    CHASH_HASH_DJB2,
+    CHASH_HASH_WT6,
+    CHASH_HASH_SDBM_AVALANCHE,
+    CHASH_HASH_DJB2_AVALANCHE,
+    CHASH_HASH_WT6_AVALANCHE,
+    CHASH_HASH_CRC32_AVALANCHE,
     CHASH_HASH_COUNT
 } chash_hash_id;
 
@@ -58,6 +74,7 @@ typedef enum chash_layout_id {
     CHASH_LAYOUT_KETAMA,
     CHASH_LAYOUT_NGINX,
     CHASH_LAYOUT_LIBMEMCACHED,
+    CHASH_LAYOUT_HAPROXY,
     CHASH_LAYOUT_COUNT
 } chash_layout_id;
 
@@ -84,13 +101,31 @@ size_t chash_layout_default_points(chash_layout_id layout);
  * one_at_a_time, the others md5. */
 chash_hash_id chash_layout_default_hash(chash_layout_id layout);
 
+/* The lookup rule of this layout's rings: CHASH_RULE_NEAREST for haproxy,
+ * CHASH_RULE_SUCCESSOR for the others (an int: chash_rule is chash.h's). */
+int chash_layout_rule(chash_layout_id layout);
+
+/* HAProxy's points per unit of weight (BE_WEIGHT_SCALE) and the puid
+ * stride (SRV_EWGHT_RANGE = 256 * 16, so weights go up to 256). */
+#define CHASH_HAPROXY_WEIGHT_SCALE 16
+#define CHASH_HAPROXY_MAX_WEIGHT 256
+#define CHASH_HAPROXY_PUID_STRIDE 4096
+
+/*
+ * Points first .. first + count - 1 of the HAProxy server with this puid:
+ * full_hash(puid * 4096 + j), computed modulo 2**32 as HAProxy's unsigned
+ * arithmetic does.  Returns 0, or CHASH_EINVAL when puid is 0 or
+ * first + count exceeds CHASH_HAPROXY_MAX_WEIGHT * 16.
+ */
+int chash_haproxy_points(uint32_t puid, size_t first, size_t count, uint32_t *out);
+
 /* 1 when rings of this layout give a shared point to the node added first
  * (nginx, ketama, libmemcached), 0 when to the smallest id (python, node). */
 int chash_layout_ties(chash_layout_id layout);
 
 /* 0, or CHASH_EINVAL for an unknown id or a layout/hash pair that does not
  * exist (ketama is defined over MD5 only, nginx over CRC-32, libmemcached
- * over one_at_a_time and MD5). */
+ * over one_at_a_time and MD5, haproxy over its eight key hashes). */
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash);
 
 /* Writes the digest of data (big-endian bytes) to out; returns its size.
@@ -113,7 +148,7 @@ uint32_t chash_scheme_cut_int(uint64_t low_bits);
 
 /*
  * Spells the virtual key behind point index (the nginx layout has none:
- * its points are chained, and 0 is returned) of node id into buf (cap bytes,
+ * its points are chained, and 0 is returned; nor has haproxy) of node id into buf (cap bytes,
  * no terminating NUL) and returns its length; when the length exceeds cap
  * nothing useful is written and the caller retries with a bigger buffer.
  */
@@ -124,7 +159,9 @@ size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_l
  * Writes points first .. first + count - 1 of node id to out.
  * Returns 0, CHASH_ENOMEM (only for ids too long for the stack buffer) or,
  * for the nginx layout, whose points are chained from point 0,
- * CHASH_EINVAL when first + count exceeds CHASH_MAX_NODE_POINTS.
+ * CHASH_EINVAL when first + count exceeds CHASH_MAX_NODE_POINTS; always
+ * CHASH_EINVAL for the haproxy layout (its points come from a puid:
+ * chash_haproxy_points()).
  */
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out);

@@ -57,4 +57,17 @@ uint32_t chash_crc32(const void *data, size_t len);
  * x86, where char is signed: bytes >= 0x80 add 0xFFFFFF80 + (b - 0x80). */
 uint32_t chash_one_at_a_time(const void *data, size_t len);
 
+/* sdbm: h = c + (h << 6) + (h << 16) - h for each byte, from 0. */
+uint32_t chash_sdbm(const void *data, size_t len);
+
+/* djb2: h = h * 33 + c for each byte, from 5381. */
+uint32_t chash_djb2(const void *data, size_t len);
+
+/* wt6, Willy Tarreau's hash of HAProxy (wt6.c). */
+uint32_t chash_wt6(const void *data, size_t len);
+
+/* Bob Jenkins' full-avalanche integer hash times 3221225473 (HAProxy's
+ * full_hash); a bijection of the 32-bit integers. */
+uint32_t chash_full_hash(uint32_t a);
+
 #endif /* CHASH_HASH_H */

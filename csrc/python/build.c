@@ -22,6 +22,26 @@ static int read_pair(PyObject *pair, PyObject **node, double *weight)
     return PyArg_ParseTuple(pair, "Od", node, weight) ? 0 : -1;
 }
 
+/* The haproxy layout's entries: (node, weight) or (node, weight, id)
+ * tuples, added with haproxy_add in order; 0, or -1 with an exception. */
+static int fill_haproxy(RouterObject *fresh, PyObject *seq)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
+        PyObject *item = PyTuple_GET_ITEM(seq, i), *node, *id_obj = Py_None;
+        double weight;
+        uint32_t puid;
+        if (!PyTuple_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight[, id]) tuples, not %.200s",
+                         Py_TYPE(item)->tp_name);
+            return -1;
+        }
+        if (!PyArg_ParseTuple(item, "Od|O", &node, &weight, &id_obj)
+            || haproxy_parse_id(id_obj, &puid) < 0 || haproxy_add(fresh, node, weight, puid) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /*
  * Adds the (node, weight) pairs of seq (a tuple) to fresh, an empty router
  * nobody else holds yet, in that order.  The layouts whose point counts go
@@ -33,6 +53,8 @@ static int read_pair(PyObject *pair, PyObject **node, double *weight)
 static int fill(RouterObject *fresh, PyObject *seq)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (fresh->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        return fill_haproxy(fresh, seq);
     if (!counts_by_share(fresh)) {
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *node;
@@ -81,7 +103,9 @@ PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
     PyObject *nodes = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; nodes && i < n; i++) {
         NodeEntry *entry = entry_at(self, i);
-        PyObject *item = Py_BuildValue("(Od)", entry->name, entry->weight);
+        PyObject *item = self->scheme.layout == CHASH_LAYOUT_HAPROXY
+            ? Py_BuildValue("(Odk)", entry->name, entry->weight, (unsigned long)entry->puid)
+            : Py_BuildValue("(Od)", entry->name, entry->weight);
         if (!item)
             Py_CLEAR(nodes);
         else
@@ -91,7 +115,13 @@ PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
     /* Walks the MRO, so subclasses find the module too. */
     PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
     PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
-    if (rebuild)
+    if (rebuild && self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        /* The id counter too: it numbers the nodes added later. */
+        result = Py_BuildValue("(O(OnOsOk))", rebuild, (PyObject *)Py_TYPE(self),
+                               (Py_ssize_t)self->base_points, hash,
+                               chash_layout_name(self->scheme.layout), nodes,
+                               (unsigned long)(self->ids.next ? self->ids.next : 1));
+    else if (rebuild)
         result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
                                (Py_ssize_t)self->base_points, hash,
                                chash_layout_name(self->scheme.layout), nodes);
@@ -102,8 +132,10 @@ PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 const char rebuild_doc[] = PyDoc_STR(
-"_rebuild(cls, virtual_node_count, hash, layout, nodes, /)\n--\n\n"
-"A router of class cls holding nodes, a list of (node, weight) pairs.");
+"_rebuild(cls, virtual_node_count, hash, layout, nodes, next_id=None, /)\n--\n\n"
+"A router of class cls holding nodes, a list of (node, weight) pairs\n"
+"((node, weight, id) for the haproxy layout, whose id counter next_id\n"
+"then takes, when given).");
 
 /* What __reduce__ returns is read here: the arguments are checked as the
  * constructor's are (router_create), then the pairs fill the router. */
@@ -111,8 +143,9 @@ PyObject *module_rebuild(PyObject *module, PyObject *args)
 {
     PyTypeObject *cls;
     Py_ssize_t vnodes;
-    PyObject *hash, *nodes, *layout;
-    if (!PyArg_ParseTuple(args, "O!nOOO:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout, &nodes))
+    PyObject *hash, *nodes, *layout, *next_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "O!nOOO|O:_rebuild", &PyType_Type, &cls, &vnodes, &hash, &layout,
+                          &nodes, &next_obj))
         return NULL;
     if (!PyType_IsSubtype(cls, get_state(module)->router_type)) {
         PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
@@ -121,6 +154,17 @@ PyObject *module_rebuild(PyObject *module, PyObject *args)
     PyObject *self = router_create(cls, vnodes, 1, hash, layout);
     if (self && fill_from((RouterObject *)self, nodes) < 0)
         Py_CLEAR(self);
+    uint32_t next;
+    if (self && next_obj != Py_None) {
+        if (((RouterObject *)self)->scheme.layout != CHASH_LAYOUT_HAPROXY) {
+            PyErr_SetString(PyExc_ValueError, "_rebuild: next_id is for the haproxy layout only");
+            Py_CLEAR(self);
+        } else if (haproxy_parse_id(next_obj, &next) < 0) {
+            Py_CLEAR(self);
+        } else {
+            ((RouterObject *)self)->ids.next = next;
+        }
+    }
     return self;
 }
 
@@ -147,6 +191,9 @@ PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
     chash_ring *ring = self->ring;
     self->ring = fresh->ring;
     fresh->ring = ring;
+    HaproxyIds ids = self->ids; /* the haproxy layout's ids go with the ring */
+    self->ids = fresh->ids;
+    fresh->ids = ids;
     Py_DECREF(fresh);
     Py_RETURN_NONE;
 }

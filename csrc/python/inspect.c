@@ -332,5 +332,7 @@ PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
         if (equal < 0)
             return NULL;
     }
+    if (equal == 1 && x->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        equal = haproxy_ids_equal(x, y); /* the ids decide the points */
     return PyBool_FromLong(op == Py_EQ ? equal : !equal);
 }

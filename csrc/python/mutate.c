@@ -51,6 +51,8 @@ int add_node(RouterObject *self, PyObject *node, double weight)
     Py_ssize_t id_len;
     if (node_id(node, &id, &id_len) < 0)
         return -1;
+    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        return haproxy_add(self, node, weight, 0);
     size_t k;
     int found = chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK;
     if (counts_by_share(self)) {
@@ -106,31 +108,48 @@ static int remove_node(RouterObject *self, PyObject *node)
     void *data = NULL;
     if (chash_ring_remove(self->ring, id, (size_t)id_len, &data) != CHASH_OK)
         return 0;
+    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        haproxy_forget(self, ((NodeEntry *)data)->puid);
     free_entry((NodeEntry *)data);
     return 1;
 }
 
 const char add_doc[] = PyDoc_STR(
-"add_service_node($self, /, real_node_id, weight=1.0)\n--\n\n"
+"add_service_node($self, /, real_node_id, weight=1.0, *, id=None)\n--\n\n"
 "Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
 "Adding a node already present with the same weight does nothing; with\n"
 "another weight, the node gains or loses only points of its own, so keys\n"
 "move only onto or off that node.  The nginx, ketama and libmemcached\n"
 "layouts take integer weights as their references do; in ketama (and in\n"
 "libmemcached once a weight is above 1) every node's point count follows\n"
-"from its share of the total weight, so any change recomputes them all.");
+"from its share of the total weight, so any change recomputes them all.\n\n"
+"id is the haproxy layout's server id (puid, 1 .. 2**31-1), which decides\n"
+"the node's points: given, it must be free; None numbers the node as\n"
+"HAProxy numbers a server without an id, counting in add order.  Other\n"
+"layouts take no id.");
 
 PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"real_node_id", "weight", NULL};
+    static char *kwlist[] = {"real_node_id", "weight", "id", NULL};
     PyObject *node;
-    PyObject *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_node", kwlist, &node, &weight_obj))
+    PyObject *weight_obj = NULL, *id_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O:add_service_node", kwlist, &node,
+                                     &weight_obj, &id_obj))
         return NULL;
     double weight;
     if (parse_weight(weight_obj, &weight) < 0)
         return NULL;
-    if (add_node(self, node, weight) < 0)
+    if (id_obj != Py_None && self->scheme.layout != CHASH_LAYOUT_HAPROXY) {
+        PyErr_Format(PyExc_ValueError, "id is for layout='haproxy' only (this router's layout is '%s')",
+                     chash_layout_name(self->scheme.layout));
+        return NULL;
+    }
+    uint32_t puid;
+    if (haproxy_parse_id(id_obj, &puid) < 0)
+        return NULL;
+    int status = self->scheme.layout == CHASH_LAYOUT_HAPROXY ? haproxy_add(self, node, weight, puid)
+                                                             : add_node(self, node, weight);
+    if (status < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -215,6 +234,8 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
     double weight;
     if (parse_weight(weight_obj, &weight) < 0)
         return NULL;
+    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+        return haproxy_add_many(self, nodes, weight);
     size_t count = 0;
     if (!counts_by_share(self) && points_for(self, Py_None, weight, &count) < 0)
         return NULL;

@@ -72,6 +72,8 @@ chash_ring *new_ring(chash_layout_id layout)
     chash_ring *ring = chash_ring_new();
     if (ring && chash_layout_ties(layout))
         (void)chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER); /* empty: cannot fail */
+    if (ring)
+        (void)chash_ring_set_rule(ring, (chash_rule)chash_layout_rule(layout)); /* empty too */
     return ring;
 }
 
@@ -96,6 +98,7 @@ RouterObject *router_empty(PyTypeObject *type, const chash_scheme *scheme, PyObj
     self->scheme = *scheme;
     self->hash_fn = Py_XNewRef(hash_fn);
     self->base_points = base_points;
+    self->ids.next = 1;
     return self;
 }
 
@@ -116,7 +119,7 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
     chash_layout_id layout;
     if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError,
-                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'envoy' or 'grpc'", layout_name);
+                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'haproxy', 'envoy' or 'grpc'", layout_name);
         return NULL;
     }
     size_t base = chash_layout_default_points(layout);
@@ -140,7 +143,9 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
         if (chash_hash_by_name(name, &hash_id) != CHASH_OK) {
             PyErr_Format(PyExc_ValueError,
                          "unknown hash %R: expected one of md5, sha1, murmur2, murmur3, "
-                         "xxh32, xxh64, xxh3, fnv1a, crc32, one_at_a_time, or a callable", hash);
+                         "xxh32, xxh64, xxh3, fnv1a, crc32, one_at_a_time, sdbm, djb2, wt6, "
+                         "sdbm_avalanche, djb2_avalanche, wt6_avalanche, crc32_avalanche, "
+                         "or a callable", hash);
             return NULL;
         }
     } else if (PyCallable_Check(hash)) {
@@ -163,6 +168,21 @@ PyObject *router_create(PyTypeObject *type, Py_ssize_t vnodes_arg, int vnodes_gi
         PyErr_SetString(PyExc_ValueError,
                         "the libmemcached layout takes hash 'one_at_a_time' or 'md5'");
         return NULL;
+    }
+    if (layout == CHASH_LAYOUT_HAPROXY) {
+        chash_scheme probe;
+        if (hash_fn || chash_scheme_init(&probe, layout, hash_id) != CHASH_OK) {
+            PyErr_SetString(PyExc_ValueError,
+                            "the haproxy layout takes hash 'sdbm', 'djb2', 'wt6' or 'crc32', "
+                            "each also with '_avalanche' (default 'sdbm_avalanche')");
+            return NULL;
+        }
+        if (vnodes_given && base != CHASH_HAPROXY_WEIGHT_SCALE) {
+            PyErr_Format(PyExc_ValueError,
+                         "the haproxy layout gives %d points per unit of weight, "
+                         "not virtual_node_count=%zu", CHASH_HAPROXY_WEIGHT_SCALE, base);
+            return NULL;
+        }
     }
     chash_scheme scheme;
     (void)chash_scheme_init(&scheme, layout, hash_id); /* both checked above */
@@ -272,6 +292,7 @@ void router_dealloc(RouterObject *self)
     PyObject_GC_UnTrack(self);
     router_clear(self);
     clear_nodes(self);
+    haproxy_ids_free(&self->ids);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

@@ -10,6 +10,8 @@
  *   points.c      the scheme glue: key hashes, a node's points, weights
  *   mutate.c      add, add many, remove, discard
  *   ketama.c      the ketama / libmemcached update (counts by share)
+ *   haproxy.c     the haproxy layout: server ids (puids), their numbering,
+ *                 adding and reweighing servers by puid
  *   lookup.c      single, batch and preference lookups
  *   by_hash.c     lookups by a caller's hash, and reading hash arguments
  *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
@@ -43,7 +45,16 @@ typedef struct {
 typedef struct {
     PyObject *name; /* exact str */
     double weight;
+    uint32_t puid;  /* the haproxy layout's server id; 0 in other layouts */
 } NodeEntry;
+
+/* The haproxy layout's server ids in use, sorted, and HAProxy's counter
+ * for the next automatic one (haproxy.c). */
+typedef struct {
+    uint32_t *used;
+    size_t count, cap;
+    uint32_t next;
+} HaproxyIds;
 
 typedef struct {
     PyObject_HEAD
@@ -51,6 +62,7 @@ typedef struct {
     chash_scheme scheme;
     PyObject *hash_fn;     /* a Python callable bytes -> int, or NULL */
     size_t base_points;    /* virtual_node_count: points at weight 1 */
+    HaproxyIds ids;        /* the haproxy layout's puids (empty otherwise) */
     PyObject *zones;       /* dict node -> zone (zones.c), or NULL */
 } RouterObject;
 
@@ -120,6 +132,16 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds);
 PyObject *router_discard(RouterObject *self, PyObject *node);
 PyObject *router_remove(RouterObject *self, PyObject *node);
 
+/* The haproxy layout (haproxy.c) */
+#define HAPROXY_MAX_ID 2147483647u /* HAProxy's ids are positive C ints */
+int haproxy_parse_id(PyObject *id_obj, uint32_t *puid);
+int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid);
+PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight);
+void haproxy_forget(RouterObject *self, uint32_t puid);
+void haproxy_ids_free(HaproxyIds *ids);
+int haproxy_ids_equal(RouterObject *x, RouterObject *y);
+PyObject *router_get_ids(RouterObject *self, void *Py_UNUSED(closure));
+
 /* Built from (node, weight) pairs (build.c) */
 PyObject *module_rebuild(PyObject *module, PyObject *args);
 PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored));
@@ -181,7 +203,7 @@ PyObject *table_preference_zoned(RouterObject *self, PyObject *const *args, size
 PyObject *router_reduce_zoned(RouterObject *self, PyObject *Py_UNUSED(ignored));
 PyObject *table_reduce_zoned(RouterObject *self, PyObject *Py_UNUSED(ignored));
 PyObject *router_setstate(RouterObject *self, PyObject *state);
-extern const char zoned_add_doc[], zoned_preference_doc[], setstate_doc[];
+extern const char zoned_add_doc[], wide_zoned_add_doc[], zoned_preference_doc[], setstate_doc[];
 
 /* router.diff (diff.c), and chash.Move made at init; 0 or -1. */
 PyObject *router_diff(RouterObject *self, PyObject *other);

@@ -22,6 +22,44 @@ const char *table_layout_name(const TableObject *self)
     }
 }
 
+/*
+ * h % m by multiplications (Lemire, Kaser & Kurz, "Faster Remainder by
+ * Direct Computation", 2019): with magic = floor((2**128 - 1) / m) + 1, the
+ * remainder is the top 64 bits of ((magic * h) mod 2**128) * m / 2**64,
+ * exact for every 64-bit h and 2 <= m < 2**64.  A Maglev lookup is one
+ * remainder, and a 64-bit division costs more than the rest of it.
+ */
+#if defined(__SIZEOF_INT128__)
+typedef unsigned __int128 u128;
+
+static void set_mod_magic(TableObject *self, uint64_t m)
+{
+    u128 magic = ~(u128)0 / m + 1;
+    self->mod_magic[0] = (uint64_t)(magic >> 64);
+    self->mod_magic[1] = (uint64_t)magic;
+}
+
+static inline uint64_t table_mod(const TableObject *self, uint64_t h)
+{
+    u128 magic = (u128)self->mod_magic[0] << 64 | self->mod_magic[1];
+    u128 low = magic * h;
+    u128 bottom = ((low & UINT64_MAX) * self->table_size) >> 64;
+    u128 top = (low >> 64) * self->table_size;
+    return (uint64_t)((top + bottom) >> 64);
+}
+#else
+static void set_mod_magic(TableObject *self, uint64_t m)
+{
+    (void)m;
+    self->mod_magic[0] = self->mod_magic[1] = 0;
+}
+
+static inline uint64_t table_mod(const TableObject *self, uint64_t h)
+{
+    return h % self->table_size;
+}
+#endif
+
 TableObject *table_alloc(PyTypeObject *type, table_kind kind, chash_point_hash hash,
                          uint64_t min_ring, uint64_t max_ring, size_t table_size)
 {
@@ -36,6 +74,8 @@ TableObject *table_alloc(PyTypeObject *type, table_kind kind, chash_point_hash h
     self->min_ring = min_ring;
     self->max_ring = max_ring;
     self->table_size = table_size;
+    if (kind == TABLE_MAGLEV)
+        set_mod_magic(self, table_size);
     self->nodes = PyTuple_New(0);
     self->index = PyDict_New();
     self->ring = kind == TABLE_MAGLEV ? NULL : chash_wide_new();
@@ -575,7 +615,7 @@ static unsigned table_bits(const TableObject *self)
 static long owner_of(const TableObject *self, uint64_t h)
 {
     if (self->kind == TABLE_MAGLEV)
-        return self->table ? (long)self->table[h % self->table_size] : -1;
+        return self->table ? (long)self->table[table_mod(self, h)] : -1;
     if (chash_wide_count(self->ring) == 0)
         return -1;
     return (long)chash_wide_owner(self->ring, chash_wide_successor(self->ring, h));
@@ -714,7 +754,7 @@ static size_t maglev_walk(const TableObject *self, uint64_t h, size_t want, uint
     memset(seen, 0, n ? n : 1);
     for (uint64_t a = 0; a < self->table_size && got < want; a++) {
         uint64_t probe = a ? h ^ (~UINT64_C(0) - a + 1) : h;
-        uint32_t k = self->table[probe % self->table_size];
+        uint32_t k = self->table[table_mod(self, probe)];
         if (!seen[k]) {
             seen[k] = 1;
             out[got++] = k;

@@ -44,8 +44,11 @@ static PyGetSetDef router_getset[] = {
     {"points", (getter)router_get_points, NULL, "{node: number of ring points it owns}.", NULL},
     {"hash", (getter)router_get_hash, NULL, "The hash: its name, or the callable.", NULL},
     {"layout", (getter)router_get_layout, NULL,
-     "The layout: 'python', 'node', 'ketama', 'nginx' or 'libmemcached'.", NULL},
+     "The layout: 'python', 'node', 'ketama', 'nginx', 'libmemcached' or 'haproxy'.", NULL},
     {"memory_bytes", (getter)router_get_memory, NULL, "Heap bytes the ring engine holds.", NULL},
+    {"ids", (getter)router_get_ids, NULL,
+     "{node: server id} of the haproxy layout (HAProxy's puids, which decide\n"
+     "the points); empty for the other layouts.", NULL},
     {"zones", (getter)router_get_zones, NULL,
      "{node: zone} of the nodes added with a zone (a new dict each time).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -65,6 +68,10 @@ PyDoc_STRVAR(router_doc,
 "one_at_a_time for libmemcached); virtual_node_count to the layout's own\n"
 "(python 100, node 150, ketama 160, nginx 160, libmemcached 100) and must\n"
 "lie in [1, 1000000].\n\n"
+"layout 'haproxy' builds HAProxy's hash-type consistent ring: weight x 16\n"
+"points per server, from its id (add_service_node(..., id=)), and the\n"
+"nearest point either way, a tie to the one before; hash 'sdbm_avalanche'\n"
+"by default, or sdbm, djb2, wt6, crc32, each with or without _avalanche.\n\n"
 "layout 'envoy' and 'grpc' build Envoy's RING_HASH and gRPC's ring_hash:\n"
 "64-bit points '{node}_{i}' (hash 'xxh64', or 'murmur2_64' for envoy),\n"
 "counts by weight share between minimum_ring_size (1024) and\n"

@@ -126,12 +126,13 @@ static const char wide_get_doc[] = PyDoc_STR(
 
 static const char wide_preference_doc[] = PyDoc_STR(
 "get_preference_list($self, key, n, /, *, distinct_zones=False)\n--\n\n"
-"The first n distinct nodes met clockwise from the key, its owner first;\n"
-"with distinct_zones, each in a zone not yet in the list (a node without a\n"
-"zone counts as a zone of its own).");
+"The first n distinct nodes met clockwise from the key, its owner first\n"
+"(a host the ring had no room for owns no point and is never met); with\n"
+"distinct_zones, each in a zone not yet in the list (a node without a zone\n"
+"counts as a zone of its own).");
 
 static PyMethodDef wide_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))table_add_zoned, METH_VARARGS | METH_KEYWORDS, zoned_add_doc},
+    {"add_service_node", (PyCFunction)(void (*)(void))table_add_zoned, METH_VARARGS | METH_KEYWORDS, wide_zoned_add_doc},
     {"add_service_nodes", (PyCFunction)(void (*)(void))table_add_many, METH_VARARGS | METH_KEYWORDS, table_add_many_doc},
     {"remove_service_node", (PyCFunction)table_remove_zoned, METH_O, table_remove_doc},
     {"discard_service_node", (PyCFunction)table_discard_zoned, METH_O, table_discard_doc},
@@ -150,6 +151,14 @@ static PyMethodDef wide_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Server ids belong to the haproxy layout: these layouts have none. */
+static PyObject *
+wide_get_ids(PyObject *self, void *Py_UNUSED(closure))
+{
+    (void)self;
+    return PyDict_New();
+}
+
 static PyGetSetDef wide_getset[] = {
     {"virtual_node_count", (getter)wide_get_vnodes, NULL,
      "0: the envoy and grpc layouts size the ring by minimum/maximum_ring_size.", NULL},
@@ -165,6 +174,8 @@ static PyGetSetDef wide_getset[] = {
     {"hash", (getter)table_get_hash, NULL, "The point hash: 'xxh64' or 'murmur2_64'.", NULL},
     {"layout", (getter)table_get_layout, NULL, "'envoy' or 'grpc'.", NULL},
     {"memory_bytes", (getter)table_get_memory, NULL, "Heap bytes the ring holds.", NULL},
+    {"ids", (getter)wide_get_ids, NULL,
+     "{}: server ids are the haproxy layout's; these layouts number no server.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

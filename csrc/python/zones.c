@@ -309,17 +309,30 @@ PyObject *router_setstate(RouterObject *self, PyObject *state)
 }
 
 const char zoned_add_doc[] = PyDoc_STR(
-"add_service_node($self, /, real_node_id, weight=1.0, *, zone=None)\n--\n\n"
+"add_service_node($self, /, real_node_id, weight=1.0, *, id=None, zone=None)\n--\n\n"
 "Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
 "Adding a node already present with the same weight does nothing; with\n"
 "another weight, the node gains or loses only points of its own, so keys\n"
-"move only onto or off that node (ketama, libmemcached, envoy and grpc\n"
-"share their points out by weight, so there every count follows).  The\n"
-"nginx, ketama and libmemcached layouts take integer weights.\n\n"
+"move only onto or off that node.  The nginx, ketama and libmemcached\n"
+"layouts take integer weights as their references do; in ketama (and in\n"
+"libmemcached once a weight is above 1) every node's point count follows\n"
+"from its share of the total weight, so any change recomputes them all.\n\n"
+"id is the haproxy layout's server id (puid, 1 .. 2**31-1), which decides\n"
+"the node's points: given, it must be free; None numbers the node as\n"
+"HAProxy numbers a server without an id, counting in add order.  Other\n"
+"layouts take no id.\n\n"
 "zone names the node's zone (a datacentre, a rack) for\n"
 "get_preference_list(..., distinct_zones=True) and chash.zones; it never\n"
 "changes routing.  None leaves a node present as it was (a new node has\n"
 "no zone).");
+
+const char wide_zoned_add_doc[] = PyDoc_STR(
+"add_service_node($self, /, real_node_id, weight=1, *, zone=None)\n--\n\n"
+"Add a node (or give a present one a new weight) and rebuild, as the\n"
+"reference does on every host change.  Weights are integers from 1 to\n"
+"2**32 - 1, as Envoy's and gRPC's.  zone names the node's zone for\n"
+"get_preference_list(..., distinct_zones=True) and chash.zones; it never\n"
+"changes routing.  None leaves a node present as it was.");
 
 const char zoned_preference_doc[] = PyDoc_STR(
 "get_preference_list($self, key, n, /, *, distinct_zones=False)\n--\n\n"

@@ -10,7 +10,10 @@
 - ``ports``: free loopback ports;
 - ``plotting``: whether matplotlib can draw here;
 - ``http_backends``, ``echo_backends``: HTTP servers on 127.0.0.1 (threads;
-  aiohttp) whose answers tests steer;
+  aiohttp) whose answers tests steer; ``threaded_backends``: the aiohttp
+  ones on a loop in a thread, for sync and asyncio tests alike;
+- ``grpc_servers``: grpcio servers with generic handlers, for the gRPC
+  channel pools;
 - ``raw_backends``: a scripted byte-for-byte TCP backend;
 - ``gateways``: a gateway in front of echo backends, and the requests the
   gateway tests send;

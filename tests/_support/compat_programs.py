@@ -1,4 +1,4 @@
-"""Real nginx, nutcracker (twemproxy) and memcached started for the tests.
+"""Real nginx, HAProxy, nutcracker (twemproxy) and memcached started for the tests.
 
 Every program runs with its own configuration in a temporary directory, on
 127.0.0.1 (or another 127/8 address) and ports the OS picked, and is
@@ -145,7 +145,11 @@ class Memcached:
             assert conn.makefile("rb").readline() == b"OK\r\n"
 
     def stop(self) -> None:
-        stop(self.proc)
+        # SIGKILL: it holds nothing worth a graceful exit, and on SIGTERM
+        # memcached waits for its background threads' next wake-up (up to 1 s).
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
 
 
 @contextlib.contextmanager
@@ -266,17 +270,25 @@ http {{
 def ask_nginx(front: int, keys: Sequence[str]) -> list[str]:
     """The backend ("host:port") nginx sends each key to (X-Key header),
     requests pipelined over one keep-alive connection."""
+    return ask_http(front, [("/", key) for key in keys], "nginx")
+
+
+def ask_http(front: int, requests: Sequence[tuple[str, str | None]], what: str) -> list[str]:
+    """The body of the answer to each ``(path, X-Key value or None)``
+    request, pipelined over one keep-alive connection to 127.0.0.1:front."""
     answers: list[str] = []
     with socket.create_connection(("127.0.0.1", front), timeout=30) as conn:
         reader = conn.makefile("rb")
-        for start in range(0, len(keys), 100):
-            chunk = keys[start:start + 100]
-            conn.sendall(b"".join(b"GET / HTTP/1.1\r\nHost: t\r\nX-Key: " + k.encode("utf-8")
-                                  + b"\r\n\r\n" for k in chunk))
+        for start in range(0, len(requests), 100):
+            chunk = requests[start:start + 100]
+            conn.sendall(b"".join(
+                b"GET " + path.encode("utf-8") + b" HTTP/1.1\r\nHost: t\r\n"
+                + (b"X-Key: " + key.encode("utf-8") + b"\r\n" if key is not None else b"")
+                + b"\r\n" for path, key in chunk))
             for _ in chunk:
                 status = reader.readline()
                 if not status.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(f"nginx answered {status!r}")
+                    raise RuntimeError(f"{what} answered {status!r}")
                 length = 0
                 while True:
                     header = reader.readline()
@@ -287,3 +299,29 @@ def ask_nginx(front: int, keys: Sequence[str]) -> list[str]:
                         length = int(value)
                 answers.append(reader.read(length).decode().strip())
     return answers
+
+
+# -- HAProxy -------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def haproxy(cfg_text: str, ports: Sequence[int], workdir: Path) -> Iterator[None]:
+    """A real haproxy running ``cfg_text`` (written to workdir), in the
+    foreground, until the block ends; waits until every port listens."""
+    binary = require("haproxy")
+    path = workdir / "haproxy.cfg"
+    path.write_text(cfg_text, encoding="utf-8")
+    check = subprocess.run([binary, "-c", "-f", str(path)], capture_output=True, env=program_env(),
+                           timeout=30)
+    if check.returncode != 0:
+        raise RuntimeError(f"haproxy -c refused the configuration: {check.stderr.decode()[-2000:]}")
+    log = (workdir / "haproxy.log").open("wb")
+    proc = subprocess.Popen([binary, "-db", "-f", str(path)], stdout=log, stderr=log,
+                            env=program_env())
+    try:
+        for port in ports:
+            wait_for_port("127.0.0.1", port, proc, "haproxy")
+        yield
+    finally:
+        stop(proc)
+        log.close()

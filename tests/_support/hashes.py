@@ -72,6 +72,50 @@ def one_at_a_time(data: bytes) -> int:
     return (h + (h << 15)) & M32
 
 
+def sdbm(data: bytes) -> int:
+    """sdbm: h = h * 65599 + c for each byte, from 0 (HAProxy's ``sdbm``)."""
+    h = 0
+    for byte in data:
+        h = (h * 65599 + byte) & M32
+    return h
+
+
+def djb2(data: bytes) -> int:
+    """djb2: h = h * 33 + c for each byte, from 5381 (HAProxy's ``djb2``)."""
+    h = 5381
+    for byte in data:
+        h = (h * 33 + byte) & M32
+    return h
+
+
+def _rotl(v: int, k: int) -> int:
+    return ((v << k) | (v >> (32 - k))) & M32 if k else v
+
+
+def wt6(data: bytes) -> int:
+    """wt6, HAProxy's two-lane hash with data-driven rotations."""
+    h0, h1, s0, s1 = 0xA53C965A, 0x5CA6953A, 6, 18
+    for t in data:
+        h0 = ~(h0 ^ t) & M32
+        h1 = ~(h1 + t) & M32
+        h0, h1 = _rotl(h1, s0), _rotl(h0, s1)
+        u = ((h0 >> 16) ^ h1) & 0xFFFF
+        s0, s1 = u & 31, u >> 11
+    return h0 ^ h1
+
+
+def full_hash(a: int) -> int:
+    """Bob Jenkins' 32-bit full-avalanche integer hash times 3221225473
+    (HAProxy's ``full_hash``, its ``avalanche`` modifier)."""
+    a = ((a + 0x7ED55D16) + (a << 12)) & M32
+    a = ((a ^ 0xC761C23C) ^ (a >> 19)) & M32
+    a = ((a + 0x165667B1) + (a << 5)) & M32
+    a = ((a + 0xD3A2646C) ^ (a << 9)) & M32
+    a = ((a + 0xFD7046C5) + (a << 3)) & M32
+    a = ((a ^ 0xB55A4F09) ^ (a >> 16)) & M32
+    return (a * 3221225473) & M32
+
+
 class Oracle(NamedTuple):
     """One hash function: its value, seed width and result width in bits."""
 
@@ -91,6 +135,13 @@ ORACLES: dict[str, Oracle] = {
     "fnv1a": Oracle(lambda d, s: fnv1a32(d), 0, 32),
     "crc32": Oracle(lambda d, s: zlib.crc32(d) & M32, 0, 32),
     "one_at_a_time": Oracle(lambda d, s: one_at_a_time(d), 0, 32),
+    "sdbm": Oracle(lambda d, s: sdbm(d), 0, 32),
+    "djb2": Oracle(lambda d, s: djb2(d), 0, 32),
+    "wt6": Oracle(lambda d, s: wt6(d), 0, 32),
+    "sdbm_avalanche": Oracle(lambda d, s: full_hash(sdbm(d)), 0, 32),
+    "djb2_avalanche": Oracle(lambda d, s: full_hash(djb2(d)), 0, 32),
+    "wt6_avalanche": Oracle(lambda d, s: full_hash(wt6(d)), 0, 32),
+    "crc32_avalanche": Oracle(lambda d, s: full_hash(zlib.crc32(d) & M32), 0, 32),
 }
 
 

@@ -29,7 +29,8 @@ The first line is ``{"ready": true}`` once ``start()`` returned, or
 ``{"start_error": "..."}`` if it raised.
 
 Usage: python membership_worker.py PORT NAME REPORTER [options]; see
-``--help``.
+``--help``.  With ``--etcd URLS`` the membership is an ``EtcdMembership``
+(``AsyncEtcdMembership``) of those endpoints instead.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import redis.sentinel
 from redis.backoff import NoBackoff
 
 from chash import ConsistentHashRouter
-from chash.membership import AsyncRedisMembership, RedisMembership
+from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, RedisMembership
 
 RESYNC_INTERVAL = 0.2
 VOTE_TTL = 3.0
@@ -104,11 +105,17 @@ class Instance:
             self.loop = asyncio.new_event_loop()
             threading.Thread(target=self.loop.run_forever, name="loop", daemon=True).start()
 
-            async def make() -> AsyncRedisMembership:
+            async def make() -> Any:
+                if args.etcd:
+                    return AsyncEtcdMembership(self.router, args.etcd, args.name, timeout=1.0,
+                                               **settings)
                 return AsyncRedisMembership(self.router, client_for(args, True), args.name,
                                             **settings)
 
             self.membership: Any = self._await(make())
+        elif args.etcd:
+            self.membership = EtcdMembership(self.router, args.etcd, args.name, timeout=1.0,
+                                             **settings)
         else:
             self.membership = RedisMembership(self.router, client_for(args, False), args.name,
                                               **settings)
@@ -255,6 +262,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--service", default="mymaster", help="the sentinel's service name")
     parser.add_argument("--username")
     parser.add_argument("--password")
+    parser.add_argument("--etcd", help="share the ring through etcd at these comma-separated "
+                                       "URLs instead (PORT is then unused)")
     return parser.parse_args(argv[1:])
 
 

@@ -119,8 +119,8 @@ class ModelRouter:
             return int.from_bytes(digest(self.hash, data)[-4:], "big")
         if self.layout == "node":
             return int.from_bytes(digest(self.hash, data)[:4], "big")
-        if self.layout in ("nginx", "libmemcached") and self.hash != "md5":
-            return int.from_bytes(digest(self.hash, data), "big")  # crc32, one_at_a_time
+        if self.layout in ("nginx", "libmemcached", "haproxy") and self.hash != "md5":
+            return int.from_bytes(digest(self.hash, data), "big")  # crc32, one_at_a_time, haproxy's
         return int.from_bytes(digest(self.hash, data)[:4], "little")  # ketama, libmemcached md5
 
     def vpoint(self, node: str, index: int) -> int:

@@ -2,6 +2,7 @@
  * test_diff.c - the arcs that change owner between two rings
  * (engine/diff.h): adds, removes, weight changes, shared points (ties by
  * id and by insertion order), the whole space moving, the cut at the top,
+ * the nearest rule (HAProxy's),
  * the 64-bit ring, argument checks and allocation failures; random small
  * rings against routing both rings at every place their routing can
  * change (diff_check.h).
@@ -182,9 +183,11 @@ static void test_random(void)
     for (int round = 0; round < 400; round++) {
         chash_ring *r[2];
         chash_ties ties = (chash_ties)(round & 1);
+        chash_rule rule = round % 4 >= 2 ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
         for (int k = 0; k < 2; k++) {
             r[k] = chash_ring_new();
             CHECK(chash_ring_set_ties(r[k], ties) == 0);
+            CHECK(chash_ring_set_rule(r[k], rule) == 0);
             for (int j = 0; j < 6; j++) {
                 if (next_u64() % 3 == 0)
                     continue;
@@ -205,6 +208,49 @@ static void test_random(void)
         chash_ring_free(r[0]);
         chash_ring_free(r[1]);
     }
+}
+
+/* The nearest rule (HAProxy's): gaps split at their middle, a tie to the
+ * point before; one value only; the middle of the last gap wrapping past
+ * the top; rings of different rules refused. */
+static void test_nearest(void)
+{
+    chash_ring *a = chash_ring_new(), *b = chash_ring_new();
+    CHECK(chash_ring_set_rule(a, CHASH_RULE_NEAREST) == 0 && chash_ring_set_rule(b, CHASH_RULE_NEAREST) == 0);
+    const uint32_t px[] = {100}, py[] = {200};
+    CHECK(add(a, "x", px, 1) == 0 && add(b, "x", px, 1) == 0 && add(b, "y", py, 1) == 0);
+    chash_move *moves;
+    size_t n;
+    /* y takes (150, 200] and beyond: the gap 100..200 splits at 150 (a tie
+     * at 150 stays with x), the gap 200..100 (wrapping) at 200 + 2**31 - 50. */
+    CHECK(chash_ring_diff(a, b, &moves, &n) == 0 && n == 1);
+    if (n == 1)
+        CHECK(moves[0].start == 150 && moves[0].end == 200u + (1u << 31) - 50u && moves[0].target == 1);
+    chash_moves_free(moves);
+    CHECK(checked_diff(a, b) == 1 && checked_diff(b, a) == 1);
+    /* One value shared by two nodes: the last point gets the value itself. */
+    chash_ring *c = chash_ring_new(), *d = chash_ring_new();
+    CHECK(chash_ring_set_rule(c, CHASH_RULE_NEAREST) == 0 && chash_ring_set_rule(d, CHASH_RULE_NEAREST) == 0);
+    const uint32_t same[] = {5};
+    CHECK(add(c, "p", same, 1) == 0 && add(d, "p", same, 1) == 0 && add(d, "q", same, 1) == 0);
+    checked_diff(c, d);
+    checked_diff(d, c);
+    const uint32_t top[] = {UINT32_MAX - 3, 2};
+    chash_ring *e = chash_ring_new();
+    CHECK(chash_ring_set_rule(e, CHASH_RULE_NEAREST) == 0 && add(e, "p", top, 2) == 0);
+    CHECK(add(e, "r", px, 1) == 0);
+    checked_diff(c, e);
+    checked_diff(e, d);
+    /* Another rule: refused. */
+    chash_ring *s = chash_ring_new();
+    CHECK(add(s, "x", px, 1) == 0);
+    CHECK(chash_ring_diff(a, s, &moves, &n) == CHASH_EINVAL && n == 0 && moves == NULL);
+    chash_ring_free(a);
+    chash_ring_free(b);
+    chash_ring_free(c);
+    chash_ring_free(d);
+    chash_ring_free(e);
+    chash_ring_free(s);
 }
 
 /* The 64-bit ring: owners are the caller's indices, same[] maps them. */
@@ -244,6 +290,7 @@ int main(void)
     test_ties();
     test_errors();
     test_random();
+    test_nearest();
     test_wide();
     return check_report();
 }

@@ -138,8 +138,14 @@ static void test_prefix_property(void)
         chash_scheme s = scheme((chash_layout_id)layout,
                                 chash_layout_default_hash((chash_layout_id)layout));
         uint32_t many[30], few[10];
-        CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_OK);
-        CHECK(chash_scheme_points(&s, "node-a", 6, 0, 10, few) == CHASH_OK);
+        if (layout == CHASH_LAYOUT_HAPROXY) { /* points of a puid, not of an id */
+            CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_EINVAL);
+            CHECK(chash_haproxy_points(7, 0, 30, many) == CHASH_OK);
+            CHECK(chash_haproxy_points(7, 0, 10, few) == CHASH_OK);
+        } else {
+            CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_OK);
+            CHECK(chash_scheme_points(&s, "node-a", 6, 0, 10, few) == CHASH_OK);
+        }
         CHECK(memcmp(many, few, sizeof few) == 0);
     }
 }

@@ -34,7 +34,7 @@ static uint64_t next_u64(void)
 static size_t scan_successor(const chash_wide *ring, uint64_t h)
 {
     for (size_t i = 0; i < ring->n; i++)
-        if (ring->value[i] >= h)
+        if (ring->pt[i].value >= h)
             return i;
     return 0;
 }
@@ -65,8 +65,8 @@ static void test_successor_against_scan(void)
     /* A shared value goes to the smaller owner. */
     int ties = 1;
     for (size_t i = 1; i < N; i++)
-        if (ring->value[i] == ring->value[i - 1])
-            ties &= ring->owner[i - 1] <= ring->owner[i];
+        if (ring->pt[i].value == ring->pt[i - 1].value)
+            ties &= ring->pt[i - 1].owner <= ring->pt[i].owner;
     CHECK(ties);
     /* The batch form agrees with the single one. */
     uint64_t hashes[64];
@@ -76,7 +76,7 @@ static void test_successor_against_scan(void)
     chash_wide_owners(ring, hashes, 64, got);
     int batch = 1;
     for (size_t i = 0; i < 64; i++)
-        batch &= got[i] == ring->owner[chash_wide_successor(ring, hashes[i])];
+        batch &= got[i] == ring->pt[chash_wide_successor(ring, hashes[i])].owner;
     CHECK(batch);
     /* Preference: distinct owners, the successor's first. */
     uint32_t pref[NODES];
@@ -98,7 +98,7 @@ static void test_successor_against_scan(void)
     CHECK(chash_wide_build(ring, points, owners, N, NODES) == CHASH_EINVAL);
     CHECK(chash_wide_build(ring, points, owners, CHASH_WIDE_MAX_POINTS + 1, NODES) == CHASH_ERANGE);
     owners[5] = 0;
-    for (long k = 0; k < 4; k++) {
+    for (long k = 0; k < 2; k++) {
         fail_countdown = k;
         CHECK(chash_wide_build(ring, points, owners, 10, NODES) == CHASH_ENOMEM);
         CHECK(chash_wide_count(ring) == N && chash_wide_check(ring) == CHASH_OK);
@@ -159,12 +159,12 @@ static void test_envoy_basic_ring(void)
     const uint32_t owner_port[12] = {94, 92, 90, 95, 93, 91, 91, 93, 95, 92, 94, 90};
     int same = chash_wide_count(ring) == 12;
     for (size_t i = 0; same && i < 12; i++)
-        same &= ring->value[i] == published[i] && (uint32_t)ports[ring->owner[i]] == owner_port[i];
+        same &= ring->pt[i].value == published[i] && (uint32_t)ports[ring->pt[i].owner] == owner_port[i];
     CHECK(same);
-    CHECK(ports[ring->owner[chash_wide_successor(ring, 0)]] == 94);
-    CHECK(ports[ring->owner[chash_wide_successor(ring, UINT64_MAX)]] == 94);
-    CHECK(ports[ring->owner[chash_wide_successor(ring, 3551244743356806947u)]] == 95);
-    CHECK(ports[ring->owner[chash_wide_successor(ring, 3551244743356806948u)]] == 93);
+    CHECK(ports[ring->pt[chash_wide_successor(ring, 0)].owner] == 94);
+    CHECK(ports[ring->pt[chash_wide_successor(ring, UINT64_MAX)].owner] == 94);
+    CHECK(ports[ring->pt[chash_wide_successor(ring, 3551244743356806947u)].owner] == 95);
+    CHECK(ports[ring->pt[chash_wide_successor(ring, 3551244743356806948u)].owner] == 93);
     chash_wide_free(ring);
 }
 
@@ -182,7 +182,7 @@ static void test_envoy_murmur_ring(void)
     const uint32_t owner_port[12] = {85, 83, 84, 81, 82, 84, 81, 82, 83, 80, 85, 80};
     int same = chash_wide_count(ring) == 12;
     for (size_t i = 0; same && i < 12; i++)
-        same &= ring->value[i] == published[i] && (uint32_t)ports[ring->owner[i]] == owner_port[i];
+        same &= ring->pt[i].value == published[i] && (uint32_t)ports[ring->pt[i].owner] == owner_port[i];
     CHECK(same);
     chash_wide_free(ring);
 }

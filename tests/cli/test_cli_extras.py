@@ -47,6 +47,25 @@ def test_gateway_redis_without_redis_py_names_the_extra(monkeypatch: pytest.Monk
     assert captured.out == ""
 
 
+@pytest.mark.parametrize(("module", "flags", "message"), [
+    ("httpx", ["--etcd", "http://127.0.0.1:1"],
+     "--etcd needs httpx: pip install 'chash-router[etcd]'"),
+    ("dns", ["--dns-srv", "_http._tcp.x.example"],
+     "--dns-srv needs dnspython: pip install 'chash-router[dns]'"),
+])
+def test_gateway_etcd_and_dns_srv_without_their_library_name_the_extra(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], module: str,
+        flags: list[str], message: str) -> None:
+    pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
+    monkeypatch.setitem(sys.modules, module, None)
+    if module == "dns":
+        monkeypatch.setitem(sys.modules, "dns.resolver", None)
+    assert main(["gateway", "--backend", "127.0.0.1:1", *flags, "--duration", "1"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"chash gateway: {message}\n"
+    assert captured.out == ""
+
+
 def test_the_gateway_runs_on_asyncio_without_uvloop(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "uvloop", None)

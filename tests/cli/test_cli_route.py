@@ -100,7 +100,7 @@ def bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["k"], "one of the arguments --nodes --nodes-file --nginx-conf --twemproxy-conf is required"),
+    (["k"], "one of the arguments --nodes --nodes-file --nginx-conf --twemproxy-conf --haproxy-conf is required"),
     (["--nodes", "a,b"], "the following arguments are required: KEY"),
     (["k", "--nodes", "a", "--nodes-file", "f"], "not allowed with argument"),
     (["k", "--nodes", ""], "no nodes in ''"),

@@ -1,7 +1,8 @@
 /*
  * fuzz_diff.c - libFuzzer target for the ring diff (engine/diff.h).
  *
- * The input describes two small 32-bit rings: a byte for the tie rule,
+ * The input describes two small 32-bit rings: a byte for the tie rule
+ * and the lookup rule (successor or HAProxy's nearest point),
  * then for each ring up to six nodes (a presence byte, a point count, the
  * points: one byte picks a narrow value near 0, one near the top, or four
  * bytes of a full value, so rings share and collide points often).  The
@@ -82,11 +83,12 @@ static uint32_t point(reader *r)
     }
 }
 
-static chash_ring *read_ring(reader *r, chash_ties ties)
+static chash_ring *read_ring(reader *r, chash_ties ties, chash_rule rule)
 {
     static const char *ids[] = {"a", "b", "c", "d", "e", "f"};
     chash_ring *ring = chash_ring_new();
     FZ_ASSERT(ring && chash_ring_set_ties(ring, ties) == CHASH_OK);
+    FZ_ASSERT(chash_ring_set_rule(ring, rule) == CHASH_OK);
     for (int k = 0; k < 6; k++) {
         if (byte(r) % 2 == 0)
             continue;
@@ -133,7 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t mode = byte(&r);
     chash_ties ties = (chash_ties)(mode & 1);
     long fail_at = (mode & 2) ? (long)(mode >> 2) % 4 : -1;
-    chash_ring *a = read_ring(&r, ties), *b = read_ring(&r, ties);
+    chash_rule rule = (mode & 16) ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+    chash_ring *a = read_ring(&r, ties, rule), *b = read_ring(&r, ties, rule);
     check_pair(a, b, fail_at);
     check_pair(b, a, -1);
     check_pair(a, a, -1);

@@ -12,7 +12,9 @@
  *
  * A brute-force model runs alongside: every node's id, data and points, in
  * insertion order.  Its ring is rebuilt from scratch (sorted by (value, id
- * bytes)) after every change; the successor is found by a linear scan.
+ * bytes)) after every change; the successor is found by a linear scan, and
+ * in rings set to the nearest rule (half of them) the routed point by a
+ * scan for the nearest points either way.
  * After every step chash_ring_check() must pass and the engine must agree
  * with the model on every node, every point and a set of probe lookups and
  * preference lists.  Any disagreement aborts.
@@ -189,6 +191,7 @@ static fz_node m_nodes[FZ_MAX_NODES];
 static size_t m_count, m_total;
 static fz_point *m_ring; /* m_total points sorted by (value, owner id or owner's place) */
 static int m_by_order;   /* the ring breaks ties by insertion order */
+static int m_nearest;    /* the ring routes by the nearest rule */
 static int m_dirty;
 static uintptr_t m_serial;
 
@@ -293,6 +296,43 @@ FZ_QUIET static size_t m_successor(uint32_t hash)
     return 0;
 }
 
+/*
+ * The routed point under the ring's rule, by brute force.  Nearest rule:
+ * the point ahead is the one at the least distance v - hash (mod 2**32),
+ * the first such; the point behind is the one at the least distance
+ * hash - v - 1 (mod 2**32: a point at hash itself is behind only when
+ * nothing else is), the last such; the one behind wins when
+ * hash - behind <= ahead - hash.
+ */
+FZ_QUIET static size_t m_nearest_of(uint32_t hash)
+{
+    const fz_point *ring = m_points();
+    size_t ahead = 0, behind = 0;
+    uint32_t best_ahead = UINT32_MAX, best_behind = UINT32_MAX;
+    int any_ahead = 0, any_behind = 0;
+    for (size_t i = 0; i < m_total; i++) {
+        uint32_t da = ring[i].value - hash, db = hash - ring[i].value - 1u;
+        if (!any_ahead || da < best_ahead) {
+            ahead = i;
+            best_ahead = da;
+            any_ahead = 1;
+        }
+        if (!any_behind || db <= best_behind) {
+            behind = i;
+            best_behind = db;
+            any_behind = 1;
+        }
+    }
+    uint32_t dp = hash - ring[behind].value, dn = ring[ahead].value - hash;
+    return dp <= dn ? behind : ahead;
+}
+
+/* The routed point under the model ring's rule. */
+FZ_QUIET static size_t m_route(uint32_t hash)
+{
+    return m_nearest ? m_nearest_of(hash) : m_successor(hash);
+}
+
 /* Is the multiset sub (n) contained in the multiset of (m)? */
 FZ_QUIET static int fz_contains(const uint32_t *of, size_t m, const uint32_t *sub, size_t n)
 {
@@ -362,6 +402,13 @@ FZ_QUIET static void fz_check_lookup(const chash_ring *ring, uint32_t hash)
     size_t got = chash_ring_successor(ring, hash);
     if (got != want)
         FZ_FAIL("successor of %#x: got index %zu, expected %zu", hash, got, want);
+    /* The nearest rule is asked of every ring, whatever its own rule. */
+    size_t near = m_nearest_of(hash), got_near = chash_ring_nearest(ring, hash);
+    if (got_near != near)
+        FZ_FAIL("nearest of %#x: got index %zu, expected %zu", hash, got_near, near);
+    want = m_route(hash);
+    if (chash_ring_route(ring, hash) != want)
+        FZ_FAIL("route of %#x: got index %zu, expected %zu", hash, chash_ring_route(ring, hash), want);
     void *data = NULL;
     FZ_ASSERT(chash_ring_lookup(ring, hash, &data) == CHASH_OK);
     if (data != m_nodes[points[want].owner].data)
@@ -386,12 +433,12 @@ FZ_QUIET static void fz_check_preference(const chash_ring *ring, uint32_t hash, 
         want_n = 0;
     if (got != want_n)
         FZ_FAIL("preference of %#x, n=%zu: got %zu nodes, expected %zu", hash, n, got, want_n);
-    /* Walk the model clockwise from the successor, first meetings only. */
+    /* Walk the model clockwise from the routed point, first meetings only. */
     unsigned char seen[FZ_MAX_NODES] = {0};
     size_t found = 0;
     if (m_total) {
         const fz_point *points = m_points();
-        size_t i = m_successor(hash);
+        size_t i = m_route(hash);
         for (size_t steps = 0; steps < m_total && found < want_n; steps++) {
             uint32_t o = points[i].owner;
             if (!seen[o]) {
@@ -415,10 +462,35 @@ FZ_QUIET static void fz_check_ownership(const chash_ring *ring)
     double want[FZ_MAX_NODES] = {0};
     chash_ring_ownership(ring, share);
     const fz_point *points = m_points();
-    for (size_t i = 0; i < m_total; i++) {
+    for (size_t i = 0; i < m_total && !m_nearest; i++) {
         uint64_t prev = i ? points[i - 1].value : (uint64_t)points[m_total - 1].value;
         uint64_t cur = points[i].value + (i ? 0 : (uint64_t)1 << 32);
         want[points[i].owner] += (double)(cur - prev) / 4294967296.0;
+    }
+    if (m_nearest && m_total) {
+        /* Each value's run of points: the first takes the values from the
+         * middle of the gap before up to the value itself, the last the
+         * values up to the middle of the gap after (ties behind). */
+        size_t distinct = 1;
+        for (size_t i = 1; i < m_total; i++)
+            distinct += points[i].value != points[i - 1].value;
+        if (distinct == 1) {
+            want[points[m_total - 1].owner] += (2147483648.0 + 1.0) / 4294967296.0;
+            want[points[0].owner] += (2147483648.0 - 1.0) / 4294967296.0;
+        } else {
+            for (size_t first = 0; first < m_total;) {
+                size_t last = first;
+                while (last + 1 < m_total && points[last + 1].value == points[first].value)
+                    last++;
+                uint32_t before = points[first ? first - 1 : m_total - 1].value;
+                uint32_t after = points[last + 1 < m_total ? last + 1 : 0].value;
+                uint64_t gap_before = (uint32_t)(points[first].value - before);
+                uint64_t gap_after = (uint32_t)(after - points[last].value);
+                want[points[first].owner] += (double)(gap_before - gap_before / 2) / 4294967296.0;
+                want[points[last].owner] += (double)(gap_after / 2) / 4294967296.0;
+                first = last + 1;
+            }
+        }
     }
     double sum = 0.0;
     for (size_t k = 0; k < m_count; k++) {
@@ -923,7 +995,7 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
         hashes[i] = fz_gen_value(in);
     if (m_total) { /* the ring must not be empty */
         for (size_t i = 0; i < n; i++)
-            want[i] = m_points()[m_successor(hashes[i])].owner;
+            want[i] = m_points()[m_route(hashes[i])].owner;
         chash_ring_owners(ring, hashes, n, owners);
         for (size_t i = 0; i < n; i++)
             if (owners[i] != want[i])
@@ -939,8 +1011,9 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
 /* ------------------------------------------------------------------ */
 /* Schemes                                                            */
 
-static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-"};
-static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4, 4};
+static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", ""};
+static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4, 4,
+                                                        4, 4, 4, 4, 4, 4, 4};
 
 static uint32_t fz_be32(const uint8_t *p)
 {
@@ -1057,21 +1130,10 @@ static fz_id fz_gen_key(fz_in *in)
     return fz_make_id(in, tmp, len);
 }
 
-static void fz_op_scheme(fz_in *in)
+/* A node's points and virtual keys under a scheme of named nodes. */
+static void fz_scheme_points(const chash_scheme *scheme_in, fz_in *in)
 {
-    unsigned layout = fz_u8(in) % (CHASH_LAYOUT_COUNT + 1);
-    unsigned hash = fz_u8(in) % (CHASH_HASH_COUNT + 1);
-    chash_scheme scheme;
-    int status = chash_scheme_init(&scheme, (chash_layout_id)layout, (chash_hash_id)hash);
-    int valid = layout < CHASH_LAYOUT_COUNT && hash < CHASH_HASH_COUNT
-        && (layout != CHASH_LAYOUT_KETAMA || hash == CHASH_HASH_MD5)
-        && (layout != CHASH_LAYOUT_NGINX || hash == CHASH_HASH_CRC32)
-        && (layout != CHASH_LAYOUT_LIBMEMCACHED || hash == CHASH_HASH_ONE_AT_A_TIME
-            || hash == CHASH_HASH_MD5);
-    fz_expect("chash_scheme_init", status, FZ_ALLOW(valid ? CHASH_OK : CHASH_EINVAL));
-    if (!valid)
-        return;
-
+    chash_scheme scheme = *scheme_in;
     /* Points: each the reference's, and independent of the range asked. */
     fz_id id = fz_gen_id(in);
     size_t first;
@@ -1125,6 +1187,59 @@ static void fz_op_scheme(fz_in *in)
         FZ_FAIL("virtual key %zu of a %zu-byte id spelled wrong", first, id.len);
     free(buf);
     fz_free_id(&id);
+}
+
+/* HAProxy's full_hash, as its definition reads (the model's own copy). */
+static uint32_t fz_full_hash(uint32_t a)
+{
+    a = (a + 0x7ed55d16u) + (a << 12);
+    a = (a ^ 0xc761c23cu) ^ (a >> 19);
+    a = (a + 0x165667b1u) + (a << 5);
+    a = (a + 0xd3a2646cu) ^ (a << 9);
+    a = (a + 0xfd7046c5u) + (a << 3);
+    a = (a ^ 0xb55a4f09u) ^ (a >> 16);
+    return a * 3221225473u;
+}
+
+/* The haproxy layout: no points of a name, points of a puid in range. */
+static void fz_haproxy_points(const chash_scheme *scheme, fz_in *in)
+{
+    uint32_t none[1], got[48];
+    fz_expect("chash_scheme_points (haproxy)", chash_scheme_points(scheme, "a", 1, 0, 1, none),
+              FZ_ALLOW(CHASH_EINVAL));
+    char key[8];
+    FZ_ASSERT(chash_scheme_vkey(scheme, "a", 1, 0, key, sizeof key) == 0);
+    uint32_t puid = fz_u8(in) & 1 ? fz_u32(in) : fz_u8(in);
+    size_t first = fz_u16(in) % 4200, count = fz_u8(in) % 48;
+    int ok = puid != 0 && first + count <= 4096;
+    fz_expect("chash_haproxy_points", chash_haproxy_points(puid, first, count, got),
+              FZ_ALLOW(ok ? CHASH_OK : CHASH_EINVAL));
+    for (size_t j = 0; ok && j < count; j++)
+        if (got[j] != fz_full_hash(puid * 4096u + (uint32_t)(first + j)))
+            FZ_FAIL("haproxy point %zu of puid %u: got %#x", first + j, puid, got[j]);
+}
+
+static void fz_op_scheme(fz_in *in)
+{
+    unsigned layout = fz_u8(in) % (CHASH_LAYOUT_COUNT + 1);
+    unsigned hash = fz_u8(in) % (CHASH_HASH_COUNT + 1);
+    chash_scheme scheme;
+    int status = chash_scheme_init(&scheme, (chash_layout_id)layout, (chash_hash_id)hash);
+    int valid = layout < CHASH_LAYOUT_COUNT && hash < CHASH_HASH_COUNT
+        && (layout != CHASH_LAYOUT_KETAMA || hash == CHASH_HASH_MD5)
+        && (layout != CHASH_LAYOUT_NGINX || hash == CHASH_HASH_CRC32)
+        && (layout != CHASH_LAYOUT_LIBMEMCACHED || hash == CHASH_HASH_ONE_AT_A_TIME
+            || hash == CHASH_HASH_MD5)
+        && (layout != CHASH_LAYOUT_HAPROXY || hash == CHASH_HASH_CRC32
+            || (hash >= CHASH_HASH_SDBM && hash <= CHASH_HASH_CRC32_AVALANCHE));
+    fz_expect("chash_scheme_init", status, FZ_ALLOW(valid ? CHASH_OK : CHASH_EINVAL));
+    if (!valid)
+        return;
+
+    if (scheme.layout == CHASH_LAYOUT_HAPROXY)
+        fz_haproxy_points(&scheme, in);
+    else
+        fz_scheme_points(&scheme, in);
 
     /* Key hashes: the layout's cut of the digest; four at once the same. */
     fz_id keys[4];
@@ -1159,7 +1274,8 @@ static void fz_op_scheme(fz_in *in)
         || scheme.hash == CHASH_HASH_XXH32;
     int unseeded = scheme.hash == CHASH_HASH_MD5 || scheme.hash == CHASH_HASH_SHA1
         || scheme.hash == CHASH_HASH_FNV1A || scheme.hash == CHASH_HASH_CRC32
-        || scheme.hash == CHASH_HASH_ONE_AT_A_TIME;
+        || scheme.hash == CHASH_HASH_ONE_AT_A_TIME
+        || (scheme.hash >= CHASH_HASH_SDBM && scheme.hash <= CHASH_HASH_CRC32_AVALANCHE);
     if (seeded32 || unseeded) {
         size_t nb = chash_digest(scheme.hash, keys[0].buf, keys[0].len,
                                  unseeded ? 0 : (uint32_t)seed, b);
@@ -1277,10 +1393,11 @@ static const char *const fz_op_names_[OP_COUNT] = {
     "ownership", "limits", "scheme", "weight", "names", "reset", "failnext", "owners",
 };
 
-/* A new ring breaking ties by id, or by insertion order when by_order (no
- * input byte is spent on it, so the corpus decodes as before); NULL is
- * allowed only for an allocation made to fail. */
-static chash_ring *fz_new_ring(int by_order)
+/* A new ring breaking ties by id, or by insertion order when by_order,
+ * and routing by the nearest rule when nearest (no input byte is spent on
+ * either, so the corpus decodes as before); NULL is allowed only for an
+ * allocation made to fail. */
+static chash_ring *fz_new_ring(int by_order, int nearest)
 {
     fz_begin();
     chash_ring *ring = chash_ring_new();
@@ -1296,6 +1413,12 @@ static chash_ring *fz_new_ring(int by_order)
         fz_expect("chash_ring_set_ties", chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER),
                   FZ_ALLOW(CHASH_OK));
     FZ_ASSERT(chash_ring_ties(ring) == (by_order ? CHASH_TIES_BY_ORDER : CHASH_TIES_BY_ID));
+    m_nearest = nearest;
+    if (nearest)
+        fz_expect("chash_ring_set_rule", chash_ring_set_rule(ring, CHASH_RULE_NEAREST),
+                  FZ_ALLOW(CHASH_OK));
+    FZ_ASSERT(chash_ring_rule(ring) == (nearest ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR));
+    FZ_ASSERT(chash_ring_set_rule(ring, (chash_rule)2) == CHASH_EINVAL);
     return ring;
 }
 
@@ -1316,7 +1439,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_in in = {data, size};
     fz_countdown = -1;
     m_clear();
-    chash_ring *ring = fz_new_ring((int)(size & 1));
+    chash_ring *ring = fz_new_ring((int)(size & 1), (int)((size >> 1) & 1));
     uint32_t step = 0;
     while (in.n) {
         unsigned op = fz_u8(&in) % OP_COUNT;
@@ -1339,7 +1462,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_RESET:
             chash_ring_free(ring);
             m_clear();
-            ring = fz_new_ring((int)((size + step) & 1));
+            ring = fz_new_ring((int)((size + step) & 1), (int)(((size + step) >> 1) & 1));
             break;
         case OP_OWNERS: fz_op_owners(ring, &in); break;
         default: /* OP_FAILNEXT: the n-th engine allocation of the next step fails */

@@ -17,9 +17,11 @@
  *               one point of the scale, equal weights differ by one at most;
  *   POINTS      chash_envoy_points against XXH64 / murmur2_64 of the key
  *               spelled here, ids of any bytes and lengths (heap buffers);
- *   MAGLEV      chash_maglev_build_weighted with offsets, skips and weights
- *               from the input: every entry names a node, equal weights
- *               share the table evenly, bad arguments give CHASH_EINVAL;
+ *   MAGLEV      chash_envoy_maglev_entry of an id of any bytes (within the
+ *               table), and chash_maglev_build_weighted with offsets, skips
+ *               and weights from the input: every entry names a node, equal
+ *               weights share the table evenly, bad arguments give
+ *               CHASH_EINVAL;
  *   FAILNEXT    the next allocation fails: a failed build must leave the
  *               ring exactly as it was.
  *
@@ -269,6 +271,17 @@ static void op_maglev(fz_in *in)
         bad |= offsets[k] >= m || skips[k] == 0 || skips[k] >= m || weights[k] == 0.0;
         same &= weights[k] == weights[0];
     }
+    if (m != 8) {
+        /* Envoy's entry of an id of any bytes: within the table. */
+        char id[40];
+        size_t len = fz_u8(in) % sizeof id;
+        for (size_t i = 0; i < len; i++)
+            id[i] = (char)fz_u8(in);
+        uint64_t offset, skip;
+        chash_envoy_maglev_entry(id, len, m, &offset, &skip);
+        FZ_ASSERT(offset < m && skip >= 1 && skip < m);
+        FZ_ASSERT(offset == chash_xxh64(id, len, 0) % m);
+    }
     uint32_t table[1009];
     int status = chash_maglev_build_weighted(offsets, skips, weights, n, table, m);
     if (bad) {
@@ -316,6 +329,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default: fz_countdown = fz_u8(&in) % 5; break; /* FAILNEXT */
         }
         FZ_ASSERT(chash_wide_check(ring) == CHASH_OK);
+        FZ_ASSERT(chash_wide_memory(ring) >= chash_wide_count(ring) * 12);
     }
     chash_wide_free(ring);
     return 0;

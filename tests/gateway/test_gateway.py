@@ -25,7 +25,7 @@ from _support.gateways import cluster, get, owner_of, served_by  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig, KeyRule, parse_address  # noqa: E402
-from chash.gateway.heads import parse_request_head  # noqa: E402
+from chash.gateway.parser import parse_request_head  # noqa: E402
 
 USERS = [f"user-{i:03d}" for i in range(240)]
 
@@ -594,6 +594,14 @@ def test_command_serves_until_interrupted(chash_env: dict[str, str]) -> None:
      "health_path must start with '/'"),
     (["--backend", "127.0.0.1:1", "--ring", "shop"], "--ring and --bootstrap need --redis URL"),
     (["--backend", "127.0.0.1:1", "--bootstrap"], "--ring and --bootstrap need --redis URL"),
+    (["--backend", "127.0.0.1:1", "--redis", "redis://127.0.0.1:1/0", "--etcd",
+      "http://127.0.0.1:1"], "give --redis or --etcd, not both"),
+    (["--backend", "127.0.0.1:1", "--etcd", "127.0.0.1:2379"],
+     "etcd endpoint '127.0.0.1:2379' is not an http(s)://HOST:PORT URL"),
+    (["--backend", "127.0.0.1:1", "--nameserver", "127.0.0.1"],
+     "--nameserver needs --dns-srv NAME"),
+    (["--dns-srv", "_http._tcp.x.example", "--nameserver", "dns.example"],
+     "nameserver 'dns.example' is not an IP address"),
     (["--backend", "127.0.0.1:1", "--fail-on-status", "5xx"], "expected HTTP statuses"),
     (["--backend", "127.0.0.1:1", "--max-body", "lots"], "expected a size in bytes"),
     (["--backend", "127.0.0.1:1", "--workers", "0"], "argument --workers: must be >= 1"),

@@ -281,7 +281,9 @@ def test_a_client_that_went_away_is_one_info_line(caplog: pytest.LogCaptureFixtu
      400),
     (b"GET / HTTP/1.1\r\nHost: g\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", 431),
     (b"POST / HTTP/1.1\r\nHost: g\r\nContent-Length: 200000000\r\n\r\n", 413),
-    (b"GET / HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: identity\r\n\r\n", 501),
+    # chunked not the last coding: the length is unknown, 400 (RFC 9112 §6.3)
+    (b"GET / HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: identity\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
 ])
 def test_smuggling_and_oversized_requests_are_refused(request_bytes: bytes, status: int) -> None:
     async def main() -> None:

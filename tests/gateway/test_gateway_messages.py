@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from chash.gateway.heads import parse_request_head, parse_response_head
+from chash.gateway.heads import parse_response_head
 from chash.gateway.messages import Body, backend_head, client_head, simple_answer
+from chash.gateway.parser import parse_request_head
 
 
 def wire(text: str) -> bytes:

@@ -145,7 +145,8 @@ else:
 def test_public_names_are_documented() -> None:
     import chash.membership as module
 
-    assert sorted(module.__all__) == ["AsyncRedisMembership", "HealthVerdict",
+    assert sorted(module.__all__) == ["AsyncEtcdMembership", "AsyncRedisMembership",
+                                      "EtcdMembership", "HealthVerdict",
                                       "MembershipState", "RedisMembership",
                                       "RingMissingError"]
     for name in module.__all__:
@@ -1005,3 +1006,20 @@ def test_redis_restart_mid_run(workers: Callable[..., list[Worker]],
     gw[1].call("add", node="d")
     ring["d"] = 1.0
     converge(gw, ring, "changes after the restart reach every gateway")
+
+
+def test_haproxy_ids_are_numbered_in_the_shared_order_on_every_instance(instances: Factory) -> None:
+    # HAProxy numbers servers in config order and keys their points by the
+    # number: an instance that saw b come and go and one that joined after
+    # must hold the same ids, those HAProxy gives a config listing a, c.
+    m1 = instances(ConsistentHashRouter(layout="haproxy"), name="haproxy-ids")
+    for node in ("a", "b", "c"):
+        m1.add_node(node)
+    m1.remove_node("b")
+    m2 = instances(ConsistentHashRouter(layout="haproxy"), name="haproxy-ids")
+    for m in (m1, m2):
+        wait_until(lambda m=m: m.router.ids == {"a": 1, "c": 2}, "ids as HAProxy numbers a, c")
+    m2.add_node("d", 2.0)
+    for m in (m1, m2):
+        wait_until(lambda m=m: m.router.ids == {"a": 1, "c": 2, "d": 3}, "d numbered after c")
+    assert m1.router == m2.router and same_ring(m1, m2)

@@ -33,7 +33,7 @@ def core(resync_interval: float = 1.0, vote_ttl: float = 30.0,
          clock: Clock | None = None) -> MembershipCore:
     settings = MembershipSettings(name="orders", resync_interval=resync_interval,
                                   vote_ttl=vote_ttl, reporter="me")
-    return MembershipCore(ConsistentHashRouter(), settings, outage_errors=(ConnectionError,),
+    return MembershipCore(ConsistentHashRouter(), settings, outage_errors=(ConnectionError,), store_name="Redis",
                           clock=clock or Clock())
 
 

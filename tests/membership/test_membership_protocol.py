@@ -26,7 +26,7 @@ def settings(bootstrap: bool = False) -> MembershipSettings:
 
 def core(bootstrap: bool = False) -> MembershipCore:
     return MembershipCore(ConsistentHashRouter(), settings(bootstrap=bootstrap),
-                          outage_errors=(ConnectionError,))
+                          outage_errors=(ConnectionError,), store_name="Redis")
 
 
 def snapshot(c: MembershipCore, epoch: str, version: int, nodes: dict[str, str],
@@ -204,7 +204,7 @@ def test_unreadable_entries_are_skipped_and_logged_once(
 
 def ordered_core() -> MembershipCore:
     return MembershipCore(ConsistentHashRouter(layout="nginx"), settings(),
-                          outage_errors=(ConnectionError,))
+                          outage_errors=(ConnectionError,), store_name="Redis")
 
 
 def test_nodes_are_applied_in_their_add_sequence_whatever_the_field_order() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chash.membership import AsyncRedisMembership, RedisMembership
+from chash.membership import AsyncEtcdMembership, AsyncRedisMembership, EtcdMembership, RedisMembership
 from chash.membership.settings import QUORUMS, MembershipSettings, default_reporter
 
 
@@ -25,6 +25,17 @@ def test_the_drivers_keywords_are_the_settings(driver: type) -> None:
     keywords = {p.name: p.default for p in parameters[3:]}
     fields = {f.name: f.default for f in dataclasses.fields(MembershipSettings)}
     assert keywords == fields
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[4:])  # all but name
+
+
+@pytest.mark.parametrize("driver", [EtcdMembership, AsyncEtcdMembership])
+def test_the_etcd_drivers_keywords_are_the_settings_and_the_clients(driver: type) -> None:
+    parameters = list(inspect.signature(driver.__init__).parameters.values())
+    assert [p.name for p in parameters[:3]] == ["self", "router", "endpoints"]
+    keywords = {p.name: p.default for p in parameters[3:]}
+    fields = {f.name: f.default for f in dataclasses.fields(MembershipSettings)}
+    client = {"username": None, "password": None, "timeout": 2.0}
+    assert keywords == {**fields, **client}
     assert all(p.kind is p.KEYWORD_ONLY for p in parameters[4:])  # all but name
 
 

@@ -249,3 +249,17 @@ def test_missing_prometheus_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
     with pytest.raises(ImportError, match=r"pip install 'chash-router\[metrics\]'"):
         RouterCollector(make_router(*NODES))
+
+
+def test_routed_counts_a_request_at_once() -> None:
+    counters = RouteCounters()
+    counters.routed("a", "ok", "b")
+    counters.routed("a", "failed")
+    counters.routed("c", "rejected")
+    snap = counters.snapshot()
+    assert snap.lookups == {"a": 2, "c": 1}
+    assert snap.requests == {"ok": 1, "failed": 1, "rejected": 1}
+    assert snap.upstream_ok == {"b": 1} and snap.upstream_errors == {}
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        counters.routed("a", "maybe")
+    assert counters.snapshot() == snap

@@ -20,6 +20,16 @@ The convention, for whoever writes the docs:
   ``redis``
       A redis-server of the test's own. The block connects to port ``6379``
       (written out, ``port=6379``), which the test replaces by its port.
+  ``etcd``
+      A single-member etcd of the test's own. The block connects to
+      ``http://127.0.0.1:2379`` (port ``2379`` written out), which the test
+      replaces by its port.
+  ``dns``
+      A DNS server (dnsmasq) of the test's own, answering for
+      ``_http._tcp.users.example`` the SRV records ``b1.example:8080``
+      (priority 10, weight 10), ``b2.example:8081`` (10, 30) and
+      ``spare.example:9000`` (20, 5). The block asks ``127.0.0.1:5353``
+      (port ``5353`` written out), which the test replaces by its port.
   ``listen=P``
       The block listens on ``127.0.0.1:P``; the test replaces ``P`` by a free
       port.
@@ -83,6 +93,8 @@ class Block:
     code: str
     backends: int = 0
     redis: bool = False
+    etcd: bool = False
+    dns: bool = False
     listen: list[int] = field(default_factory=list)
     serves: bool = False
     not_run: str | None = None
@@ -99,6 +111,10 @@ def _parse_needs(block: Block, text: str) -> None:
             block.backends = int(value)
         elif key == "redis" and not value:
             block.redis = True
+        elif key == "etcd" and not value:
+            block.etcd = True
+        elif key == "dns" and not value:
+            block.dns = True
         elif key == "listen" and value.isdigit():
             block.listen.append(int(value))
         elif key == "serves" and not value:
@@ -160,6 +176,10 @@ def test_blocks_use_loopback_and_declare_what_they_reach(block: Block) -> None:
         assert f"127.0.0.1:900{i}" in block.code, f"{block.name}: backend {i} declared, unused"
     if block.redis:
         assert re.search(r"\b6379\b", block.code), f"{block.name}: redis declared, no port 6379"
+    if block.etcd:
+        assert re.search(r"\b2379\b", block.code), f"{block.name}: etcd declared, no port 2379"
+    if block.dns:
+        assert re.search(r"\b5353\b", block.code), f"{block.name}: dns declared, no port 5353"
     for port in block.listen:
         assert re.search(rf"\b{port}\b", block.code), f"{block.name}: listen={port} unused"
     if block.serves:
@@ -172,6 +192,7 @@ def _services(block: Block) -> Iterator[tuple[str, list[Backend], list[int]]]:
     the backends and the ports it will listen on."""
     backends: list[Backend] = []
     redis_server: RedisServer | None = None
+    stack = contextlib.ExitStack()
     try:
         code = block.code
         for _ in range(block.backends):
@@ -182,6 +203,22 @@ def _services(block: Block) -> Iterator[tuple[str, list[Backend], list[int]]]:
             redis_server = RedisServer()
             redis_server.start()
             code = re.sub(r"\b6379\b", str(redis_server.port), code)
+        if block.etcd:
+            from _support.etcd_server import EtcdCluster
+
+            etcd = EtcdCluster(1)
+            stack.callback(etcd.close)
+            etcd.start()
+            code = re.sub(r"\b2379\b", str(etcd.members[0].client_port), code)
+        if block.dns:
+            from _support.dns_server import DnsServer
+
+            dns = DnsServer(ttl=1)
+            stack.callback(dns.close)
+            name = "_http._tcp.users.example"
+            dns.serve([(name, "b1.example", 8080, 10, 10), (name, "b2.example", 8081, 10, 30),
+                       (name, "spare.example", 9000, 20, 5)])
+            code = re.sub(r"\b5353\b", str(dns.port), code)
         ports = {port: free_port() for port in block.listen}
         for port, real in ports.items():
             code = re.sub(rf"\b{port}\b", str(real), code)
@@ -191,6 +228,7 @@ def _services(block: Block) -> Iterator[tuple[str, list[Backend], list[int]]]:
             backend.stop()
         if redis_server is not None:
             redis_server.close()
+        stack.close()
 
 
 def _served(port: int) -> bool:

@@ -317,3 +317,15 @@ def test_changes_lookups_and_error_paths_do_not_leak() -> None:
         router._check()
         router._replace_nodes([])
     assert [sys.getrefcount(s) for s in names + keys] == refcounts
+
+
+def test_the_subtype_overrides_every_method_and_property_of_the_ring() -> None:
+    # A method of the 32-bit ring left to the envoy/grpc subtype would read
+    # the subtype's empty base ring: a silent wrong answer.  A new method of
+    # ConsistentHashRouter needs its 64-bit form in csrc/python/table.c.
+    wide = type(ConsistentHashRouter(layout="envoy"))
+    assert wide is not ConsistentHashRouter and issubclass(wide, ConsistentHashRouter)
+    inherited = [name for name, value in vars(ConsistentHashRouter).items()
+                 if name not in ("__new__", "__doc__", "__init__") and name not in vars(wide)
+                 and (callable(value) or hasattr(value, "__get__"))]
+    assert inherited == []

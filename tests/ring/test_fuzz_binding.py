@@ -348,7 +348,8 @@ def test_constructor_arguments(vnodes: object, hash: object, layout: object) -> 
         router = ConsistentHashRouter(vnodes, hash=hash, layout=layout)
     except (TypeError, ValueError):
         valid = (
-            (vnodes is None or (type(vnodes) is int and 1 <= vnodes <= MAX_VIRTUAL_NODES))
+            (vnodes is None or (type(vnodes) is int and 1 <= vnodes <= MAX_VIRTUAL_NODES
+                                and (layout != "haproxy" or vnodes == 16)))
             and (callable(hash) or hash in HASHES or hash is None)
             and layout in LAYOUTS
             and scheme_exists(layout, hash)
@@ -368,8 +369,10 @@ def test_constructor_arguments(vnodes: object, hash: object, layout: object) -> 
 # The hash each layout uses by default, and the hashes it is defined over
 # (any hash, or a callable, where absent).
 LAYOUT_HASH = {"python": "md5", "node": "md5", "ketama": "md5", "nginx": "crc32",
-               "libmemcached": "one_at_a_time"}
-LAYOUT_HASHES = {"ketama": {"md5"}, "nginx": {"crc32"}, "libmemcached": {"one_at_a_time", "md5"}}
+               "libmemcached": "one_at_a_time", "haproxy": "sdbm_avalanche"}
+LAYOUT_HASHES = {"ketama": {"md5"}, "nginx": {"crc32"}, "libmemcached": {"one_at_a_time", "md5"},
+                 "haproxy": {"sdbm", "djb2", "wt6", "crc32", "sdbm_avalanche", "djb2_avalanche",
+                             "wt6_avalanche", "crc32_avalanche"}}
 
 
 def scheme_exists(layout: object, hash: object) -> bool:
@@ -382,7 +385,8 @@ def scheme_exists(layout: object, hash: object) -> bool:
 @given(key=any_keys, layout=st.sampled_from(LAYOUTS), hash=st.sampled_from(HASHES))
 def test_key_hash_every_scheme(key: str | bytes, layout: str, hash: str) -> None:
     assume(scheme_exists(layout, hash))
-    router = ConsistentHashRouter(3, hash=hash, layout=layout)
+    # haproxy's points per weight are HAProxy's 16, not a setting
+    router = ConsistentHashRouter(3 if layout != "haproxy" else None, hash=hash, layout=layout)
     if has_surrogate(key):
         with pytest.raises(UnicodeEncodeError):
             router._calculate_hash(key)

@@ -76,6 +76,14 @@ def test_published_values(name):
         "xxh3": [(b"", 0x2D06800538D394C2)],
         "one_at_a_time": [(b"a", 0xCA2E9442),
                           (b"The quick brown fox jumps over the lazy dog", 0x519E91F5)],
+        # HAProxy 2.6.12's own converters: %[req.hdr(x),sdbm(0)] and (1) etc.
+        "sdbm": [(b"", 0), (b"hello", 684824882)],
+        "djb2": [(b"", 5381), (b"hello", 261238937)],
+        "wt6": [(b"hello", 3538347703)],
+        "sdbm_avalanche": [(b"user:1234", 1020526326)],
+        "djb2_avalanche": [(b"user:1234", 3785119323)],
+        "wt6_avalanche": [(b"user:1234", 3846189142)],
+        "crc32_avalanche": [(b"user:1234", 1371245882)],
     }
     for data, want in known[name]:
         assert _hash(name, data) == want

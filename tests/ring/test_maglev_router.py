@@ -151,3 +151,16 @@ def test_lookups_while_another_thread_changes_the_table() -> None:
             t.join(timeout=30)
     assert errors == []
     router._check()
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 65537, 1000003])
+def test_every_64_bit_hash_goes_to_its_entry(size: int) -> None:
+    # The remainder is computed by multiplications: checked at the ends.
+    router = MaglevRouter(size)
+    router.add_service_nodes(HOSTS[:5])
+    table = router.table
+    rng = random.Random(size)
+    hashes = [0, 1, size - 1, size, size + 1, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1,
+              ((2**64 - 1) // size) * size, ((2**64 - 1) // size) * size - 1]
+    hashes += [rng.getrandbits(64) for _ in range(3000)]
+    assert router.get_target_nodes_by_hash(hashes) == [table[h % size] for h in hashes]

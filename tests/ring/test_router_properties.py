@@ -500,10 +500,11 @@ def test_repr_shows_the_configuration_and_size() -> None:
 
 
 def test_layout_defaults_and_properties() -> None:
-    assert set(LAYOUTS) == {"python", "node", "ketama", "nginx", "libmemcached"}
+    assert set(LAYOUTS) == {"python", "node", "ketama", "nginx", "libmemcached", "haproxy"}
     for layout, vnodes, hash_name in [("python", 100, "md5"), ("node", 150, "md5"),
                                       ("ketama", 160, "md5"), ("nginx", 160, "crc32"),
-                                      ("libmemcached", 100, "one_at_a_time")]:
+                                      ("libmemcached", 100, "one_at_a_time"),
+                                      ("haproxy", 16, "sdbm_avalanche")]:
         router = ConsistentHashRouter(layout=layout)
         assert router.virtual_node_count == vnodes
         assert router.layout == layout
@@ -518,8 +519,9 @@ def test_layout_defaults_and_properties() -> None:
 
 def test_module_constants() -> None:
     assert HASHES == ("md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
-                      "one_at_a_time")
-    assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached")
+                      "one_at_a_time", "sdbm", "djb2", "wt6", "sdbm_avalanche", "djb2_avalanche",
+                      "wt6_avalanche", "crc32_avalanche")
+    assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached", "haproxy")
     assert chash.MAX_VIRTUAL_NODES == 1_000_000
     for name in ["MAX_VIRTUAL_NODES", "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
         assert type(getattr(chash, name)) is int and getattr(chash, name) > 0

@@ -389,7 +389,7 @@ def test_reimport_and_reload_in_a_fresh_interpreter() -> None:
 # -- signatures and stubs ------------------------------------------------------------
 
 SIGNATURES = {
-    "add_service_node": "(self, /, real_node_id, weight=1.0, *, zone=None)",
+    "add_service_node": "(self, /, real_node_id, weight=1.0, *, id=None, zone=None)",
     "remove_service_node": "(self, real_node_id, /)",
     "discard_service_node": "(self, real_node_id, /)",
     "get_target_node": "(self, request_key, /)",

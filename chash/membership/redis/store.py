@@ -158,6 +158,8 @@ class RedisStore:
     """The ring ``settings`` names in Redis, through a blocking redis-py
     client (a ``chash.membership.store.Store``)."""
 
+    name = "Redis"
+
     def __init__(self, client: Any, settings: MembershipSettings) -> None:
         """Registers the scripts (no I/O: they load on first use);
         ImportError without redis-py, TypeError for an asyncio client."""
@@ -184,6 +186,8 @@ class RedisStore:
 class AsyncRedisStore:
     """The ring ``settings`` names in Redis, through a ``redis.asyncio``
     client (a ``chash.membership.store.AsyncStore``)."""
+
+    name = "Redis"
 
     def __init__(self, client: Any, settings: MembershipSettings) -> None:
         """As ``RedisStore``, for a ``redis.asyncio`` client; TypeError for a

@@ -1,0 +1,1 @@
+"""The etcd store of shared rings: ``EtcdMembership``, ``AsyncEtcdMembership``."""

@@ -1,0 +1,142 @@
+"""Where a request's routing key comes from, and backend addresses.
+
+``KeyRule`` reads a key spec (``"header:X-User-Id"``, ``"cookie:session"``,
+``"query:room"``, ``"path"``, ``"path:N"``) and extracts the key from any
+request head that offers ``KeyedRequest``; ``parse_address`` normalizes a
+backend address.  A leaf that imports nothing of chash, shared by the
+gateway and the sticky clients so that both read a spec the same way.
+Everything here raises ValueError with the reason.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["KEY_SOURCES", "KeyRule", "KeyedRequest", "parse_address"]
+
+
+#: Where a routing key can come from (see ``KeyRule``).
+KEY_SOURCES = ("header", "cookie", "query", "path")
+
+
+class KeyedRequest(Protocol):
+    """What ``KeyRule.extract`` reads of a request head (the gateway's
+    parsed heads are one; the sticky clients adapt their requests)."""
+
+    @property
+    def target(self) -> bytes:
+        """The origin-form target: path and query, as sent."""
+
+    @property
+    def fields(self) -> list[tuple[bytes, bytes]]:
+        """``(lower-case name, value)`` of every header field, in order."""
+
+    def get(self, name: bytes) -> bytes | None:
+        """The first value of header ``name`` (lower-case), or None."""
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """Where a request's routing key comes from.
+
+    Written as a string, as on the command line:
+
+    * ``header:NAME``: the value of header NAME (case-insensitive);
+    * ``cookie:NAME``: the value of cookie NAME;
+    * ``query:NAME``: the value of query parameter NAME (the first one);
+    * ``path``: the first segment of the URL path (``/u42/cart`` -> ``u42``);
+      ``path:N``: the first N segments joined by ``/`` (``path:2`` on
+      ``/users/42/cart`` -> ``users/42``; fewer when the path is shorter).
+
+    Keys are bytes, exactly as sent (percent-decoded for query and path):
+    a value that is not UTF-8 is hashed like any other.  An empty value
+    counts as no key.
+    """
+
+    source: str
+    """One of ``KEY_SOURCES``."""
+    name: str = ""
+    """The header, cookie or parameter name ("" for ``path``)."""
+    segments: int = 1
+    """For ``path``: how many leading path segments make the key."""
+
+    @classmethod
+    def parse(cls, spec: str) -> KeyRule:
+        """Parse ``header:NAME``, ``cookie:NAME``, ``query:NAME``, ``path`` or
+        ``path:N``; ValueError with the reason otherwise."""
+        source, sep, name = spec.partition(":")
+        source = source.strip().lower()
+        name = name.strip()
+        if source == "path":
+            if not sep:
+                return cls("path")
+            if not name.isdigit() or int(name) < 1:
+                raise ValueError(f"in {spec!r}: path:N needs a whole number N >= 1")
+            return cls("path", segments=int(name))
+        if source not in KEY_SOURCES:
+            raise ValueError(
+                f"unknown key source {spec!r}: use header:NAME, cookie:NAME, "
+                "query:NAME, path or path:N")
+        if not name:
+            raise ValueError(f"in {spec!r}: {source}: needs a name, as in {source}:user")
+        if any(c.isspace() for c in name) or any(c in name for c in ":;,=\"()<>@[]{}/?\\") \
+                or not name.isascii():
+            raise ValueError(f"in {spec!r}: {name!r} is not a valid {source} name")
+        return cls(source, name)
+
+    def __str__(self) -> str:
+        if self.source == "path":
+            return "path" if self.segments == 1 else f"path:{self.segments}"
+        return f"{self.source}:{self.name}"
+
+    def extract(self, request: KeyedRequest) -> bytes | None:
+        """The key of ``request`` (a parsed head), or None when it has none."""
+        value: bytes | None = None
+        if self.source == "header":
+            value = request.get(self.name.lower().encode())
+        elif self.source == "cookie":
+            wanted = self.name.encode()
+            for name, header in request.fields:
+                if name == b"cookie":
+                    for pair in header.split(b";"):
+                        cname, sep, cvalue = pair.strip(b" \t").partition(b"=")
+                        if sep and cname == wanted:
+                            value = cvalue.strip(b'"')
+                            break
+                    if value is not None:
+                        break
+        elif self.source == "query":
+            _, sep, query = request.target.partition(b"?")
+            wanted = self.name.encode()
+            for pair in query.split(b"&"):
+                qname, _, qvalue = pair.partition(b"=")
+                if urllib.parse.unquote_to_bytes(qname.replace(b"+", b" ")) == wanted:
+                    value = urllib.parse.unquote_to_bytes(qvalue.replace(b"+", b" "))
+                    break
+        else:
+            path = request.target.partition(b"?")[0]
+            parts = [part for part in path.split(b"/") if part]
+            value = urllib.parse.unquote_to_bytes(b"/".join(parts[:self.segments]))
+        return value or None
+
+
+def parse_address(text: str) -> str:
+    """Normalize a backend address to ``host:port``; ValueError if it is not one.
+
+    Accepts ``host:port``, ``[v6]:port`` and ``http://host:port[/]``.
+    """
+    address = text.strip()
+    if address.startswith("http://"):
+        address = address[len("http://"):].rstrip("/")
+    elif "://" in address:
+        raise ValueError(f"backend {text!r}: only http:// backends are supported")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "/" in address:
+        raise ValueError(f"backend {text!r} is not HOST:PORT")
+    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
+        raise ValueError(f"backend {text!r}: write an IPv6 host in brackets, as [::1]:8080")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"backend {text!r}: the port must be a number from 1 to 65535")
+    return f"{host}:{int(port)}"

@@ -1,0 +1,124 @@
+"""A real DNS server (dnsmasq) on a free loopback port, whose records the
+test changes.
+
+``DnsServer`` serves SRV records (``--srv-host``) for names under
+``example``, which it owns (``--local=/example/``: an unknown name there
+is NXDOMAIN, never forwarded), with a TTL of its own (``--local-ttl``).
+``serve(records)`` restarts dnsmasq on the same port with a new record
+set (dnsmasq does not reread ``--srv-host`` on SIGHUP); ``stop()`` takes
+it away (lookups time out).  Listens on UDP and TCP, 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+
+from _support.compat_programs import program_env, require
+from _support.ports import free_port
+
+__all__ = ["DnsServer", "running_dns"]
+
+#: (name, target, port, priority, weight)
+Srv = tuple[str, str, int, int, int]
+
+
+def _udp_port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class DnsServer:
+    """One dnsmasq process; ``serve()`` swaps its records on the same port."""
+
+    def __init__(self, ttl: int = 1) -> None:
+        self.executable = require("dnsmasq")
+        self.workdir = tempfile.mkdtemp(prefix="chash-dns-")
+        self.ttl = ttl
+        self.port = self._pick_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def _pick_port() -> int:
+        for _ in range(50):
+            port = free_port()
+            if _udp_port_free(port):
+                return port
+        raise RuntimeError("no port free for both TCP and UDP")
+
+    @property
+    def nameserver(self) -> str:
+        """``127.0.0.1:PORT``, as ``--nameserver`` takes it."""
+        return f"127.0.0.1:{self.port}"
+
+    def serve(self, records: Iterable[Srv], hosts: Iterable[str] = ()) -> None:
+        """(Re)start dnsmasq answering with exactly ``records``, and an A
+        record 127.0.0.1 for each name of ``hosts`` (asked for SRV, such a
+        name gives an empty answer)."""
+        self.stop()
+        args = [self.executable, "--keep-in-foreground", f"--port={self.port}",
+                "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",
+                "--no-hosts", "--conf-file=/dev/null", "--local=/example/",
+                f"--local-ttl={self.ttl}", f"--pid-file={self.workdir}/dnsmasq.pid",
+                f"--log-facility={self.workdir}/dnsmasq.log"]
+        if os.geteuid() == 0:
+            args.append("--user=root")  # stay root rather than drop to nobody
+        for name, target, port, priority, weight in records:
+            args.append(f"--srv-host={name},{target},{port},{priority},{weight}")
+        args += [f"--host-record={host},127.0.0.1" for host in hosts]
+        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         env=program_env())
+        deadline = time.monotonic() + 10.0
+        while not self._answers():
+            if self._process.poll() is not None:
+                stderr = self._process.stderr.read().decode() if self._process.stderr else ""
+                raise RuntimeError(f"dnsmasq exited with {self._process.returncode}: {stderr}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dnsmasq did not listen on port {self.port}")
+            time.sleep(0.02)
+
+    def _answers(self) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection(
+                ("127.0.0.1", self.port), timeout=0.5):
+            return True
+        return False
+
+    def stop(self) -> None:
+        """Stop dnsmasq: lookups then time out."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+    def close(self) -> None:
+        """Stop and remove the directory."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def running_dns(ttl: int = 1) -> Iterator[DnsServer]:
+    """A DnsServer (not serving yet), closed when the generator is closed."""
+    server = DnsServer(ttl)
+    try:
+        yield server
+    finally:
+        server.close()
