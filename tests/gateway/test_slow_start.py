@@ -66,3 +66,30 @@ def test_the_ramp_steps_on_the_loop() -> None:
 
     asyncio.run(main())
     assert ramp.ramping() == [] and router.weights["a"] == 1.0
+
+
+def test_the_gateway_ramps_a_node_its_health_checks_bring_back() -> None:
+    import pytest
+
+    pytest.importorskip("aiohttp", reason="the gateway extra is not installed")
+    pytest.importorskip("httptools", reason="the gateway extra is not installed")
+    from chash.gateway import Gateway, GatewayConfig
+    from chash.health import NodeState
+
+    backends = {"a": "127.0.0.1:9", "b": "127.0.0.1:10"}
+    gateway = Gateway(backends, GatewayConfig(slow_start=30.0, health=False))
+    router = gateway.router
+    gateway._health_changed("a", NodeState.DOWN, NodeState.UP, "probe answered 200")
+    assert 0 < router.weights["a"] < 1.0 and router.weights["b"] == 1.0
+    gateway._health_changed("a", NodeState.UP, NodeState.DOWN, "refused")
+    assert Gateway(backends, GatewayConfig(health=False)).router.weights["a"] == 1.0
+    with pytest.raises(ValueError, match="slow_start"):
+        GatewayConfig(slow_start=-1.0)
+
+
+def test_the_command_takes_slow_start() -> None:
+    from chash.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["gateway", "--backend", "127.0.0.1:9001", "--slow-start", "12.5"])
+    assert args.slow_start == 12.5
