@@ -394,6 +394,8 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
     if args.nameserver and not args.dns_srv:
         parser.error("--nameserver needs --dns-srv NAME")
+    if args.slow_start and (args.workers > 1 or args.redis or args.etcd):
+        parser.error("--slow-start ramps the gateway's own ring: one worker, no --redis or --etcd")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:

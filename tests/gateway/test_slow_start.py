@@ -93,3 +93,13 @@ def test_the_command_takes_slow_start() -> None:
     args = build_parser().parse_args(
         ["gateway", "--backend", "127.0.0.1:9001", "--slow-start", "12.5"])
     assert args.slow_start == 12.5
+
+
+def test_the_command_refuses_slow_start_on_a_shared_ring() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "chash", "gateway", "--backend", "127.0.0.1:9",
+         "--slow-start", "5", "--workers", "2"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--slow-start ramps the gateway's own ring" in done.stderr
