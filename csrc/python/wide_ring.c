@@ -144,6 +144,9 @@ static PyMethodDef wide_methods[] = {
     {"ownership", (PyCFunction)table_ownership, METH_NOARGS, table_ownership_doc},
     {"key_distribution", (PyCFunction)table_key_distribution, METH_O, table_distribution_doc},
     {"fingerprint", (PyCFunction)table_fingerprint, METH_NOARGS, table_fingerprint_doc},
+    /* diff and the zones' own entries read the 64-bit ring themselves (diff.c, zones.c). */
+    {"diff", (PyCFunction)router_diff, METH_O, diff_doc},
+    {"__setstate__", (PyCFunction)router_setstate, METH_O, setstate_doc},
     {"_calculate_hash", (PyCFunction)table_calculate_hash, METH_O, table_calc_doc},
     {"_check", (PyCFunction)table_check, METH_NOARGS, table_check_doc},
     {"__reduce__", (PyCFunction)table_reduce_zoned, METH_NOARGS, table_reduce_doc},
@@ -174,6 +177,8 @@ static PyGetSetDef wide_getset[] = {
     {"hash", (getter)table_get_hash, NULL, "The point hash: 'xxh64' or 'murmur2_64'.", NULL},
     {"layout", (getter)table_get_layout, NULL, "'envoy' or 'grpc'.", NULL},
     {"memory_bytes", (getter)table_get_memory, NULL, "Heap bytes the ring holds.", NULL},
+    {"zones", (getter)router_get_zones, NULL,
+     "{node: zone} of the nodes added with a zone (a new dict each time).", NULL},
     {"ids", (getter)wide_get_ids, NULL,
      "{}: server ids are the haproxy layout's; these layouts number no server.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
