@@ -40,6 +40,7 @@ try:
         MAX_VIRTUAL_NODES,
         ConsistentHashRouter,
         MaglevRouter,
+        Move,
     )
 except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
@@ -58,4 +59,5 @@ __all__ = [
     "MAX_POINTS",
     "MAX_VIRTUAL_NODES",
     "MaglevRouter",
+    "Move",
 ]

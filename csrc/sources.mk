@@ -12,6 +12,8 @@ RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c
 # rules of Envoy's and gRPC's rings and Envoy's Maglev over it
 # (csrc/engine/envoy.c).
 WIDE_SOURCES := engine/wide.c engine/envoy.c
+# The arcs that change owner between two rings (csrc/engine/diff.c).
+DIFF_SOURCES := engine/diff.c
 # How keys and node ids become ring points (csrc/engine/scheme.c), over the
 # hash functions (csrc/hash/, one file per function or family).
 SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
@@ -22,11 +24,12 @@ HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
 STRATEGY_SOURCES := strategies/strategies.c
 
 # The engine: everything above; plain C11, no Python.
-ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES)
+ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
 BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
                    python/inspect.c python/strategies.c python/haproxy.c \
-                   python/by_hash.c python/table.c python/wide_ring.c python/maglev.c
+                   python/by_hash.c python/table.c python/wide_ring.c python/maglev.c \
+                   python/diff.c python/zones.c

@@ -278,7 +278,7 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
         header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-        tracing=False if args.no_tracing else None)
+        tracing=False if args.no_tracing else None, slow_start=args.slow_start or 0.0)
     gateway = Gateway(backends, config, router=router, membership=verdicts,
                       counters=counters, health_reports=reports)
     return gateway, feeds, role
@@ -402,6 +402,8 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
     if args.nameserver and not args.dns_srv:
         parser.error("--nameserver needs --dns-srv NAME")
+    if args.slow_start and (args.workers > 1 or args.redis or args.etcd):
+        parser.error("--slow-start ramps the gateway's own ring: one worker, no --redis or --etcd")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -549,6 +551,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-tracing", action="store_true",
                         help="no OpenTelemetry spans (default: a span per attempt when "
                              "opentelemetry-api is installed)")
+    parser.add_argument("--slow-start", type=seconds, metavar="S",
+                        help="ramp a backend that comes back up to its full weight over S "
+                             "seconds, moving only its own keys (one worker, no shared ring)")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),

@@ -102,6 +102,10 @@ class GatewayConfig:
     (the default) when opentelemetry-api is installed and a tracer
     provider is given or set globally when the gateway is built, True
     requires opentelemetry-api (the ``otel`` extra), False never."""
+    slow_start: float = 0.0
+    """Seconds over which a backend coming back up ramps its weight to its
+    full weight (``chash.gateway.slow_start``); 0 (the default): off.  On
+    the gateway's own ring only (not with a shared membership)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -118,6 +122,8 @@ class GatewayConfig:
         _count("max_header_size", self.max_header_size, 256)
         _count("fall", self.fall, 1)
         _count("rise", self.rise, 1)
+        if self.slow_start != 0:
+            _positive("slow_start", self.slow_start)
         object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
         object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
         for name in ("status_path", "metrics_path", "health_path"):

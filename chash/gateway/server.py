@@ -42,6 +42,7 @@ from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule, parse_address
 from chash.gateway.proxy import HealthReports, Proxy
+from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tracing import attempt_tracer
 from chash.metrics import RouteCounters
 
@@ -130,6 +131,10 @@ class Gateway:
                 if node not in router:
                     router.add_service_node(node, (weights or {}).get(node, 1.0))
         self._membership = membership
+        if config.slow_start and membership is not None:
+            raise ValueError("slow_start ramps the gateway's own ring: with a membership the "
+                             "shared ring's weights come from its store")
+        self._ramp = WeightRamp(router, config.slow_start) if config.slow_start else None
         self._key = config.key_rule
         self._on_change = on_change
         self._counters = counters if counters is not None else RouteCounters()
@@ -251,6 +256,11 @@ class Gateway:
 
     def _health_changed(self, node: str, old: Any, new: Any, reason: str) -> None:
         self._counters.health_change(node, old, new, reason)
+        if self._ramp is not None:
+            if str(new) == "up":
+                self._ramp.node_up(node)
+            elif str(new) == "down":
+                self._ramp.node_down(node)
         if reason.endswith("HTTP 404") and node not in self._hints:
             hint = (f"{node} answers 404 on {self._config.health_path}: give a path it "
                     "serves with --health-path (GatewayConfig.health_path), or turn "
@@ -284,6 +294,8 @@ class Gateway:
                 self._admin_runner, self._admin_bound = await start_admin(
                     self, *self._config.admin_listen)
             self._started_at = time.time()
+            if self._ramp is not None:
+                self._ramp.start()
             if self._health is not None and not self._health.running:
                 await self._health.start()
         except BaseException:
@@ -299,6 +311,8 @@ class Gateway:
         more than once."""
         if self._health is not None:
             await self._health.stop()
+        if self._ramp is not None:
+            await self._ramp.stop()
         server, self._server = self._server, None
         if server is not None:
             server.close()

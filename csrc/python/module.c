@@ -44,7 +44,8 @@ static int module_exec(PyObject *module)
     state->router_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
     if (!state->router_type)
         return -1;
-    if (PyModule_AddType(module, state->router_type) < 0 || table_module_init(module) < 0)
+    if (PyModule_AddType(module, state->router_type) < 0 || table_module_init(module) < 0
+        || diff_module_init(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)
@@ -86,6 +87,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(get_state(module)->router_type);
     Py_VISIT(get_state(module)->wide_ring_type);
     Py_VISIT(get_state(module)->maglev_type);
+    Py_VISIT(get_state(module)->move_type);
     return 0;
 }
 
@@ -94,6 +96,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(get_state(module)->router_type);
     Py_CLEAR(get_state(module)->wide_ring_type);
     Py_CLEAR(get_state(module)->maglev_type);
+    Py_CLEAR(get_state(module)->move_type);
     return 0;
 }
 

@@ -275,12 +275,14 @@ int router_traverse(RouterObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->hash_fn);
+    Py_VISIT(self->zones);
     return 0;
 }
 
 int router_clear(RouterObject *self)
 {
     Py_CLEAR(self->hash_fn);
+    Py_CLEAR(self->zones);
     return 0;
 }
 

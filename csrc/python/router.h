@@ -16,6 +16,8 @@
  *   by_hash.c     lookups by a caller's hash, and reading hash arguments
  *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
  *   strategies.c  the strategy functions beside the ring, for chash.simulate
+ *   diff.c        diff(other): the arcs that change owner, chash.Move
+ *   zones.c       the nodes' zones: zone=, zones, distinct_zones=, pickling
  *   table.c, wide_ring.c, maglev.c
  *                 the routers rebuilt whole: the envoy and grpc layouts'
  *                 64-bit ring and MaglevRouter (table.h)
@@ -37,6 +39,7 @@ typedef struct {
     PyTypeObject *router_type;
     PyTypeObject *wide_ring_type; /* the envoy/grpc layouts' subtype (wide_ring.c) */
     PyTypeObject *maglev_type;    /* chash.MaglevRouter (maglev.c) */
+    PyObject *move_type;          /* chash.Move, a namedtuple (diff.c) */
 } module_state;
 
 typedef struct {
@@ -60,6 +63,7 @@ typedef struct {
     PyObject *hash_fn;     /* a Python callable bytes -> int, or NULL */
     size_t base_points;    /* virtual_node_count: points at weight 1 */
     HaproxyIds ids;        /* the haproxy layout's puids (empty otherwise) */
+    PyObject *zones;       /* dict node -> zone (zones.c), or NULL */
 } RouterObject;
 
 /* The module's definition (module.c), to find its state from a type. */
@@ -180,6 +184,31 @@ PyObject *router_richcompare(PyObject *a, PyObject *b, int op);
 /* The routers rebuilt whole (table.c): their types made and their
  * module functions added at init; 0 or -1. */
 int table_module_init(PyObject *module);
+
+/* Zones (zones.c): wrappers of the ring's and the 64-bit ring's methods
+ * that keep RouterObject.zones in step, zones, __setstate__. */
+PyObject *router_add_zoned(RouterObject *self, PyObject *args, PyObject *kwds);
+PyObject *table_add_zoned(RouterObject *self, PyObject *args, PyObject *kwds);
+PyObject *router_remove_zoned(RouterObject *self, PyObject *node);
+PyObject *router_discard_zoned(RouterObject *self, PyObject *node);
+PyObject *table_remove_zoned(RouterObject *self, PyObject *node);
+PyObject *table_discard_zoned(RouterObject *self, PyObject *node);
+PyObject *router_replace_zoned(RouterObject *self, PyObject *nodes);
+PyObject *table_replace_zoned(RouterObject *self, PyObject *nodes);
+PyObject *router_get_zones(RouterObject *self, void *Py_UNUSED(closure));
+PyObject *router_preference_zoned(RouterObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames);
+PyObject *table_preference_zoned(RouterObject *self, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames);
+PyObject *router_reduce_zoned(RouterObject *self, PyObject *Py_UNUSED(ignored));
+PyObject *table_reduce_zoned(RouterObject *self, PyObject *Py_UNUSED(ignored));
+PyObject *router_setstate(RouterObject *self, PyObject *state);
+extern const char zoned_add_doc[], wide_zoned_add_doc[], zoned_preference_doc[], setstate_doc[];
+
+/* router.diff (diff.c), and chash.Move made at init; 0 or -1. */
+PyObject *router_diff(RouterObject *self, PyObject *other);
+int diff_module_init(PyObject *module);
+extern const char diff_doc[];
 
 /* The strategy functions (strategies.c), added to the module's own. */
 extern PyMethodDef strategy_methods[];

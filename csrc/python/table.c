@@ -96,6 +96,7 @@ int table_traverse(TableObject *self, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->nodes);
     Py_VISIT(self->index);
+    Py_VISIT(self->base.zones);
     return 0;
 }
 
@@ -116,6 +117,7 @@ void table_dealloc(TableObject *self)
     PyMem_Free(self->counts);
     Py_CLEAR(self->nodes);
     Py_CLEAR(self->index);
+    Py_CLEAR(self->base.zones);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

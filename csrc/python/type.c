@@ -9,22 +9,24 @@
 /* Methods, properties, slots                                         */
 
 static PyMethodDef router_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, add_doc},
+    {"add_service_node", (PyCFunction)(void (*)(void))router_add_zoned, METH_VARARGS | METH_KEYWORDS, zoned_add_doc},
     {"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, add_many_doc},
-    {"remove_service_node", (PyCFunction)router_remove, METH_O, remove_doc},
-    {"discard_service_node", (PyCFunction)router_discard, METH_O, discard_doc},
+    {"remove_service_node", (PyCFunction)router_remove_zoned, METH_O, remove_doc},
+    {"discard_service_node", (PyCFunction)router_discard_zoned, METH_O, discard_doc},
     {"get_target_node", (PyCFunction)router_get, METH_O, get_doc},
     {"get_target_nodes", (PyCFunction)router_get_many, METH_O, get_many_doc},
     {"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, get_by_hash_doc},
     {"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, get_many_by_hash_doc},
-    {"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL, preference_doc},
+    {"get_preference_list", (PyCFunction)(void (*)(void))router_preference_zoned, METH_FASTCALL | METH_KEYWORDS, zoned_preference_doc},
     {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
     {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
     {"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, fingerprint_doc},
+    {"diff", (PyCFunction)router_diff, METH_O, diff_doc},
     {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
     {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
-    {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
-    {"_replace_nodes", (PyCFunction)router_replace_nodes, METH_O, replace_doc},
+    {"__reduce__", (PyCFunction)router_reduce_zoned, METH_NOARGS, reduce_doc},
+    {"__setstate__", (PyCFunction)router_setstate, METH_O, setstate_doc},
+    {"_replace_nodes", (PyCFunction)router_replace_zoned, METH_O, replace_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -47,6 +49,8 @@ static PyGetSetDef router_getset[] = {
     {"ids", (getter)router_get_ids, NULL,
      "{node: server id} of the haproxy layout (HAProxy's puids, which decide\n"
      "the points); empty for the other layouts.", NULL},
+    {"zones", (getter)router_get_zones, NULL,
+     "{node: zone} of the nodes added with a zone (a new dict each time).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -125,27 +125,32 @@ static const char wide_get_doc[] = PyDoc_STR(
 "when the ring is empty.");
 
 static const char wide_preference_doc[] = PyDoc_STR(
-"get_preference_list($self, key, n, /)\n--\n\n"
+"get_preference_list($self, key, n, /, *, distinct_zones=False)\n--\n\n"
 "The first n distinct nodes met clockwise from the key, its owner first\n"
-"(a host the ring had no room for owns no point and is never met).");
+"(a host the ring had no room for owns no point and is never met); with\n"
+"distinct_zones, each in a zone not yet in the list (a node without a zone\n"
+"counts as a zone of its own).");
 
 static PyMethodDef wide_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))table_add, METH_VARARGS | METH_KEYWORDS, table_add_doc},
+    {"add_service_node", (PyCFunction)(void (*)(void))table_add_zoned, METH_VARARGS | METH_KEYWORDS, wide_zoned_add_doc},
     {"add_service_nodes", (PyCFunction)(void (*)(void))table_add_many, METH_VARARGS | METH_KEYWORDS, table_add_many_doc},
-    {"remove_service_node", (PyCFunction)table_remove, METH_O, table_remove_doc},
-    {"discard_service_node", (PyCFunction)table_discard, METH_O, table_discard_doc},
+    {"remove_service_node", (PyCFunction)table_remove_zoned, METH_O, table_remove_doc},
+    {"discard_service_node", (PyCFunction)table_discard_zoned, METH_O, table_discard_doc},
     {"get_target_node", (PyCFunction)table_get, METH_O, wide_get_doc},
     {"get_target_nodes", (PyCFunction)table_get_many, METH_O, table_get_many_doc},
     {"get_target_node_by_hash", (PyCFunction)table_get_by_hash, METH_O, wide_get_by_hash_doc},
     {"get_target_nodes_by_hash", (PyCFunction)table_get_many_by_hash, METH_O, table_get_many_by_hash_doc},
-    {"get_preference_list", (PyCFunction)(void (*)(void))table_preference, METH_FASTCALL, wide_preference_doc},
+    {"get_preference_list", (PyCFunction)(void (*)(void))table_preference_zoned, METH_FASTCALL | METH_KEYWORDS, wide_preference_doc},
     {"ownership", (PyCFunction)table_ownership, METH_NOARGS, table_ownership_doc},
     {"key_distribution", (PyCFunction)table_key_distribution, METH_O, table_distribution_doc},
     {"fingerprint", (PyCFunction)table_fingerprint, METH_NOARGS, table_fingerprint_doc},
+    /* diff and the zones' own entries read the 64-bit ring themselves (diff.c, zones.c). */
+    {"diff", (PyCFunction)router_diff, METH_O, diff_doc},
+    {"__setstate__", (PyCFunction)router_setstate, METH_O, setstate_doc},
     {"_calculate_hash", (PyCFunction)table_calculate_hash, METH_O, table_calc_doc},
     {"_check", (PyCFunction)table_check, METH_NOARGS, table_check_doc},
-    {"__reduce__", (PyCFunction)table_reduce, METH_NOARGS, table_reduce_doc},
-    {"_replace_nodes", (PyCFunction)table_replace_nodes, METH_O, table_replace_doc},
+    {"__reduce__", (PyCFunction)table_reduce_zoned, METH_NOARGS, table_reduce_doc},
+    {"_replace_nodes", (PyCFunction)table_replace_zoned, METH_O, table_replace_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -172,6 +177,8 @@ static PyGetSetDef wide_getset[] = {
     {"hash", (getter)table_get_hash, NULL, "The point hash: 'xxh64' or 'murmur2_64'.", NULL},
     {"layout", (getter)table_get_layout, NULL, "'envoy' or 'grpc'.", NULL},
     {"memory_bytes", (getter)table_get_memory, NULL, "Heap bytes the ring holds.", NULL},
+    {"zones", (getter)router_get_zones, NULL,
+     "{node: zone} of the nodes added with a zone (a new dict each time).", NULL},
     {"ids", (getter)wide_get_ids, NULL,
      "{}: server ids are the haproxy layout's; these layouts number no server.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -45,6 +45,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--node-header": ("X-Node", "X-Node"),
     "--no-metrics": ("on", True),
     "--no-tracing": ("1", True),
+    "--slow-start": ("30", 30.0),
     "--duration": ("12", 12.0),
     "--log-level": ("debug", "debug"),
     "--vnodes": ("40", 40),

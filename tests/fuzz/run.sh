@@ -15,7 +15,10 @@
 # weighted Maglev fill (it includes WIDE_SOURCES and the strategies with its
 # own failing allocator, and links the hashes and the ring): its seeds of
 # tests/fuzz/corpus_wide/ replayed, then fuzzed for a quarter of SECONDS
-# (at least 5).
+# (at least 5).  Then tests/fuzz/fuzz_diff.c, the diff of two rings
+# (it includes engine/diff.c with its own failing allocator and links the
+# rings and hashes) against routing both: its seeds of tests/fuzz/corpus_diff/
+# replayed, then fuzzed for a quarter of SECONDS (at least 5).
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
 # mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
 # ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
@@ -71,6 +74,8 @@ ring_list=$(sources RING_SOURCES)
 scheme_list=$(sources SCHEME_SOURCES HASH_SOURCES)
 read -ra ring <<<"$ring_list"
 read -ra hashes <<<"$scheme_list"
+wide_list=$(sources WIDE_SOURCES)
+read -ra wide <<<"$wide_list"
 # chash_ring_check() runs after every step; its loops only compare, so they
 # stay out of the coverage feedback (sanitizers still check them).
 printf 'fun:chash_ring_check\n' >"$work/coverage-ignore.txt"
@@ -81,10 +86,12 @@ echo "fuzz: building with $("$cc" --version | head -n 1)"
 "$cc" "${flags[@]}" -DFUZZ_FAILING_ALLOC tests/fuzz/fuzz_ring.c "${hashes[@]}" -lm -o "$work/fuzz_ring_alloc"
 
 "$cc" "${flags[@]}" tests/fuzz/fuzz_wide.c "${ring[@]}" "${hashes[@]}" -lm -o "$work/fuzz_wide"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_diff.c "${ring[@]}" "${wide[@]}" "${hashes[@]}" -lm -o "$work/fuzz_diff"
 
-mkdir -p "$work/corpus" "$work/crashes" "$work/corpus_wide"
+mkdir -p "$work/corpus" "$work/crashes" "$work/corpus_wide" "$work/corpus_diff"
 cp tests/fuzz/corpus/* "$work/corpus/"
 cp tests/fuzz/corpus_wide/* "$work/corpus_wide/"
+cp tests/fuzz/corpus_diff/* "$work/corpus_diff/"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
@@ -139,9 +146,33 @@ if [ "$status" -eq 0 ]; then
   fi
 fi
 
+if [ "$status" -eq 0 ]; then
+  diff_seconds=$(( seconds / 4 > 5 ? seconds / 4 : 5 ))
+  echo "fuzz: fuzz_diff: replaying $(ls "$work/corpus_diff" | wc -l) seeds, then ${diff_seconds}s"
+  for seed in "$work"/corpus_diff/*; do
+    if ! "$work/fuzz_diff" -timeout=60 -artifact_prefix="$work/crashes/" "$seed" \
+        >"$work/replay.log" 2>&1; then
+      status=1
+      echo "fuzz: fuzz_diff seed $(basename "$seed") FAILED:" >&2
+      grep -E '^fuzz_diff: |runtime error|ERROR: |SUMMARY: ' "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
+      cp "$seed" "$work/crashes/diff-seed-$(basename "$seed")"
+    fi
+  done
+  if [ "$status" -eq 0 ]; then
+    "$work/fuzz_diff" -max_total_time="$diff_seconds" -rss_limit_mb=2048 -timeout=60 \
+      -max_len=1024 -print_final_stats=1 -artifact_prefix="$work/crashes/" \
+      "$work/corpus_diff" >"$work/fuzz_diff.log" 2>&1 || status=$?
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz_diff.log" || tail -n 1 "$work/fuzz_diff.log" | cut -c1-200
+    if [ "$status" -ne 0 ]; then
+      echo "fuzz: fuzz_diff FAILED (exit $status); the end of the log:" >&2
+      grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz_diff.log" | tail -n 60 >&2
+    fi
+  fi
+fi
+
 if [ "$status" -ne 0 ]; then
   mkdir -p "$artifacts"
-  cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$work/fuzz_wide" "$artifacts/"
+  cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$work/fuzz_wide" "$work/fuzz_diff" "$artifacts/"
   for f in "$work"/crashes/*; do
     [ -e "$f" ] || continue
     cp "$f" "$artifacts/"

@@ -24,16 +24,18 @@ SOURCE = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, set[str]]] = [
     ("engine binding", {"chash._chash"}),
     ("ring", {"chash", "chash.bounded", "chash.compat", "chash.metrics", "chash.simulate",
-              "chash._text", "chash._optional", "chash._version"}),
+              "chash.zones", "chash._text", "chash._optional", "chash._version"}),
     ("subsystems", {"chash.health", "chash.membership", "chash.discovery", "chash.routing",
-                    "chash.httpx", "chash.grpc", "chash.aiohttp"}),
+                    "chash.httpx", "chash.grpc", "chash.aiohttp", "chash.migration",
+                    "chash.weights"}),
     ("gateway", {"chash.gateway"}),
     ("demo", {"chash.demo"}),
     ("commands", {"chash.cli", "chash.__main__"}),
 ]
 #: Rooms of one layer that never import each other.
 SEPARATE = [("chash.health", "chash.membership"), ("chash.discovery", "chash.health"),
-            ("chash.discovery", "chash.membership")]
+            ("chash.discovery", "chash.membership"), ("chash.migration", "chash.health"),
+            ("chash.migration", "chash.membership"), ("chash.migration", "chash.weights")]
 
 
 def module_name(path: Path) -> str:

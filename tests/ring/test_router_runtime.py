@@ -389,17 +389,18 @@ def test_reimport_and_reload_in_a_fresh_interpreter() -> None:
 # -- signatures and stubs ------------------------------------------------------------
 
 SIGNATURES = {
-    "add_service_node": "(self, /, real_node_id, weight=1.0, *, id=None)",
+    "add_service_node": "(self, /, real_node_id, weight=1.0, *, id=None, zone=None)",
     "remove_service_node": "(self, real_node_id, /)",
     "discard_service_node": "(self, real_node_id, /)",
     "get_target_node": "(self, request_key, /)",
     "get_target_nodes": "(self, keys, /)",
     "get_target_node_by_hash": "(self, hash, /)",
     "get_target_nodes_by_hash": "(self, hashes, /)",
-    "get_preference_list": "(self, key, n, /)",
+    "get_preference_list": "(self, key, n, /, *, distinct_zones=False)",
     "ownership": "(self, /)",
     "key_distribution": "(self, keys, /)",
     "fingerprint": "(self, /)",
+    "diff": "(self, other, /)",
     "_calculate_hash": "(self, key, /)",
     "_check": "(self, /)",
 }

@@ -1,0 +1,76 @@
+"""Slow start in the gateway: a backend that comes back up ramps its
+weight from a small share to its full weight over ``slow_start`` seconds
+(``GatewayConfig.slow_start``, ``chash gateway --slow-start SECONDS``), as
+HAProxy's ``slowstart`` and Envoy's slow start mode do.
+
+``WeightRamp`` carries ``chash.weights.SlowStart``'s answers to the
+gateway's own router: ``node_up`` when the health checker brings a node
+back, ``step`` every ``interval`` from the gateway's loop.  Each change is
+``set_weight``, so only that node's points move on the layouts whose
+points depend on the node alone.  The full weights are those the nodes
+had when the ramp was made (a node that fails mid-ramp comes back to its
+full weight, not to the share it had reached).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from chash._chash import ConsistentHashRouter
+from chash.weights import SlowStart, set_weight
+
+__all__ = ["WeightRamp"]
+
+
+class WeightRamp:
+    """Ramps nodes of ``router`` back to their full weights."""
+
+    def __init__(self, router: ConsistentHashRouter, duration: float, *,
+                 clock: Callable[[], float] = time.monotonic, floor: float = 0.05) -> None:
+        self._router = router
+        self._ramp = SlowStart(duration, floor=floor)
+        self._clock = clock
+        self._full = dict(router.weights)
+        self._task: asyncio.Task[None] | None = None
+
+    def node_up(self, node: str) -> None:
+        """``node`` is (back) in service: start its ramp (nothing when it is
+        not in the router)."""
+        if node not in self._router:
+            return
+        full = self._full.setdefault(node, self._router.weights[node])
+        set_weight(self._router, node, self._ramp.begin(node, full, self._clock()))
+
+    def node_down(self, node: str) -> None:
+        """``node`` left service: its ramp stops."""
+        self._ramp.forget(node)
+
+    def ramping(self) -> list[str]:
+        """The nodes still ramping."""
+        return self._ramp.ramping()
+
+    def step(self) -> None:
+        """Gives every ramping node its weight for now."""
+        for node, weight in self._ramp.step(self._clock()).items():
+            if node in self._router:
+                set_weight(self._router, node, weight)
+
+    async def _run(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.step()
+
+    def start(self, interval: float = 0.5) -> None:
+        """Steps the ramps every ``interval`` seconds on the running loop."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(interval))
+
+    async def stop(self) -> None:
+        """Stops stepping (the weights stay as they are)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,14 @@
+"""Changing node weights gently: slow start for a node that joins or comes
+back, and weights that follow measured load.
+
+Both are I/O-free and take the time from their caller; ``set_weight``
+applies a weight to a router in one step, so only that node's points move
+on the layouts whose points depend on the node alone (python, node, nginx,
+haproxy); on those that share out a fixed number of points by weight
+(ketama, libmemcached, envoy, grpc) every node's count follows.
+"""
+from chash.weights.apply import set_weight, whole_weights
+from chash.weights.load import LoadController
+from chash.weights.ramp import SlowStart
+
+__all__ = ["LoadController", "SlowStart", "set_weight", "whole_weights"]

@@ -1,0 +1,46 @@
+"""Setting one node's weight on a router in one step.
+
+``add_service_node`` of a node already present changes its weight in
+place, all-or-nothing: the node gains or loses points of its own only, and
+a lookup in another thread sees the old ring or the new one, never the
+node missing, as a remove followed by an add would show it.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+#: Layouts whose weights are whole numbers (their references' integer weights).
+_WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy"})
+
+
+class WeightedRouter(Protocol):
+    """The part of ``chash.ConsistentHashRouter`` used here."""
+
+    @property
+    def weights(self) -> dict[str, float]: ...
+
+    @property
+    def layout(self) -> str: ...
+
+    def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
+
+
+def whole_weights(router: WeightedRouter) -> bool:
+    """True when the router's layout takes whole-number weights only."""
+    return router.layout in _WHOLE
+
+
+def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
+    """Gives ``node`` (in the router) this weight, rounded to a whole number
+    >= 1 on layouts that need one; returns the weight set.  KeyError for a
+    node not in the router, ValueError for a weight that is not > 0."""
+    if not weight > 0:
+        raise ValueError(f"weight must be > 0, not {weight!r}")
+    if whole_weights(router):
+        weight = float(max(1, round(weight)))
+    weights = router.weights
+    if node not in weights:
+        raise KeyError(node)
+    if weights[node] != weight:
+        router.add_service_node(node, weight)
+    return weight

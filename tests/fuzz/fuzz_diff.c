@@ -1,0 +1,146 @@
+/*
+ * fuzz_diff.c - libFuzzer target for the ring diff (engine/diff.h).
+ *
+ * The input describes two small 32-bit rings: a byte for the tie rule
+ * and the lookup rule (successor or HAProxy's nearest point),
+ * then for each ring up to six nodes (a presence byte, a point count, the
+ * points: one byte picks a narrow value near 0, one near the top, or four
+ * bytes of a full value, so rings share and collide points often).  The
+ * diff of the two rings, both ways, must have the shape diff.h promises
+ * and agree with routing both rings at every place their routing can
+ * change, one either side of it and 0 and the top (diff_check.h): every
+ * hash of these rings, in effect.  A byte may make one allocation of the
+ * diff fail: the call must then return CHASH_ENOMEM and nothing.
+ *
+ * diff.c is included here with an allocator that fails on demand; the
+ * ring is linked.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
+
+static void *fz_malloc(size_t size)
+{
+    if (fz_countdown == 0) {
+        fz_countdown = -1;
+        return NULL;
+    }
+    if (fz_countdown > 0)
+        fz_countdown--;
+    return malloc(size);
+}
+
+static void *fz_realloc(void *p, size_t size)
+{
+    if (fz_countdown == 0) {
+        fz_countdown = -1;
+        return NULL;
+    }
+    if (fz_countdown > 0)
+        fz_countdown--;
+    return realloc(p, size);
+}
+
+#define CHASH_MALLOC fz_malloc
+#define CHASH_REALLOC fz_realloc
+#define CHASH_FREE free
+#include "engine/diff.c"
+
+#include "../c/diff_check.h"
+
+#define FZ_ASSERT(cond)                                                              \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "fuzz_diff: %s:%d: assertion failed: %s\n", __FILE__,    \
+                    __LINE__, #cond);                                                \
+            abort();                                                                 \
+        }                                                                            \
+    } while (0)
+
+typedef struct {
+    const uint8_t *d;
+    size_t n, at;
+} reader;
+
+static uint8_t byte(reader *r) { return r->at < r->n ? r->d[r->at++] : 0; }
+
+static uint32_t point(reader *r)
+{
+    uint8_t kind = byte(r);
+    switch (kind % 4) {
+    case 0: return byte(r) % 32u;
+    case 1: return UINT32_MAX - byte(r) % 32u;
+    case 2: return (uint32_t)byte(r) << 24;
+    default: {
+        uint32_t v = 0;
+        for (int i = 0; i < 4; i++)
+            v = v << 8 | byte(r);
+        return v;
+    }
+    }
+}
+
+static chash_ring *read_ring(reader *r, chash_ties ties, chash_rule rule)
+{
+    static const char *ids[] = {"a", "b", "c", "d", "e", "f"};
+    chash_ring *ring = chash_ring_new();
+    FZ_ASSERT(ring && chash_ring_set_ties(ring, ties) == CHASH_OK);
+    FZ_ASSERT(chash_ring_set_rule(ring, rule) == CHASH_OK);
+    for (int k = 0; k < 6; k++) {
+        if (byte(r) % 2 == 0)
+            continue;
+        uint32_t pts[16];
+        size_t np = 1 + byte(r) % 16u;
+        for (size_t i = 0; i < np; i++)
+            pts[i] = point(r);
+        FZ_ASSERT(chash_ring_add(ring, ids[k], 1, NULL, pts, np) == CHASH_OK);
+    }
+    return ring;
+}
+
+static void check_pair(const chash_ring *from, const chash_ring *to, long fail_at)
+{
+    chash_move *moves;
+    size_t n;
+    fz_countdown = fail_at;
+    int status = chash_ring_diff(from, to, &moves, &n);
+    fz_countdown = -1;
+    int empty_a = chash_ring_point_count(from) == 0, empty_b = chash_ring_point_count(to) == 0;
+    if (empty_a || empty_b) {
+        FZ_ASSERT(status == (empty_a == empty_b ? CHASH_OK : CHASH_EINVAL) && n == 0 && !moves);
+        return;
+    }
+    if (status == CHASH_ENOMEM) {
+        FZ_ASSERT(fail_at >= 0 && moves == NULL && n == 0);
+        return;
+    }
+    FZ_ASSERT(status == CHASH_OK);
+    FZ_ASSERT(diff_shape_ok(moves, n, UINT32_MAX));
+    size_t na, nb;
+    uint64_t *pa = diff_ring_probes(from, &na), *pb = diff_ring_probes(to, &nb);
+    FZ_ASSERT(pa && pb);
+    FZ_ASSERT(diff_ring_mismatches(from, to, moves, n, pa, na) == 0);
+    FZ_ASSERT(diff_ring_mismatches(from, to, moves, n, pb, nb) == 0);
+    free(pa);
+    free(pb);
+    chash_moves_free(moves);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    reader r = {data, size, 0};
+    uint8_t mode = byte(&r);
+    chash_ties ties = (chash_ties)(mode & 1);
+    long fail_at = (mode & 2) ? (long)(mode >> 2) % 4 : -1;
+    chash_rule rule = (mode & 16) ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+    chash_ring *a = read_ring(&r, ties, rule), *b = read_ring(&r, ties, rule);
+    check_pair(a, b, fail_at);
+    check_pair(b, a, -1);
+    check_pair(a, a, -1);
+    chash_ring_free(a);
+    chash_ring_free(b);
+    return 0;
+}
