@@ -3,6 +3,8 @@ gateway's names that now live there."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import chash
@@ -95,14 +97,18 @@ def test_node_pool_opens_once_and_hands_back_what_left() -> None:
     ("chash.grpc", ["grpc"], "chash.grpc needs grpcio: pip install 'chash-router[grpc]'"),
     ("chash.aiohttp", ["aiohttp"], "chash.aiohttp needs aiohttp: pip install 'chash-router[aiohttp]'"),
 ])
-def test_a_missing_library_names_its_extra(module: str, hidden: list[str], message: str) -> None:
+def test_a_missing_library_names_its_extra(module: str, hidden: list[str], message: str,
+                                           tmp_path: Path) -> None:
+    import os
     import subprocess
     import sys
-    from pathlib import Path
 
     code = (f"import sys\nfor name in {hidden!r}: sys.modules[name] = None\n"
             f"try:\n    import {module}\nexcept ImportError as exc:\n    print(exc)\n")
+    # The chash under test, from a folder with no other chash in it; the rest
+    # of the environment kept (a sanitized run preloads its runtime).
     root = str(Path(chash.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, env={"PYTHONPATH": root, "PATH": ""}, check=True)
+                          timeout=60, env=env, cwd=tmp_path, check=True)
     assert done.stdout.strip() == message
