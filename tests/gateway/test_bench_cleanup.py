@@ -40,8 +40,11 @@ def test_a_gateway_that_cannot_start_leaves_nothing_running(
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('the C extension is not built')\n")
     (broken / "__main__.py").write_text("")
-    monkeypatch.chdir(broken.parent)  # ``python -m chash`` imports this one
-    monkeypatch.delenv("PYTHONPATH", raising=False)
+    # ``python -m chash`` imports this one: it is first on the path, and the
+    # suite's PYTHONSAFEPATH (set when testing an installed chash) is off.
+    monkeypatch.chdir(broken.parent)
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
     lab = bench.Lab(tmp_path, [1])
     with pytest.raises(RuntimeError, match="chash-1 exited"), lab:
         pass
