@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import chash
 from _support.etcd_server import EtcdCluster, _post, running_cluster
 from _support.membership_async import BlockingMembership
 from _support.waiting import wait_until
@@ -29,7 +30,8 @@ pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-rou
 from chash.membership import AsyncEtcdMembership, EtcdMembership
 from chash.membership.etcd.wire import EtcdUnavailable
 
-REPO = Path(__file__).resolve().parents[2]
+#: The folder holding the chash under test (installed, or this checkout).
+CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 0.5, "quorum": "any"}
 
 
@@ -189,14 +191,14 @@ time.sleep(600)
 
 
 def test_a_killed_instances_votes_lapse_with_its_lease(make: Callable[..., Any],
-                                                       cluster: EtcdCluster) -> None:
+                                                       cluster: EtcdCluster, tmp_path: Path) -> None:
     a = make(seeded("x", "y", "z"), bootstrap=True)
     b = make()
     agree(a, b)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHASH_ROOT), os.environ.get(
         "PYTHONPATH", "")])}
     doomed = subprocess.Popen([sys.executable, "-c", DOOMED, cluster.url], env=env,
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+                              stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         assert doomed.stdout is not None
         assert doomed.stdout.readline().strip() == "voted"
