@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -41,11 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 for bad arguments)."""
+    """Run the command line; returns the exit code (2 for bad arguments,
+    141 when the reader of its output went away)."""
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         parser.print_help()
         return 0
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``chash route ... | head``): stop quietly,
+        # with the status of a program ended by SIGPIPE, and keep the
+        # interpreter's last flush at exit from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return code

@@ -83,6 +83,21 @@ def test_python_dash_m_is_the_same_command() -> None:
     assert result.stdout.startswith("usage: chash")
 
 
+def test_a_reader_going_away_ends_the_command_quietly() -> None:
+    """``chash route ... | head -1``: no BrokenPipeError traceback, the
+    status of a program ended by SIGPIPE."""
+    keys = [str(i) for i in range(30_000)]  # far more output than a pipe holds
+    proc = subprocess.Popen([sys.executable, "-m", "chash", "route", "--nodes", "a,b,c", *keys],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"key")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141
+    assert err == b""
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--version"])
