@@ -112,6 +112,14 @@ class Gateway:
         without aiohttp."""
         require("aiohttp", user="chash.gateway", extra="gateway")
         require("httptools", user="chash.gateway", extra="gateway")
+        if config is not None and not isinstance(config, GatewayConfig):
+            raise TypeError(f"config must be a GatewayConfig, not {type(config).__name__}")
+        if isinstance(health, bool):
+            raise TypeError("health takes a health checker (chash.health.AsyncHealthChecker) or "
+                            "None; to turn the checks off, pass GatewayConfig(health=False)")
+        if health is not None and not callable(getattr(health, "report_failure", None)):
+            raise TypeError(f"health must be a health checker (chash.health.AsyncHealthChecker), "
+                            f"not {type(health).__name__}")
         self._config = config = config if config is not None else GatewayConfig()
         if isinstance(backends, Mapping):
             addresses = {str(node): parse_address(addr) for node, addr in backends.items()}

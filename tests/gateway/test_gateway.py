@@ -133,6 +133,19 @@ def test_gateway_argument_errors(kwargs: dict[str, Any], message: str) -> None:
         Gateway(backends, GatewayConfig(**kwargs))
 
 
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"health": False}, r"to turn the checks off, pass GatewayConfig\(health=False\)"),
+    ({"health": True}, "health takes a health checker"),
+    ({"health": "http://a/health"}, "health must be a health checker .* not str"),
+    ({"config": {"attempts": 2}}, "config must be a GatewayConfig, not dict"),
+])
+def test_gateway_collaborator_type_errors(kwargs: dict[str, Any], message: str) -> None:
+    """A wrong kind of collaborator is refused when the gateway is made,
+    naming what is wanted, not met later as an AttributeError."""
+    with pytest.raises(TypeError, match=message):
+        Gateway(["127.0.0.1:1"], **kwargs)
+
+
 def test_backends_join_a_given_router() -> None:
     router = ConsistentHashRouter(50, hash="xxh3")
     router.add_service_node("a", 2.0)
