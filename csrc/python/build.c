@@ -44,9 +44,9 @@ static int fill_haproxy(RouterObject *fresh, PyObject *seq)
 
 /*
  * Adds the (node, weight) pairs of seq (a tuple) to fresh, an empty router
- * nobody else holds yet, in that order.  The layouts whose point counts go
- * by share of the total weight take them all in one ketama_update, not one
- * update a node.  0, or -1 with an exception set (a pair that is not a
+ * nobody else holds yet, in that order, in one step: one ketama_update for
+ * the layouts whose point counts go by share of the total weight, one
+ * add_nodes_at_once for the others, not one change a node.  0, or -1 with an exception set (a pair that is not a
  * (str, number) tuple, a bad weight, a full ring); fresh may then hold
  * some of the nodes, and the caller drops it.
  */
@@ -55,16 +55,6 @@ static int fill(RouterObject *fresh, PyObject *seq)
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (fresh->scheme.layout == CHASH_LAYOUT_HAPROXY)
         return fill_haproxy(fresh, seq);
-    if (!counts_by_share(fresh)) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *node;
-            double weight;
-            if (read_pair(PyTuple_GET_ITEM(seq, i), &node, &weight) < 0
-                || add_node(fresh, node, weight) < 0)
-                return -1;
-        }
-        return 0;
-    }
     /* The nodes are borrowed from seq, which outlives the update. */
     PyObject **nodes = PyMem_New(PyObject *, (size_t)n + 1);
     double *weights = PyMem_New(double, (size_t)n + 1);
@@ -74,7 +64,8 @@ static int fill(RouterObject *fresh, PyObject *seq)
     for (Py_ssize_t i = 0; status == 0 && i < n; i++)
         status = read_pair(PyTuple_GET_ITEM(seq, i), &nodes[i], &weights[i]);
     if (status == 0)
-        status = ketama_update(fresh, nodes, weights, n, -1);
+        status = counts_by_share(fresh) ? ketama_update(fresh, nodes, weights, n, -1)
+                                        : add_nodes_at_once(fresh, nodes, weights, (size_t)n);
     PyMem_Free(nodes);
     PyMem_Free(weights);
     return status;

@@ -126,6 +126,7 @@ int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
 
 /* Mutations (mutate.c, ketama.c) */
 int add_node(RouterObject *self, PyObject *node, double weight);
+int add_nodes_at_once(RouterObject *self, PyObject *const *nodes, const double *weights, size_t n);
 int ketama_update(RouterObject *self, PyObject *const *add, const double *weights, Py_ssize_t nadd, long drop);
 PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds);
 PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds);

@@ -174,16 +174,36 @@ def test_replace_nodes_equals_a_router_built_with_the_new_nodes(layout: str, has
     assert before.nodes == ["new-1", "shared", "new-2", "new-3"]
 
 
-@pytest.mark.parametrize("layout", ["python", "ketama"])
+@pytest.mark.parametrize("layout", ["python", "node", "nginx", "ketama"])
 def test_replace_nodes_that_fails_leaves_the_router_as_it_was(layout: str) -> None:
     router = ConsistentHashRouter(20, layout=layout)
     router.add_service_nodes(["a", "b", "c"])
     snapshot = pickle.dumps(router)
-    for bad in ([("d", 1.0), ("e", -1.0)], [("d", 1.0), 5], [("d", 1.0), (7, 1.0)], 5):
+    bad_lists: list[object] = [[("d", 1.0), ("e", -1.0)], [("d", 1.0), 5], [("d", 1.0), (7, 1.0)], 5]
+    if layout == "ketama":
+        bad_lists.append([("d", 1.0), ("d", 2.0)])
+    for bad in bad_lists:
         with pytest.raises((TypeError, ValueError)):
             router._replace_nodes(bad)  # type: ignore[arg-type]
         router._check()
         assert_same(router, pickle.loads(snapshot))
+
+
+@pytest.mark.parametrize("layout", ["python", "node", "nginx"])
+def test_replace_nodes_given_a_node_twice_adds_then_reweighs_it(layout: str) -> None:
+    """As ``add_service_node`` one pair after another would: the second
+    pair of a node reweighs it, in its first place.  (Ketama's one update
+    of every count refuses the list instead, the router unchanged: the
+    test above.)"""
+    router = ConsistentHashRouter(20, layout=layout)
+    router.add_service_nodes(["x"])
+    router._replace_nodes([("a", 1.0), ("b", 1.0), ("a", 3.0)])
+    router._check()
+    expected = ConsistentHashRouter(20, layout=layout)
+    for node, weight in [("a", 1.0), ("b", 1.0), ("a", 3.0)]:
+        expected.add_service_node(node, weight)
+    assert_same(router, expected)
+    assert router.nodes == ["a", "b"] and router.weights == {"a": 3.0, "b": 1.0}
 
 
 def test_replace_nodes_keeps_the_class_and_the_python_hash() -> None:
