@@ -3,8 +3,9 @@
 The operator calls, votes, refresh() and refusals run with both drivers
 (the async one on a loop thread of its own, tests/_support/membership_async.py),
 what only the store decides with the threaded one, on one etcd started for the module
-(tests/_support/etcd_server.py), emptied before each test.  The faults of a
-3-member cluster are in test_etcd_faults.py.
+(tests/_support/etcd_server.py), emptied before each test; every test runs
+against etcd 3.4 and 3.5.  The faults of a 3-member cluster are in
+test_etcd_faults.py.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from _support.etcd_server import EtcdCluster, running_cluster
+from _support.etcd_server import VERSIONS, EtcdCluster, running_cluster
 from _support.membership_async import BlockingMembership
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -36,10 +37,11 @@ FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 1.0}
 SYNC_ONLY = pytest.mark.parametrize("make", ["sync"], indirect=True)
 
 
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[EtcdCluster]:
-    """One etcd member for the module (skips without etcd, fails in CI)."""
-    yield from running_cluster(1)
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"etcd{v}")
+def etcd(request: pytest.FixtureRequest) -> Iterator[EtcdCluster]:
+    """One etcd member of each version for the module (skips without that
+    etcd, fails in CI)."""
+    yield from running_cluster(1, request.param)
 
 
 @pytest.fixture
@@ -234,6 +236,8 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
             make(seeded_router("n1"), bootstrap=True, username="norole", password="pw")
         with pytest.raises(EtcdAuthError, match="authentication failed"):
             make(seeded_router("n1"), bootstrap=True, username="norole", password="wrong")
+        with pytest.raises(EtcdAuthError, match=r"user name is empty.*give a username"):
+            make(seeded_router("n1"), bootstrap=True)  # no credentials at all
         member = make(seeded_router("n1"), bootstrap=True, username="root",
                       password="rootpw")
         assert member.router.weights == {"n1": 1.0} and member.version == 1
