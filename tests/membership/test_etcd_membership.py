@@ -26,7 +26,7 @@ pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-rou
 
 from chash.membership import AsyncEtcdMembership, EtcdMembership, RingMissingError
 from chash.membership.etcd.store import EtcdStore
-from chash.membership.etcd.wire import EtcdAuthError
+from chash.membership.etcd.wire import EtcdAuthError, EtcdUnavailable
 from chash.membership.settings import MembershipSettings
 from chash.membership.store import SubscriptionLost
 
@@ -232,8 +232,12 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
     cluster.post("/v3/auth/user/add", {"name": "norole", "password": "pw"})
     cluster.enable_auth()
     try:
-        with pytest.raises(EtcdAuthError, match="permission denied"):
-            make(seeded_router("n1"), bootstrap=True, username="norole", password="pw")
+        refused = make(seeded_router("n1"), bootstrap=True, username="norole", password="pw",
+                       start=False)
+        with pytest.raises(EtcdAuthError, match="permission denied") as caught:
+            refused.start()
+        assert refused.is_refusal(caught.value)
+        assert not refused.is_refusal(EtcdUnavailable("no etcd endpoint answered"))
         with pytest.raises(EtcdAuthError, match="authentication failed"):
             make(seeded_router("n1"), bootstrap=True, username="norole", password="wrong")
         with pytest.raises(EtcdAuthError, match=r"user name is empty.*give a username"):
