@@ -251,6 +251,33 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
         cluster.post("/v3/auth/user/delete", {"name": "root"})
 
 
+def test_an_outage_is_logged_when_it_starts_and_when_it_ends(
+        make: Make, cluster: EtcdCluster, caplog: pytest.LogCaptureFixture) -> None:
+    a = make(seeded_router("n1", "n2"), bootstrap=True)
+    assert a.connected
+    member = cluster.members[0]
+    with caplog.at_level(logging.WARNING, "chash.membership"):
+        caplog.clear()
+        member.kill()
+        try:
+            wait_until(lambda: not a.connected, "the outage was seen")
+            wait_until(lambda: any("unreachable" in r.getMessage() for r in caplog.records),
+                       "the outage was logged")
+            assert a.router.weights == {"n1": 1.0, "n2": 1.0}  # routing goes on
+        finally:
+            cluster.restart(member)
+        wait_until(lambda: a.connected, "the instance is in step again")
+        wait_until(lambda: any("reachable again" in r.getMessage() for r in caplog.records),
+                   "the end of the outage was logged")
+    messages = [r.getMessage() for r in caplog.records]
+    started = [m for m in messages if "etcd unreachable for ring t" in m]
+    ended = [m for m in messages if "etcd reachable again for ring t" in m]
+    assert len(started) == 1 and len(ended) == 1, messages
+    assert "routing on the last known ring, version 1" in started[0]
+    a.add_node("n3")
+    assert a.router.weights == {"n1": 1.0, "n2": 1.0, "n3": 1.0}
+
+
 @SYNC_ONLY
 def test_a_watch_from_a_compacted_revision_asks_for_a_full_read(
         make: Make, cluster: EtcdCluster) -> None:
