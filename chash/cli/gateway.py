@@ -186,6 +186,12 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
             loop.remove_signal_handler(signum)
 
 
+class StartRefused(Exception):
+    """The store of the shared ring refused this gateway at start (its
+    user, password or permissions), or holds the ring with other shared
+    router settings: the gateway exits saying so."""
+
+
 class _Feeds:
     """The shared ring and the record set a gateway follows, started and
     stopped as one (``serve()``'s ``membership``): the membership first, so
@@ -196,8 +202,16 @@ class _Feeds:
         self.discovery = discovery
 
     def start(self) -> None:
-        if self.membership is not None:
-            self.membership.start()
+        """Start both; StartRefused if the store refuses this gateway."""
+        membership = self.membership
+        if membership is not None:
+            try:
+                membership.start()
+            except Exception as exc:
+                if isinstance(exc, ValueError) or membership.is_refusal(exc):
+                    raise StartRefused(
+                        f"cannot join the shared ring {membership.name!r}: {exc}") from exc
+                raise
         if self.discovery is not None:
             self.discovery.start()
 
@@ -210,6 +224,7 @@ class _Feeds:
 
 def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
     """The membership ``--redis`` or ``--etcd`` asks for, or None."""
+    vote_ttl, resync_interval = _timings(args)
     if args.etcd:
         from chash.membership import EtcdMembership
 
@@ -219,7 +234,8 @@ def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
         return EtcdMembership(router, args.etcd, name=args.ring or "default",
-                              bootstrap=args.bootstrap, timeout=1.0)
+                              bootstrap=args.bootstrap, timeout=1.0,
+                              vote_ttl=vote_ttl, resync_interval=resync_interval)
     if args.redis:
         from chash.membership import RedisMembership
 
@@ -227,8 +243,20 @@ def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
         client = redis.Redis.from_url(args.redis, socket_timeout=1.0,
                                       socket_connect_timeout=1.0)
         return RedisMembership(router, client, name=args.ring or "default",
-                               bootstrap=args.bootstrap)
+                               bootstrap=args.bootstrap,
+                               vote_ttl=vote_ttl, resync_interval=resync_interval)
     return None
+
+
+def _timings(args: argparse.Namespace) -> tuple[float, float]:
+    """``--vote-ttl`` and ``--resync-interval``, the membership's defaults
+    where not given."""
+    from chash.membership.settings import MembershipSettings
+
+    vote_ttl = MembershipSettings.vote_ttl if args.vote_ttl is None else args.vote_ttl
+    resync = MembershipSettings.resync_interval if args.resync_interval is None \
+        else args.resync_interval
+    return vote_ttl, resync
 
 
 def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
@@ -307,7 +335,7 @@ def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
 
         _run_loop(serve(gateway, host, port, None, reuse_port=True, ready=ready,
                         membership=membership, role=role))
-    except (ImportError, OSError, ValueError) as exc:
+    except (ImportError, OSError, ValueError, StartRefused) as exc:
         pipe.send(("error", str(getattr(exc, "strerror", None) or exc)))
         sys.exit(1)
 
@@ -400,6 +428,9 @@ def run(args: argparse.Namespace) -> int:
         parser.error("give --redis or --etcd, not both")
     if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
         parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
+    if (args.vote_ttl is not None or args.resync_interval is not None) \
+            and not (args.redis or args.etcd):
+        parser.error("--vote-ttl and --resync-interval need --redis URL or --etcd URL")
     if args.nameserver and not args.dns_srv:
         parser.error("--nameserver needs --dns-srv NAME")
     if args.slow_start and (args.workers > 1 or args.redis or args.etcd):
@@ -424,6 +455,9 @@ def run(args: argparse.Namespace) -> int:
     host, port = args.listen
     try:
         _run_loop(serve(gateway, host, port, args.duration, membership=membership))
+    except StartRefused as exc:
+        print(f"chash gateway: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"chash gateway: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
@@ -486,6 +520,12 @@ def _add_sharing_arguments(parser: argparse.ArgumentParser) -> None:
                              "ring from its --backend list if the store holds none (give it "
                              "to the first instance only; the others join, and restore a "
                              "ring the store lost)")
+    parser.add_argument("--vote-ttl", type=seconds, metavar="S",
+                        help="with --redis or --etcd: seconds a health vote counts unless "
+                             "renewed (default 30); a stopped instance's votes lapse after it")
+    parser.add_argument("--resync-interval", type=seconds, metavar="S",
+                        help="with --redis or --etcd: seconds between two full checks of "
+                             "the shared ring, beside the pushed changes (default 5)")
     parser.add_argument("--dns-srv", metavar="NAME",
                         help="take the backends from the DNS SRV records of NAME "
                              "(_http._tcp.users.example.) and follow them at their TTL: "

@@ -23,6 +23,12 @@ class MembershipDriver:
 
     _core: MembershipCore
 
+    def is_refusal(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by ``start()`` or an operator call, means
+        the store refused this instance (authentication, permissions)
+        rather than being out of reach."""
+        return self._core.is_refusal(exc)
+
     @property
     def settings(self) -> MembershipSettings:
         """The settings this instance was made with."""

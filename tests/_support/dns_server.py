@@ -7,6 +7,11 @@ is NXDOMAIN, never forwarded), with a TTL of its own (``--local-ttl``).
 ``serve(records)`` restarts dnsmasq on the same port with a new record
 set (dnsmasq does not reread ``--srv-host`` on SIGHUP); ``stop()`` takes
 it away (lookups time out).  Listens on UDP and TCP, 127.0.0.1 only.
+
+``serve(records, failing=[domain])`` makes dnsmasq forward the queries
+for names under ``domain`` to an upstream that answers every query
+SERVFAIL (a thread of this process, replies made with dnspython), which
+dnsmasq passes on: a broken authoritative server, as a resolver reports it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 
@@ -38,6 +44,37 @@ def _udp_port_free(port: int) -> bool:
         return True
 
 
+class _ServfailUpstream:
+    """A UDP DNS server on 127.0.0.1 answering every query SERVFAIL."""
+
+    def __init__(self) -> None:
+        import dns.message
+        import dns.rcode
+
+        self._message, self._servfail = dns.message, dns.rcode.SERVFAIL
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        threading.Thread(target=self._answer, name="servfail-upstream", daemon=True).start()
+
+    def _answer(self) -> None:
+        while True:
+            try:
+                data, peer = self._sock.recvfrom(4096)
+            except OSError:  # closed
+                return
+            try:
+                reply = self._message.make_response(self._message.from_wire(data))
+            except Exception:  # not a query: nothing to answer
+                continue
+            reply.set_rcode(self._servfail)
+            with contextlib.suppress(OSError):
+                self._sock.sendto(reply.to_wire(), peer)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
 class DnsServer:
     """One dnsmasq process; ``serve()`` swaps its records on the same port."""
 
@@ -47,6 +84,7 @@ class DnsServer:
         self.ttl = ttl
         self.port = self._pick_port()
         self._process: subprocess.Popen[bytes] | None = None
+        self._upstream: _ServfailUpstream | None = None
 
     @staticmethod
     def _pick_port() -> int:
@@ -61,10 +99,12 @@ class DnsServer:
         """``127.0.0.1:PORT``, as ``--nameserver`` takes it."""
         return f"127.0.0.1:{self.port}"
 
-    def serve(self, records: Iterable[Srv], hosts: Iterable[str] = ()) -> None:
-        """(Re)start dnsmasq answering with exactly ``records``, and an A
+    def serve(self, records: Iterable[Srv], hosts: Iterable[str] = (),
+              failing: Iterable[str] = ()) -> None:
+        """(Re)start dnsmasq answering with exactly ``records``, an A
         record 127.0.0.1 for each name of ``hosts`` (asked for SRV, such a
-        name gives an empty answer)."""
+        name gives an empty answer), and SERVFAIL for every name under a
+        domain of ``failing``."""
         self.stop()
         args = [self.executable, "--keep-in-foreground", f"--port={self.port}",
                 "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",
@@ -76,6 +116,12 @@ class DnsServer:
         for name, target, port, priority, weight in records:
             args.append(f"--srv-host={name},{target},{port},{priority},{weight}")
         args += [f"--host-record={host},127.0.0.1" for host in hosts]
+        failing = list(failing)
+        if failing and self._upstream is None:
+            self._upstream = _ServfailUpstream()
+        for domain in failing:
+            assert self._upstream is not None
+            args.append(f"--server=/{domain}/127.0.0.1#{self._upstream.port}")
         self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          env=program_env())
@@ -112,6 +158,9 @@ class DnsServer:
     def close(self) -> None:
         """Stop and remove the directory."""
         self.stop()
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

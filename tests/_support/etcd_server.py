@@ -7,10 +7,16 @@ leader is replaced within a second or two), and waits until the cluster
 has a leader.  A member can be killed, paused (SIGSTOP), resumed and
 restarted on its ports with its data; ``close()`` kills every member
 whatever state it is in and removes the directories.
+
+The tests run against etcd 3.4 (Debian 12's ``etcd-server``, found on the
+PATH) and 3.5 (``etcd_executable("3.5")``: ``$CHASH_ETCD_3_5``, else
+``/opt/chash/etcd-3.5/etcd``, which ``.ci/fetch-etcd-3.5`` puts there);
+``VERSIONS`` lists both, for fixtures parametrized by version.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -23,12 +29,55 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from _support.compat_programs import program_env, require
 from _support.ports import free_ports
 
-__all__ = ["EtcdCluster", "running_cluster"]
+__all__ = ["VERSIONS", "EtcdCluster", "etcd_executable", "running_cluster"]
 
 STARTUP_DEADLINE = 30.0
+#: The etcd versions the tests run against.
+VERSIONS = ("3.4", "3.5")
+#: Where ``.ci/fetch-etcd-3.5`` puts etcd 3.5.
+DEFAULT_ETCD_3_5 = "/opt/chash/etcd-3.5/etcd"
+
+
+@functools.cache
+def _reported_version(executable: str) -> str:
+    """The ``MAJOR.MINOR`` an etcd binary reports (empty if it does not run)."""
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                             timeout=30, env=program_env()).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    for line in out.splitlines():
+        if line.startswith("etcd Version: "):
+            return ".".join(line.split()[2].split(".")[:2])
+    return ""
+
+
+def etcd_executable(version: str = "3.4") -> str:
+    """The etcd server binary of ``version`` ("3.4" or "3.5"); outside CI
+    a missing one skips saying how to get it, in CI (``CI=true``) that is
+    a failure."""
+    if version == "3.4":
+        executable = require("etcd")
+        how = "apt-get install etcd-server (Debian 12)"
+    elif version == "3.5":
+        executable = os.environ.get("CHASH_ETCD_3_5") or DEFAULT_ETCD_3_5
+        how = (f"run .ci/fetch-etcd-3.5 (as root: it puts Debian trixie's at "
+               f"{DEFAULT_ETCD_3_5}), or set CHASH_ETCD_3_5 to an etcd 3.5 binary")
+    else:
+        raise ValueError(f"no etcd {version!r} for the tests: one of {VERSIONS}")
+    found = _reported_version(executable) if os.access(executable, os.X_OK) else ""
+    if found != version:
+        problem = f"is etcd {found}" if found else "is missing or does not run"
+        message = f"etcd {version} is needed: {executable} {problem}; {how}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return executable
 
 
 def _post(url: str, body: dict[str, Any], token: str | None = None,
@@ -117,10 +166,11 @@ class EtcdMember:
 
 
 class EtcdCluster:
-    """``size`` etcd members of one new cluster."""
+    """``size`` etcd members of one new cluster, of etcd ``version``."""
 
-    def __init__(self, size: int = 1) -> None:
-        self.executable = require("etcd")
+    def __init__(self, size: int = 1, version: str = "3.4") -> None:
+        self.version = version
+        self.executable = etcd_executable(version)
         self.workdir = tempfile.mkdtemp(prefix="chash-etcd-")
         ports = free_ports(2 * size)
         self.members = [EtcdMember(f"m{i}", ports[2 * i], ports[2 * i + 1], self.workdir)
@@ -219,11 +269,11 @@ class EtcdCluster:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def running_cluster(size: int = 1) -> Iterator[EtcdCluster]:
+def running_cluster(size: int = 1, version: str = "3.4") -> Iterator[EtcdCluster]:
     """A started cluster, closed when the generator is closed: the body of
     the tests' etcd fixtures (``yield from running_cluster(3)``).  Skips
-    without etcd (fails in CI)."""
-    cluster = EtcdCluster(size)
+    without that etcd (fails in CI)."""
+    cluster = EtcdCluster(size, version)
     try:
         cluster.start()
         yield cluster

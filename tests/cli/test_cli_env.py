@@ -22,6 +22,8 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--redis": ("redis://127.0.0.1:1/0", "redis://127.0.0.1:1/0"),
     "--etcd": ("http://127.0.0.1:1,http://127.0.0.1:2", "http://127.0.0.1:1,http://127.0.0.1:2"),
     "--ring": ("shop", "shop"),
+    "--vote-ttl": ("2.5", 2.5),
+    "--resync-interval": ("0.5", 0.5),
     "--dns-srv": ("_http._tcp.shop.example", "_http._tcp.shop.example"),
     "--nameserver": ("127.0.0.1:5353", ["127.0.0.1:5353"]),
     "--bootstrap": ("yes", True),

@@ -123,6 +123,30 @@ def test_outages_keep_the_last_set_and_are_logged_once(
     assert router.weights == {"b1.example:8080": 10.0}
 
 
+def test_a_servfail_keeps_the_last_set_and_is_logged_once(
+        served: DnsServer, caplog: pytest.LogCaptureFixture) -> None:
+    router = ConsistentHashRouter()
+    found = discovery(served)
+    found.follow(router)
+    assert found.refresh() == IN_SERVICE
+    before = router.fingerprint()
+    with caplog.at_level(logging.INFO, "chash.discovery"):
+        caplog.clear()
+        served.serve([], failing=["users.example"])  # dnsmasq forwards the name
+        with pytest.raises(DiscoveryError, match="SERVFAIL"):
+            found.resolve()
+        assert found.refresh() == IN_SERVICE
+        assert found.refresh() == IN_SERVICE
+        assert router.fingerprint() == before
+        served.serve(BASE[:1] + BASE[2:])
+        assert found.refresh() == {"b1.example:8080": 10.0}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "SERVFAIL" in warnings[0] and "keeping the last known set (2 nodes)" in warnings[0]
+    assert "resolves again" in warnings[1]
+    assert router.weights == {"b1.example:8080": 10.0}
+
+
 def test_no_lookup_ever_empties_the_ring(served: DnsServer) -> None:
     served.serve([("_other._tcp.users.example", "x.example", 1, 1, 1)])
     router = ConsistentHashRouter()

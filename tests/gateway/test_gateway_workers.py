@@ -5,13 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import re
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -25,52 +18,11 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 from _support.echo_backends import EchoBackend  # noqa: E402
-from _support.gateways import CHASH_ROOT  # noqa: E402
+from _support.gateway_processes import gateway_process, route, status  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 
 KEYS = [f"user-{i}" for i in range(60)]
-
-
-@asynccontextmanager
-async def gateway_process(*argv: str) -> AsyncIterator[tuple[str, str | None]]:
-    """``chash gateway ARGV`` on a free port: (its URL, its admin URL or None)."""
-    env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
-        "--log-level", "warning", "--duration", "120", *argv,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        assert proc.stdout is not None
-        lines = [(await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-                 for _ in range(3)]
-        assert lines[0].startswith("chash gateway listening on http://127.0.0.1:"), lines
-        url = lines[0].split()[4]
-        admin = re.search(r"status (http://\S+)/-/status", lines[2])
-        yield url, admin.group(1) if admin else None
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        _, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()[-2000:]
-
-
-async def route(url: str, keys: list[str], fresh: bool = True) -> dict[str, str]:
-    """The backend each key reaches (a new connection per request if ``fresh``)."""
-    seen = {}
-    connector = aiohttp.TCPConnector(force_close=fresh)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        for key in keys:
-            async with session.get(f"{url}/x", headers={"X-User-Id": key}) as resp:
-                assert resp.status == 200
-                seen[key] = (await resp.json())["backend"]
-    return seen
-
-
-async def status(admin: str) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as session, session.get(f"{admin}/-/status") as resp:
-        page: dict[str, Any] = json.loads(await resp.text())
-        return page
 
 
 def ring(names: str) -> ConsistentHashRouter:
@@ -86,7 +38,7 @@ def test_workers_share_one_port_and_route_identically() -> None:
         spec = ",".join(f"{n}={b.address}" for n, b in backends.items())
         try:
             async with gateway_process("--backend", spec, "--workers", "2",
-                                       "--health-interval", "60") as (url, _):
+                                       "--health-interval", "60") as (url, _, _):
                 expected = ring("abc")
                 # Every request on a new connection: the kernel spreads them
                 # over both workers; each one must route like the ring.
@@ -117,8 +69,8 @@ def test_two_instances_sharing_redis_agree() -> None:
                   "127.0.0.1:0")
         try:
             # The first instance may create the ring; the second joins it.
-            async with gateway_process(*common, "--bootstrap") as (url1, admin1), \
-                    gateway_process(*common) as (url2, admin2):
+            async with gateway_process(*common, "--bootstrap") as (url1, admin1, _), \
+                    gateway_process(*common) as (url2, admin2, _):
                 assert admin1 and admin2
                 one, two = await route(url1, KEYS), await route(url2, KEYS)
                 assert one == two
@@ -189,8 +141,8 @@ def test_two_instances_sharing_etcd_agree_and_follow_dns_srv() -> None:
             common = ("--etcd", etcd.url, "--ring", "shop", "--health-interval", "0.3",
                       "--admin-listen", "127.0.0.1:0")
             async with gateway_process(*common, "--bootstrap", "--dns-srv", name,
-                                       "--nameserver", dns.nameserver) as (url1, admin1), \
-                    gateway_process("--backend", node["c"], *common) as (url2, admin2):
+                                       "--nameserver", dns.nameserver) as (url1, admin1, _), \
+                    gateway_process("--backend", node["c"], *common) as (url2, admin2, _):
                 assert admin1 and admin2
 
                 async def both_on(names: str) -> bool:
@@ -246,7 +198,7 @@ def test_workers_act_as_one_gateway() -> None:
         try:
             async with gateway_process("--backend", spec, "--workers", "2",
                                        "--health-interval", "3600", "--fall", "1",
-                                       "--admin-listen", "127.0.0.1:0") as (url, admin):
+                                       "--admin-listen", "127.0.0.1:0") as (url, admin, _):
                 assert admin is not None
                 sent = 0
                 for _ in range(400 // len(KEYS) + 1):  # each on a new connection

@@ -3,7 +3,9 @@
 One cluster serves the module (tests/_support/etcd_server.py); each test
 puts back what it broke (a killed member restarted, a paused one resumed)
 before it ends, and ends with every instance on one ring and no
-acknowledged write lost.  Both drivers run every test.
+acknowledged write lost.  Both drivers run every test, against etcd 3.4;
+the leader killed, a member restarted and the compaction run against etcd
+3.5 too (a cluster of each version serves the module).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 
 import chash
-from _support.etcd_server import EtcdCluster, _post, running_cluster
+from _support.etcd_server import VERSIONS, EtcdCluster, _post, running_cluster
 from _support.membership_async import BlockingMembership
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -35,10 +37,18 @@ CHASH_ROOT = Path(chash.__file__).resolve().parent.parent
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 0.5, "quorum": "any"}
 
 
+#: The faults run against every etcd version; the others against 3.4 only
+#: (what they exercise is the same client over the same gateway).
+EVERY_VERSION = pytest.mark.parametrize("etcd3", VERSIONS, indirect=True, scope="module",
+                                        ids=lambda v: f"etcd{v}")
+ETCD_3_4 = pytest.mark.parametrize("etcd3", ["3.4"], indirect=True, scope="module",
+                                   ids=lambda v: f"etcd{v}")
+
+
 @pytest.fixture(scope="module")
-def etcd3() -> Iterator[EtcdCluster]:
-    """A 3-member cluster for the module."""
-    yield from running_cluster(3)
+def etcd3(request: pytest.FixtureRequest) -> Iterator[EtcdCluster]:
+    """A 3-member cluster of the version the test names, for the module."""
+    yield from running_cluster(3, request.param)
 
 
 @pytest.fixture
@@ -106,6 +116,7 @@ def write_until_acknowledged(call: Callable[[], None], deadline: float = 20.0) -
             time.sleep(0.05)
 
 
+@EVERY_VERSION
 def test_the_leader_killed_during_writes(make: Callable[..., Any], cluster: EtcdCluster) -> None:
     a = make(seeded("n0"), bootstrap=True)
     b = make()
@@ -129,6 +140,7 @@ def test_the_leader_killed_during_writes(make: Callable[..., Any], cluster: Etcd
     assert len(acked) == 12
 
 
+@ETCD_3_4
 def test_a_paused_member(make: Callable[..., Any], cluster: EtcdCluster) -> None:
     a = make(seeded("n0", "n1"), bootstrap=True)
     b = make()
@@ -146,6 +158,7 @@ def test_a_paused_member(make: Callable[..., Any], cluster: EtcdCluster) -> None
     agree(a, b, weights={"n0": 1.0, "n1": 1.0, "during": 1.0})
 
 
+@EVERY_VERSION
 def test_a_member_restarted(make: Callable[..., Any], cluster: EtcdCluster) -> None:
     a = make(seeded("n0"), bootstrap=True)
     b = make()
@@ -157,6 +170,7 @@ def test_a_member_restarted(make: Callable[..., Any], cluster: EtcdCluster) -> N
     agree(a, b, weights={"n0": 1.0, "while-m0-down": 1.0, "while-m1-down": 1.0})
 
 
+@EVERY_VERSION
 def test_a_watcher_away_past_a_compaction(make: Callable[..., Any], cluster: EtcdCluster) -> None:
     # b reaches etcd through one member only; that member is paused while
     # the ring moves on and the history is compacted past b's revision.
@@ -190,6 +204,7 @@ time.sleep(600)
 """
 
 
+@ETCD_3_4
 def test_a_killed_instances_votes_lapse_with_its_lease(make: Callable[..., Any],
                                                        cluster: EtcdCluster, tmp_path: Path) -> None:
     a = make(seeded("x", "y", "z"), bootstrap=True)

@@ -3,8 +3,9 @@
 The operator calls, votes, refresh() and refusals run with both drivers
 (the async one on a loop thread of its own, tests/_support/membership_async.py),
 what only the store decides with the threaded one, on one etcd started for the module
-(tests/_support/etcd_server.py), emptied before each test.  The faults of a
-3-member cluster are in test_etcd_faults.py.
+(tests/_support/etcd_server.py), emptied before each test; every test runs
+against etcd 3.4 and 3.5.  The faults of a 3-member cluster are in
+test_etcd_faults.py.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from _support.etcd_server import EtcdCluster, running_cluster
+from _support.etcd_server import VERSIONS, EtcdCluster, running_cluster
 from _support.membership_async import BlockingMembership
 from _support.waiting import wait_until
 from chash import ConsistentHashRouter
@@ -25,7 +26,7 @@ pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-rou
 
 from chash.membership import AsyncEtcdMembership, EtcdMembership, RingMissingError
 from chash.membership.etcd.store import EtcdStore
-from chash.membership.etcd.wire import EtcdAuthError
+from chash.membership.etcd.wire import EtcdAuthError, EtcdUnavailable
 from chash.membership.settings import MembershipSettings
 from chash.membership.store import SubscriptionLost
 
@@ -36,10 +37,11 @@ FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 1.0}
 SYNC_ONLY = pytest.mark.parametrize("make", ["sync"], indirect=True)
 
 
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[EtcdCluster]:
-    """One etcd member for the module (skips without etcd, fails in CI)."""
-    yield from running_cluster(1)
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"etcd{v}")
+def etcd(request: pytest.FixtureRequest) -> Iterator[EtcdCluster]:
+    """One etcd member of each version for the module (skips without that
+    etcd, fails in CI)."""
+    yield from running_cluster(1, request.param)
 
 
 @pytest.fixture
@@ -230,10 +232,16 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
     cluster.post("/v3/auth/user/add", {"name": "norole", "password": "pw"})
     cluster.enable_auth()
     try:
-        with pytest.raises(EtcdAuthError, match="permission denied"):
-            make(seeded_router("n1"), bootstrap=True, username="norole", password="pw")
+        refused = make(seeded_router("n1"), bootstrap=True, username="norole", password="pw",
+                       start=False)
+        with pytest.raises(EtcdAuthError, match="permission denied") as caught:
+            refused.start()
+        assert refused.is_refusal(caught.value)
+        assert not refused.is_refusal(EtcdUnavailable("no etcd endpoint answered"))
         with pytest.raises(EtcdAuthError, match="authentication failed"):
             make(seeded_router("n1"), bootstrap=True, username="norole", password="wrong")
+        with pytest.raises(EtcdAuthError, match=r"user name is empty.*give a username"):
+            make(seeded_router("n1"), bootstrap=True)  # no credentials at all
         member = make(seeded_router("n1"), bootstrap=True, username="root",
                       password="rootpw")
         assert member.router.weights == {"n1": 1.0} and member.version == 1
@@ -241,6 +249,33 @@ def test_start_refuses_a_user_without_the_role(make: Make, cluster: EtcdCluster)
         cluster.disable_auth()
         cluster.post("/v3/auth/user/delete", {"name": "norole"})
         cluster.post("/v3/auth/user/delete", {"name": "root"})
+
+
+def test_an_outage_is_logged_when_it_starts_and_when_it_ends(
+        make: Make, cluster: EtcdCluster, caplog: pytest.LogCaptureFixture) -> None:
+    a = make(seeded_router("n1", "n2"), bootstrap=True)
+    assert a.connected
+    member = cluster.members[0]
+    with caplog.at_level(logging.WARNING, "chash.membership"):
+        caplog.clear()
+        member.kill()
+        try:
+            wait_until(lambda: not a.connected, "the outage was seen")
+            wait_until(lambda: any("unreachable" in r.getMessage() for r in caplog.records),
+                       "the outage was logged")
+            assert a.router.weights == {"n1": 1.0, "n2": 1.0}  # routing goes on
+        finally:
+            cluster.restart(member)
+        wait_until(lambda: a.connected, "the instance is in step again")
+        wait_until(lambda: any("reachable again" in r.getMessage() for r in caplog.records),
+                   "the end of the outage was logged")
+    messages = [r.getMessage() for r in caplog.records]
+    started = [m for m in messages if "etcd unreachable for ring t" in m]
+    ended = [m for m in messages if "etcd reachable again for ring t" in m]
+    assert len(started) == 1 and len(ended) == 1, messages
+    assert "routing on the last known ring, version 1" in started[0]
+    a.add_node("n3")
+    assert a.router.weights == {"n1": 1.0, "n2": 1.0, "n3": 1.0}
 
 
 @SYNC_ONLY

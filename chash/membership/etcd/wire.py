@@ -24,6 +24,11 @@ __all__ = ["EtcdAuthError", "EtcdError", "EtcdUnavailable", "Request", "b64", "c
 #: gRPC status codes etcd replies with, by what they mean to us.
 UNAVAILABLE_CODES = frozenset({4, 10, 13, 14})  # deadline, aborted, internal, unavailable
 AUTH_CODES = frozenset({7, 16})  # permission denied, unauthenticated
+#: Refusals etcd sends with another code (3, invalid argument): a wrong
+#: password, and a request without a token while auth is on.  etcd 3.4 and
+#: 3.5 word them alike; 3.4's error body also repeats the message as
+#: ``error``, 3.5's carries ``code`` and ``message`` only.
+AUTH_MESSAGES = ("authentication failed", "permission denied", "user name is empty")
 
 
 class EtcdError(Exception):
@@ -53,8 +58,9 @@ def error_for(status: int, body: Any) -> EtcdError:
         raw = body.get("code", 0)
         code = int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else 0
         message = str(body.get("message") or body.get("error") or message)
-    if code in AUTH_CODES or "authentication failed" in message \
-            or "permission denied" in message:
+    if code in AUTH_CODES or any(text in message for text in AUTH_MESSAGES):
+        if "user name is empty" in message:
+            message += " (auth is on in etcd: give a username and password)"
         return EtcdAuthError(message, code)
     if code in UNAVAILABLE_CODES or (status >= 500 and code == 0):
         return EtcdUnavailable(message, code)
