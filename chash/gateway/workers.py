@@ -377,6 +377,11 @@ class GroupView:
         return self._gateway.address_of(node)
 
     @property
+    def zones(self) -> dict[str, str]:
+        """``{node: zone}`` (every worker has the same)."""
+        return self._gateway.zones
+
+    @property
     def counters(self) -> RouteCounters:
         """Every worker's counters, summed."""
         return self._leader.counters

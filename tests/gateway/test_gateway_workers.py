@@ -5,13 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import re
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -25,52 +18,11 @@ aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 from _support.echo_backends import EchoBackend  # noqa: E402
-from _support.gateways import CHASH_ROOT  # noqa: E402
+from _support.gateway_processes import gateway_process, route, status  # noqa: E402
 from _support.waiting import eventually, run  # noqa: E402
 from chash import ConsistentHashRouter  # noqa: E402
 
 KEYS = [f"user-{i}" for i in range(60)]
-
-
-@asynccontextmanager
-async def gateway_process(*argv: str) -> AsyncIterator[tuple[str, str | None]]:
-    """``chash gateway ARGV`` on a free port: (its URL, its admin URL or None)."""
-    env = {**os.environ, "PYTHONPATH": str(CHASH_ROOT)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
-        "--log-level", "warning", "--duration", "120", *argv,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        assert proc.stdout is not None
-        lines = [(await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-                 for _ in range(3)]
-        assert lines[0].startswith("chash gateway listening on http://127.0.0.1:"), lines
-        url = lines[0].split()[4]
-        admin = re.search(r"status (http://\S+)/-/status", lines[2])
-        yield url, admin.group(1) if admin else None
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        _, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()[-2000:]
-
-
-async def route(url: str, keys: list[str], fresh: bool = True) -> dict[str, str]:
-    """The backend each key reaches (a new connection per request if ``fresh``)."""
-    seen = {}
-    connector = aiohttp.TCPConnector(force_close=fresh)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        for key in keys:
-            async with session.get(f"{url}/x", headers={"X-User-Id": key}) as resp:
-                assert resp.status == 200
-                seen[key] = (await resp.json())["backend"]
-    return seen
-
-
-async def status(admin: str) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as session, session.get(f"{admin}/-/status") as resp:
-        page: dict[str, Any] = json.loads(await resp.text())
-        return page
 
 
 def ring(names: str) -> ConsistentHashRouter:
