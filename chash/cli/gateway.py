@@ -265,7 +265,10 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
     feeds = _Feeds(membership, discovery) if membership or discovery else None
     role: Leader | Follower | None = None
     verdicts: Any = membership  # where worker 0's checker applies its verdicts
-    counters = reports = None
+    counters = reports = ramp = None
+    # Slow start ramps this process's ring, or with --workers N worker 0's,
+    # which sends each weight to the other workers (they ramp nothing).
+    slow_start = args.slow_start or 0.0
     if links is not None:
         from chash.gateway.workers import Follower, Leader
 
@@ -275,7 +278,12 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
             counters = role.counters
             if membership is None:
                 verdicts = role
+            if slow_start:
+                from chash.gateway.slow_start import WeightRamp
+
+                ramp = WeightRamp(router, slow_start, apply=role.set_weight)
         else:
+            slow_start = 0.0
             role = Follower(router, links[worker - 1][1])
             if membership is None:  # worker 0 alone probes; failures go to it
                 reports = role
@@ -291,10 +299,9 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
         header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-        tracing=False if args.no_tracing else None, zone=args.zone,
-        slow_start=args.slow_start or 0.0)
+        tracing=False if args.no_tracing else None, zone=args.zone, slow_start=slow_start)
     gateway = Gateway(backends, config, router=router, zones=zones, membership=verdicts,
-                      counters=counters, health_reports=reports)
+                      counters=counters, health_reports=reports, ramp=ramp)
     return gateway, feeds, role
 
 
@@ -423,8 +430,11 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
     if args.nameserver and not args.dns_srv:
         parser.error("--nameserver needs --dns-srv NAME")
-    if args.slow_start and (args.workers > 1 or args.redis or args.etcd):
-        parser.error("--slow-start ramps the gateway's own ring: one worker, no --redis or --etcd")
+    if args.slow_start and (args.redis or args.etcd):
+        parser.error("--slow-start ramps the gateway's own ring (its workers' too), not a "
+                     "ring shared through --redis or --etcd: there every instance would ramp "
+                     "the shared weights at once, and the store would keep the ramped weight "
+                     "of an instance that stops mid-ramp")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -579,7 +589,8 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "opentelemetry-api is installed)")
     parser.add_argument("--slow-start", type=seconds, metavar="S",
                         help="ramp a backend that comes back up to its full weight over S "
-                             "seconds, moving only its own keys (one worker, no shared ring)")
+                             "seconds, moving only its own keys (with --workers N, worker 0 "
+                             "drives every worker's ring; not with --redis or --etcd)")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
