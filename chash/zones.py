@@ -11,16 +11,28 @@ Lookups are one call into a ring, as fast as the router's own.  The rings
 are copies of the router made by :meth:`ZonedRouter.refresh`, which the
 caller runs after changing the router; each copy is swapped in whole, so
 lookups in other threads see the old rings or the new ones.
+
+``LocalFirst(router, zone, zones)`` answers the same question without
+copies, for a router that others change all the time (health verdicts,
+weight ramps, a shared membership): each lookup walks the router as it is
+and keeps the zone's nodes first.  A key's local node is the first node of
+the zone in the router's preference list for the key.  That is its owner on
+a ring of the zone's nodes alone (``ZonedRouter``'s answer) on the layouts
+whose lookups take the next point clockwise and whose points depend on
+their node alone: python, node, nginx, ketama, libmemcached.  On haproxy
+(the nearest point, either way) and envoy and grpc (points that depend on
+every weight) the two may differ for some keys; ``LocalFirst`` still keeps
+each key on one node of the zone while the ring stands.
 """
 from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from chash._chash import ConsistentHashRouter
 
-__all__ = ["ZonedRouter"]
+__all__ = ["LocalFirst", "ZonedRouter"]
 
 Key = str | bytes
 
@@ -109,3 +121,60 @@ class ZonedRouter:
         rest = self._everywhere.get_preference_list(key, len(self._everywhere))
         taken = set(first)
         return first + [node for node in rest if node not in taken][:n - len(first)]
+
+
+class LocalFirst:
+    """Local-zone-first lookups on ``router`` as it is, with no copy.
+
+    ``zones`` maps nodes to their zones (a node it does not name is in no
+    zone); it is read at each lookup, so the caller may keep it up to
+    date, and is never changed here.  Nodes out of ``router`` (taken out
+    by health checks, say) are simply not met: nothing to refresh.  Each
+    lookup walks the ring until every node is met, so it costs more than a
+    plain lookup as the node count grows (tens of microseconds at a few
+    hundred nodes).
+    """
+
+    def __init__(self, router: ConsistentHashRouter, zone: str,
+                 zones: Mapping[str, str]) -> None:
+        if not isinstance(zone, str) or not zone:
+            raise ValueError(f"zone must be a non-empty str, not {zone!r}")
+        self._router = router
+        self._zone = zone
+        self._zones = zones
+
+    @property
+    def zone(self) -> str:
+        """The zone this router prefers."""
+        return self._zone
+
+    @property
+    def router(self) -> ConsistentHashRouter:
+        """The ring of every node."""
+        return self._router
+
+    @property
+    def local_nodes(self) -> list[str]:
+        """The nodes of the zone in the router, in add order."""
+        zones, zone = self._zones, self._zone
+        return [node for node in self._router.nodes if zones.get(node) == zone]
+
+    def get_preference_list(self, key: Key, n: int) -> list[str]:
+        """Up to ``n`` nodes to try in turn: the zone's own, clockwise from
+        the key, then the other zones' in the same order.  With no node of
+        the zone in the router, the router's own preference list."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n must be an int >= 0, not {n!r}")
+        router = self._router
+        every = router.get_preference_list(key, len(router))
+        zones, zone = self._zones, self._zone
+        local = [node for node in every if zones.get(node) == zone]
+        if len(local) >= n:
+            return local[:n]
+        return (local + [node for node in every if zones.get(node) != zone])[:n]
+
+    def get_target_node(self, key: Key) -> str | None:
+        """The key's node in the zone, or in the whole ring when the zone
+        has none in the router; None when the router is empty."""
+        first = self.get_preference_list(key, 1)
+        return first[0] if first else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from chash._chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
@@ -113,9 +113,11 @@ def add_ring_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                 nodes: list[str]) -> ConsistentHashRouter:
+                 nodes: list[str], zones: Mapping[str, str] | None = None,
+                 ) -> ConsistentHashRouter:
     """The ring the arguments of ``add_ring_arguments`` describe over
-    ``nodes``; ``parser.error`` (exit 2) if they do not make one."""
+    ``nodes`` (in the zones ``zones`` gives, if any); ``parser.error``
+    (exit 2) if they do not make one."""
     weights = dict(args.weight)
     unknown = sorted(set(weights) - set(nodes))
     if unknown:
@@ -123,7 +125,8 @@ def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
     try:
         router = ConsistentHashRouter(args.vnodes, hash=args.hash, layout=args.layout)
         for node in nodes:
-            router.add_service_node(node, weights.get(node, 1.0))
+            router.add_service_node(node, weights.get(node, 1.0),
+                                    zone=(zones or {}).get(node))
     except (ValueError, OverflowError, MemoryError) as exc:
         parser.error(f"cannot build the ring: {exc}")
     return router

@@ -61,8 +61,9 @@ def _key(text: str) -> str:
     return text
 
 
-def _backend(text: str) -> list[tuple[str, str]]:
-    """``[NAME=]HOST:PORT``, or several separated by commas."""
+def _backend(text: str) -> list[tuple[str, str, str | None]]:
+    """``[NAME=]HOST:PORT[@ZONE]``, or several separated by commas:
+    (name, address, zone or None) each."""
     from chash.gateway import parse_address
 
     backends = []
@@ -71,14 +72,25 @@ def _backend(text: str) -> list[tuple[str, str]]:
         if not item:
             continue
         name, sep, address = item.rpartition("=")
+        address, at, zone = address.partition("@")
+        zone = zone.strip()
+        if at and not zone:
+            raise argparse.ArgumentTypeError(f"no zone after '@' in {item!r}")
         try:
             address = parse_address(address)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        backends.append((name.strip() if sep else address, address))
+        backends.append((name.strip() if sep else address, address, zone or None))
     if not backends:
         raise argparse.ArgumentTypeError(f"no backend in {text!r}")
     return backends
+
+
+def _zone(text: str) -> str:
+    zone = text.strip()
+    if not zone or "," in zone or "@" in zone:
+        raise argparse.ArgumentTypeError(f"expected a zone name, not {text!r}")
+    return zone
 
 
 def _statuses(text: str) -> frozenset[int]:
@@ -268,7 +280,8 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
     socket pairs between worker 0 and each other worker."""
     from chash.gateway import Gateway, GatewayConfig
 
-    router = build_router(parser, args, list(backends))
+    zones: dict[str, str] = args.backend_zones
+    router = build_router(parser, args, list(backends), zones)
     membership = _membership(args, router)
     discovery = None
     if args.dns_srv:
@@ -280,7 +293,10 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
     feeds = _Feeds(membership, discovery) if membership or discovery else None
     role: Leader | Follower | None = None
     verdicts: Any = membership  # where worker 0's checker applies its verdicts
-    counters = reports = None
+    counters = reports = ramp = None
+    # Slow start ramps this process's ring, or with --workers N worker 0's,
+    # which sends each weight to the other workers (they ramp nothing).
+    slow_start = args.slow_start or 0.0
     if links is not None:
         from chash.gateway.workers import Follower, Leader
 
@@ -290,7 +306,12 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
             counters = role.counters
             if membership is None:
                 verdicts = role
+            if slow_start:
+                from chash.gateway.slow_start import WeightRamp
+
+                ramp = WeightRamp(router, slow_start, apply=role.set_weight)
         else:
+            slow_start = 0.0
             role = Follower(router, links[worker - 1][1])
             if membership is None:  # worker 0 alone probes; failures go to it
                 reports = role
@@ -306,9 +327,9 @@ def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
         admin_listen=args.admin_listen if links is None else None,
         node_header=args.node_header, max_body=args.max_body,
         header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-        tracing=False if args.no_tracing else None, slow_start=args.slow_start or 0.0)
-    gateway = Gateway(backends, config, router=router, membership=verdicts,
-                      counters=counters, health_reports=reports)
+        tracing=False if args.no_tracing else None, zone=args.zone, slow_start=slow_start)
+    gateway = Gateway(backends, config, router=router, zones=zones, membership=verdicts,
+                      counters=counters, health_reports=reports, ramp=ramp)
     return gateway, feeds, role
 
 
@@ -418,12 +439,19 @@ def run(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.gateway_parser
     check_environment(args, parser)
     backends: dict[str, str] = {}
-    for name, address in (pair for group in args.backend for pair in group):
+    zones: dict[str, str] = {}
+    for name, address, zone in (entry for group in args.backend for entry in group):
         if name in backends:
             parser.error(f"backend {name} is listed twice")
         backends[name] = address
+        if zone is not None:
+            zones[name] = zone
+    args.backend_zones = zones
     if not backends and not args.dns_srv:
         parser.error("at least one --backend is required (or --dns-srv NAME)")
+    if args.zone and args.zone not in zones.values():
+        parser.error(f"--zone {args.zone}: no --backend is in that zone (give each backend "
+                     f"its zone: --backend NAME=HOST:PORT@{args.zone})")
     if args.redis and args.etcd:
         parser.error("give --redis or --etcd, not both")
     if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
@@ -433,8 +461,11 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--vote-ttl and --resync-interval need --redis URL or --etcd URL")
     if args.nameserver and not args.dns_srv:
         parser.error("--nameserver needs --dns-srv NAME")
-    if args.slow_start and (args.workers > 1 or args.redis or args.etcd):
-        parser.error("--slow-start ramps the gateway's own ring: one worker, no --redis or --etcd")
+    if args.slow_start and (args.redis or args.etcd):
+        parser.error("--slow-start ramps the gateway's own ring (its workers' too), not a "
+                     "ring shared through --redis or --etcd: there every instance would ramp "
+                     "the shared weights at once, and the store would keep the ramped weight "
+                     "of an instance that stops mid-ramp")
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -489,9 +520,14 @@ def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 8080),
                         metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--backend", type=_backend, action="append", default=[],
-                        metavar="[NAME=]HOST:PORT",
+                        metavar="[NAME=]HOST:PORT[@ZONE]",
                         help="a backend; repeatable or comma-separated.  NAME is its node "
-                             "name on the ring (default: the address)")
+                             "name on the ring (default: the address), ZONE its zone "
+                             "(a datacentre, a rack), which --zone prefers")
+    parser.add_argument("--zone", type=_zone, metavar="ZONE",
+                        help="this gateway's zone: each key goes to its node among the "
+                             "backends of ZONE, and fails over within ZONE before leaving "
+                             "it (default: no zone, every backend alike)")
     parser.add_argument("--key", type=_key, default="header:X-User-Id", metavar="SOURCE",
                         help="where the routing key comes from: header:NAME, cookie:NAME, "
                              "query:NAME, path (first path segment) or path:N (first N "
@@ -593,7 +629,8 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "opentelemetry-api is installed)")
     parser.add_argument("--slow-start", type=seconds, metavar="S",
                         help="ramp a backend that comes back up to its full weight over S "
-                             "seconds, moving only its own keys (one worker, no shared ring)")
+                             "seconds, moving only its own keys (with --workers N, worker 0 "
+                             "drives every worker's ring; not with --redis or --etcd)")
     parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: run until interrupted)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),

@@ -92,6 +92,7 @@ def status(gateway: GatewayView) -> dict[str, Any]:
             "layout": router.layout,
             "fingerprint": router.fingerprint(),
         },
+        "zone": config.zone,
         "membership": shared,
         "health": None if checker is None else {
             "interval": checker.interval,
@@ -121,12 +122,14 @@ def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
     weights = router.weights
     loads = gateway.loads
     hints = gateway.hints
+    zones = gateway.zones
     nodes = []
     for node in dict.fromkeys([*gateway.addresses, *router.nodes, *health]):
         node_status = health.get(node)
         entry: dict[str, Any] = {
             "node": node,
             "address": gateway.address_of(node),
+            "zone": zones.get(node),
             "in_ring": node in router,
             "weight": weights.get(node, getattr(node_status, "weight", None)),
             "points": points.get(node, 0),

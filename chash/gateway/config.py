@@ -105,7 +105,13 @@ class GatewayConfig:
     slow_start: float = 0.0
     """Seconds over which a backend coming back up ramps its weight to its
     full weight (``chash.gateway.slow_start``); 0 (the default): off.  On
-    the gateway's own ring only (not with a shared membership)."""
+    the gateway's own ring (one process, or the workers of ``chash gateway
+    --workers N``, driven by worker 0), not with a shared membership."""
+    zone: str | None = None
+    """The gateway's own zone: each key goes to the first node of this zone
+    clockwise from it, and fails over within the zone before leaving it
+    (``chash.zones.LocalFirst``; the nodes' zones are given to ``Gateway``).
+    None (the default): every node alike."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -124,6 +130,8 @@ class GatewayConfig:
         _count("rise", self.rise, 1)
         if self.slow_start != 0:
             _positive("slow_start", self.slow_start)
+        if self.zone is not None and (not isinstance(self.zone, str) or not self.zone):
+            raise ValueError(f"zone must be a non-empty str or None, not {self.zone!r}")
         object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
         object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
         for name in ("status_path", "metrics_path", "health_path"):

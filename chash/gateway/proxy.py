@@ -17,7 +17,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from chash._chash import ConsistentHashRouter
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
@@ -29,7 +28,7 @@ from chash.gateway.retry import Outcome, next_attempt
 from chash.gateway.tracing import AttemptTracer
 from chash.metrics import RouteCounters
 
-__all__ = ["HealthReports", "Proxy", "describe"]
+__all__ = ["HealthReports", "Proxy", "Routes", "describe"]
 
 logger = logging.getLogger("chash.gateway")
 
@@ -77,10 +76,17 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class Routes(Protocol):
+    """What the proxy asks of the ring: a ``ConsistentHashRouter``, or a
+    ``chash.zones.LocalFirst`` over it for a gateway with a zone."""
+
+    def get_preference_list(self, key: bytes, n: int, /) -> list[str]: ...
+
+
 class Proxy:
     """Serves client connections for one gateway; see the module docstring."""
 
-    def __init__(self, config: GatewayConfig, router: ConsistentHashRouter,
+    def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
                  health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
         self._config = config

@@ -21,6 +21,10 @@ the gateway feeds it the outcome of real requests as well: connection
 errors and timeouts count as failures, an application's own 5xx answer
 does not unless its status is listed in ``fail_on_status``.
 
+Zones: with ``config.zone`` set, each key goes to the first node of that
+zone clockwise from it, and its failover stays in the zone while the zone
+has a node in the ring (``chash.zones.LocalFirst``), leaving it only then.
+
 Building a ``Gateway`` needs aiohttp and httptools (``pip install 'chash-router[gateway]'``);
 importing this module does not.  See docs/gateway.md.
 """
@@ -41,10 +45,11 @@ from chash._text import plural
 from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule, parse_address
-from chash.gateway.proxy import HealthReports, Proxy
+from chash.gateway.proxy import HealthReports, Proxy, Routes
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tracing import attempt_tracer
 from chash.metrics import RouteCounters
+from chash.zones import LocalFirst
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -74,6 +79,12 @@ class Gateway:
             1.0)``, unless a membership is given (then the shared ring says
             which nodes are in).
         weights: ``{node: weight}`` for the backends added to the ring.
+        zones: ``{node: zone}``: the nodes' zones (datacentres, racks),
+            which ``config.zone`` prefers; a node it does not name is in
+            no zone.  Backends added to the ring get them too.  By default
+            the router's own ``zones``.  Kept here rather than read from the
+            ring, since a node taken out and put back (health checks, a
+            shared membership) comes back to the ring without its zone.
         health: the health checker to report request outcomes to; by
             default one is built from the config (``config.health``), voting
             through ``membership`` when given.
@@ -91,6 +102,11 @@ class Gateway:
             N`` forwards them to the one worker that probes.
         tracer_provider: the OpenTelemetry tracer provider the spans of
             attempts go to (None: the global one); see ``config.tracing``.
+        ramp: the slow-start ramp that the health transitions drive; by
+            default, with ``config.slow_start``, a ``WeightRamp`` on the
+            router (which needs the gateway's own ring: no membership).
+            Worker 0 of ``chash gateway --workers N`` gives one that applies
+            every weight to the other workers' rings as well.
     """
 
     def __init__(
@@ -100,6 +116,7 @@ class Gateway:
         *,
         router: ConsistentHashRouter | None = None,
         weights: Mapping[str, float] | None = None,
+        zones: Mapping[str, str] | None = None,
         health: AsyncHealthChecker | None = None,
         membership: Membership | None = None,
         on_change: OnChange | None = None,
@@ -107,6 +124,7 @@ class Gateway:
         counters: RouteCounters | None = None,
         health_reports: HealthReports | None = None,
         tracer_provider: Any = None,
+        ramp: WeightRamp | None = None,
     ) -> None:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
@@ -134,15 +152,21 @@ class Gateway:
         if router is None:
             router = getattr(membership, "router", None) or ConsistentHashRouter()
         self._router = router
+        self._zones = dict(router.zones if zones is None else zones)
         if membership is None:
             for node in addresses:
                 if node not in router:
-                    router.add_service_node(node, (weights or {}).get(node, 1.0))
+                    router.add_service_node(node, (weights or {}).get(node, 1.0),
+                                            zone=self._zones.get(node))
         self._membership = membership
-        if config.slow_start and membership is not None:
+        if config.slow_start and membership is not None and ramp is None:
             raise ValueError("slow_start ramps the gateway's own ring: with a membership the "
                              "shared ring's weights come from its store")
-        self._ramp = WeightRamp(router, config.slow_start) if config.slow_start else None
+        if ramp is None and config.slow_start:
+            ramp = WeightRamp(router, config.slow_start)
+        self._ramp = ramp
+        routes: Routes = router if config.zone is None else \
+            LocalFirst(router, config.zone, self._zones)
         self._key = config.key_rule
         self._on_change = on_change
         self._counters = counters if counters is not None else RouteCounters()
@@ -160,7 +184,7 @@ class Gateway:
         self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
-        self._proxy = Proxy(config, router, addresses, self._counters,
+        self._proxy = Proxy(config, routes, addresses, self._counters,
                             health if health is not None else health_reports,
                             attempt_tracer(config.tracing, tracer_provider))
         self._bound: list[tuple[str, int]] = []
@@ -177,6 +201,16 @@ class Gateway:
     def router(self) -> ConsistentHashRouter:
         """The ring requests are routed through."""
         return self._router
+
+    @property
+    def zones(self) -> dict[str, str]:
+        """``{node: zone}`` of every node with a zone."""
+        return dict(self._zones)
+
+    @property
+    def ramp(self) -> WeightRamp | None:
+        """The slow-start ramp, or None without slow start."""
+        return self._ramp
 
     @property
     def key_rule(self) -> KeyRule:

@@ -10,6 +10,12 @@ back, ``step`` every ``interval`` from the gateway's loop.  Each change is
 points depend on the node alone.  The full weights are those the nodes
 had when the ramp was made (a node that fails mid-ramp comes back to its
 full weight, not to the share it had reached).
+
+``apply`` says how a weight reaches the ring: by default ``set_weight`` on
+the router; worker 0 of ``chash gateway --workers N`` gives one that sets
+it on its own ring and sends it to every other worker
+(``chash.gateway.workers.Leader.set_weight``), so that one ramp drives them
+all.
 """
 from __future__ import annotations
 
@@ -28,8 +34,14 @@ class WeightRamp:
     """Ramps nodes of ``router`` back to their full weights."""
 
     def __init__(self, router: ConsistentHashRouter, duration: float, *,
-                 clock: Callable[[], float] = time.monotonic, floor: float = 0.05) -> None:
+                 clock: Callable[[], float] = time.monotonic, floor: float = 0.05,
+                 apply: Callable[[str, float], None] | None = None) -> None:
+        """Ramp over ``duration`` seconds from ``floor`` of the full weight;
+        ``apply(node, weight)`` changes a weight (default: ``set_weight``
+        on ``router``)."""
         self._router = router
+        self._apply = apply if apply is not None else \
+            (lambda node, weight: set_weight(router, node, weight))
         self._ramp = SlowStart(duration, floor=floor)
         self._clock = clock
         self._full = dict(router.weights)
@@ -41,7 +53,7 @@ class WeightRamp:
         if node not in self._router:
             return
         full = self._full.setdefault(node, self._router.weights[node])
-        set_weight(self._router, node, self._ramp.begin(node, full, self._clock()))
+        self._apply(node, self._ramp.begin(node, full, self._clock()))
 
     def node_down(self, node: str) -> None:
         """``node`` left service: its ramp stops."""
@@ -55,7 +67,7 @@ class WeightRamp:
         """Gives every ramping node its weight for now."""
         for node, weight in self._ramp.step(self._clock()).items():
             if node in self._router:
-                set_weight(self._router, node, weight)
+                self._apply(node, weight)
 
     async def _run(self, interval: float) -> None:
         while True:

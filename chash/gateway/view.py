@@ -40,6 +40,11 @@ class GatewayView(Protocol):
         """The ``host:port`` that ``node`` is reached at."""
 
     @property
+    def zones(self) -> dict[str, str]:
+        """``{node: zone}`` of every node with a zone (``config.zone`` is
+        the gateway's own)."""
+
+    @property
     def health(self) -> AsyncHealthChecker | None:
         """The health checker, or None if health checks are off."""
 

@@ -11,6 +11,15 @@ push their counters and loads to the leader a few times a second, so that
 the leader's admin listener (``/metrics``, ``/-/status``) covers every
 worker: summed, and per worker on the status page.
 
+Slow start (``--slow-start``) is driven by the leader alone: its ramp sets
+each weight on its own ring and sends it to the others
+(``Leader.set_weight``).  Everything the leader changes in one turn of its
+loop (the verdicts of a health round, the ramp's first step for a node
+coming back) goes out as one numbered batch, which each other worker
+applies in one go, so that no worker routes on half of it; each worker
+reports the number of the last change it applied (``ring_changes``) beside
+its ring's fingerprint, and one number always means one ring.
+
 With a shared ring (``--redis``) every worker keeps its own checker voting
 through the ring, as one instance among others; only the counters are
 gathered here.
@@ -36,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from chash.gateway.admin import make_registry, start_admin
 from chash.health.membership import LocalMembership
 from chash.metrics import OUTCOMES, CountersSnapshot, RouteCounters
+from chash.weights import set_weight
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -106,6 +116,8 @@ class WorkerReport:
     loads: dict[str, int]
     fingerprint: str
     """The fingerprint of the worker's ring (``ConsistentHashRouter.fingerprint``)."""
+    ring_changes: int = 0
+    """The changes of the leader's (verdicts, weights) applied to that ring."""
 
 
 def merge_snapshots(snapshots: list[CountersSnapshot]) -> CountersSnapshot:
@@ -161,7 +173,10 @@ class Leader:
         with a shared ring, where every worker votes).  ``admin_listen``:
         where to serve the admin listener over every worker (None: not)."""
         self._admin_listen = admin_listen
+        self._router = router
         self._local = LocalMembership(router)
+        self._changes = 0
+        self._outbox: list[tuple[Any, ...]] = []
         self._share = share_verdicts
         self._links = [_Link(sock, self._receiver(index))
                        for index, sock in enumerate(links, start=1)]
@@ -196,9 +211,37 @@ class Leader:
         if self._share:
             self._broadcast(("up", node))
 
+    def set_weight(self, node: str, weight: float) -> None:
+        """Give ``node`` this weight in this worker's ring and in every
+        other's (the slow-start ramp's ``apply``); nothing for a node not
+        in the ring."""
+        if node not in self._router:
+            return
+        set_weight(self._router, node, weight)
+        self._broadcast(("weight", node, weight))
+
+    @property
+    def ring_changes(self) -> int:
+        """The changes made to the rings so far (sent, or about to be)."""
+        return self._changes
+
     def _broadcast(self, message: tuple[Any, ...]) -> None:
-        for link in self._links:
-            link.send(message)
+        """Queue ``message`` for the other workers; what is queued in one
+        turn of the loop is sent as one batch at the end of it."""
+        self._changes += 1
+        self._outbox.append(message)
+        if len(self._outbox) > 1:
+            return  # a flush is due already
+        try:
+            asyncio.get_running_loop().call_soon(self._flush)
+        except RuntimeError:  # called outside the loop: at once
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self._outbox = self._outbox, []
+        if batch:
+            for link in self._links:
+                link.send(("batch", self._changes, batch))
 
     # -- the other workers ---------------------------------------------------
 
@@ -228,7 +271,7 @@ class Leader:
         own = []
         if self._gateway is not None:
             own = [WorkerReport(0, os.getpid(), self.counters.own(), self._gateway.loads,
-                                self._gateway.router.fingerprint())]
+                                self._gateway.router.fingerprint(), self._changes)]
         return own + [self._reports[i] for i in sorted(self._reports)]
 
     # -- lifecycle -----------------------------------------------------------
@@ -270,7 +313,9 @@ class Follower:
 
     def __init__(self, router: ConsistentHashRouter, link: socket.socket) -> None:
         """``link``: the socket to the leader."""
+        self._router = router
         self._local = LocalMembership(router)
+        self._changes = 0
         self._link = _Link(link, self._receive)
         self._failing: set[str] = set()
         self._gateway: Gateway | None = None
@@ -290,10 +335,18 @@ class Follower:
             self._link.send(("success", node))
 
     def _receive(self, message: tuple[Any, ...]) -> None:
-        if message[0] == "down":
-            self._local.mark_down(message[1], message[2])
-        elif message[0] == "up":
-            self._local.mark_up(message[1])
+        if message[0] != "batch":
+            return
+        # One batch, applied in one go: no request is routed in between.
+        _, changes, batch = message
+        for change in batch:
+            if change[0] == "down":
+                self._local.mark_down(change[1], change[2])
+            elif change[0] == "up":
+                self._local.mark_up(change[1])
+            elif change[0] == "weight" and change[1] in self._router:
+                set_weight(self._router, change[1], change[2])
+        self._changes = changes
 
     async def start(self, gateway: Gateway) -> None:
         """Listen to the leader and push ``gateway``'s counters to it."""
@@ -305,7 +358,7 @@ class Follower:
         assert self._gateway is not None
         gateway = self._gateway
         message = ("report", os.getpid(), gateway.counters.snapshot(), gateway.loads,
-                   gateway.router.fingerprint())
+                   gateway.router.fingerprint(), self._changes)
         if message != last:
             self._link.send(message)
         return message
@@ -377,6 +430,11 @@ class GroupView:
         return self._gateway.address_of(node)
 
     @property
+    def zones(self) -> dict[str, str]:
+        """``{node: zone}`` (every worker has the same)."""
+        return self._gateway.zones
+
+    @property
     def counters(self) -> RouteCounters:
         """Every worker's counters, summed."""
         return self._leader.counters
@@ -402,7 +460,9 @@ class GroupView:
 
     @property
     def workers(self) -> list[dict[str, Any]]:
-        """Each worker's requests by outcome, retries, loads and ring."""
+        """Each worker's requests by outcome, retries, loads and ring (its
+        fingerprint, and the number of the leader's changes it applied)."""
         return [{"worker": r.worker, "pid": r.pid, "requests": dict(r.counters.requests),
                  "retries": r.counters.retries, "in_flight": sum(r.loads.values()),
-                 "fingerprint": r.fingerprint} for r in self._leader.reports]
+                 "fingerprint": r.fingerprint, "ring_changes": r.ring_changes}
+                for r in self._leader.reports]

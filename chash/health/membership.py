@@ -70,6 +70,9 @@ class LocalMembership:
         self._router = router
         self._lock = threading.Lock()
         self._down: dict[str, float] = {}
+        # The zones of the nodes taken out (a router drops a node's zone
+        # with the node): they come back with it.
+        self._zones: dict[str, str] = {}
 
     @property
     def router(self) -> EditableRouter:
@@ -101,25 +104,34 @@ class LocalMembership:
             weight = self._router.weights.get(node)
             if weight is None:
                 return
+            zone = getattr(self._router, "zones", {}).get(node)
             try:
                 self._router.remove_service_node(node)
             except KeyError:  # the operator removed it meanwhile
                 return
             self._down[node] = weight
+            if zone is not None:
+                self._zones[node] = zone
 
     def mark_up(self, node: str) -> None:
-        """Re-add ``node`` with its remembered weight, if this membership
+        """Re-add ``node`` with its remembered weight (and zone), if this membership
         took it out; if the operator has put it back already, leave it."""
         with self._lock:
             weight = self._down.pop(node, None)
+            zone = self._zones.pop(node, None)
             if weight is None:
                 return
             if node in self._router:
                 return
             try:
-                self._router.add_service_node(node, weight)
+                if zone is None:
+                    self._router.add_service_node(node, weight)
+                else:  # a ConsistentHashRouter, which gave the zone
+                    self._router.add_service_node(node, weight, zone=zone)  # type: ignore[call-arg]
             except BaseException:
                 self._down[node] = weight
+                if zone is not None:
+                    self._zones[node] = zone
                 raise
 
     def forget(self, node: str) -> bool:
@@ -131,6 +143,7 @@ class LocalMembership:
         """
         with self._lock:
             known = self._down.pop(node, None) is not None
+            self._zones.pop(node, None)
             if node in self._router:
                 try:
                     self._router.remove_service_node(node)

@@ -186,7 +186,9 @@ static int push_move(move_list *list, uint64_t lo, uint64_t hi, uint32_t source,
         list->moves = grown;
         list->cap = cap;
     }
-    list->moves[list->count++] = (chash_move){(lo - 1) & max, hi, source, target};
+    /* The arc before lo: the top of the space when lo is 0 (max + 1 is
+     * not a power of two for a table's entries). */
+    list->moves[list->count++] = (chash_move){lo ? lo - 1 : max, hi, source, target};
     return CHASH_OK;
 }
 
@@ -335,6 +337,30 @@ int chash_wide_diff(const chash_wide *from, const chash_wide *to, const uint32_t
     cursor_init(&a, NULL, from, na, UINT64_MAX, 0);
     cursor_init(&b, NULL, to, nb, UINT64_MAX, 0);
     return merge(&a, &b, same, UINT64_MAX, moves, count);
+}
+
+int chash_table_diff(const uint32_t *from, const uint32_t *to, size_t size, const uint32_t *same,
+                     size_t from_nodes, size_t to_nodes, chash_move **moves, size_t *count)
+{
+    *moves = NULL;
+    *count = 0;
+    if (size == 0 || !from || !to || !same)
+        return CHASH_EINVAL;
+    for (size_t k = 0; k < from_nodes; k++)
+        if (same[k] != CHASH_DIFF_NONE && same[k] >= to_nodes)
+            return CHASH_EINVAL;
+    move_list list = {NULL, 0, 0};
+    uint64_t max = (uint64_t)size - 1;
+    for (size_t e = 0; e < size; e++) {
+        uint32_t source = from[e], target = to[e];
+        int bad = source >= from_nodes || target >= to_nodes;
+        if (bad || (same[source] != target
+                    && push_move(&list, e, e, source, target, max) != CHASH_OK)) {
+            CHASH_FREE(list.moves);
+            return bad ? CHASH_EINVAL : CHASH_ENOMEM;
+        }
+    }
+    return finish(&list, max, moves, count);
 }
 
 void chash_moves_free(chash_move *moves) { CHASH_FREE(moves); }

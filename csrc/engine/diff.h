@@ -17,6 +17,9 @@
  * space (only when every hash moves).  Arcs come in ring order, sorted by
  * end, an arc that wraps first; none is empty and no two overlap.
  *
+ * chash_table_diff() does the same for two lookup tables (Maglev's), whose
+ * space is the table's entries rather than hashes.
+ *
  * Plain C11, no Python; allocation through CHASH_MALLOC (alloc.h).  Reads
  * the rings only: callers serialise it against mutations, as for lookups.
  */
@@ -62,6 +65,19 @@ int chash_ring_diff(const chash_ring *from, const chash_ring *to, chash_move **m
  */
 int chash_wide_diff(const chash_wide *from, const chash_wide *to, const uint32_t *same,
                     chash_move **moves, size_t *count);
+
+/*
+ * The entries of two lookup tables of one size (Maglev's) whose owner
+ * differs: from[e] and to[e] are entry e's node indices (below from_nodes
+ * and to_nodes), same[k] maps node k of from to its index in to, or
+ * CHASH_DIFF_NONE.  The space is the entries 0 to size - 1 (max = size -
+ * 1), with the arcs' shape above: (start, end] holds the entries e with
+ * start < e <= end, wrapping past size - 1; start == end is every entry.
+ * Returns 0, CHASH_EINVAL (size 0, a NULL array, an index out of range;
+ * nothing returned) or CHASH_ENOMEM.
+ */
+int chash_table_diff(const uint32_t *from, const uint32_t *to, size_t size, const uint32_t *same,
+                     size_t from_nodes, size_t to_nodes, chash_move **moves, size_t *count);
 
 /* Frees what a diff returned (NULL is fine). */
 void chash_moves_free(chash_move *moves);

@@ -1,7 +1,8 @@
 /*
  * diff.c - router.diff(other): the arcs of the ring whose owner differs
  * between two routers of one layout and hash, as chash.Move named tuples
- * (engine/diff.h does the walk), and the Move type itself.  Part of
+ * (engine/diff.h does the walk), MaglevRouter.diff(other), the same over
+ * the lookup table's entries, and the Move type itself.  Part of
  * chash._chash (router.h, table.h).
  *
  * Move is a collections.namedtuple made at module init and kept in the
@@ -23,6 +24,16 @@ const char diff_doc[] = PyDoc_STR(
 "the envoy and grpc layouts) when start > end; start == end is the whole\n"
 "ring.  Keys hashing inside an arc move from source (this router's owner)\n"
 "to target (other's); no other key changes owner.");
+
+const char maglev_diff_doc[] = PyDoc_STR(
+"diff($self, other, /)\n--\n\n"
+"The entries of the lookup table whose owner differs between this router\n"
+"and other (a MaglevRouter of the same table_size), as\n"
+"chash.Move(start, end, source, target) named tuples in table order.  A\n"
+"Move holds the entries e with start < e <= end, wrapping past the last\n"
+"entry (table_size - 1) when start > end; start == end is every entry.\n"
+"A key's entry is XXH64(key) % table_size; keys in a Move's entries move\n"
+"from source (this router's node) to target (other's), no other key.");
 
 /* A layout's description for messages: "layout 'nginx', hash 'crc32'". */
 static PyObject *describe(PyObject *router)
@@ -128,6 +139,58 @@ static PyObject *wide_diff(TableObject *from, TableObject *to)
         return diff_error(status);
     PyObject *list = plain_moves(moves, count, (PyObject *)from, (PyObject *)to, table_node);
     chash_moves_free(moves);
+    return list;
+}
+
+PyObject *maglev_diff(TableObject *self, PyObject *other)
+{
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
+    if (!module)
+        return NULL;
+    module_state *state = get_state(module);
+    if (!PyObject_TypeCheck(other, state->maglev_type)) {
+        PyErr_Format(PyExc_TypeError, "diff() needs a MaglevRouter, not %.200s",
+                     Py_TYPE(other)->tp_name);
+        return NULL;
+    }
+    TableObject *to = (TableObject *)other;
+    if (self->table_size != to->table_size) {
+        PyErr_Format(PyExc_ValueError,
+                     "diff() needs two MaglevRouters of one table_size, not %zu and %zu (a "
+                     "key's entry depends on the size: every key may move)",
+                     self->table_size, to->table_size);
+        return NULL;
+    }
+    if (!self->table || !to->table) {
+        if (!self->table && !to->table)
+            return PyList_New(0);
+        return diff_error(CHASH_EINVAL);
+    }
+    /* Node positions of self in other, by name (exact str keys: the
+     * lookups run no Python code, so neither table changes meanwhile). */
+    Py_ssize_t n = PyTuple_GET_SIZE(self->nodes);
+    uint32_t *same = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    if (!same)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *at = PyDict_GetItemWithError(to->index, PyTuple_GET_ITEM(self->nodes, k));
+        if (!at && PyErr_Occurred()) {
+            PyMem_Free(same);
+            return NULL;
+        }
+        same[k] = at ? (uint32_t)PyLong_AsSize_t(at) : CHASH_DIFF_NONE;
+    }
+    chash_move *moves;
+    size_t count;
+    int status = chash_table_diff(self->table, to->table, self->table_size, same, (size_t)n,
+                                  (size_t)PyTuple_GET_SIZE(to->nodes), &moves, &count);
+    PyMem_Free(same);
+    if (status != CHASH_OK)
+        return chash_py_error(status, NULL, "diff");
+    PyObject *list = plain_moves(moves, count, (PyObject *)self, other, table_node);
+    chash_moves_free(moves);
+    if (list && as_moves(list, state->move_type) < 0)
+        Py_CLEAR(list);
     return list;
 }
 

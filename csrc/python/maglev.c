@@ -92,6 +92,7 @@ static PyMethodDef maglev_methods[] = {
     {"ownership", (PyCFunction)table_ownership, METH_NOARGS, table_ownership_doc},
     {"key_distribution", (PyCFunction)table_key_distribution, METH_O, table_distribution_doc},
     {"fingerprint", (PyCFunction)table_fingerprint, METH_NOARGS, table_fingerprint_doc},
+    {"diff", (PyCFunction)maglev_diff, METH_O, maglev_diff_doc},
     {"_calculate_hash", (PyCFunction)table_calculate_hash, METH_O, table_calc_doc},
     {"_check", (PyCFunction)table_check, METH_NOARGS, table_check_doc},
     {"__reduce__", (PyCFunction)table_reduce, METH_NOARGS, table_reduce_doc},

@@ -58,6 +58,10 @@ typedef struct {
 extern PyType_Spec wide_ring_spec;
 extern PyType_Spec maglev_spec;
 
+/* MaglevRouter.diff (diff.c). */
+PyObject *maglev_diff(TableObject *self, PyObject *other);
+extern const char maglev_diff_doc[];
+
 /* The layout's name ("envoy", "grpc") and point width for messages. */
 const char *table_layout_name(const TableObject *self);
 

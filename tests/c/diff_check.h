@@ -155,4 +155,28 @@ static inline size_t diff_ring_mismatches(const chash_ring *from, const chash_ri
     return bad;
 }
 
+/* The entries of two tables (chash_table_diff) where the diff disagrees
+ * with comparing them entry by entry: an entry that changes owner and no
+ * arc holds, or not with that (source, target), or held by two arcs, or
+ * one held that does not change.  0 when the diff is right. */
+static inline size_t diff_table_mismatches(const uint32_t *from, const uint32_t *to, size_t size,
+                                           const uint32_t *same, const chash_move *moves,
+                                           size_t n)
+{
+    size_t bad = 0;
+    for (size_t e = 0; e < size; e++) {
+        size_t held = 0, right = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!diff_arc_holds(&moves[i], e))
+                continue;
+            held++;
+            right += moves[i].source == from[e] && moves[i].target == to[e];
+        }
+        int changes = same[from[e]] != to[e];
+        if (changes ? held != 1 || right != 1 : held != 0)
+            bad++;
+    }
+    return bad;
+}
+
 #endif /* CHASH_TEST_DIFF_CHECK_H */

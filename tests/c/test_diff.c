@@ -3,7 +3,8 @@
  * (engine/diff.h): adds, removes, weight changes, shared points (ties by
  * id and by insertion order), the whole space moving, the cut at the top,
  * the nearest rule (HAProxy's),
- * the 64-bit ring, argument checks and allocation failures; random small
+ * the 64-bit ring, lookup tables (Maglev's), argument checks and
+ * allocation failures; random small
  * rings against routing both rings at every place their routing can
  * change (diff_check.h).
  *
@@ -283,6 +284,74 @@ static void test_wide(void)
     chash_wide_free(b);
 }
 
+/* Lookup tables (Maglev's): random small ones against comparing every
+ * entry; every entry moving, the run across the last entry joined to the
+ * first; bad arguments; allocation failures. */
+static void test_table(void)
+{
+    uint32_t a[64], b[64], same[6];
+    for (int round = 0; round < 300; round++) {
+        size_t size = 1 + next_u64() % 64, na = 1 + next_u64() % 6, nb = 1 + next_u64() % 6;
+        for (size_t k = 0; k < na; k++)
+            same[k] = next_u64() % 3 ? (uint32_t)(next_u64() % nb) : CHASH_DIFF_NONE;
+        for (size_t e = 0; e < size; e++) {
+            a[e] = (uint32_t)(next_u64() % na);
+            /* Mostly the same node, so that runs of changes are short. */
+            b[e] = next_u64() % 4 && same[a[e]] != CHASH_DIFF_NONE ? same[a[e]]
+                                                                   : (uint32_t)(next_u64() % nb);
+        }
+        chash_move *moves;
+        size_t n;
+        CHECK(chash_table_diff(a, b, size, same, na, nb, &moves, &n) == CHASH_OK);
+        CHECK(diff_shape_ok(moves, n, size - 1));
+        CHECK(diff_table_mismatches(a, b, size, same, moves, n) == 0);
+        chash_moves_free(moves);
+    }
+    /* Every entry from node 0 to node 0 of another table: one arc, all. */
+    uint32_t zeros[5] = {0}, none[1] = {CHASH_DIFF_NONE}, id[2] = {0, 1};
+    chash_move *moves;
+    size_t n;
+    CHECK(chash_table_diff(zeros, zeros, 5, none, 1, 1, &moves, &n) == CHASH_OK && n == 1);
+    CHECK(n == 1 && moves[0].start == moves[0].end);
+    chash_moves_free(moves);
+    /* Entries 4 and 0 change alike: one arc wrapping past the last entry. */
+    uint32_t from[5] = {1, 0, 0, 0, 1}, to[5] = {0, 0, 0, 0, 0};
+    CHECK(chash_table_diff(from, to, 5, id, 2, 2, &moves, &n) == CHASH_OK && n == 1);
+    CHECK(n == 1 && moves[0].start == 3 && moves[0].end == 0);
+    chash_moves_free(moves);
+    /* Bad arguments: nothing returned. */
+    moves = (chash_move *)1;
+    n = 9;
+    CHECK(chash_table_diff(from, to, 0, id, 2, 2, &moves, &n) == CHASH_EINVAL);
+    CHECK(moves == NULL && n == 0);
+    CHECK(chash_table_diff(NULL, to, 5, id, 2, 2, &moves, &n) == CHASH_EINVAL);
+    CHECK(chash_table_diff(from, to, 5, id, 1, 2, &moves, &n) == CHASH_EINVAL); /* from[0] = 1 */
+    CHECK(chash_table_diff(from, to, 5, id, 2, 1, &moves, &n) == CHASH_EINVAL); /* same[1] = 1 */
+    CHECK(moves == NULL && n == 0);
+    /* Allocation failures: ENOMEM and nothing, until one succeeds. */
+    static uint32_t big_a[400], big_b[400];
+    for (size_t e = 0; e < 400; e++) {
+        big_a[e] = (uint32_t)(e % 2);
+        big_b[e] = (uint32_t)(e % 3 == 0);
+    }
+    int saw_failure = 0, saw_success = 0;
+    for (long k = 0; k < 8 && !saw_success; k++) {
+        fail_countdown = k;
+        int status = chash_table_diff(big_a, big_b, 400, id, 2, 2, &moves, &n);
+        fail_countdown = -1;
+        if (status == CHASH_ENOMEM) {
+            saw_failure = 1;
+            CHECK(moves == NULL && n == 0);
+        } else {
+            CHECK(status == CHASH_OK && n > 64); /* past the first growth */
+            CHECK(diff_table_mismatches(big_a, big_b, 400, id, moves, n) == 0);
+            saw_success = 1;
+            chash_moves_free(moves);
+        }
+    }
+    CHECK(saw_failure && saw_success);
+}
+
 int main(void)
 {
     test_add_remove_grow();
@@ -292,5 +361,6 @@ int main(void)
     test_random();
     test_nearest();
     test_wide();
+    test_table();
     return check_report();
 }

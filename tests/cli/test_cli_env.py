@@ -14,8 +14,9 @@ from chash.cli.env import check_environment, variable
 #: A value for every option's variable, and what the option then holds.
 SAMPLES: dict[str, tuple[str, object]] = {
     "--listen": ("0.0.0.0:9000", ("0.0.0.0", 9000)),
-    "--backend": ("a=127.0.0.1:1,b=127.0.0.1:2",
-                  [[("a", "127.0.0.1:1"), ("b", "127.0.0.1:2")]]),
+    "--backend": ("a=127.0.0.1:1@eu,b=127.0.0.1:2",
+                  [[("a", "127.0.0.1:1", "eu"), ("b", "127.0.0.1:2", None)]]),
+    "--zone": ("eu", "eu"),
     "--key": ("cookie:sid", "cookie:sid"),
     "--missing-key": ("reject", "reject"),
     "--workers": ("3", 3),
@@ -91,7 +92,7 @@ def test_the_command_line_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHASH_NO_HEALTH", "1")
     args = parse("--listen", "127.0.0.1:7000", "--backend", "127.0.0.1:3")
     assert args.listen == ("127.0.0.1", 7000)
-    assert args.backend == [[("127.0.0.1:3", "127.0.0.1:3")]]
+    assert args.backend == [[("127.0.0.1:3", "127.0.0.1:3", None)]]
     assert args.no_health is True
     monkeypatch.setenv("CHASH_NO_HEALTH", "0")
     assert parse().no_health is False

@@ -10,7 +10,10 @@
  * and agree with routing both rings at every place their routing can
  * change, one either side of it and 0 and the top (diff_check.h): every
  * hash of these rings, in effect.  A byte may make one allocation of the
- * diff fail: the call must then return CHASH_ENOMEM and nothing.
+ * diff fail: the call must then return CHASH_ENOMEM and nothing.  The
+ * bytes left describe two lookup tables (Maglev's: a size, node counts,
+ * the same[] map and each entry's node), whose chash_table_diff must have
+ * the same shape and agree with comparing every entry.
  *
  * diff.c is included here with an allocator that fails on demand; the
  * ring is linked.
@@ -129,6 +132,35 @@ static void check_pair(const chash_ring *from, const chash_ring *to, long fail_a
     chash_moves_free(moves);
 }
 
+static void check_tables(reader *r, long fail_at)
+{
+    uint32_t a[96], b[96], same[8];
+    size_t size = 1 + byte(r) % 96u, na = 1 + byte(r) % 8u, nb = 1 + byte(r) % 8u;
+    for (size_t k = 0; k < na; k++) {
+        uint8_t v = byte(r);
+        same[k] = v % 4 == 3 ? CHASH_DIFF_NONE : (uint32_t)(v % nb);
+    }
+    for (size_t e = 0; e < size; e++) {
+        a[e] = (uint32_t)(byte(r) % na);
+        uint8_t v = byte(r);
+        /* Even bytes keep the entry's node (when other holds it). */
+        b[e] = v % 2 == 0 && same[a[e]] != CHASH_DIFF_NONE ? same[a[e]] : (uint32_t)(v % nb);
+    }
+    chash_move *moves;
+    size_t n;
+    fz_countdown = fail_at;
+    int status = chash_table_diff(a, b, size, same, na, nb, &moves, &n);
+    fz_countdown = -1;
+    if (status == CHASH_ENOMEM) {
+        FZ_ASSERT(fail_at >= 0 && moves == NULL && n == 0);
+        return;
+    }
+    FZ_ASSERT(status == CHASH_OK);
+    FZ_ASSERT(diff_shape_ok(moves, n, size - 1));
+    FZ_ASSERT(diff_table_mismatches(a, b, size, same, moves, n) == 0);
+    chash_moves_free(moves);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size, 0};
@@ -142,5 +174,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_pair(a, a, -1);
     chash_ring_free(a);
     chash_ring_free(b);
+    check_tables(&r, fail_at);
     return 0;
 }

@@ -38,6 +38,7 @@ class View:
     counters: RouteCounters = field(default_factory=RouteCounters)
     loads: dict[str, int] = field(default_factory=dict)
     hints: dict[str, str] = field(default_factory=dict)
+    zones: dict[str, str] = field(default_factory=dict)
     started_at: float | None = 1795962530.5
     registry: Any = None
     metrics_off: str | None = "metrics are turned off"
@@ -79,7 +80,9 @@ def view(**changes: Any) -> View:
 
 
 def test_the_status_page_reports_the_ring_the_nodes_and_the_counts() -> None:
-    gateway = view(loads={"a": 2}, hints={"c": "c answers 404 on /health"})
+    gateway = view(loads={"a": 2}, hints={"c": "c answers 404 on /health"},
+                   zones={"a": "eu", "b": "us"},
+                   config=GatewayConfig(key="cookie:session", health=False, zone="eu"))
     gateway.router.add_service_node("x")  # in the ring, not configured
     for node in ("a", "a", "b"):
         gateway.counters.lookup(node)
@@ -96,18 +99,20 @@ def test_the_status_page_reports_the_ring_the_nodes_and_the_counts() -> None:
         "nodes": 4, "points": 200, "virtual_node_count": 50, "hash": "md5",
         "layout": "python", "fingerprint": gateway.router.fingerprint()}
     assert page["membership"] is None and page["health"] is None
+    assert page["zone"] == "eu"
     assert page["metrics"] == "metrics are turned off"
     assert page["requests"] == {"ok": 1, "failed": 1, "rejected": 0}
     assert page["retries"] == 1
     nodes = {entry["node"]: entry for entry in page["nodes"]}
     assert [entry["node"] for entry in page["nodes"]] == ["a", "b", "c", "x"]
     assert nodes["a"] == {
-        "node": "a", "address": "10.0.0.1:90", "in_ring": True, "weight": 1.0,
+        "node": "a", "address": "10.0.0.1:90", "zone": "eu", "in_ring": True, "weight": 1.0,
         "points": 50, "ownership": gateway.router.ownership()["a"], "in_flight": 2,
         "lookups": 2, "upstream_ok": 1, "upstream_errors": 0, "health": None}
     assert nodes["b"]["upstream_errors"] == 1 and nodes["b"]["lookups"] == 1
     assert nodes["c"]["hint"] == "c answers 404 on /health" and "hint" not in nodes["a"]
     assert nodes["x"]["address"] == "x"  # not configured: its name is its address
+    assert (nodes["b"]["zone"], nodes["c"]["zone"], nodes["x"]["zone"]) == ("us", None, None)
     assert sum(entry["ownership"] for entry in page["nodes"]) == pytest.approx(1.0)
 
 

@@ -101,5 +101,7 @@ def test_the_command_refuses_slow_start_on_a_shared_ring() -> None:
 
     done = subprocess.run(
         [sys.executable, "-m", "chash", "gateway", "--backend", "127.0.0.1:9",
-         "--slow-start", "5", "--workers", "2"], capture_output=True, text=True, timeout=60)
+         "--slow-start", "5", "--workers", "2", "--redis", "redis://127.0.0.1:1/0"],
+        capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--slow-start ramps the gateway's own ring" in done.stderr
+    assert "not a ring shared through --redis or --etcd" in done.stderr

@@ -67,3 +67,21 @@ def test_local_membership_operator_weight_wins_over_the_remembered_one() -> None
     assert membership.taken_out() == {"a": 3.0}
     membership.mark_up("a")
     assert router.weights == {"a": 3.0}
+
+
+def test_a_node_taken_out_comes_back_in_its_zone() -> None:
+    from chash.zones import ZonedRouter
+
+    router = ConsistentHashRouter()
+    for node, zone in (("a", "eu"), ("b", "eu"), ("c", "us")):
+        router.add_service_node(node, 2.0, zone=zone)
+    membership = LocalMembership(router)
+    membership.mark_down("a", "refused")
+    assert "a" not in router.zones
+    membership.mark_up("a")
+    assert router.zones == {"a": "eu", "b": "eu", "c": "us"} and router.weights["a"] == 2.0
+    assert ZonedRouter(router, "eu").local_nodes == ["b", "a"]
+    membership.mark_down("c", "refused")
+    assert membership.forget("c")
+    router.add_service_node("c")  # the operator's own add: no zone remembered
+    assert "c" not in router.zones

@@ -1,8 +1,10 @@
 """chash.MaglevRouter: Envoy's Maglev table against a plain-Python oracle
 (tests/_support/envoy_reference.py), the retry walk behind the preference
-list, the router API, errors that leave the router as it was, threads."""
+list, the router API, errors that leave the router as it was, threads;
+diff() against comparing the tables entry by entry, and Migration over it."""
 from __future__ import annotations
 
+import itertools
 import pickle
 import random
 import threading
@@ -11,7 +13,7 @@ import pytest
 import xxhash
 
 from _support import envoy_reference as ref
-from chash import MaglevRouter
+from chash import ConsistentHashRouter, MaglevRouter, Move
 
 HOSTS = [f"10.2.{i // 250}.{i % 250}:9000" for i in range(120)]
 
@@ -164,3 +166,118 @@ def test_every_64_bit_hash_goes_to_its_entry(size: int) -> None:
               ((2**64 - 1) // size) * size, ((2**64 - 1) // size) * size - 1]
     hashes += [rng.getrandbits(64) for _ in range(3000)]
     assert router.get_target_nodes_by_hash(hashes) == [table[h % size] for h in hashes]
+
+
+def entries_of(move: object, size: int) -> list[int]:
+    """The table entries a Move holds: start < e <= end, wrapping; all when equal."""
+    start, end = move.start, move.end  # type: ignore[attr-defined]
+    if start == end:
+        return list(range(size))
+    if start < end:
+        return list(range(start + 1, end + 1))
+    return list(range(start + 1, size)) + list(range(end + 1))
+
+
+def check_diff(old: MaglevRouter, new: MaglevRouter) -> int:
+    """old.diff(new) against the two tables entry by entry; the move count."""
+    size = old.table_size
+    moves = old.diff(new)
+    before, after = old.table, new.table
+    covered: dict[int, tuple[str, str]] = {}
+    for move in moves:
+        for e in entries_of(move, size):
+            assert e not in covered, (e, moves)  # no overlap
+            covered[e] = (move.source, move.target)
+    assert covered == {e: (before[e], after[e]) for e in range(size) if before[e] != after[e]}
+    ends = [m.end for m in moves]
+    assert ends == sorted(ends)  # table order
+    for first, second in itertools.pairwise(moves):  # neighbours of a pair joined
+        assert not (first.end == second.start and (first.source, first.target)
+                    == (second.source, second.target))
+    return len(moves)
+
+
+@pytest.mark.parametrize("size, seed", [(7, 0), (13, 1), (251, 2), (65537, 3)])
+def test_diff_lists_exactly_the_entries_that_change_owner(size: int, seed: int) -> None:
+    rng = random.Random(seed)
+    hosts = rng.sample(HOSTS, 8)
+    old = build([(h, rng.choice([1, 2, 3])) for h in hosts[:5]], size)
+    cases = [
+        build([(h, old.weights[h]) for h in hosts[:5]] + [(hosts[5], 1)], size),  # one joins
+        build([(h, old.weights[h]) for h in hosts[1:5]], size),                    # one leaves
+        build([(h, old.weights[h] + (k == 2)) for k, h in enumerate(hosts[:5])], size),
+        build([(h, 1) for h in hosts[5:8]], size),                                 # all new
+    ]
+    for new in cases:
+        count = check_diff(old, new)
+        assert count > 0 or size < 100  # a tiny table may hold a weight change alike
+        check_diff(new, old)
+    assert old.diff(build([(h, old.weights[h]) for h in reversed(hosts[:5])], size)) == []
+    # Keys route as the moves say: a key moves iff its entry is in a move.
+    new = cases[0]
+    moves = old.diff(new)
+    moving = {e for m in moves for e in entries_of(m, size)}
+    for key in (f"k{i}" for i in range(500)):
+        entry = xxhash.xxh64_intdigest(key.encode()) % size
+        assert (old.get_target_node(key) != new.get_target_node(key)) == (entry in moving)
+
+
+def test_diff_of_a_whole_table_and_errors() -> None:
+    a, b = build([("a", 1)], 13), build([("b", 1)], 13)
+    assert a.diff(b) == [Move(12, 12, "a", "b")]  # every entry
+    assert MaglevRouter(13).diff(MaglevRouter(13)) == []
+    with pytest.raises(ValueError, match="empty"):
+        a.diff(MaglevRouter(13))
+    with pytest.raises(ValueError, match="one table_size, not 13 and 17"):
+        a.diff(build([("a", 1)], 17))
+    with pytest.raises(TypeError, match="needs a MaglevRouter"):
+        a.diff(ConsistentHashRouter())  # type: ignore[arg-type]
+
+
+def test_migration_behind_maglev() -> None:
+    """Resharding behind Maglev: chash.migration takes two MaglevRouters.
+    (Maglev is not minimally disruptive: a new host also moves a few
+    entries between the others, which the moves list as well.)"""
+    from chash.migration import Migration
+
+    old = build([(h, 1) for h in HOSTS[:4]], 251)
+    new = build([(h, 1) for h in HOSTS[:5]], 251)
+    keys = [f"user-{i}" for i in range(2000)]
+    migration = Migration(old, new, keys)  # type: ignore[arg-type]
+    moved = [item for batch in migration.batches() for item in batch]
+    assert moved and any(target == HOSTS[4] for _, _, target in moved)
+    assert sorted(moved) == sorted((k, old.get_target_node(k), new.get_target_node(k))
+                                   for k in keys if old.get_target_node(k) != new.get_target_node(k))
+
+
+def test_diff_does_not_leak() -> None:
+    import gc
+    import sys
+    import tracemalloc
+
+    old = build([(h, 1) for h in HOSTS[:3]], 251)
+    new = build([(h, 1) for h in HOSTS[1:5]], 251)
+    refcounts = [sys.getrefcount(h) for h in HOSTS[:5]]
+
+    def cycle() -> None:
+        old.diff(new)
+        for bad in (build([("a", 1)], 13), MaglevRouter(251), 3):
+            try:
+                old.diff(bad)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                pass
+
+    for _ in range(200):
+        cycle()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(1000):
+            cycle()
+        gc.collect()
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 20_000, growth
+    assert [sys.getrefcount(h) for h in HOSTS[:5]] == refcounts

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chash import ConsistentHashRouter
-from chash.zones import ZonedRouter
+from chash.zones import LocalFirst, ZonedRouter
 
 LAYOUTS: list[dict[str, Any]] = [{"layout": "python"}, {"layout": "ketama"}, {"layout": "haproxy"},
                                  {"layout": "envoy", "minimum_ring_size": 256}]
@@ -175,3 +175,46 @@ def test_zones_and_diff_do_not_leak() -> None:
     others.clear()
     gc.collect()
     assert [sys.getrefcount(s) for s in names + zones + keys] == refcounts
+
+
+@pytest.mark.parametrize("layout", ["python", "ketama", "nginx"])
+def test_local_first_routes_as_the_zoned_router_and_follows_the_router(layout: str) -> None:
+    """LocalFirst reads the router as it is: the same answers as a
+    ZonedRouter refreshed after every change, with no refresh."""
+    router = ConsistentHashRouter(layout=layout)
+    zones = {f"n{i}": "eu" if i % 3 == 0 else "us" if i % 3 == 1 else "ap" for i in range(9)}
+    for node, zone in zones.items():
+        router.add_service_node(node, zone=zone)
+    first = LocalFirst(router, "eu", zones)
+    keys = [f"key-{i}" for i in range(300)]
+    for gone in ([], ["n0"], ["n0", "n3"], ["n0", "n3", "n6"], ["n1"]):
+        for node in gone:
+            router.discard_service_node(node)  # the zone goes with it from the ring
+        zoned = ZonedRouter(router, "eu")
+        for key in keys:
+            assert first.get_preference_list(key, 4) == zoned.get_preference_list(key, 4)
+            assert first.get_target_node(key) == zoned.get_target_node(key)
+        assert first.local_nodes == zoned.local_nodes
+        for node in gone:
+            router.add_service_node(node, zone=zones[node])
+    assert {first.get_target_node(k) for k in keys} == {"n0", "n3", "n6"}
+    with pytest.raises(ValueError, match="n must be an int >= 0"):
+        first.get_preference_list("k", -1)
+    with pytest.raises(ValueError, match="zone must be a non-empty str"):
+        LocalFirst(router, "", zones)
+    assert LocalFirst(ConsistentHashRouter(), "eu", {}).get_target_node("k") is None
+
+
+def test_local_first_takes_the_zones_first_node_of_the_preference_list() -> None:
+    """On every layout, haproxy's nearest point included: the zone's nodes
+    in the router's order for the key, then the others."""
+    for layout in ("haproxy", "envoy"):
+        router = ConsistentHashRouter(layout=layout)
+        zones = {f"n{i}": "eu" if i % 2 else "us" for i in range(6)}
+        for node in zones:
+            router.add_service_node(node)
+        first = LocalFirst(router, "eu", zones)
+        for key in (f"key-{i}" for i in range(200)):
+            every = router.get_preference_list(key, 6)
+            assert first.get_preference_list(key, 6) == \
+                [n for n in every if zones[n] == "eu"] + [n for n in every if zones[n] != "eu"]
