@@ -116,14 +116,19 @@ static PyObject *diff_error(int status)
 }
 
 /* The 64-bit rings' diff: same[] maps from's node positions to to's. */
-static PyObject *wide_diff(TableObject *from, TableObject *to)
+/* same[k]: the position in to of from's node k, or CHASH_DIFF_NONE; a
+ * PyMem block of one entry a node of from, or NULL with an exception.
+ * The lookups are by exact str keys: they run no Python code, so neither
+ * router changes meanwhile. */
+static uint32_t *positions_in(TableObject *from, TableObject *to)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(from->nodes);
     uint32_t *same = PyMem_New(uint32_t, n ? (size_t)n : 1);
-    if (!same)
-        return PyErr_NoMemory();
+    if (!same) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     for (Py_ssize_t k = 0; k < n; k++) {
-        /* Exact str keys: the lookup runs no Python code. */
         PyObject *at = PyDict_GetItemWithError(to->index, PyTuple_GET_ITEM(from->nodes, k));
         if (!at && PyErr_Occurred()) {
             PyMem_Free(same);
@@ -131,6 +136,14 @@ static PyObject *wide_diff(TableObject *from, TableObject *to)
         }
         same[k] = at ? (uint32_t)PyLong_AsSize_t(at) : CHASH_DIFF_NONE;
     }
+    return same;
+}
+
+static PyObject *wide_diff(TableObject *from, TableObject *to)
+{
+    uint32_t *same = positions_in(from, to);
+    if (!same)
+        return NULL;
     chash_move *moves;
     size_t count;
     int status = chash_wide_diff(from->ring, to->ring, same, &moves, &count);
@@ -166,20 +179,10 @@ PyObject *maglev_diff(TableObject *self, PyObject *other)
             return PyList_New(0);
         return diff_error(CHASH_EINVAL);
     }
-    /* Node positions of self in other, by name (exact str keys: the
-     * lookups run no Python code, so neither table changes meanwhile). */
     Py_ssize_t n = PyTuple_GET_SIZE(self->nodes);
-    uint32_t *same = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    uint32_t *same = positions_in(self, to);
     if (!same)
-        return PyErr_NoMemory();
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *at = PyDict_GetItemWithError(to->index, PyTuple_GET_ITEM(self->nodes, k));
-        if (!at && PyErr_Occurred()) {
-            PyMem_Free(same);
-            return NULL;
-        }
-        same[k] = at ? (uint32_t)PyLong_AsSize_t(at) : CHASH_DIFF_NONE;
-    }
+        return NULL;
     chash_move *moves;
     size_t count;
     int status = chash_table_diff(self->table, to->table, self->table_size, same, (size_t)n,
