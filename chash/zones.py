@@ -37,25 +37,14 @@ __all__ = ["LocalFirst", "ZonedRouter"]
 Key = str | bytes
 
 
-class ZonedRouter:
-    """Routes keys to nodes of ``zone`` first, falling back to every zone.
-
-    ``router`` is the ring of every node (zones given at
-    ``add_service_node``); it is read, never changed.  ``mark_down`` and
-    ``mark_up`` take nodes out of (and back into) service for this router
-    alone.
-    """
+class _ZoneRouting:
+    """What both zone routers hold: the whole router and the zone preferred."""
 
     def __init__(self, router: ConsistentHashRouter, zone: str) -> None:
         if not isinstance(zone, str) or not zone:
             raise ValueError(f"zone must be a non-empty str, not {zone!r}")
         self._router = router
         self._zone = zone
-        self._down: set[str] = set()
-        self._lock = threading.Lock()
-        self._local = router
-        self._everywhere = router
-        self.refresh()
 
     @property
     def zone(self) -> str:
@@ -66,6 +55,24 @@ class ZonedRouter:
     def router(self) -> ConsistentHashRouter:
         """The ring of every node."""
         return self._router
+
+
+class ZonedRouter(_ZoneRouting):
+    """Routes keys to nodes of ``zone`` first, falling back to every zone.
+
+    ``router`` is the ring of every node (zones given at
+    ``add_service_node``); it is read, never changed.  ``mark_down`` and
+    ``mark_up`` take nodes out of (and back into) service for this router
+    alone.
+    """
+
+    def __init__(self, router: ConsistentHashRouter, zone: str) -> None:
+        super().__init__(router, zone)
+        self._down: set[str] = set()
+        self._lock = threading.Lock()
+        self._local = router
+        self._everywhere = router
+        self.refresh()
 
     @property
     def local_nodes(self) -> list[str]:
@@ -123,7 +130,7 @@ class ZonedRouter:
         return first + [node for node in rest if node not in taken][:n - len(first)]
 
 
-class LocalFirst:
+class LocalFirst(_ZoneRouting):
     """Local-zone-first lookups on ``router`` as it is, with no copy.
 
     ``zones`` maps nodes to their zones (a node it does not name is in no
@@ -137,21 +144,8 @@ class LocalFirst:
 
     def __init__(self, router: ConsistentHashRouter, zone: str,
                  zones: Mapping[str, str]) -> None:
-        if not isinstance(zone, str) or not zone:
-            raise ValueError(f"zone must be a non-empty str, not {zone!r}")
-        self._router = router
-        self._zone = zone
+        super().__init__(router, zone)
         self._zones = zones
-
-    @property
-    def zone(self) -> str:
-        """The zone this router prefers."""
-        return self._zone
-
-    @property
-    def router(self) -> ConsistentHashRouter:
-        """The ring of every node."""
-        return self._router
 
     @property
     def local_nodes(self) -> list[str]:
