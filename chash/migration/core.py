@@ -23,14 +23,28 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from chash._chash import ConsistentHashRouter, Move
+from chash._chash import Move
 from chash.migration import state as _state
 
 Key = str | bytes
 #: One key to move: (key, source node, target node).
 Triple = tuple[Key, str, str]
+
+
+class Ring(Protocol):
+    """What a migration asks of its two routers: a ``ConsistentHashRouter``
+    (any layout) or a ``MaglevRouter``, both of one kind."""
+
+    def get_target_node(self, request_key: Key, /) -> str | None: ...
+    def get_target_nodes(self, keys: Iterable[Key], /) -> list[str | None]: ...
+    def fingerprint(self) -> str: ...
+    def diff(self, other: Any, /) -> list[Move]: ...
+    def __contains__(self, node: object, /) -> bool: ...
+
+
+R = TypeVar("R", bound=Ring)
 
 
 class Progress(NamedTuple):
@@ -41,7 +55,7 @@ class Progress(NamedTuple):
     total: int | None
 
 
-class Migration:
+class Migration(Generic[R]):
     """Moves the keys whose owner differs between ``old`` and ``new``.
 
     ``keys``: every key the store holds (any iterable of str or bytes), of
@@ -56,7 +70,7 @@ class Migration:
     RuntimeError if either did.
     """
 
-    def __init__(self, old: ConsistentHashRouter, new: ConsistentHashRouter,
+    def __init__(self, old: R, new: R,
                  keys: Iterable[Key] | None = None, *, batch_size: int = 200,
                  keys_in: Callable[[Move], Iterable[Key]] | None = None,
                  warming: Iterable[str] = ()) -> None:
@@ -92,12 +106,12 @@ class Migration:
     # What moves
 
     @property
-    def old(self) -> ConsistentHashRouter:
+    def old(self) -> R:
         """The ring the data is moving from."""
         return self._old
 
     @property
-    def new(self) -> ConsistentHashRouter:
+    def new(self) -> R:
         """The ring the data is moving to."""
         return self._new
 
@@ -244,11 +258,11 @@ class Migration:
         os.replace(tmp, target)
 
     @classmethod
-    def resume(cls, old: ConsistentHashRouter, new: ConsistentHashRouter,
+    def resume(cls, old: R, new: R,
                saved: dict[str, Any] | str | os.PathLike[str],
                keys: Iterable[Key] | None = None, *, batch_size: int = 200,
                keys_in: Callable[[Move], Iterable[Key]] | None = None,
-               warming: Iterable[str] = ()) -> Migration:
+               warming: Iterable[str] = ()) -> Migration[R]:
         """A migration picking up a saved state (a dict or a JSON file) of
         the same two rings; ValueError when it was saved for others."""
         migration = cls(old, new, keys, batch_size=batch_size, keys_in=keys_in,

@@ -243,7 +243,7 @@ def test_migration_behind_maglev() -> None:
     old = build([(h, 1) for h in HOSTS[:4]], 251)
     new = build([(h, 1) for h in HOSTS[:5]], 251)
     keys = [f"user-{i}" for i in range(2000)]
-    migration = Migration(old, new, keys)  # type: ignore[arg-type]
+    migration = Migration(old, new, keys)
     moved = [item for batch in migration.batches() for item in batch]
     assert moved and any(target == HOSTS[4] for _, _, target in moved)
     assert sorted(moved) == sorted((k, old.get_target_node(k), new.get_target_node(k))
