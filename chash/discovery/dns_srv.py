@@ -35,6 +35,14 @@ MIN_POLL = 1.0
 MAX_POLL = 300.0
 
 
+def _failures(exc: Exception) -> str:
+    """What each nameserver answered, from dnspython's NoNameservers
+    (``errors``: tuples of the server, ..., its error or rcode text)."""
+    errors = getattr(exc, "kwargs", {}).get("errors") or []
+    texts = [f"{error[0]} answered {error[3]}" for error in errors if len(error) > 3]
+    return "; ".join(texts) or "no answer"
+
+
 class DiscoveryError(LookupError):
     """A lookup found no usable node set; the message says why."""
 
@@ -137,6 +145,9 @@ class DnsSrvDiscovery:
         except dns.exception.Timeout as exc:
             raise DiscoveryError(f"{self.name}: no nameserver answered within "
                                  f"{self.timeout:g}s") from exc
+        except dns.resolver.NoNameservers as exc:
+            raise DiscoveryError(f"{self.name}: every nameserver failed the query "
+                                 f"({_failures(exc)})") from exc
         except dns.exception.DNSException as exc:
             raise DiscoveryError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
         records = [SrvRecord(r.priority, r.weight, r.port, r.target.to_text()) for r in answer]
