@@ -297,9 +297,14 @@ def test_lost_announcement_is_caught_by_the_version_check(
     m = instances()
     m.add_node("a")
     # A change whose announcement never arrives: written without PUBLISH.
-    client.hset("chash:{default}:nodes", "b", "1.0")
-    client.hset("chash:{default}:meta", mapping={"count": 2, "version": 3})
-    client.hdel("chash:{default}:meta", "digest")
+    # In one transaction, as a real writer changes the ring: a resync
+    # between separate writes would see a count that does not match (a
+    # damaged ring) and rightly restore the last known one.
+    with client.pipeline(transaction=True) as pipe:
+        pipe.hset("chash:{default}:nodes", "b", "1.0")
+        pipe.hset("chash:{default}:meta", mapping={"count": 2, "version": 3})
+        pipe.hdel("chash:{default}:meta", "digest")
+        pipe.execute()
     wait_until(lambda: m.router.weights == {"a": 1.0, "b": 1.0}, "the resync applies it")
     assert m.version == 3
 

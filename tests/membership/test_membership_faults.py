@@ -178,8 +178,10 @@ def test_bad_entries_are_skipped_one_by_one(gateways: Gateways, server: RedisSer
     converge(gw, ring, "a and b")
     # A buggy writer leaves weights that do not parse or that no router
     # takes (it keeps the count right: the store is readable).
-    text_client.hset(NODES, mapping={"x": "heavy", "y": "1e12", "z": "-1"})
-    text_client.hset(META, "count", 5)
+    with text_client.pipeline(transaction=True) as pipe:  # one write, as a writer's
+        pipe.hset(NODES, mapping={"x": "heavy", "y": "1e12", "z": "-1"})
+        pipe.hset(META, "count", 5)
+        pipe.execute()
     gw[0].call("add", node="c")  # succeeds: its write committed, so it says so
     ring["c"] = 1.0
     converge(gw, ring, "every instance applies c and skips x, y and z")
