@@ -122,53 +122,34 @@ else
   echo "fuzz: ${#failed_seeds[@]} seed(s) failed: ${failed_seeds[*]}; not fuzzing" >&2
 fi
 
-if [ "$status" -eq 0 ]; then
-  wide_seconds=$(( seconds / 4 > 5 ? seconds / 4 : 5 ))
-  echo "fuzz: fuzz_wide: replaying $(ls "$work/corpus_wide" | wc -l) seeds, then ${wide_seconds}s"
-  for seed in "$work"/corpus_wide/*; do
-    if ! "$work/fuzz_wide" -timeout=60 -artifact_prefix="$work/crashes/" "$seed" \
+# A second target: its seeds of corpus_NAME replayed, then fuzzed for a
+# quarter of SECONDS (at least 5).  Sets status non-zero on any failure.
+replay_and_fuzz() {  # NAME MAX_LEN
+  local name=$1 max_len=$2 seed
+  local secs=$(( seconds / 4 > 5 ? seconds / 4 : 5 ))
+  echo "fuzz: fuzz_$name: replaying $(ls "$work/corpus_$name" | wc -l) seeds, then ${secs}s"
+  for seed in "$work"/corpus_"$name"/*; do
+    if ! "$work/fuzz_$name" -timeout=60 -artifact_prefix="$work/crashes/" "$seed" \
         >"$work/replay.log" 2>&1; then
       status=1
-      echo "fuzz: fuzz_wide seed $(basename "$seed") FAILED:" >&2
-      grep -E '^fuzz_wide: |runtime error|ERROR: |SUMMARY: ' "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
-      cp "$seed" "$work/crashes/wide-seed-$(basename "$seed")"
+      echo "fuzz: fuzz_$name seed $(basename "$seed") FAILED:" >&2
+      grep -E "^fuzz_$name: |runtime error|ERROR: |SUMMARY: " "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
+      cp "$seed" "$work/crashes/$name-seed-$(basename "$seed")"
     fi
   done
-  if [ "$status" -eq 0 ]; then
-    "$work/fuzz_wide" -max_total_time="$wide_seconds" -rss_limit_mb=2048 -timeout=60 \
-      -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/crashes/" \
-      "$work/corpus_wide" >"$work/fuzz_wide.log" 2>&1 || status=$?
-    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz_wide.log" || tail -n 1 "$work/fuzz_wide.log" | cut -c1-200
-    if [ "$status" -ne 0 ]; then
-      echo "fuzz: fuzz_wide FAILED (exit $status); the end of the log:" >&2
-      grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz_wide.log" | tail -n 60 >&2
-    fi
+  [ "$status" -eq 0 ] || return 0
+  "$work/fuzz_$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=60 \
+    -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$work/crashes/" \
+    "$work/corpus_$name" >"$work/fuzz_$name.log" 2>&1 || status=$?
+  grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz_$name.log" || tail -n 1 "$work/fuzz_$name.log" | cut -c1-200
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: fuzz_$name FAILED (exit $status); the end of the log:" >&2
+    grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz_$name.log" | tail -n 60 >&2
   fi
-fi
+}
 
-if [ "$status" -eq 0 ]; then
-  diff_seconds=$(( seconds / 4 > 5 ? seconds / 4 : 5 ))
-  echo "fuzz: fuzz_diff: replaying $(ls "$work/corpus_diff" | wc -l) seeds, then ${diff_seconds}s"
-  for seed in "$work"/corpus_diff/*; do
-    if ! "$work/fuzz_diff" -timeout=60 -artifact_prefix="$work/crashes/" "$seed" \
-        >"$work/replay.log" 2>&1; then
-      status=1
-      echo "fuzz: fuzz_diff seed $(basename "$seed") FAILED:" >&2
-      grep -E '^fuzz_diff: |runtime error|ERROR: |SUMMARY: ' "$work/replay.log" | head -n 5 | sed 's/^/  /' >&2
-      cp "$seed" "$work/crashes/diff-seed-$(basename "$seed")"
-    fi
-  done
-  if [ "$status" -eq 0 ]; then
-    "$work/fuzz_diff" -max_total_time="$diff_seconds" -rss_limit_mb=2048 -timeout=60 \
-      -max_len=1024 -print_final_stats=1 -artifact_prefix="$work/crashes/" \
-      "$work/corpus_diff" >"$work/fuzz_diff.log" 2>&1 || status=$?
-    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz_diff.log" || tail -n 1 "$work/fuzz_diff.log" | cut -c1-200
-    if [ "$status" -ne 0 ]; then
-      echo "fuzz: fuzz_diff FAILED (exit $status); the end of the log:" >&2
-      grep -v -E '^#[0-9]+[[:space:]]' "$work/fuzz_diff.log" | tail -n 60 >&2
-    fi
-  fi
-fi
+[ "$status" -eq 0 ] && replay_and_fuzz wide 4096
+[ "$status" -eq 0 ] && replay_and_fuzz diff 1024
 
 if [ "$status" -ne 0 ]; then
   mkdir -p "$artifacts"
