@@ -3,7 +3,7 @@ the strategy functions beside the ring that chash.simulate uses (private;
 every argument positional-only)."""
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Final, Literal, NamedTuple, final
+from typing import Final, Literal, NamedTuple, TypeVar, final
 
 from typing_extensions import Buffer, disjoint_base
 
@@ -178,6 +178,21 @@ class MaglevRouter:
     __hash__: None  # type: ignore[assignment]
 
 def _hash(name: str, data: bytes, seed: int = 0, /) -> int: ...
+_Head = TypeVar("_Head")
+
+def _request_head(
+    head: bytes, upgrade: bool, factory: Callable[..., _Head], /
+) -> _Head | tuple[int, str]: ...
+def _backend_head(
+    fields: list[tuple[bytes, bytes]],
+    lines: list[bytes],
+    remote: str,
+    host: bytes,
+    chunked: bool,
+    content_length: int,
+    bodyless: bool,
+    /,
+) -> bytes: ...
 def _rebuild_table(
     cls: type[ConsistentHashRouter] | type[MaglevRouter],
     layout: str,

@@ -20,11 +20,14 @@ SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
 HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
                 hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
+# The gateway's policy over request heads llhttp accepted (csrc/http/).
+HTTP_SOURCES := http/request_head.c
 # Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
 STRATEGY_SOURCES := strategies/strategies.c
 
 # The engine: everything above; plain C11, no Python.
-ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES)
+ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
+                  $(HTTP_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
@@ -32,4 +35,4 @@ BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c 
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
                    python/inspect.c python/strategies.c python/haproxy.c \
                    python/by_hash.c python/table.c python/wide_ring.c python/maglev.c \
-                   python/diff.c python/zones.c
+                   python/diff.c python/zones.c python/http_head.c

@@ -10,18 +10,11 @@ from __future__ import annotations
 
 import enum
 
+from chash._chash import _backend_head
 from chash.gateway.heads import RequestHead, ResponseHead
 
 __all__ = ["Body", "backend_head", "client_head", "simple_answer"]
 
-# Hop-by-hop headers (RFC 9110 §7.6.1) are never forwarded, in either
-# direction; nor are those the gateway recomputes itself.
-_HOP_BY_HOP = frozenset({
-    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
-    b"proxy-connection", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade",
-})
-_NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"content-length", b"expect",
-                                b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host"}
 _REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
             413: "Content Too Large", 414: "URI Too Long",
             431: "Request Header Fields Too Large", 500: "Internal Server Error",
@@ -56,34 +49,13 @@ def simple_answer(status: int, message: str, close: bool) -> bytes:
 
 def backend_head(request: RequestHead, remote: str) -> bytes:
     """Everything after the Host line of the request to a backend: the
-    client's fields but the hop-by-hop ones, the ``X-Forwarded-*`` fields,
-    the framing, and the empty line."""
-    named = {token.strip(b" \t").lower() for name, value in request.fields
-             if name == b"connection" for token in value.split(b",")}
-    out = []
-    forwarded_for = b""
-    for (name, value), line in zip(request.fields, request.lines, strict=True):
-        if name in _NOT_FORWARDED or name in named:
-            if name == b"x-forwarded-for":
-                forwarded_for = value
-            continue
-        out.append(line)
-    client_ip = remote.encode()
-    if client_ip:
-        forwarded_for = forwarded_for + b", " + client_ip if forwarded_for else client_ip
-    if forwarded_for:
-        out.append(b"X-Forwarded-For: " + forwarded_for)
-    out.append(b"X-Forwarded-Proto: http")
-    host = request.host
-    if host:
-        out.append(b"X-Forwarded-Host: " + host)
-    if request.chunked:
-        out.append(b"Transfer-Encoding: chunked")
-    elif request.content_length or request.method not in ("GET", "HEAD"):
-        out.append(b"Content-Length: %d" % request.content_length)
-    out.append(b"")
-    out.append(b"")
-    return b"\r\n".join(out)
+    client's fields but the hop-by-hop ones (RFC 9110 §7.6.1), those its
+    Connection field names and those the gateway recomputes, then the
+    ``X-Forwarded-*`` fields, the framing, and the empty line.  Written
+    in C (``chash._chash._backend_head``): it is built for every request."""
+    return _backend_head(request.fields, request.lines, remote, request.host,
+                         request.chunked, request.content_length,
+                         request.method == "GET" or request.method == "HEAD")
 
 
 def client_head(request: RequestHead, response: ResponseHead,

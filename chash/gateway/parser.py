@@ -17,6 +17,12 @@ as its first wrong byte is in, never left waiting for the header timeout
 refuses both).  ``parse`` parses a complete head and checks that llhttp
 saw it end exactly where the gateway did, so that the two never frame a
 message differently.
+
+The policy itself is in C (``chash._chash._request_head``, over
+``csrc/http/request_head.c``): once llhttp has accepted a head, one call
+reads its fields and applies the rules, instead of a Python callback per
+field and a Python pass over them.  A connection's llhttp parser is kept
+from one request to the next while its messages have no body.
 """
 
 from __future__ import annotations
@@ -24,24 +30,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from chash._chash import _request_head
 from chash._optional import require
 from chash.gateway.heads import HttpError, RequestHead
 
 __all__ = ["RequestParser", "parse_request_head"]
 
 _VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
-_ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)([^#]*)")
 _HTTP10 = b"HTTP/1.0"
 _HTTP11 = b"HTTP/1.1"
 
 _httptools: Any = None
-
-#: The usual methods' names, decoded once.
-_METHODS = {name.encode(): name for name in (
-    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
-#: The fields the policy reads (the others are only collected).
-_FRAMING = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection",
-                      b"expect"})
 
 
 def _module() -> Any:
@@ -51,21 +50,14 @@ def _module() -> Any:
     return _httptools
 
 
-class _Collector:
-    """httptools' callbacks: the target and the raw header fields."""
+class _Ends:
+    """httptools' one callback the gateway needs: where a head ends (the
+    fields are read from the head's bytes, once llhttp accepted them)."""
 
-    __slots__ = ("complete", "fields", "url")
+    __slots__ = ("complete",)
 
     def __init__(self) -> None:
-        self.url = b""
-        self.fields: list[tuple[bytes, bytes]] = []
         self.complete = False
-
-    def on_url(self, url: bytes) -> None:
-        self.url += url
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.fields.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.complete = True
@@ -74,20 +66,21 @@ class _Collector:
 class RequestParser:
     """The request heads of one client connection (see the module docstring)."""
 
-    __slots__ = ("_partial",)
+    __slots__ = ("_kept", "_partial")
 
     def __init__(self) -> None:
         _module()
-        self._partial: tuple[Any, _Collector] | None = None
+        self._partial: Any = None
+        # The parser of the last head, ready for the next one: only after a
+        # message that ended with its head (no body, no upgrade, kept alive).
+        self._kept: tuple[Any, _Ends] | None = None
 
     def check(self, data: bytes) -> None:
         """Feed ``data``, the next bytes of a head not complete yet;
         HttpError as soon as they cannot begin a valid head."""
         if self._partial is None:
-            collector = _Collector()
-            self._partial = (_module().HttpRequestParser(collector), collector)
-        parser, collector = self._partial
-        _feed(parser, collector, data, data)
+            self._partial = _module().HttpRequestParser(_Ends())
+        _feed(self._partial, data, data)
 
     def parse(self, head: bytes) -> RequestHead:
         """Parse ``head``, a complete request head ending with its empty
@@ -96,11 +89,15 @@ class RequestParser:
         chunked or a CONNECT, 505 for a version other than HTTP/1.0 and
         HTTP/1.1."""
         self._partial = None
-        return parse_request_head(head)
+        kept, self._kept = self._kept, None
+        request, parser = _parse(head, kept)
+        if request.keep_alive and not request.content_length and not request.chunked:
+            self._kept = parser
+        return request
 
 
-def _feed(parser: Any, collector: _Collector, data: bytes, head: bytes) -> bool:
-    """Feed ``data`` (the bytes of ``head`` after those fed already);
+def _feed(parser: Any, data: bytes, head: bytes) -> bool:
+    """Feed ``data`` to ``parser`` (the bytes of ``head`` after those fed already);
     whether the request is an upgrade (CONNECT, or Upgrade asked for).
     HttpError when llhttp refuses the bytes."""
     httptools = _httptools
@@ -129,85 +126,28 @@ def _refusal(head: bytes, exc: Exception) -> HttpError:
 
 def parse_request_head(head: bytes) -> RequestHead:
     """Parse a complete request head; see ``RequestParser.parse``."""
-    httptools = _module()
-    collector = _Collector()
-    parser = httptools.HttpRequestParser(collector)
+    return _parse(head, None)[0]
+
+
+def _parse(head: bytes, kept: tuple[Any, _Ends] | None) -> tuple[RequestHead, tuple[Any, _Ends]]:
+    """Parse ``head`` with the parser ``kept`` (a new one if None): the
+    request, and the parser, which may go on to the next head."""
+    if kept is None:
+        ends = _Ends()
+        kept = (_module().HttpRequestParser(ends), ends)
+    parser, ends = kept
+    ends.complete = False
     # The last byte fed alone: llhttp must end the head on it, not before
     # (it would then read what follows as a body) and not after.
-    _feed(parser, collector, head[:-1], head)
-    if collector.complete:
+    _feed(parser, head[:-1], head)
+    if ends.complete:
         raise HttpError(400, "malformed request head: it ends before its empty line")
-    upgrade = _feed(parser, collector, head[-1:], head)
-    if not collector.complete:
+    upgrade = _feed(parser, head[-1:], head)
+    if not ends.complete:
         raise HttpError(400, "malformed request head: no empty line at its end")
-    return _policy(parser, collector, head, upgrade)
+    request = _request_head(head, upgrade, RequestHead)
+    if type(request) is tuple:
+        raise HttpError(*request)
+    return request, kept
 
 
-def _policy(parser: Any, collector: _Collector, head: bytes, upgrade: bool) -> RequestHead:
-    """The gateway's rules over what llhttp accepted."""
-    method_b = parser.get_method()
-    method = _METHODS.get(method_b) or method_b.decode("ascii")
-    first = head.find(b"\r\n")
-    line = head[:first]
-    if line.count(b" ") != 2:
-        raise HttpError(400, "malformed request line")
-    version = line[line.rindex(b" ") + 1:]
-    if version != _HTTP11 and version != _HTTP10:
-        raise HttpError(505, "only HTTP/1.0 and HTTP/1.1 are served")
-    if upgrade and method == "CONNECT":
-        raise HttpError(501, "CONNECT is not supported")
-    if b"\n " in head or b"\n\t" in head:
-        raise HttpError(400, "obsolete line folding")
-    target = collector.url
-    if not target.isascii() or b"\x7f" in target:  # llhttp refuses them too
-        raise HttpError(400, "malformed request target")
-    authority: bytes | None = None
-    if target[:1] != b"/":
-        absolute = _ABSOLUTE.fullmatch(target)
-        if absolute is not None:
-            # RFC 9112 §3.2.2: the target's authority replaces Host.  The
-            # request is routed by its path like any other; the host it
-            # names is only passed on in X-Forwarded-Host.
-            authority = absolute.group(1)
-            target = absolute.group(2) or b"/"
-            if target[:1] != b"/":  # "http://h?q": the path is empty
-                target = b"/" + target
-        elif not (target == b"*" and method == "OPTIONS"):
-            raise HttpError(400, "malformed request target")
-    fields = []
-    lines = []
-    hosts = 0
-    length: int | None = None
-    codings: list[bytes] = []
-    tokens: set[bytes] = set()
-    expect = False
-    for raw_name, raw_value in collector.fields:
-        name = raw_name.lower()
-        value = raw_value.rstrip(b" \t")
-        fields.append((name, value))
-        lines.append(raw_name + b": " + value)
-        if name not in _FRAMING:
-            continue
-        if name == b"host":
-            hosts += 1
-        elif name == b"content-length":
-            length = int(value)  # llhttp checked the digits and that it is the only one
-        elif name == b"transfer-encoding":
-            codings.append(value)
-        elif name == b"connection":
-            tokens.update(t.strip(b" \t").lower() for t in value.split(b","))
-        elif name == b"expect":
-            expect = value.lower() == b"100-continue"
-    chunked = False
-    if codings:
-        if version == _HTTP10:
-            raise HttpError(400, "Transfer-Encoding in an HTTP/1.0 request")
-        if b",".join(codings).strip(b" \t").lower() != b"chunked":
-            raise HttpError(501, "only the chunked transfer coding is supported")
-        chunked = True
-    if hosts > 1 or (version == _HTTP11 and not hosts):
-        raise HttpError(400, "a request needs exactly one Host header")
-    keep_alive = (b"close" not in tokens if version == _HTTP11
-                  else b"keep-alive" in tokens)
-    return RequestHead(method, target, authority, version, fields, lines,
-                       length or 0, chunked, keep_alive, expect)

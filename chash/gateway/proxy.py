@@ -136,7 +136,7 @@ class Proxy:
 
     def _connected(self, channel: Channel) -> None:
         self._connections.add(channel)
-        task = asyncio.get_running_loop().create_task(self._serve(channel))
+        task = channel.loop.create_task(self._serve(channel))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -223,7 +223,7 @@ class Proxy:
     async def _proxy(self, client: Channel, request: RequestHead, remote: str) -> bool:
         """Answer one request; whether the client connection may go on."""
         config = self._config
-        deadline = asyncio.get_running_loop().time() + config.deadline
+        deadline = client.loop.time() + config.deadline
         has_body = request.chunked or request.content_length > 0
         key = self._key.extract(request)
         if key is None:
@@ -279,7 +279,7 @@ class Proxy:
         if conn is None:
             return await self._proxy(client, request, remote)
         assert pool is not None
-        now = asyncio.get_running_loop().time()
+        now = client.loop.time()
         deadline = now + config.deadline
         wait = max(min(config.read_timeout, config.deadline), 0.001)
         upstream_head = backend_head(request, remote)
@@ -371,7 +371,7 @@ class Proxy:
         connection may go on.  ``body`` None: streamed from the client.
         ``first``: the request went to ``nodes[0]`` already (see ``Sent``)."""
         config = self._config
-        loop = asyncio.get_running_loop()
+        loop = client.loop
         tried: list[str] = []
         timed_out = False
         index: int | None = 0
@@ -477,7 +477,7 @@ class Proxy:
         replayable = body is not None
         reuse = False
         try:
-            now = asyncio.get_running_loop().time()
+            now = conn.loop.time()
             if first is None:
                 wait = min(config.read_timeout, deadline - now)
                 left = wait

@@ -6,6 +6,7 @@
  * constants, its state (the router type) and multi-phase init (PEP 489).
  */
 #include "router.h"
+#include "http_head.h"
 
 PyDoc_STRVAR(hash_fn_doc,
 "_hash(name, data, seed=0, /)\n--\n\n"
@@ -35,6 +36,10 @@ static PyObject *module_hash(PyObject *Py_UNUSED(module), PyObject *args)
 static PyMethodDef module_methods[] = {
     {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
     {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
+    {"_request_head", (PyCFunction)(void (*)(void))module_request_head, METH_FASTCALL,
+     request_head_doc},
+    {"_backend_head", (PyCFunction)(void (*)(void))module_backend_head, METH_FASTCALL,
+     backend_head_doc},
     {NULL, NULL, 0, NULL},
 };
 

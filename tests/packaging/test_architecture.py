@@ -194,4 +194,4 @@ def csrc_files() -> list[Path]:
 
 def test_c_sources_live_in_their_folders() -> None:
     folders = {path.relative_to(SOURCE / "csrc").parts[0] for path in csrc_files()}
-    assert folders <= {"engine", "hash", "strategies", "python"}, sorted(folders)
+    assert folders <= {"engine", "hash", "strategies", "http", "python"}, sorted(folders)
