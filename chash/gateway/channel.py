@@ -43,6 +43,8 @@ class Channel(asyncio.Protocol):
         "_timer",
         "_waiter",
         "_write_paused",
+        "busy",
+        "fast",
         "loop",
         "transport",
     )
@@ -62,6 +64,14 @@ class Channel(asyncio.Protocol):
         self._on_made = on_made
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        #: Called with the channel, instead of waking whoever waits, when
+        #: bytes or the end arrive (and, with no waiter, when the deadline
+        #: ``expect`` set passes): the proxy's one-pass path for plain
+        #: requests, which answers from these callbacks (see ``wake``).
+        self.fast: Callable[[Channel], None] | None = None
+        #: Set by the proxy while a request of this client is being
+        #: served: ``finish_if_idle`` leaves the connection alone then.
+        self.busy = False
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -71,18 +81,24 @@ class Channel(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._buf += data
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        if self.fast is not None:
+            self.fast(self)
+        else:
+            waiter = self._waiter
+            if waiter is not None:
+                self._waiter = None
+                if not waiter.done():
+                    waiter.set_result(None)
         if len(self._buf) > BLOCK and not self._paused and self.transport is not None:
             self._paused = True
             self.transport.pause_reading()
 
     def eof_received(self) -> bool:
         self._eof = True
-        self._wake()
+        if self.fast is not None:
+            self.fast(self)
+        else:
+            self._wake()
         return True  # keep the write side open: a response may still go out
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -90,7 +106,10 @@ class Channel(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         self._eof = self._lost = True
-        self._wake()
+        if self.fast is not None:
+            self.fast(self)
+        else:
+            self._wake()
         drain, self._drain = self._drain, None
         if drain is not None and not drain.done():
             drain.set_exception(ConnectionResetError("connection lost"))
@@ -109,6 +128,36 @@ class Channel(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def wake(self) -> None:
+        """Stop calling ``fast`` and wake whoever waits in ``park``."""
+        self.fast = None
+        self._wake()
+
+    def park(self, timeout: float) -> asyncio.Future[None]:
+        """Something to await until ``wake`` (or, without ``fast``, bytes
+        or the end arriving); ReadTimeout once ``timeout`` s pass (see
+        ``extend``).  Bytes already buffered do not end it."""
+        return self._more(timeout)
+
+    def extend(self, timeout: float) -> None:
+        """Move the deadline of the wait in progress to ``timeout`` s from now."""
+        self._deadline = self.loop.time() + timeout
+
+    def expect(self, timeout: float) -> None:
+        """Call ``fast`` once ``timeout`` s pass with nobody waiting (a
+        one-pass request's wait for its answer): the deadline, without a
+        future."""
+        deadline = self._deadline = self.loop.time() + timeout
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+
+    @property
+    def expired(self) -> bool:
+        """Whether the deadline of the last wait or ``expect`` has passed."""
+        return self.loop.time() >= self._deadline
+
     # reading
     @property
     def buffered(self) -> int:
@@ -121,11 +170,12 @@ class Channel(asyncio.Protocol):
         return self._eof
 
     def finish_if_idle(self) -> None:
-        """Treat an idle connection (nothing buffered) as closed by the peer,
-        so that whoever waits on it stops waiting: for a graceful stop."""
-        if not self._buf:
+        """Treat an idle connection (nothing buffered, not ``busy``) as
+        closed by the peer, so that whoever waits on it stops waiting: for
+        a graceful stop."""
+        if not self._buf and not self.busy:
             self._eof = True
-            self._wake()
+            self.wake()
 
     @property
     def lost(self) -> bool:
@@ -266,6 +316,11 @@ class Channel(asyncio.Protocol):
         self._timer = None
         waiter = self._waiter
         if waiter is None or waiter.done():
+            if self.fast is not None:
+                if self.loop.time() >= self._deadline:
+                    self.fast(self)
+                else:
+                    self._timer = self.loop.call_at(self._deadline, self._on_timer)
             return
         if self.loop.time() >= self._deadline:
             self._waiter = None

@@ -20,6 +20,7 @@ from typing import Protocol
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
+from chash.gateway.express import Express
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
 from chash.gateway.messages import Body, backend_head, client_head, simple_answer
 from chash.gateway.parser import RequestParser
@@ -34,11 +35,12 @@ logger = logging.getLogger("chash.gateway")
 
 #: An attempt's result: (outcome, detail, keep); see ``Proxy._attempt``.
 Attempt = tuple[Outcome, str, bool]
-#: Response heads remembered by ``Proxy._plain_answer`` (then forgotten at once).
+#: Response heads remembered by ``Proxy.plain_answer`` (then forgotten at once).
 _MEMO = 512
 
-#: A request sent already by ``Proxy._plain``: (the pooled connection it
-#: went on, when the wait for its answer ends, how long that wait is).
+#: A request sent already on the one-pass path (``Express``): (the pooled
+#: connection it went on, when the wait for its answer ends, how long that
+#: wait is).
 Sent = tuple[Channel, float, float]
 
 
@@ -89,15 +91,17 @@ class Proxy:
     def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
                  health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
-        self._config = config
-        self._key = config.key_rule
-        self._router = router
+        self.config = config
+        self.key_rule = config.key_rule
+        self.router = router
         self._addresses = addresses
-        self._counters = counters
+        self.counters = counters
         self._health = health
         self._tracer = tracer
-        self._loads: dict[str, int] = {}
-        self._pools: dict[str, Pool] = {}
+        self.in_flight: dict[str, int] = {}
+        #: Set by ``close``: each connection ends after the request it serves.
+        self.closing = False
+        self.pools: dict[str, Pool] = {}
         self._connections: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._node_lines: dict[str, bytes] = {}
@@ -107,8 +111,8 @@ class Proxy:
     @property
     def loads(self) -> dict[str, int]:
         """``{node: requests in flight}`` for every configured backend."""
-        return {node: self._loads.get(node, 0) for node in dict.fromkeys(
-            [*self._addresses, *self._loads])}
+        return {node: self.in_flight.get(node, 0) for node in dict.fromkeys(
+            [*self._addresses, *self.in_flight])}
 
     def address_of(self, node: str) -> str:
         """The ``host:port`` that ``node`` is reached at."""
@@ -118,6 +122,7 @@ class Proxy:
         """Let requests in flight finish (``grace`` seconds at most), then
         close every client and backend connection."""
         # Idle keep-alive connections close now; busy ones after their answer.
+        self.closing = True
         for channel in list(self._connections):
             channel.finish_if_idle()
         if self._tasks:
@@ -126,9 +131,9 @@ class Proxy:
             task.cancel()
         for channel in list(self._connections):
             channel.abort()
-        for pool in self._pools.values():
+        for pool in self.pools.values():
             pool.close()
-        self._pools.clear()
+        self.pools.clear()
 
     def accept(self) -> Channel:
         """A protocol for a new client connection (``create_server``'s factory)."""
@@ -148,17 +153,36 @@ class Proxy:
         peer = client.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
         parser = RequestParser()
-        config = self._config
+        config = self.config
+        # Plain requests are served from the channels' callbacks while this
+        # task is parked; it runs the general path for what they hand over
+        # (and all of it when spans are traced).
+        express = None if self._tracer is not None else Express(self, client, remote, parser)
         try:
-            while True:
-                # A head wholly buffered is parsed here; one still arriving
-                # (or refused, or the end of the connection) is left to
-                # _next_request, with its timeouts and early refusal.
-                if not client.buffered:
+            while not self.closing:
+                if express is not None and (express.busy or not (
+                        client.buffered or client.peer_closed)):
+                    try:
+                        then = await express.park(config.idle_timeout)
+                    except ReadTimeout:
+                        break
+                    if then is False:
+                        break
+                    if then is not None and then is not True:
+                        client.busy = True
+                        keep = await then
+                        client.busy = False
+                        if not keep:
+                            break
+                        continue
+                elif not client.buffered:
                     try:
                         await client.wait_data(config.idle_timeout)
                     except ReadTimeout:
                         break
+                # A head wholly buffered is parsed here; one still arriving
+                # (or refused, or the end of the connection) is left to
+                # _next_request, with its timeouts and early refusal.
                 head = client.take_head(config.max_header_size)
                 if head is None:
                     request = await self._next_request(client, remote, parser)
@@ -168,9 +192,14 @@ class Proxy:
                     try:
                         request = parser.parse(head)
                     except HttpError as exc:
-                        self._send_last(client, exc.status, exc.reason)
+                        self.send_last(client, exc.status, exc.reason)
                         break
-                if not await self._plain(client, request, remote):
+                if express is not None and express.start(request):
+                    continue
+                client.busy = True
+                keep = await self.serve_request(client, request, remote)
+                client.busy = False
+                if not keep:
                     break
             await client.linger(2.0, 10.0)
         except ConnectionError:
@@ -185,7 +214,7 @@ class Proxy:
                             parser: RequestParser) -> RequestHead | None:
         """The client's next request head; None when the connection is to
         end (closed, idle too long, or a bad head, answered already)."""
-        config = self._config
+        config = self.config
         try:
             if not client.buffered:
                 await client.wait_data(config.idle_timeout)
@@ -196,12 +225,12 @@ class Proxy:
             if client.buffered:  # a head begun and not finished
                 logger.info("client %s sent no complete request head in %gs; closing",
                             remote, config.header_timeout)
-                self._send_last(client, 408, "request head not received in time")
+                self.send_last(client, 408, "request head not received in time")
         except HttpError as exc:
-            self._send_last(client, exc.status, exc.reason)
+            self.send_last(client, exc.status, exc.reason)
         return None
 
-    def _send_last(self, client: Channel, status: int, message: str) -> None:
+    def send_last(self, client: Channel, status: int, message: str) -> None:
         if not client.lost:
             client.write(simple_answer(status, message, close=True))
 
@@ -220,25 +249,25 @@ class Proxy:
 
     # -- one request -----------------------------------------------------------
 
-    async def _proxy(self, client: Channel, request: RequestHead, remote: str) -> bool:
+    async def serve_request(self, client: Channel, request: RequestHead, remote: str) -> bool:
         """Answer one request; whether the client connection may go on."""
-        config = self._config
+        config = self.config
         deadline = client.loop.time() + config.deadline
         has_body = request.chunked or request.content_length > 0
-        key = self._key.extract(request)
+        key = self.key_rule.extract(request)
         if key is None:
             if config.missing_key == "reject":
-                self._counters.request("rejected")
+                self.counters.request("rejected")
                 return self._answer(client, request, 400,
-                                    f"no routing key ({self._key}) in the request", has_body)
+                                    f"no routing key ({self.key_rule}) in the request", has_body)
             key = remote.encode()
         if request.content_length > config.max_body:
-            self._counters.request("rejected")
+            self.counters.request("rejected")
             return self._answer(client, request, 413,
                                 f"request body over {config.max_body} bytes", True)
-        nodes = self._router.get_preference_list(key, config.attempts)
+        nodes = self.router.get_preference_list(key, config.attempts)
         if not nodes:
-            self._counters.request("failed")
+            self.counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", has_body)
         if request.expect_continue and has_body:
             client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -249,75 +278,18 @@ class Proxy:
             try:
                 body = await client.read_exact(request.content_length, config.body_timeout)
             except (ReadTimeout, EOFError):
-                self._counters.routed(nodes[0], "rejected")
+                self.counters.routed(nodes[0], "rejected")
                 return self._answer(client, request, 408,
                                     "request body not received in time", True)
-        return await self._forward(client, request, key, nodes, body,
+        return await self.forward(client, request, key, nodes, body,
                                    backend_head(request, remote), deadline)
 
-    async def _plain(self, client: Channel, request: RequestHead, remote: str) -> bool:
-        """Answer one request; whether the client connection may go on.
-
-        The common case is served here in one pass, with one wait: a
-        request without a body whose key's owner has an idle pooled
-        connection, answered at once with a final status the policy lets
-        through and a body of known length that came with its head.
-        Anything else goes the general way (``_proxy``); once the request
-        is sent, ``_forward`` takes over from the answer as it stands,
-        nothing of it read yet, so that the outcome is the general path's."""
-        config = self._config
-        if request.content_length or request.chunked or self._tracer is not None:
-            return await self._proxy(client, request, remote)
-        key = self._key.extract(request)
-        nodes = None if key is None else self._router.get_preference_list(key, config.attempts)
-        if not nodes:
-            return await self._proxy(client, request, remote)
-        assert key is not None
-        node = nodes[0]
-        pool = self._pools.get(node)
-        conn = None if pool is None else pool.take_idle()
-        if conn is None:
-            return await self._proxy(client, request, remote)
-        assert pool is not None
-        now = client.loop.time()
-        deadline = now + config.deadline
-        wait = max(min(config.read_timeout, config.deadline), 0.001)
-        upstream_head = backend_head(request, remote)
-        self._loads[node] = self._loads.get(node, 0) + 1
-        try:
-            # take_idle found the connection sound, and the client's
-            # soundness is checked before its write: the transports' own
-            # writes, without Channel.write's check once more.
-            assert conn.transport is not None
-            conn.transport.write(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s" % (
-                request.method.encode(), request.target, pool.authority, upstream_head))
-            end = conn.head_end()
-            if end < 0 and not conn.peer_closed:
-                await conn.more(wait)
-                end = conn.head_end()
-            answered = self._plain_answer(client, request, node, conn, end)
-        except (ReadTimeout, HttpError, ConnectionError):
-            answered = None  # the general path reads it again and says why
-        except BaseException:
-            self._loads[node] -= 1
-            pool.release(conn, False)
-            raise
-        self._loads[node] -= 1
-        if answered is None:
-            return await self._forward(client, request, key, nodes, b"", upstream_head,
-                                       deadline, (conn, now + wait, wait))
-        reuse, keep = answered
-        self._succeeded(node)
-        pool.release(conn, reuse)
-        self._counters.routed(node, "ok", node)
-        return keep
-
-    def _plain_answer(self, client: Channel, request: RequestHead, node: str, conn: Channel,
+    def plain_answer(self, client: Channel, request: RequestHead, node: str, conn: Channel,
                       end: int) -> tuple[bool, bool] | None:
         """Relay the answer buffered on ``conn`` (its head ``end`` bytes
         long) if it is a plain one: ``(reuse the backend connection, keep
         the client connection)``; else None, and nothing was read."""
-        config = self._config
+        config = self.config
         if end < 0 or end > BLOCK or client.peer_closed or client.lost:
             return None
         assert client.transport is not None
@@ -357,20 +329,20 @@ class Proxy:
         """The header line naming the node that answered, if configured."""
         line = self._node_lines.get(node)
         if line is None:
-            header = self._config.node_header
+            header = self.config.node_header
             if header is None:
                 return None
             line = self._node_lines[node] = header.encode() + b": " + node.encode()
         return line
 
-    async def _forward(self, client: Channel, request: RequestHead, key: bytes,
+    async def forward(self, client: Channel, request: RequestHead, key: bytes,
                        nodes: Sequence[str], body: bytes | None, upstream_head: bytes,
                        deadline: float, first: Sent | None = None) -> bool:
         """Try the nodes of the preference list as the retry policy says,
         until one answers; else answer 502 or 504.  Whether the client
         connection may go on.  ``body`` None: streamed from the client.
         ``first``: the request went to ``nodes[0]`` already (see ``Sent``)."""
-        config = self._config
+        config = self.config
         loop = client.loop
         tried: list[str] = []
         timed_out = False
@@ -378,11 +350,11 @@ class Proxy:
         while index is not None:
             node = nodes[index]
             if index:
-                self._counters.retry()
-            pool = self._pools.get(node)
+                self.counters.retry()
+            pool = self.pools.get(node)
             if pool is None:
-                pool = self._pools[node] = Pool(self.address_of(node), config.pool_size)
-            self._loads[node] = self._loads.get(node, 0) + 1
+                pool = self.pools[node] = Pool(self.address_of(node), config.pool_size)
+            self.in_flight[node] = self.in_flight.get(node, 0) + 1
             tracer = self._tracer
             span = None if tracer is None else tracer.start(
                 node, index, request.method, pool.host, pool.port)
@@ -401,20 +373,20 @@ class Proxy:
                     if outcome is Outcome.NOT_DELIVERED and not detail:
                         detail = "disconnected before answering"
             finally:
-                self._loads[node] -= 1
+                self.in_flight[node] -= 1
                 if span is not None:
                     assert tracer is not None
                     tracer.end(span, outcome.value, detail)
             if outcome is Outcome.ANSWERED:
                 if detail == "client":  # the client's side of a streamed body failed
-                    self._counters.routed(nodes[0], "rejected")
+                    self.counters.routed(nodes[0], "rejected")
                     return False
                 if index:
                     logger.info("request for key %r served by %s after %s", key, node,
                                 "; ".join(tried), extra={"node": node})
                 # One lock for the request's counts; an answer whose status
                 # counts as a failure was counted as a failed attempt already.
-                self._counters.routed(nodes[0], "ok", None if detail else node)
+                self.counters.routed(nodes[0], "ok", None if detail else node)
                 return keep
             tried.append(f"{node}: {detail}")
             timed_out = detail.startswith(("timed out", "connect timed out", "no free"))
@@ -426,7 +398,7 @@ class Proxy:
                 tried.append(f"deadline of {config.deadline:g}s passed")
                 timed_out = True
                 break
-        self._counters.routed(nodes[0], "failed")
+        self.counters.routed(nodes[0], "failed")
         detail = "; ".join(tried)
         if timed_out:
             return self._answer(client, request, 504, f"no backend answered in time ({detail})",
@@ -435,12 +407,12 @@ class Proxy:
                             body is None)
 
     def _failed(self, node: str, reason: str) -> None:
-        self._counters.attempt(node, ok=False)
+        self.counters.attempt(node, ok=False)
         logger.warning("backend %s failed: %s", node, reason, extra={"node": node})
         if self._health is not None:
             self._health.report_failure(node, reason)
 
-    def _succeeded(self, node: str) -> None:
+    def succeeded(self, node: str) -> None:
         # Counted by the caller: with the request when it is answered.
         if self._health is not None:
             self._health.report_success(node)
@@ -461,7 +433,7 @@ class Proxy:
         is gone).  ``fresh``: open a new connection rather than reuse one.
         ``first``: the request was sent already on a pooled connection.
         """
-        config = self._config
+        config = self.config
         node = nodes[index]
         if first is not None:
             conn, reused = first[0], True
@@ -508,12 +480,12 @@ class Proxy:
             if failed:
                 self._failed(node, f"HTTP {status}")
             else:
-                self._succeeded(node)
+                self.succeeded(node)
             if status in config.retry_statuses and next_attempt(
                     nodes, index, request.method, Outcome.RETRY_STATUS,
                     retry_unsafe=config.retry_unsafe, replayable=replayable) is not None:
                 if not failed:
-                    self._counters.attempt(node, ok=True)
+                    self.counters.attempt(node, ok=True)
                 return Outcome.RETRY_STATUS, f"HTTP {status}", True
             try:
                 reuse, keep = await self._relay(client, request, response, conn, node)
@@ -556,7 +528,7 @@ class Proxy:
         """Copy the request body from ``client`` to ``conn``, chunked or of
         announced length; a chunked body's trailer fields are dropped.  When
         the client's side fails, answer it and raise _ClientBodyCut."""
-        config = self._config
+        config = self.config
         try:
             if request.chunked:
                 await copy_chunked(client, conn, config.body_timeout, rechunk=True,
@@ -564,10 +536,10 @@ class Proxy:
             else:
                 await copy_exactly(client, conn, request.content_length, config.body_timeout)
         except HttpError as exc:
-            self._send_last(client, exc.status, exc.reason)
+            self.send_last(client, exc.status, exc.reason)
             raise _ClientBodyCut from exc
         except (ReadTimeout, EOFError) as exc:
-            self._send_last(client, 408, "request body not received in time")
+            self.send_last(client, 408, "request body not received in time")
             raise _ClientBodyCut from exc
 
     # -- the answer ------------------------------------------------------------
@@ -589,7 +561,7 @@ class Proxy:
                 # Read whole, then written in one call; nothing has reached
                 # the client yet, so a backend failing here is an ordinary
                 # failed attempt (retried when the method allows).
-                data = await conn.read_exact(length, self._config.read_timeout)
+                data = await conn.read_exact(length, self.config.read_timeout)
                 client.write(head + data)
                 return response.keep_alive, keep
             client.write(head)
@@ -610,7 +582,7 @@ class Proxy:
         whether it ended by its framing (False: at the backend's close, so
         neither connection goes on).  Chunked bodies keep their trailer
         fields, except for an HTTP/1.0 client (DECHUNKED)."""
-        timeout = self._config.read_timeout
+        timeout = self.config.read_timeout
         if body is Body.LENGTH:
             assert length is not None
             await copy_exactly(conn, client, length, timeout)
