@@ -36,7 +36,6 @@ class Channel(asyncio.Protocol):
         "_buf",
         "_deadline",
         "_drain",
-        "_eof",
         "_lost",
         "_on_made",
         "_paused",
@@ -46,13 +45,15 @@ class Channel(asyncio.Protocol):
         "busy",
         "fast",
         "loop",
+        "peer_closed",
         "transport",
     )
 
     def __init__(self, on_made: Callable[[Channel], None] | None = None) -> None:
         self.transport: asyncio.Transport | None = None
         self._buf = bytearray()
-        self._eof = False
+        #: Whether the peer closed its sending side (EOF received).
+        self.peer_closed = False
         self._lost = False
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
@@ -94,7 +95,7 @@ class Channel(asyncio.Protocol):
             self.transport.pause_reading()
 
     def eof_received(self) -> bool:
-        self._eof = True
+        self.peer_closed = True
         if self.fast is not None:
             self.fast(self)
         else:
@@ -105,7 +106,7 @@ class Channel(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._eof = self._lost = True
+        self.peer_closed = self._lost = True
         if self.fast is not None:
             self.fast(self)
         else:
@@ -164,17 +165,12 @@ class Channel(asyncio.Protocol):
         """Bytes received and not read yet."""
         return len(self._buf)
 
-    @property
-    def peer_closed(self) -> bool:
-        """Whether the peer closed its sending side (EOF received)."""
-        return self._eof
-
     def finish_if_idle(self) -> None:
         """Treat an idle connection (nothing buffered, not ``busy``) as
         closed by the peer, so that whoever waits on it stops waiting: for
         a graceful stop."""
         if not self._buf and not self.busy:
-            self._eof = True
+            self.peer_closed = True
             self.wake()
 
     @property
@@ -186,7 +182,7 @@ class Channel(asyncio.Protocol):
         """Something to await until some bytes (or EOF) arrive; ReadTimeout
         after ``timeout`` s.  (The future itself when it must wait: one
         frame less between a keep-alive connection's requests.)"""
-        if self._buf or self._eof:
+        if self._buf or self.peer_closed:
             return _ready()
         return self._more(timeout)
 
@@ -203,6 +199,18 @@ class Channel(asyncio.Protocol):
         end = self._buf.find(b"\r\n\r\n")
         if end < 0 or end + 4 > limit:
             return None
+        return self._take(end + 4)
+
+    def next_head(self, limit: int) -> bytes | None:
+        """``take_head`` for a caller that also needs to know why there is
+        no head: the head, taken; None when nothing is buffered; b"" when
+        a head is begun and not complete, or over ``limit``."""
+        buf = self._buf
+        if not buf:
+            return None
+        end = buf.find(b"\r\n\r\n")
+        if end < 0 or end + 4 > limit:
+            return b""
         return self._take(end + 4)
 
     def peek(self, size: int) -> bytes:
@@ -253,7 +261,7 @@ class Channel(asyncio.Protocol):
                 checked = len(self._buf)
             if len(self._buf) > limit:
                 raise HttpError(status if status != 400 else 431, "head too large")
-            if self._eof:
+            if self.peer_closed:
                 if not self._buf:
                     return None
                 raise HttpError(status, "connection closed mid-head")
@@ -268,14 +276,14 @@ class Channel(asyncio.Protocol):
             if end >= 0:
                 line = self._take(end + 2)[:-2]
                 return line
-            if len(self._buf) > limit or self._eof:
+            if len(self._buf) > limit or self.peer_closed:
                 raise HttpError(400, "malformed chunked body")
             await self._more(timeout)
 
     async def read_some(self, most: int, timeout: float) -> bytes:
         """Up to ``most`` bytes, at least one; b"" at EOF."""
         if not self._buf:
-            if self._eof:
+            if self.peer_closed:
                 return b""
             await self.wait_data(timeout)
             if not self._buf:
@@ -285,7 +293,7 @@ class Channel(asyncio.Protocol):
     async def read_exact(self, size: int, timeout: float) -> bytes:
         """Exactly ``size`` bytes; EOFError if the peer closes first."""
         while len(self._buf) < size:
-            if self._eof:
+            if self.peer_closed:
                 raise EOFError(f"connection closed after {len(self._buf)} of {size} bytes")
             await self._more(timeout)
         return self._take(size)
@@ -349,14 +357,14 @@ class Channel(asyncio.Protocol):
         an answer sent before its request was read reaches the peer instead
         of being lost to a reset: until EOF, ``wait`` seconds of silence or
         ``most`` seconds in all."""
-        if self.lost or self._eof:
+        if self.lost or self.peer_closed:
             return
         assert self.transport is not None
         if self.transport.can_write_eof():
             self.transport.write_eof()
         end = self.loop.time() + most
         try:
-            while not self._eof and (left := end - self.loop.time()) > 0:
+            while not self.peer_closed and (left := end - self.loop.time()) > 0:
                 self._buf.clear()
                 await self._more(min(wait, left))
         except ReadTimeout:

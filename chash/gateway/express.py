@@ -207,17 +207,17 @@ class Express:
         """Bytes or the end arrived from the client."""
         if client.peer_closed or client.lost:
             client.wake()  # the task sees the end (and any request in progress)
-        elif not self.busy:
+        elif self._state is _State.IDLE:
             self._serve_buffered()
         # else: the bytes wait in the buffer until the answer has gone
 
     def _serve_buffered(self) -> None:
         """Start the next buffered request, or hand over to the task."""
         client = self._client
-        if not client.buffered:
+        head = client.next_head(self._proxy.config.max_header_size)
+        if head is None:
             return
-        head = client.take_head(self._proxy.config.max_header_size)
-        if head is None:  # a head still arriving, or too large: the task's
+        if not head:  # a head still arriving, or too large: the task's
             client.wake()
             return
         try:
@@ -261,9 +261,9 @@ class Express:
         reuse, keep = answered
         conn.fast = None
         proxy.in_flight[node] -= 1
+        # Done: the references left behind are replaced by the next request.
         self._state = _State.IDLE
         client.busy = False
-        self._forget()
         try:
             proxy.succeeded(node)
             pool.release(conn, reuse)

@@ -75,7 +75,7 @@ class Pool:
         those found gone, closed by the backend or with unread bytes)."""
         while self.idle:
             channel = self.idle.pop()
-            if channel.lost or channel.buffered or channel.peer_closed:
+            if channel.peer_closed or channel.buffered or channel.lost:
                 self.open -= 1
                 channel.close()
                 continue

@@ -316,8 +316,7 @@ class Proxy:
             assert length is not None
             if length > BLOCK or conn.buffered < end + length:
                 return None
-            conn.take(end)
-            client.transport.write(head + conn.take(length))
+            client.transport.write(head + conn.take(end + length)[end:])
         elif body is Body.NONE:
             conn.take(end)
             client.transport.write(head)

@@ -11,7 +11,7 @@ Everything here raises ValueError with the reason.
 from __future__ import annotations
 
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = ["KEY_SOURCES", "KeyRule", "KeyedRequest", "parse_address"]
@@ -61,6 +61,11 @@ class KeyRule:
     """The header, cookie or parameter name ("" for ``path``)."""
     segments: int = 1
     """For ``path``: how many leading path segments make the key."""
+    _header: bytes = field(default=b"", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The header's lower-case name, encoded once rather than per request.
+        object.__setattr__(self, "_header", self.name.lower().encode())
 
     @classmethod
     def parse(cls, spec: str) -> KeyRule:
@@ -95,7 +100,7 @@ class KeyRule:
         """The key of ``request`` (a parsed head), or None when it has none."""
         value: bytes | None = None
         if self.source == "header":
-            value = request.get(self.name.lower().encode())
+            value = request.get(self._header)
         elif self.source == "cookie":
             wanted = self.name.encode()
             for name, header in request.fields:
