@@ -116,6 +116,16 @@ static int read_request_line(const char *head, size_t len, int upgrade,
     while (m < sp1 && (head[m] == '\r' || head[m] == '\n'))
         m++;
     out->method = (chash_http_span){m, sp1 - m};
+    for (size_t i = m; i < sp1; i++) {  /* llhttp passes token bytes only */
+        if ((unsigned char)head[i] <= 0x20 || (unsigned char)head[i] >= 0x7f) {
+            refuse(out, 400, "malformed request line");
+            return 0;
+        }
+    }
+    if (m == sp1) {
+        refuse(out, 400, "malformed request line");
+        return 0;
+    }
     /* llhttp reads "GET /a<LF>b: c HTTP/1.1" as a line without a version
      * and a field: a bare CR or LF inside the line is refused. */
     if (memchr(head + m, '\n', end - m) || memchr(head + m, '\r', end - m)) {
@@ -135,7 +145,8 @@ static int read_request_line(const char *head, size_t len, int upgrade,
     const char *target = head + sp1 + 1;
     size_t tlen = sp2 - sp1 - 1;
     for (size_t i = 0; i < tlen; i++) {
-        if ((unsigned char)target[i] >= 0x7f) {  /* llhttp refuses them too */
+        /* Control bytes, DEL and raw non-ASCII: llhttp refuses them too. */
+        if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] >= 0x7f) {
             refuse(out, 400, "malformed request target");
             return 0;
         }
@@ -151,23 +162,32 @@ static int read_request_line(const char *head, size_t len, int upgrade,
     return 0;
 }
 
+int chash_http_next_item(const char *value, size_t n, size_t *pos, chash_http_span *item)
+{
+    size_t start = *pos;
+    if (start > n)
+        return 0;
+    size_t end = start;
+    while (end < n && value[end] != ',')
+        end++;
+    size_t a = start, b = end;
+    while (a < b && is_ows((unsigned char)value[a]))
+        a++;
+    while (b > a && is_ows((unsigned char)value[b - 1]))
+        b--;
+    *item = (chash_http_span){a, b - a};
+    *pos = end + 1;
+    return 1;
+}
+
 /* Whether the comma-separated list value names token (case aside). */
 static int lists_token(const char *v, size_t n, const char *token)
 {
-    size_t start = 0;
-    while (start <= n) {
-        size_t end = start;
-        while (end < n && v[end] != ',')
-            end++;
-        size_t a = start, b = end;
-        while (a < b && is_ows((unsigned char)v[a]))
-            a++;
-        while (b > a && is_ows((unsigned char)v[b - 1]))
-            b--;
-        if (same_word(v + a, b - a, token))
+    size_t pos = 0;
+    chash_http_span item;
+    while (chash_http_next_item(v, n, &pos, &item))
+        if (same_word(v + item.start, item.len, token))
             return 1;
-        start = end + 1;
-    }
     return 0;
 }
 

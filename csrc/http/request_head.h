@@ -56,6 +56,12 @@ typedef struct chash_http_request {
     int expect_continue;
 } chash_http_request;
 
+/* The comma-separated list value (n bytes) item by item: from *pos (0 to
+ * begin), the next item without the optional whitespace around it (maybe
+ * empty) as a span of value; 0 once every item was given.  Used for
+ * Connection's tokens here and in the binding. */
+int chash_http_next_item(const char *value, size_t n, size_t *pos, chash_http_span *item);
+
 /* How many header fields head (len bytes, up to and including its empty
  * line) holds: the capacity chash_http_read_request() needs. */
 size_t chash_http_field_count(const char *head, size_t len);

@@ -161,37 +161,24 @@ static const char *const not_forwarded[] = {
     "x-forwarded-host",
 };
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
 /* Adds the comma-separated tokens of a Connection value to named,
  * lower-case and without whitespace; -1 on error. */
 static int add_tokens(PyObject *named, const char *value, Py_ssize_t vlen)
 {
-    Py_ssize_t start = 0;
-    while (start <= vlen) {
-        Py_ssize_t end = start;
-        while (end < vlen && value[end] != ',')
-            end++;
-        Py_ssize_t a = start, b = end;
-        while (a < b && is_ows(value[a]))
-            a++;
-        while (b > a && is_ows(value[b - 1]))
-            b--;
-        PyObject *token = PyBytes_FromStringAndSize(value + a, b - a);
+    size_t pos = 0;
+    chash_http_span item;
+    while (chash_http_next_item(value, (size_t)vlen, &pos, &item)) {
+        PyObject *token = PyBytes_FromStringAndSize(value + item.start, (Py_ssize_t)item.len);
         if (!token)
             return -1;
         char *t = PyBytes_AS_STRING(token);
-        for (Py_ssize_t k = 0; k < b - a; k++)
+        for (size_t k = 0; k < item.len; k++)
             if (t[k] >= 'A' && t[k] <= 'Z')
                 t[k] = (char)(t[k] + ('a' - 'A'));
         int added = PySet_Add(named, token);
         Py_DECREF(token);
         if (added < 0)
             return -1;
-        start = end + 1;
     }
     return 0;
 }

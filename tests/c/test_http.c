@@ -110,6 +110,9 @@ static void test_refusals(void)
                    0, 400, "malformed Content-Length");
     expect_refusal("GET / HTTP/1.1\r\nnocolon\r\n\r\n", 0, 400, "malformed header field");
     expect_refusal("", 0, 400, "malformed request line");
+    expect_refusal(" / HTTP/1.1\r\nHost: h\r\n\r\n", 0, 400, "malformed request line");
+    expect_refusal("G\x01T / HTTP/1.1\r\nHost: h\r\n\r\n", 0, 400, "malformed request line");
+    expect_refusal("GET /\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 0, 400, "malformed request target");
 }
 
 static void test_fields_past_the_capacity(void)
@@ -123,6 +126,22 @@ static void test_fields_past_the_capacity(void)
     CHECK(req.refusal == NULL && req.field_count == 4);
 }
 
+static void test_list_items(void)
+{
+    const char *v = " a ,, Keep-Alive\t,close";
+    size_t pos = 0, count = 0;
+    chash_http_span item;
+    const char *want[] = {"a", "", "Keep-Alive", "close"};
+    while (chash_http_next_item(v, strlen(v), &pos, &item)) {
+        CHECK(count < 4 && span_is(v, item, want[count]));
+        count++;
+    }
+    CHECK(count == 4);
+    pos = 0;
+    CHECK(chash_http_next_item("", 0, &pos, &item) && item.len == 0);
+    CHECK(!chash_http_next_item("", 0, &pos, &item));
+}
+
 int main(void)
 {
     test_plain_get();
@@ -130,5 +149,6 @@ int main(void)
     test_targets();
     test_refusals();
     test_fields_past_the_capacity();
+    test_list_items();
     return check_report();
 }

@@ -9,7 +9,9 @@
  * non-empty method, a field count equal to chash_http_field_count(), each
  * field's name non-empty and free of ':' and its value without optional
  * whitespace at either end, and a target that begins with '/', is '*',
- * or is the path of an absolute target.
+ * or is the path of an absolute target.  The head read as a comma-separated
+ * list (chash_http_next_item) must give one item more than it has commas,
+ * each inside it and without optional whitespace at either end.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +72,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
+    size_t pos = 0, items = 0, commas = 0;
+    chash_http_span item;
+    while (chash_http_next_item(head, len, &pos, &item)) {
+        FZ_ASSERT(inside(item, len) && items <= len);
+        if (item.len) {
+            char first = head[item.start], last = head[item.start + item.len - 1];
+            FZ_ASSERT(first != ' ' && first != '\t' && last != ' ' && last != '\t');
+            FZ_ASSERT(memchr(head + item.start, ',', item.len) == NULL);
+        }
+        items++;
+    }
+    for (size_t i = 0; i < len; i++)
+        commas += head[i] == ',';
+    FZ_ASSERT(items == commas + 1);
     free(fields);
     free(head);
     return 0;
