@@ -4,9 +4,12 @@ For each connection, ``Proxy`` reads request heads (strictly, with
 ``chash.gateway.parser``), takes the key, asks the ring for the preference
 list and tries its nodes as ``chash.gateway.retry.next_attempt`` says, over
 per-backend keep-alive pools (``chash.gateway.pool``), then relays the
-answer (bodies framed by ``chash.gateway.bodies``).  It is given what it
-needs (the configuration, the ring, the addresses, the counters and the
-health checker) and knows nothing of the ``Gateway`` that owns it.
+answer (bodies framed by ``chash.gateway.bodies``).  Plain requests are
+served from the connections' callbacks by ``chash.gateway.express`` while
+the connection's task is parked; the task runs the general path for all
+the rest.  It is given what it needs (the configuration, the ring, the
+addresses, the counters and the health checker) and knows nothing of the
+``Gateway`` that owns it.
 """
 
 from __future__ import annotations
@@ -86,7 +89,11 @@ class Routes(Protocol):
 
 
 class Proxy:
-    """Serves client connections for one gateway; see the module docstring."""
+    """Serves client connections for one gateway; see the module docstring.
+
+    ``config``, ``key_rule``, ``router``, ``pools``, ``in_flight``,
+    ``counters`` and ``closing`` are public for ``chash.gateway.express``,
+    which serves plain requests on the proxy's behalf (``ExpressHost``)."""
 
     def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
