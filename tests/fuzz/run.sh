@@ -168,7 +168,7 @@ if [ "$status" -ne 0 ]; then
     cp "$f" "$artifacts/"
     echo "fuzz: failing input $artifacts/$(basename "$f") (base64 $(base64 -w0 "$f"))" >&2
   done
-  echo "fuzz: replay with FUZZ_RING_TRACE=1 $artifacts/fuzz_ring_alloc INPUT" >&2
+  echo "fuzz: replay with $artifacts/fuzz_NAME INPUT (the target named above; FUZZ_RING_TRACE=1 $artifacts/fuzz_ring_alloc INPUT traces the ring's)" >&2
   exit 1
 fi
 echo "fuzz: passed"
