@@ -459,8 +459,8 @@ def _stub_names(tree: ast.Module) -> tuple[set[str], list[str] | None, dict[str,
     return names, exported, classes
 
 
-# Type aliases that exist only in stubs.
-STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName"}
+# Type aliases and type variables that exist only in stubs.
+STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName", "_Head"}
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.
