@@ -29,21 +29,21 @@ static PyObject *span_bytes(const char *head, chash_http_span span)
 static int add_field(const char *head, const chash_http_field *field, PyObject *fields,
                      PyObject *lines, Py_ssize_t i)
 {
-    Py_ssize_t nlen = (Py_ssize_t)field->name.len, vlen = (Py_ssize_t)field->value.len;
+    size_t nlen = field->name.len, vlen = field->value.len;
     const char *name = head + field->name.start, *value = head + field->value.start;
-    PyObject *lname = PyBytes_FromStringAndSize(NULL, nlen);
-    PyObject *pvalue = PyBytes_FromStringAndSize(value, vlen);
-    PyObject *line = PyBytes_FromStringAndSize(NULL, nlen + 2 + vlen);
+    PyObject *lname = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nlen);
+    PyObject *pvalue = PyBytes_FromStringAndSize(value, (Py_ssize_t)vlen);
+    PyObject *line = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nlen + 2 + vlen));
     if (!lname || !pvalue || !line)
         goto fail;
     char *low = PyBytes_AS_STRING(lname), *out = PyBytes_AS_STRING(line);
-    for (Py_ssize_t k = 0; k < nlen; k++) {
+    for (size_t k = 0; k < nlen; k++) {
         char c = name[k];
         low[k] = (c >= 'A' && c <= 'Z') ? (char)(c + ('a' - 'A')) : c;
     }
-    memcpy(out, name, (size_t)nlen);
+    memcpy(out, name, nlen);
     memcpy(out + nlen, ": ", 2);
-    memcpy(out + nlen + 2, value, (size_t)vlen);
+    memcpy(out + nlen + 2, value, vlen);
     PyObject *pair = PyTuple_Pack(2, lname, pvalue);
     Py_DECREF(lname);
     Py_DECREF(pvalue);
@@ -248,14 +248,14 @@ static int forwarded(PyObject *fields, Py_ssize_t i, PyObject *named, PyObject *
     return in < 0 ? -1 : !in;
 }
 
-/* Appends text (n bytes) and a CRLF at *out. */
-static void put_line(char **out, const char *prefix, const char *text, Py_ssize_t n)
+/* Appends prefix, text (n bytes) and a CRLF at *out. */
+static void put_line(char **out, const char *prefix, const char *text, size_t n)
 {
     size_t p = strlen(prefix);
     memcpy(*out, prefix, p);
-    memcpy(*out + p, text, (size_t)n);
-    memcpy(*out + p + (size_t)n, "\r\n", 2);
-    *out += p + (size_t)n + 2;
+    memcpy(*out + p, text, n);
+    memcpy(*out + p + n, "\r\n", 2);
+    *out += p + n + 2;
 }
 
 PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args,
@@ -329,7 +329,7 @@ PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args
         for (Py_ssize_t i = 0; i < count; i++)
             if (keep[i]) {
                 PyObject *line = PyList_GET_ITEM(lines, i);
-                put_line(&out, "", PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
+                put_line(&out, "", PyBytes_AS_STRING(line), (size_t)PyBytes_GET_SIZE(line));
             }
         if (xlen || rlen) {
             memcpy(out, "X-Forwarded-For: ", 17);
@@ -338,15 +338,15 @@ PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args
                 memcpy(out, PyBytes_AS_STRING(xff), (size_t)xlen);
                 out += xlen;
             }
-            put_line(&out, xlen && rlen ? ", " : "", remote, rlen);
+            put_line(&out, xlen && rlen ? ", " : "", remote, (size_t)rlen);
         }
         put_line(&out, "X-Forwarded-Proto: http", "", 0);
         if (hlen)
-            put_line(&out, "X-Forwarded-Host: ", host, hlen);
+            put_line(&out, "X-Forwarded-Host: ", host, (size_t)hlen);
         if (chunked)
             put_line(&out, "Transfer-Encoding: chunked", "", 0);
         else if (has_length)
-            put_line(&out, "Content-Length: ", number, nlen);
+            put_line(&out, "Content-Length: ", number, (size_t)nlen);
         memcpy(out, "\r\n", 2);
     }
     if (keep != small)

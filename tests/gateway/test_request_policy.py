@@ -14,14 +14,14 @@ import pytest
 httptools = pytest.importorskip("httptools", reason="the gateway extra (httptools) is not "
                                 "installed")
 
+from _support.reference_request_policy import (  # noqa: E402
+    reference_backend_head,
+    reference_parse,
+)
 from chash._chash import _request_head  # noqa: E402
 from chash.gateway.heads import HttpError, RequestHead  # noqa: E402
 from chash.gateway.messages import backend_head  # noqa: E402
 from chash.gateway.parser import RequestParser, parse_request_head  # noqa: E402
-from tests._support.reference_request_policy import (  # noqa: E402
-    reference_backend_head,
-    reference_parse,
-)
 
 METHODS = [b"GET", b"POST", b"PUT", b"HEAD", b"DELETE", b"OPTIONS", b"PATCH", b"CONNECT"]
 TARGETS = [b"/", b"/a/b?c=d", b"/%41%42", b"http://h:1/x?y", b"http://h:1", b"http://h?q",
