@@ -14,6 +14,7 @@ import pytest
 httptools = pytest.importorskip("httptools", reason="the gateway extra (httptools) is not "
                                 "installed")
 
+from _support.heads import generated_head  # noqa: E402
 from _support.reference_request_policy import (  # noqa: E402
     reference_backend_head,
     reference_parse,
@@ -47,21 +48,8 @@ NOISE = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x00", b"\x7f", b"\xff", b":", b"
 
 
 def generated(rng: random.Random) -> bytes:
-    line = b" ".join([rng.choice(METHODS), rng.choice(TARGETS), rng.choice(VERSIONS)])
-    fields = rng.sample(FIELDS, rng.randint(0, 6))
-    if rng.random() < 0.6:
-        fields.insert(0, b"Host: g")
-    data = bytearray(b"\r\n".join([line, *fields]) + b"\r\n\r\n")
-    for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
-        at = rng.randrange(len(data) - 4)
-        kind = rng.random()
-        if kind < 0.5:
-            data[at:at] = rng.choice(NOISE)
-        elif kind < 0.75:
-            del data[at]
-        else:
-            data[at:at + 1] = rng.choice(NOISE)
-    return bytes(data)
+    return generated_head(rng, METHODS, TARGETS, VERSIONS, FIELDS, NOISE, most_fields=6,
+                          mutations=[0, 0, 0, 1, 1, 2], kept_end=4)
 
 
 def verdict(parse, head: bytes) -> RequestHead | tuple[int, str]:
