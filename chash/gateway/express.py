@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from chash.gateway.channel import Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
@@ -112,7 +112,7 @@ class Express:
         """Whether a request is in progress here (the task must not read)."""
         return self._state is not _State.IDLE
 
-    async def park(self, idle_timeout: float) -> Awaitable[bool] | bool | None:
+    async def park(self, idle_timeout: float) -> Awaitable[bool] | Literal[False] | None:
         """Let the callbacks serve the connection until they need the task;
         then what the task is to do: None to read the next request itself,
         False to end the connection, or an awaitable giving whether it may
@@ -172,7 +172,7 @@ class Express:
         client.extend(wait + config.idle_timeout)
         return True
 
-    def take_over(self) -> Awaitable[bool] | bool | None:
+    def take_over(self) -> Awaitable[bool] | Literal[False] | None:
         """What the task does with the connection as the callbacks left it
         (see ``park``); the path is idle afterwards."""
         state, self._state = self._state, _State.IDLE

@@ -175,7 +175,7 @@ class Proxy:
                         break
                     if then is False:
                         break
-                    if then is not None and then is not True:
+                    if then is not None:
                         client.busy = True
                         keep = await then
                         client.busy = False
