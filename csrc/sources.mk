@@ -31,8 +31,9 @@ ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURC
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
-BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
-                   python/points.c python/mutate.c python/ketama.c python/lookup.c \
-                   python/inspect.c python/strategies.c python/haproxy.c \
-                   python/by_hash.c python/table.c python/wide_ring.c python/maglev.c \
-                   python/diff.c python/zones.c python/http_head.c
+BINDING_SOURCES := python/module.c python/args.c python/router.c python/zones.c python/diff.c \
+                   python/ring32/family.c python/ring32/points.c python/ring32/mutate.c \
+                   python/ring32/ketama.c python/ring32/haproxy.c python/ring32/build.c \
+                   python/ring32/lookup.c python/ring32/inspect.c \
+                   python/node_list.c python/ring64.c python/maglev.c \
+                   python/strategies.c python/http_head.c

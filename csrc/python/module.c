@@ -1,12 +1,21 @@
 /*
- * module.c - chash._chash: the one extension, holding the
- * ConsistentHashRouter type (type.c and the files router.h lists) and
- * the strategy functions chash.simulate uses (strategies.c), over one copy
- * of the engine.  Here: the module's own functions (_hash, _rebuild), its
- * constants, its state (the router type) and multi-phase init (PEP 489).
+ * module.c - chash._chash: the one extension, over one copy of the engine.
+ * It holds the ConsistentHashRouter type (router.c, over its families:
+ * ring32/, ring64.c), MaglevRouter (maglev.c), chash.Move (diff.c), the
+ * strategy functions chash.simulate uses (strategies.c) and the gateway's
+ * request-head functions (http_head.c).  Here: the module's own functions
+ * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
+ * state (module.h) and multi-phase init (PEP 489), which calls each
+ * type's setup.
  */
-#include "router.h"
+#include "module.h"
+
+#include "diff.h"
 #include "http_head.h"
+#include "maglev.h"
+#include "ring32/ring32.h"
+#include "router.h"
+#include "strategies.h"
 
 PyDoc_STRVAR(hash_fn_doc,
 "_hash(name, data, seed=0, /)\n--\n\n"
@@ -33,9 +42,40 @@ static PyObject *module_hash(PyObject *Py_UNUSED(module), PyObject *args)
     return result;
 }
 
+PyDoc_STRVAR(rebuild_table_doc,
+"_rebuild_table(cls, layout, hash, minimum_ring_size, maximum_ring_size, table_size, nodes, /)\n"
+"--\n\n"
+"A router of class cls (a ConsistentHashRouter of the envoy or grpc layout,\n"
+"or a MaglevRouter for layout 'maglev') holding nodes, a list of (node,\n"
+"weight) pairs; the arguments are checked as a call's.");
+
+/* The pickles of the routers rebuilt whole, read by the type they name. */
+static PyObject *module_rebuild_table(PyObject *module, PyObject *args)
+{
+    PyTypeObject *cls;
+    PyObject *layout, *hash, *lo, *hi, *size, *pairs;
+    if (!PyArg_ParseTuple(args, "O!OOOOOO:_rebuild_table", &PyType_Type, &cls, &layout, &hash, &lo,
+                          &hi, &size, &pairs))
+        return NULL;
+    module_state *state = get_state(module);
+    if (PyUnicode_Check(layout) && PyUnicode_CompareWithASCIIString(layout, "maglev") == 0) {
+        if (!PyType_IsSubtype(cls, state->maglev_type)) {
+            PyErr_SetString(PyExc_TypeError, "_rebuild_table: cls must be MaglevRouter");
+            return NULL;
+        }
+        return maglev_rebuild(cls, size, hash, pairs);
+    }
+    if (!PyType_IsSubtype(cls, state->router_type)) {
+        PyErr_SetString(PyExc_TypeError, "_rebuild_table: cls must be a ConsistentHashRouter type");
+        return NULL;
+    }
+    return ring64_rebuild(cls, layout, hash, lo, hi, pairs);
+}
+
 static PyMethodDef module_methods[] = {
     {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
     {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
+    {"_rebuild_table", module_rebuild_table, METH_VARARGS, rebuild_table_doc},
     {"_request_head", (PyCFunction)(void (*)(void))module_request_head, METH_FASTCALL,
      request_head_doc},
     {"_backend_head", (PyCFunction)(void (*)(void))module_backend_head, METH_FASTCALL,
@@ -45,12 +85,8 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module)
 {
-    module_state *state = get_state(module);
-    state->router_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
-    if (!state->router_type)
-        return -1;
-    if (PyModule_AddType(module, state->router_type) < 0 || table_module_init(module) < 0
-        || diff_module_init(module) < 0)
+    if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
+        || diff_module_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)
@@ -90,7 +126,6 @@ static int module_exec(PyObject *module)
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     Py_VISIT(get_state(module)->router_type);
-    Py_VISIT(get_state(module)->wide_ring_type);
     Py_VISIT(get_state(module)->maglev_type);
     Py_VISIT(get_state(module)->move_type);
     return 0;
@@ -99,7 +134,6 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 static int module_clear(PyObject *module)
 {
     Py_CLEAR(get_state(module)->router_type);
-    Py_CLEAR(get_state(module)->wide_ring_type);
     Py_CLEAR(get_state(module)->maglev_type);
     Py_CLEAR(get_state(module)->move_type);
     return 0;
@@ -123,7 +157,8 @@ static PyModuleDef_Slot module_slots[] = {
 struct PyModuleDef chash_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "chash._chash",
-    .m_doc = "The C ring engine behind chash.ConsistentHashRouter, and the strategies beside it.",
+    .m_doc = "The C engine behind chash: ConsistentHashRouter, MaglevRouter and Move, the "
+             "strategies chash.simulate measures, and the gateway's request-head policy.",
     .m_size = sizeof(module_state),
     .m_methods = module_methods,
     .m_slots = module_slots,

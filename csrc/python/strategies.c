@@ -18,6 +18,9 @@
  * are held (so they cannot be resized or freed) and the outputs are new
  * arrays nobody else sees yet.
  */
+#include "strategies.h"
+
+#include "module.h"
 #include "router.h"
 
 #include "engine/chash.h"
@@ -439,7 +442,12 @@ static PyObject *py_bounded_assign(PyObject *module, PyObject *args)
                      Py_TYPE(router)->tp_name);
         return NULL;
     }
-    const chash_ring *ring = ((RouterObject *)router)->ring;
+    if (((RouterObject *)router)->family != &ring32_family) {
+        PyErr_Format(PyExc_ValueError, "_bounded_assign: needs a router of a 32-bit ring layout, not %R",
+                     router);
+        return NULL;
+    }
+    const chash_ring *ring = ((RouterObject *)router)->r32.ring;
     if (!isfinite(balance) || balance < 1.0) {
         PyErr_Format(PyExc_ValueError, "balance must be a finite number >= 1, not %R",
                      PyTuple_GET_ITEM(args, 2));

@@ -1,10 +1,9 @@
 /*
- * mutate.c - the router's mutations: add one or many nodes, reweigh,
- * remove, discard.  Each is all-or-nothing: on error the router is as it
- * was.  Replacing the whole membership is build.c's.  Part of chash._chash
- * (router.h).
+ * mutate.c - the 32-bit ring's mutations: add one or many nodes, reweigh,
+ * remove.  Each is all-or-nothing: on error the ring is as it was.
+ * Replacing the whole membership is build.c's (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
 
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
@@ -24,13 +23,13 @@ static int reweigh(RouterObject *self, PyObject *node, const char *id, Py_ssize_
     int status;
     size_t k;
     /* A Python hash may have let another thread change this node. */
-    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK
-        || chash_ring_node(self->ring, k).npoints != old_count)
+    if (chash_ring_find(self->r32.ring, id, (size_t)id_len, &k) != CHASH_OK
+        || chash_ring_node(self->r32.ring, k).npoints != old_count)
         status = CHASH_EINVAL;
     else if (grow)
-        status = chash_ring_grow(self->ring, id, (size_t)id_len, points, count);
+        status = chash_ring_grow(self->r32.ring, id, (size_t)id_len, points, count);
     else
-        status = chash_ring_shrink(self->ring, id, (size_t)id_len, points, count);
+        status = chash_ring_shrink(self->r32.ring, id, (size_t)id_len, points, count);
     PyMem_Free(points);
     if (status == CHASH_EINVAL) {
         PyErr_Format(PyExc_RuntimeError, "node %R changed while its points were computed", node);
@@ -51,10 +50,10 @@ int add_node(RouterObject *self, PyObject *node, double weight)
     Py_ssize_t id_len;
     if (node_id(node, &id, &id_len) < 0)
         return -1;
-    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         return haproxy_add(self, node, weight, 0);
     size_t k;
-    int found = chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK;
+    int found = chash_ring_find(self->r32.ring, id, (size_t)id_len, &k) == CHASH_OK;
     if (counts_by_share(self)) {
         if (found && entry_at(self, k)->weight == weight)
             return 0;
@@ -64,11 +63,11 @@ int add_node(RouterObject *self, PyObject *node, double weight)
     if (points_for(self, node, weight, &count) < 0)
         return -1;
     if (found) {
-        size_t old_count = chash_ring_node(self->ring, k).npoints;
+        size_t old_count = chash_ring_node(self->r32.ring, k).npoints;
         if (reweigh(self, node, id, id_len, old_count, count) < 0)
             return -1;
         /* Found again: the node table may have moved meanwhile. */
-        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK)
+        if (chash_ring_find(self->r32.ring, id, (size_t)id_len, &k) == CHASH_OK)
             entry_at(self, k)->weight = weight;
         return 0;
     }
@@ -80,7 +79,7 @@ int add_node(RouterObject *self, PyObject *node, double weight)
         PyMem_Free(points);
         return -1;
     }
-    int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
+    int status = chash_ring_add(self->r32.ring, id, (size_t)id_len, entry, points, count);
     PyMem_Free(points);
     if (status != CHASH_OK) {
         free_entry(entry);
@@ -93,7 +92,7 @@ int add_node(RouterObject *self, PyObject *node, double weight)
 }
 
 /* 1 removed, 0 absent, -1 error. */
-static int remove_node(RouterObject *self, PyObject *node)
+int ring32_remove(RouterObject *self, PyObject *node)
 {
     const char *id;
     Py_ssize_t id_len;
@@ -101,57 +100,31 @@ static int remove_node(RouterObject *self, PyObject *node)
         return -1;
     if (counts_by_share(self)) {
         size_t k;
-        if (chash_ring_find(self->ring, id, (size_t)id_len, &k) != CHASH_OK)
+        if (chash_ring_find(self->r32.ring, id, (size_t)id_len, &k) != CHASH_OK)
             return 0;
         return ketama_update(self, NULL, NULL, 0, (long)k) < 0 ? -1 : 1;
     }
     void *data = NULL;
-    if (chash_ring_remove(self->ring, id, (size_t)id_len, &data) != CHASH_OK)
+    if (chash_ring_remove(self->r32.ring, id, (size_t)id_len, &data) != CHASH_OK)
         return 0;
-    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         haproxy_forget(self, ((NodeEntry *)data)->puid);
     free_entry((NodeEntry *)data);
     return 1;
 }
 
-const char add_doc[] = PyDoc_STR(
-"add_service_node($self, /, real_node_id, weight=1.0, *, id=None)\n--\n\n"
-"Add a node owning round(virtual_node_count * weight) points (at least 1).\n\n"
-"Adding a node already present with the same weight does nothing; with\n"
-"another weight, the node gains or loses only points of its own, so keys\n"
-"move only onto or off that node.  The nginx, ketama and libmemcached\n"
-"layouts take integer weights as their references do; in ketama (and in\n"
-"libmemcached once a weight is above 1) every node's point count follows\n"
-"from its share of the total weight, so any change recomputes them all.\n\n"
-"id is the haproxy layout's server id (puid, 1 .. 2**31-1), which decides\n"
-"the node's points: given, it must be free; None numbers the node as\n"
-"HAProxy numbers a server without an id, counting in add order.  Other\n"
-"layouts take no id.");
-
-PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
+int ring32_add(RouterObject *self, PyObject *node, double weight, PyObject *id)
 {
-    static char *kwlist[] = {"real_node_id", "weight", "id", NULL};
-    PyObject *node;
-    PyObject *weight_obj = NULL, *id_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O:add_service_node", kwlist, &node,
-                                     &weight_obj, &id_obj))
-        return NULL;
-    double weight;
-    if (parse_weight(weight_obj, &weight) < 0)
-        return NULL;
-    if (id_obj != Py_None && self->scheme.layout != CHASH_LAYOUT_HAPROXY) {
+    if (id != Py_None && self->r32.scheme.layout != CHASH_LAYOUT_HAPROXY) {
         PyErr_Format(PyExc_ValueError, "id is for layout='haproxy' only (this router's layout is '%s')",
-                     chash_layout_name(self->scheme.layout));
-        return NULL;
+                     chash_layout_name(self->r32.scheme.layout));
+        return -1;
     }
     uint32_t puid;
-    if (haproxy_parse_id(id_obj, &puid) < 0)
-        return NULL;
-    int status = self->scheme.layout == CHASH_LAYOUT_HAPROXY ? haproxy_add(self, node, weight, puid)
-                                                             : add_node(self, node, weight);
-    if (status < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    if (parse_haproxy_id(id, &puid) < 0)
+        return -1;
+    return self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY ? haproxy_add(self, node, weight, puid)
+                                                           : add_node(self, node, weight);
 }
 
 /* Frees what add_nodes_at_once prepared for nodes [0, n) and their points. */
@@ -179,7 +152,7 @@ int add_nodes_at_once(RouterObject *self, PyObject *const *nodes, const double *
         PyErr_NoMemory();
         return -1;
     }
-    size_t total = 0, room = CHASH_MAX_POINTS - chash_ring_point_count(self->ring);
+    size_t total = 0, room = CHASH_MAX_POINTS - chash_ring_point_count(self->r32.ring);
     for (size_t i = 0; i < n; i++) {
         if (points_for(self, nodes[i], weights[i], &counts[i]) < 0) {
             PyMem_Free(counts);
@@ -220,7 +193,7 @@ int add_nodes_at_once(RouterObject *self, PyObject *const *nodes, const double *
         free_prepared(specs, ready, points);
         return -1;
     }
-    int status = chash_ring_add_many(self->ring, specs, n);
+    int status = chash_ring_add_many(self->r32.ring, specs, n);
     if (status != CHASH_OK) {
         free_prepared(specs, n, points);
         if (status == CHASH_EEXIST) {
@@ -239,26 +212,13 @@ int add_nodes_at_once(RouterObject *self, PyObject *const *nodes, const double *
     return 0;
 }
 
-const char add_many_doc[] = PyDoc_STR(
-"add_service_nodes($self, /, nodes, weight=1.0)\n--\n\n"
-"add_service_node(node, weight) for every node of an iterable, faster: the\n"
-"new nodes enter the ring in one sort and one merge, all or none of them.\n"
-"Nodes already present get the weight as add_service_node would give it.");
-
-PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
+int ring32_add_many(RouterObject *self, PyObject *nodes, double weight)
 {
-    static char *kwlist[] = {"nodes", "weight", NULL};
-    PyObject *nodes, *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
-        return NULL;
-    double weight;
-    if (parse_weight(weight_obj, &weight) < 0)
-        return NULL;
-    if (self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         return haproxy_add_many(self, nodes, weight);
     size_t count = 0;
     if (!counts_by_share(self) && points_for(self, Py_None, weight, &count) < 0)
-        return NULL; /* the weight's own error, before any node is read */
+        return -1; /* the weight's own error, before any node is read */
     /* A tuple: a str subclass's __hash__ (run by the set) cannot change it. */
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq) {
@@ -266,10 +226,10 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
             PyErr_Clear();
             PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str");
         }
-        return NULL;
+        return -1;
     }
     PyObject *fresh = PyList_New(0), *present = PyList_New(0), *seen = PySet_New(NULL);
-    PyObject *result = NULL;
+    int result = -1;
     if (!fresh || !present || !seen)
         goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -283,7 +243,7 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
             goto done;
         if (dup)
             continue;
-        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
+        PyObject *into = chash_ring_find(self->r32.ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
         if (PyList_Append(into, node) < 0)
             goto done;
     }
@@ -307,7 +267,7 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
         PyMem_Free(all);
         PyMem_Free(weights);
         if (status == 0)
-            result = Py_NewRef(Py_None);
+            result = 0;
         goto done;
     }
     Py_ssize_t nf = PyList_GET_SIZE(fresh);
@@ -326,36 +286,11 @@ PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *kwds)
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(present); i++)
         if (add_node(self, PyList_GET_ITEM(present, i), weight) < 0)
             goto done;
-    result = Py_NewRef(Py_None);
+    result = 0;
 done:
     Py_XDECREF(fresh);
     Py_XDECREF(present);
     Py_XDECREF(seen);
     Py_DECREF(seq);
     return result;
-}
-
-const char remove_doc[] = PyDoc_STR(
-"remove_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node and all its points; KeyError if it is not in the ring.");
-
-PyObject *router_remove(RouterObject *self, PyObject *node)
-{
-    int removed = remove_node(self, node);
-    if (removed < 0)
-        return NULL;
-    if (!removed)
-        return set_status_error(CHASH_ENOENT, node);
-    Py_RETURN_NONE;
-}
-
-const char discard_doc[] = PyDoc_STR(
-"discard_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node if it is in the ring; do nothing otherwise.");
-
-PyObject *router_discard(RouterObject *self, PyObject *node)
-{
-    if (remove_node(self, node) < 0)
-        return NULL;
-    Py_RETURN_NONE;
 }

@@ -1,9 +1,8 @@
 /*
  * ketama.c - membership changes of the layouts whose point counts depend
- * on every node's weight (ketama, weighted libmemcached).  Part of
- * chash._chash (router.h).
+ * on every node's weight (ketama, weighted libmemcached) (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
 
 /* libmemcached's points a server in its weighted ketama mode. */
 #define LIBMEMCACHED_WEIGHTED_POINTS 160
@@ -48,7 +47,7 @@ static void free_ketama_slots(KetamaSlot *slots, size_t n, int free_new_entries)
 static int ketama_apply(RouterObject *self, const KetamaSlot *slots, size_t n,
                         const size_t *counts, const chash_scheme *scheme, long drop)
 {
-    chash_ring *ring = self->ring;
+    chash_ring *ring = self->r32.ring;
     size_t nnew = 0, nchanged = 0, nmoved = 0;
     for (size_t i = 0; i < n; i++) {
         size_t have = slots[i].old >= 0 ? chash_ring_node(ring, (size_t)slots[i].old).npoints : 0;
@@ -124,7 +123,7 @@ static int ketama_apply(RouterObject *self, const KetamaSlot *slots, size_t n,
 static int ketama_slots(RouterObject *self, PyObject *const *add, const double *weights,
                         Py_ssize_t nadd, long drop, KetamaSlot *slots, size_t *n)
 {
-    chash_ring *ring = self->ring;
+    chash_ring *ring = self->r32.ring;
     size_t old_n = chash_ring_node_count(ring);
     *n = 0;
     for (size_t k = 0; k < old_n; k++)
@@ -167,8 +166,8 @@ static int ketama_counts(RouterObject *self, const KetamaSlot *slots, size_t n, 
         PyErr_NoMemory();
         return -1;
     }
-    size_t old_n = chash_ring_node_count(self->ring);
-    plan->weighted = self->scheme.layout == CHASH_LAYOUT_KETAMA;
+    size_t old_n = chash_ring_node_count(self->r32.ring);
+    plan->weighted = self->r32.scheme.layout == CHASH_LAYOUT_KETAMA;
     plan->was_weighted = plan->weighted;
     for (size_t k = 0; k < old_n && !plan->was_weighted; k++)
         plan->was_weighted = entry_at(self, k)->weight > 1.0;
@@ -176,9 +175,9 @@ static int ketama_counts(RouterObject *self, const KetamaSlot *slots, size_t n, 
         w[i] = (uint64_t)slots[i].weight;
         plan->weighted |= w[i] > 1;
     }
-    plan->scheme = self->scheme;
-    size_t base = self->base_points;
-    if (plan->weighted && self->scheme.layout == CHASH_LAYOUT_LIBMEMCACHED) {
+    plan->scheme = self->r32.scheme;
+    size_t base = self->r32.base_points;
+    if (plan->weighted && self->r32.scheme.layout == CHASH_LAYOUT_LIBMEMCACHED) {
         (void)chash_scheme_init(&plan->scheme, CHASH_LAYOUT_KETAMA, CHASH_HASH_MD5);
         base = LIBMEMCACHED_WEIGHTED_POINTS;
     }
@@ -198,7 +197,7 @@ static int ketama_counts(RouterObject *self, const KetamaSlot *slots, size_t n, 
             PyErr_Format(PyExc_ValueError,
                          "in the %s layout node %R would own %zu points (weight %llu of a "
                          "total %llu over %zu nodes); a node owns from 1 to %zu",
-                         chash_layout_name(self->scheme.layout), slots[i].entry->name,
+                         chash_layout_name(self->r32.scheme.layout), slots[i].entry->name,
                          counts[i], (unsigned long long)w[i], total, n,
                          (size_t)CHASH_MAX_NODE_POINTS);
             result = -1;
@@ -217,7 +216,7 @@ static int ketama_counts(RouterObject *self, const KetamaSlot *slots, size_t n, 
 static int ketama_rebuild(RouterObject *self, KetamaSlot *slots, size_t n, const size_t *counts,
                           const chash_scheme *scheme, long drop)
 {
-    chash_ring *ring = self->ring;
+    chash_ring *ring = self->r32.ring;
     chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
     if (!specs) {
         PyErr_NoMemory();
@@ -241,7 +240,7 @@ static int ketama_rebuild(RouterObject *self, KetamaSlot *slots, size_t n, const
     }
     chash_ring *fresh_ring = NULL;
     if (status == CHASH_OK) {
-        fresh_ring = new_ring(self->scheme.layout);
+        fresh_ring = new_ring(self->r32.scheme.layout);
         status = fresh_ring ? chash_ring_add_many(fresh_ring, specs, n) : CHASH_ENOMEM;
     }
     PyMem_Free(specs);
@@ -252,7 +251,7 @@ static int ketama_rebuild(RouterObject *self, KetamaSlot *slots, size_t n, const
     }
     /* Nothing can fail from here: swap, then settle the entries. */
     NodeEntry *dropped = drop >= 0 ? entry_at(self, (size_t)drop) : NULL;
-    self->ring = fresh_ring;
+    self->r32.ring = fresh_ring;
     chash_ring_free(ring);
     for (size_t i = 0; i < n; i++)
         slots[i].entry->weight = slots[i].weight;
@@ -283,7 +282,7 @@ static int ketama_rebuild(RouterObject *self, KetamaSlot *slots, size_t n, const
 int ketama_update(RouterObject *self, PyObject *const *add, const double *weights,
                   Py_ssize_t nadd, long drop)
 {
-    size_t cap = chash_ring_node_count(self->ring) + (size_t)nadd;
+    size_t cap = chash_ring_node_count(self->r32.ring) + (size_t)nadd;
     KetamaSlot *slots = PyMem_New(KetamaSlot, cap ? cap : 1);
     size_t *counts = PyMem_New(size_t, cap ? cap : 1);
     size_t n = 0;

@@ -2,8 +2,7 @@
  * haproxy.c - the haproxy layout's servers: their ids (HAProxy's puids),
  * numbered as HAProxy 2.6 numbers a backend's servers, and adding or
  * reweighing a server, whose points come from its puid
- * (chash_haproxy_points) rather than from its name.  Part of chash._chash
- * (router.h).
+ * (chash_haproxy_points) rather than from its name (ring32.h).
  *
  * Numbering (cfgparse.c, check_config_validity): a counter starts at 1;
  * for each server in config order, one without an explicit id takes the
@@ -17,7 +16,7 @@
  * The ids in use are kept sorted (HaproxyIds), so checking an id and
  * finding the first free one cost a binary search, not a scan of nodes.
  */
-#include "router.h"
+#include "ring32.h"
 
 #include <string.h>
 
@@ -85,7 +84,7 @@ static void insert(HaproxyIds *ids, uint32_t id)
 
 void haproxy_forget(RouterObject *self, uint32_t puid)
 {
-    HaproxyIds *ids = &self->ids;
+    HaproxyIds *ids = &self->r32.ids;
     size_t at = lower_bound(ids, puid);
     if (at < ids->count && ids->used[at] == puid) {
         memmove(ids->used + at, ids->used + at + 1, (ids->count - at - 1) * sizeof *ids->used);
@@ -99,28 +98,6 @@ void haproxy_ids_free(HaproxyIds *ids)
     ids->used = NULL;
     ids->count = ids->cap = 0;
     ids->next = 1;
-}
-
-int haproxy_parse_id(PyObject *id_obj, uint32_t *puid)
-{
-    *puid = 0;
-    if (!id_obj || id_obj == Py_None)
-        return 0;
-    if (!PyLong_Check(id_obj) || PyBool_Check(id_obj)) {
-        PyErr_Format(PyExc_TypeError, "id must be int or None, not %.200s", Py_TYPE(id_obj)->tp_name);
-        return -1;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(id_obj, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || v < 1 || v > (long long)HAPROXY_MAX_ID) {
-        PyErr_Format(PyExc_ValueError, "id must be between 1 and %u (HAProxy's server ids), not %R",
-                     HAPROXY_MAX_ID, id_obj);
-        return -1;
-    }
-    *puid = (uint32_t)v;
-    return 0;
 }
 
 /* Points for a weight: an integer in [1, 256], times 16; 0, or -1 with
@@ -156,7 +133,7 @@ static uint32_t *puid_points(uint32_t puid, size_t first, size_t count)
 /* The node holding puid (borrowed), for an error message; NULL if none. */
 static PyObject *owner_of(RouterObject *self, uint32_t puid)
 {
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     for (size_t i = 0; i < n; i++)
         if (entry_at(self, i)->puid == puid)
             return entry_at(self, i)->name;
@@ -166,7 +143,7 @@ static PyObject *owner_of(RouterObject *self, uint32_t puid)
 /* A present node to a new weight: only its own points change. */
 static int reweigh(RouterObject *self, PyObject *node, size_t k, double weight, size_t count)
 {
-    chash_node_view view = chash_ring_node(self->ring, k);
+    chash_node_view view = chash_ring_node(self->r32.ring, k);
     NodeEntry *entry = view.data;
     if (count != view.npoints) {
         int grow = count > view.npoints;
@@ -175,8 +152,8 @@ static int reweigh(RouterObject *self, PyObject *node, size_t k, double weight, 
         uint32_t *points = puid_points(entry->puid, first, n);
         if (!points)
             return -1;
-        int status = grow ? chash_ring_grow(self->ring, view.id, view.id_len, points, n)
-                          : chash_ring_shrink(self->ring, view.id, view.id_len, points, n);
+        int status = grow ? chash_ring_grow(self->r32.ring, view.id, view.id_len, points, n)
+                          : chash_ring_shrink(self->r32.ring, view.id, view.id_len, points, n);
         PyMem_Free(points);
         if (status != CHASH_OK) {
             set_status_error(status, node);
@@ -194,7 +171,7 @@ int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid
     size_t count, k;
     if (node_id(node, &id, &id_len) < 0 || haproxy_count(node, weight, &count) < 0)
         return -1;
-    if (chash_ring_find(self->ring, id, (size_t)id_len, &k) == CHASH_OK) {
+    if (chash_ring_find(self->r32.ring, id, (size_t)id_len, &k) == CHASH_OK) {
         uint32_t had = entry_at(self, k)->puid;
         if (puid && puid != had) {
             PyErr_Format(PyExc_ValueError, "node %R has id %u, not %u: remove it first to renumber it",
@@ -203,7 +180,7 @@ int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid
         }
         return reweigh(self, node, k, weight, count);
     }
-    HaproxyIds *ids = &self->ids;
+    HaproxyIds *ids = &self->r32.ids;
     uint32_t next = ids->next ? ids->next : 1;
     if (puid && is_used(ids, puid)) {
         PyErr_Format(PyExc_ValueError, "id %u is already used by node %R", puid, owner_of(self, puid));
@@ -225,7 +202,7 @@ int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid
         return -1;
     }
     entry->puid = taken;
-    int status = chash_ring_add(self->ring, id, (size_t)id_len, entry, points, count);
+    int status = chash_ring_add(self->r32.ring, id, (size_t)id_len, entry, points, count);
     PyMem_Free(points);
     if (status != CHASH_OK) {
         free_entry(entry);
@@ -242,10 +219,10 @@ int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid
 
 int haproxy_ids_equal(RouterObject *x, RouterObject *y)
 {
-    if ((x->ids.next ? x->ids.next : 1) != (y->ids.next ? y->ids.next : 1))
+    if ((x->r32.ids.next ? x->r32.ids.next : 1) != (y->r32.ids.next ? y->r32.ids.next : 1))
         return 0;
-    size_t n = chash_ring_node_count(x->ring);
-    if (n != chash_ring_node_count(y->ring))
+    size_t n = chash_ring_node_count(x->r32.ring);
+    if (n != chash_ring_node_count(y->r32.ring))
         return 0;
     for (size_t i = 0; i < n; i++)
         if (entry_at(x, i)->puid != entry_at(y, i)->puid)
@@ -253,11 +230,11 @@ int haproxy_ids_equal(RouterObject *x, RouterObject *y)
     return 1;
 }
 
-PyObject *router_get_ids(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_ids(RouterObject *self)
 {
     PyObject *result = PyDict_New();
-    size_t n = chash_ring_node_count(self->ring);
-    for (size_t i = 0; result && i < n && self->scheme.layout == CHASH_LAYOUT_HAPROXY; i++) {
+    size_t n = chash_ring_node_count(self->r32.ring);
+    for (size_t i = 0; result && i < n && self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY; i++) {
         NodeEntry *entry = entry_at(self, i);
         PyObject *value = PyLong_FromUnsignedLong(entry->puid);
         if (!value || PyDict_SetItem(result, entry->name, value) < 0)
@@ -274,9 +251,9 @@ PyObject *router_get_ids(RouterObject *self, void *Py_UNUSED(closure))
  */
 static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, double weight, size_t count)
 {
-    HaproxyIds *ids = &self->ids;
+    HaproxyIds *ids = &self->r32.ids;
     uint32_t next = ids->next ? ids->next : 1;
-    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->ring)) / count) {
+    if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->r32.ring)) / count) {
         set_status_error(CHASH_ERANGE, NULL);
         return -1;
     }
@@ -314,7 +291,7 @@ static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, doubl
         specs[ready] = (chash_node_spec){id, (size_t)id_len, entry, mine, count};
     }
     if (status == 0) {
-        int engine = chash_ring_add_many(self->ring, specs, n);
+        int engine = chash_ring_add_many(self->r32.ring, specs, n);
         if (engine != CHASH_OK) {
             set_status_error(engine, NULL);
             status = -1;
@@ -340,18 +317,18 @@ static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, doubl
  * nodes present before are reweighed (only the weight can fail, and it was
  * checked first).
  */
-PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
+int haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
 {
     size_t count;
     if (haproxy_count(Py_None, weight, &count) < 0)
-        return NULL;
+        return -1;
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str");
         }
-        return NULL;
+        return -1;
     }
     PyObject *fresh = PyList_New(0), *present = PyList_New(0), *seen = PySet_New(NULL);
     int status = fresh && present && seen ? 0 : -1;
@@ -370,7 +347,7 @@ PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
         }
         if (dup)
             continue;
-        PyObject *into = chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
+        PyObject *into = chash_ring_find(self->r32.ring, id, (size_t)id_len, NULL) == CHASH_OK ? present : fresh;
         status = PyList_Append(into, node);
     }
     if (status == 0 && PyList_GET_SIZE(fresh))
@@ -381,5 +358,5 @@ PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight)
     Py_XDECREF(present);
     Py_XDECREF(seen);
     Py_DECREF(seq);
-    return status < 0 ? NULL : Py_NewRef(Py_None);
+    return status < 0 ? -1 : 0;
 }

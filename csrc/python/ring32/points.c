@@ -1,9 +1,9 @@
 /*
- * points.c - the router's glue to the point schemes: a key's ring
+ * points.c - the 32-bit ring's glue to the point schemes: a key's ring
  * position, a node's points (engine scheme or the user's Python hash), and
- * the weights each layout takes.  Part of chash._chash (router.h).
+ * the weights each layout takes (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
 
 #include <math.h>
 
@@ -41,9 +41,9 @@ int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
     Py_ssize_t len;
     if (chash_py_key_bytes(key, &buf, &len) < 0)
         return -1;
-    if (self->hash_fn)
-        return call_hash_fn(self->hash_fn, buf, len, out);
-    *out = chash_scheme_key_hash(&self->scheme, buf, (size_t)len);
+    if (self->r32.hash_fn)
+        return call_hash_fn(self->r32.hash_fn, buf, len, out);
+    *out = chash_scheme_key_hash(&self->r32.scheme, buf, (size_t)len);
     return 0;
 }
 
@@ -54,8 +54,8 @@ int key_hash(RouterObject *self, PyObject *key, uint32_t *out)
 int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t first,
                        size_t count, uint32_t *out)
 {
-    if (!self->hash_fn) {
-        int status = chash_scheme_points(&self->scheme, id, (size_t)id_len, first, count, out);
+    if (!self->r32.hash_fn) {
+        int status = chash_scheme_points(&self->r32.scheme, id, (size_t)id_len, first, count, out);
         if (status != CHASH_OK) {
             set_status_error(status, NULL);
             return -1;
@@ -69,8 +69,8 @@ int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t fi
         return -1;
     }
     for (size_t k = 0; k < count; k++) {
-        size_t len = chash_scheme_vkey(&self->scheme, id, (size_t)id_len, first + k, vkey, cap);
-        if (call_hash_fn(self->hash_fn, vkey, (Py_ssize_t)len, &out[k]) < 0) {
+        size_t len = chash_scheme_vkey(&self->r32.scheme, id, (size_t)id_len, first + k, vkey, cap);
+        if (call_hash_fn(self->r32.hash_fn, vkey, (Py_ssize_t)len, &out[k]) < 0) {
             PyMem_Free(vkey);
             return -1;
         }
@@ -98,28 +98,6 @@ uint32_t *node_points(RouterObject *self, const char *id, Py_ssize_t id_len,
     return points;
 }
 
-/* Parses an optional weight argument (int or float, not bool); 0 or -1. */
-int parse_weight(PyObject *weight_obj, double *weight)
-{
-    *weight = 1.0;
-    if (!weight_obj)
-        return 0;
-    if (PyBool_Check(weight_obj) || !(PyFloat_Check(weight_obj) || PyLong_Check(weight_obj))) {
-        PyErr_Format(PyExc_TypeError, "weight must be int or float, not %.200s",
-                     Py_TYPE(weight_obj)->tp_name);
-        return -1;
-    }
-    *weight = PyFloat_AsDouble(weight_obj);
-    if (*weight == -1.0 && PyErr_Occurred()) {
-        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "weight must be a finite number > 0, not %R", weight_obj);
-        }
-        return -1;
-    }
-    return 0;
-}
-
 static void weight_error(PyObject *node, double weight)
 {
     if (!(weight > 0.0) || !isfinite(weight)) {
@@ -142,7 +120,7 @@ static void weight_error(PyObject *node, double weight)
 /* nginx, ketama and libmemcached take their references' integer weights. */
 static int integer_weights(const RouterObject *self)
 {
-    chash_layout_id layout = self->scheme.layout;
+    chash_layout_id layout = self->r32.scheme.layout;
     return layout == CHASH_LAYOUT_NGINX || layout == CHASH_LAYOUT_KETAMA
         || layout == CHASH_LAYOUT_LIBMEMCACHED;
 }
@@ -158,9 +136,9 @@ int check_integer_weight(const RouterObject *self, double weight)
     if (value) {
         PyErr_Format(PyExc_ValueError,
                      "the %s layout takes integer weights from 1 to 2**32 - 1, as %s does, not %R",
-                     chash_layout_name(self->scheme.layout),
-                     self->scheme.layout == CHASH_LAYOUT_NGINX ? "nginx's weight=N"
-                         : self->scheme.layout == CHASH_LAYOUT_KETAMA ? "libketama"
+                     chash_layout_name(self->r32.scheme.layout),
+                     self->r32.scheme.layout == CHASH_LAYOUT_NGINX ? "nginx's weight=N"
+                         : self->r32.scheme.layout == CHASH_LAYOUT_KETAMA ? "libketama"
                                                                        : "libmemcached",
                      value);
         Py_DECREF(value);
@@ -177,7 +155,7 @@ int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
 {
     if (check_integer_weight(self, weight) < 0)
         return -1;
-    if (chash_points_for_weight(self->base_points, weight, CHASH_MAX_NODE_POINTS, count) != CHASH_OK) {
+    if (chash_points_for_weight(self->r32.base_points, weight, CHASH_MAX_NODE_POINTS, count) != CHASH_OK) {
         weight_error(node, weight);
         return -1;
     }
@@ -191,7 +169,7 @@ int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
  * move (rebuilding it only when libmemcached turns weighted or back). */
 int counts_by_share(const RouterObject *self)
 {
-    return self->scheme.layout == CHASH_LAYOUT_KETAMA
-        || self->scheme.layout == CHASH_LAYOUT_LIBMEMCACHED;
+    return self->r32.scheme.layout == CHASH_LAYOUT_KETAMA
+        || self->r32.scheme.layout == CHASH_LAYOUT_LIBMEMCACHED;
 }
 

@@ -1,25 +1,20 @@
 /*
- * lookup.c - the router's lookups: one key, a batch of keys (four MD5
- * lanes at a time), the preference list, a key's ring position.  Part of
- * chash._chash (router.h).
+ * lookup.c - the 32-bit ring's lookups: one key, a batch of keys (four MD5
+ * lanes at a time), hashes the caller computed, the preference list, a
+ * key's ring position (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
 
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
-const char get_doc[] = PyDoc_STR(
-"get_target_node($self, request_key, /)\n--\n\n"
-"The node owning the first ring point >= the key's hash, wrapping around;\n"
-"None when the ring is empty.  request_key is a str or bytes.");
-
-PyObject *router_get(RouterObject *self, PyObject *key)
+PyObject *ring32_get(RouterObject *self, PyObject *key)
 {
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
         return NULL;
     void *entry;
-    if (chash_ring_lookup(self->ring, hash, &entry) != CHASH_OK)
+    if (chash_ring_lookup(self->r32.ring, hash, &entry) != CHASH_OK)
         Py_RETURN_NONE; /* an empty ring */
     return Py_NewRef(((NodeEntry *)entry)->name);
 }
@@ -33,7 +28,7 @@ typedef struct {
 static void hash_four(void *ctx, const void *const data[4], const size_t lens[4], size_t at)
 {
     hash_batch *batch = ctx;
-    chash_scheme_key_hash_x4(&batch->self->scheme, data, lens, batch->hashes + at);
+    chash_scheme_key_hash_x4(&batch->self->r32.scheme, data, lens, batch->hashes + at);
 }
 
 static int hash_one(void *ctx, PyObject *key, size_t at)
@@ -55,7 +50,7 @@ static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
         PyErr_NoMemory();
         return NULL;
     }
-    if (chash_py_hash_keys(PySequence_Fast_ITEMS(seq), n, self->hash_fn ? NULL : hash_four,
+    if (chash_py_hash_keys(PySequence_Fast_ITEMS(seq), n, self->r32.hash_fn ? NULL : hash_four,
                            hash_one, &batch) < 0) {
         PyMem_Free(batch.hashes);
         return NULL;
@@ -63,15 +58,11 @@ static uint32_t *hash_all(RouterObject *self, PyObject *seq, Py_ssize_t n)
     return batch.hashes;
 }
 
-const char get_many_doc[] = PyDoc_STR(
-"get_target_nodes($self, keys, /)\n--\n\n"
-"get_target_node for every key of an iterable, as a list.");
-
 /* The keys as a sequence whose items stay put: a tuple copy when a Python
  * hash could change a list between keys, else the list itself. */
 static PyObject *key_sequence(RouterObject *self, PyObject *keys)
 {
-    if (self->hash_fn) {
+    if (self->r32.hash_fn) {
         PyObject *tuple = PySequence_Tuple(keys);
         if (!tuple && PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
@@ -95,19 +86,19 @@ uint32_t *hash_keys(RouterObject *self, PyObject *keys, Py_ssize_t *n)
     return hashes;
 }
 
-PyObject *router_get_many(RouterObject *self, PyObject *keys)
+PyObject *ring32_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n;
     uint32_t *hashes = hash_keys(self, keys, &n);
     if (!hashes)
         return NULL;
     PyObject *result = PyList_New(n);
-    if (result && chash_ring_point_count(self->ring) == 0) {
+    if (result && chash_ring_point_count(self->r32.ring) == 0) {
         for (Py_ssize_t i = 0; i < n; i++)
             PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
     } else if (result) {
         /* Owners written over the hashes: each is read before it is replaced. */
-        chash_ring_owners(self->ring, hashes, (size_t)n, hashes);
+        chash_ring_owners(self->r32.ring, hashes, (size_t)n, hashes);
         for (Py_ssize_t i = 0; i < n; i++)
             PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, hashes[i])->name));
     }
@@ -115,47 +106,17 @@ PyObject *router_get_many(RouterObject *self, PyObject *keys)
     return result;
 }
 
-const char preference_doc[] = PyDoc_STR(
-"get_preference_list($self, key, n, /)\n--\n\n"
-"The first n distinct nodes met clockwise from the key, its owner first.\n"
-"Fewer when the ring has fewer nodes; [] on an empty ring.");
-
-PyObject *router_preference(RouterObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyObject *ring32_preference(RouterObject *self, PyObject *key, size_t n)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "get_preference_list expected 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    if (!PyLong_Check(args[1]) || PyBool_Check(args[1])) {
-        PyErr_Format(PyExc_TypeError, "n must be int, not %.200s", Py_TYPE(args[1])->tp_name);
-        return NULL;
-    }
-    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
-    if (n == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-            return NULL;
-        PyErr_Clear();
-        PyObject *zero = PyLong_FromLong(0);
-        int negative = zero ? PyObject_RichCompareBool(args[1], zero, Py_LT) : -1;
-        Py_XDECREF(zero);
-        if (negative < 0)
-            return NULL;
-        n = negative ? -1 : PY_SSIZE_T_MAX;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
-        return NULL;
-    }
     uint32_t hash;
-    if (key_hash(self, args[0], &hash) < 0)
+    if (key_hash(self, key, &hash) < 0)
         return NULL;
-    size_t want = (size_t)n < chash_ring_node_count(self->ring) ? (size_t)n
-                                                                  : chash_ring_node_count(self->ring);
+    size_t want = n < chash_ring_node_count(self->r32.ring) ? n : chash_ring_node_count(self->r32.ring);
     size_t *owners = PyMem_New(size_t, want ? want : 1);
     if (!owners)
         return PyErr_NoMemory();
     size_t found;
-    int status = chash_ring_preference(self->ring, hash, want, owners, &found);
+    int status = chash_ring_preference(self->r32.ring, hash, want, owners, &found);
     if (status != CHASH_OK) {
         PyMem_Free(owners);
         return set_status_error(status, NULL);
@@ -168,11 +129,7 @@ PyObject *router_preference(RouterObject *self, PyObject *const *args, Py_ssize_
     return result;
 }
 
-const char calc_doc[] = PyDoc_STR(
-"_calculate_hash($self, key, /)\n--\n\n"
-"The ring position (0 <= h < 2**32) of a str or bytes key.");
-
-PyObject *router_calculate_hash(RouterObject *self, PyObject *key)
+PyObject *ring32_calculate_hash(RouterObject *self, PyObject *key)
 {
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
@@ -180,3 +137,36 @@ PyObject *router_calculate_hash(RouterObject *self, PyObject *key)
     return PyLong_FromUnsignedLong(hash);
 }
 
+PyObject *ring32_get_by_hash(RouterObject *self, PyObject *hash)
+{
+    uint64_t h;
+    if (parse_hash_arg(hash, 32, chash_layout_name(self->r32.scheme.layout), &h) < 0)
+        return NULL;
+    void *entry;
+    if (chash_ring_lookup(self->r32.ring, (uint32_t)h, &entry) != CHASH_OK)
+        Py_RETURN_NONE;
+    return Py_NewRef(((NodeEntry *)entry)->name);
+}
+
+PyObject *ring32_get_many_by_hash(RouterObject *self, PyObject *hashes)
+{
+    Py_ssize_t n;
+    uint64_t *wide = parse_hash_args(hashes, 32, chash_layout_name(self->r32.scheme.layout), &n);
+    if (!wide)
+        return NULL;
+    uint32_t *owners = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    PyObject *result = owners ? PyList_New(n) : PyErr_NoMemory();
+    if (result && chash_ring_point_count(self->r32.ring) == 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+    } else if (result) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            owners[i] = (uint32_t)wide[i];
+        chash_ring_owners(self->r32.ring, owners, (size_t)n, owners);
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, owners[i])->name));
+    }
+    PyMem_Free(owners);
+    PyMem_Free(wide);
+    return result;
+}

@@ -1,38 +1,34 @@
 /*
- * inspect.c - what the router tells about itself: the invariant check,
- * ownership, key distribution, the ring and node views, the fingerprint,
- * len / in / iter / repr / ==.  Part of chash._chash (router.h).
+ * inspect.c - what a 32-bit ring tells about itself: the invariant check,
+ * ownership, key distribution, the ring and node views, the settings, the
+ * fingerprint, len / in / repr / ==, and diff (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
+
+#include "python/diff.h"
 
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* Introspection                                                      */
 
-const char check_doc[] = PyDoc_STR(
-"_check($self, /)\n--\n\n"
-"Verify every invariant of the ring; AssertionError if one is broken.");
-
-PyObject *router_check(RouterObject *self, PyObject *Py_UNUSED(ignored))
+int ring32_check(RouterObject *self)
 {
-    int status = chash_ring_check(self->ring);
-    if (status != CHASH_OK)
-        return set_status_error(status, NULL);
-    Py_RETURN_NONE;
+    int status = chash_ring_check(self->r32.ring);
+    if (status != CHASH_OK) {
+        set_status_error(status, NULL);
+        return -1;
+    }
+    return 0;
 }
 
-const char ownership_doc[] = PyDoc_STR(
-"ownership($self, /)\n--\n\n"
-"{node: fraction of the 2**32 ring positions it owns}; the values sum to 1.");
-
-PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored))
+PyObject *ring32_ownership(RouterObject *self)
 {
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     double *share = PyMem_New(double, n ? n : 1);
     if (!share)
         return PyErr_NoMemory();
-    chash_ring_ownership(self->ring, share);
+    chash_ring_ownership(self->r32.ring, share);
     PyObject *result = PyDict_New();
     for (size_t i = 0; result && i < n; i++) {
         PyObject *value = PyFloat_FromDouble(share[i]);
@@ -44,17 +40,13 @@ PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-const char distribution_doc[] = PyDoc_STR(
-"key_distribution($self, keys, /)\n--\n\n"
-"{node: how many of the keys route to it}, every node listed (0 included).");
-
-PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
+PyObject *ring32_key_distribution(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n;
     uint32_t *hashes = hash_keys(self, keys, &n);
     if (!hashes)
         return NULL;
-    size_t nnodes = chash_ring_node_count(self->ring);
+    size_t nnodes = chash_ring_node_count(self->r32.ring);
     Py_ssize_t *counts = PyMem_New(Py_ssize_t, nnodes ? nnodes : 1);
     if (!counts) {
         PyMem_Free(hashes);
@@ -62,7 +54,7 @@ PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
     }
     memset(counts, 0, (nnodes ? nnodes : 1) * sizeof *counts);
     if (nnodes) {
-        chash_ring_owners(self->ring, hashes, (size_t)n, hashes);
+        chash_ring_owners(self->r32.ring, hashes, (size_t)n, hashes);
         for (Py_ssize_t i = 0; i < n; i++)
             counts[hashes[i]]++;
     }
@@ -78,12 +70,12 @@ PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
     return result;
 }
 
-PyObject *router_get_hash_ring(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_hash_ring(RouterObject *self)
 {
-    size_t n = chash_ring_point_count(self->ring);
+    size_t n = chash_ring_point_count(self->r32.ring);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
-        PyObject *value = PyLong_FromUnsignedLong(chash_ring_point(self->ring, i));
+        PyObject *value = PyLong_FromUnsignedLong(chash_ring_point(self->r32.ring, i));
         if (!value) {
             Py_CLEAR(list);
             break;
@@ -93,17 +85,17 @@ PyObject *router_get_hash_ring(RouterObject *self, void *Py_UNUSED(closure))
     return list;
 }
 
-PyObject *router_get_node_map(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_node_map(RouterObject *self)
 {
-    size_t n = chash_ring_point_count(self->ring);
+    size_t n = chash_ring_point_count(self->r32.ring);
     PyObject *dict = PyDict_New();
     for (size_t i = 0; dict && i < n; i++) {
-        uint32_t value = chash_ring_point(self->ring, i);
+        uint32_t value = chash_ring_point(self->r32.ring, i);
         /* Points sharing a value: the first (smallest node id) owns it. */
-        if (i && chash_ring_point(self->ring, i - 1) == value)
+        if (i && chash_ring_point(self->r32.ring, i - 1) == value)
             continue;
         PyObject *key = PyLong_FromUnsignedLong(value);
-        NodeEntry *entry = entry_at(self, chash_ring_point_owner(self->ring, i));
+        NodeEntry *entry = entry_at(self, chash_ring_point_owner(self->r32.ring, i));
         if (!key || PyDict_SetItem(dict, key, entry->name) < 0)
             Py_CLEAR(dict);
         Py_XDECREF(key);
@@ -111,18 +103,18 @@ PyObject *router_get_node_map(RouterObject *self, void *Py_UNUSED(closure))
     return dict;
 }
 
-PyObject *router_get_nodes(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_nodes(RouterObject *self)
 {
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++)
         PyList_SET_ITEM(list, (Py_ssize_t)i, Py_NewRef(entry_at(self, i)->name));
     return list;
 }
 
-PyObject *router_get_weights(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_weights(RouterObject *self)
 {
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     PyObject *dict = PyDict_New();
     for (size_t i = 0; dict && i < n; i++) {
         NodeEntry *entry = entry_at(self, i);
@@ -134,12 +126,12 @@ PyObject *router_get_weights(RouterObject *self, void *Py_UNUSED(closure))
     return dict;
 }
 
-PyObject *router_get_points(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_points(RouterObject *self)
 {
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     PyObject *dict = PyDict_New();
     for (size_t i = 0; dict && i < n; i++) {
-        PyObject *count = PyLong_FromSize_t(chash_ring_node(self->ring, i).npoints);
+        PyObject *count = PyLong_FromSize_t(chash_ring_node(self->r32.ring, i).npoints);
         if (!count || PyDict_SetItem(dict, entry_at(self, i)->name, count) < 0)
             Py_CLEAR(dict);
         Py_XDECREF(count);
@@ -147,52 +139,48 @@ PyObject *router_get_points(RouterObject *self, void *Py_UNUSED(closure))
     return dict;
 }
 
-PyObject *router_get_vnodes(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_settings(RouterObject *self, int which)
 {
-    return PyLong_FromSize_t(self->base_points);
+    if (which == SETTING_VNODES)
+        return PyLong_FromSize_t(self->r32.base_points);
+    Py_RETURN_NONE; /* the ring sizes are the 64-bit ring's */
 }
 
-PyObject *router_get_hash(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_hash_name(RouterObject *self)
 {
-    if (self->hash_fn)
-        return Py_NewRef(self->hash_fn);
-    return PyUnicode_FromString(chash_hash_name(self->scheme.hash));
+    if (self->r32.hash_fn)
+        return Py_NewRef(self->r32.hash_fn);
+    return PyUnicode_FromString(chash_hash_name(self->r32.scheme.hash));
 }
 
-PyObject *router_get_layout(RouterObject *self, void *Py_UNUSED(closure))
+PyObject *ring32_layout(RouterObject *self)
 {
-    return PyUnicode_FromString(chash_layout_name(self->scheme.layout));
+    return PyUnicode_FromString(chash_layout_name(self->r32.scheme.layout));
 }
 
-PyObject *router_get_memory(RouterObject *self, void *Py_UNUSED(closure))
+size_t ring32_memory(RouterObject *self)
 {
-    return PyLong_FromSize_t(chash_ring_memory(self->ring));
+    return chash_ring_memory(self->r32.ring);
 }
 
-const char fingerprint_doc[] = PyDoc_STR(
-"fingerprint($self, /)\n--\n\n"
-"A 16-digit hex checksum of what decides routing: layout, hash, virtual\n"
-"node count and every ring point with its owner.  Equal on every process\n"
-"that holds the same ring, whatever the order nodes were added in.");
-
-PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
+PyObject *ring32_fingerprint(RouterObject *self)
 {
     /* The sorted points and their owners decide every route, so they are
      * what is summed; MD5 keeps the result the same on every platform. */
     PyObject *hash_name;
-    if (self->hash_fn) {
-        hash_name = PyObject_GetAttrString(self->hash_fn, "__qualname__");
+    if (self->r32.hash_fn) {
+        hash_name = PyObject_GetAttrString(self->r32.hash_fn, "__qualname__");
         if (!hash_name) {
             PyErr_Clear();
             hash_name = PyUnicode_FromString("callable");
         }
     } else {
-        hash_name = PyUnicode_FromString(chash_hash_name(self->scheme.hash));
+        hash_name = PyUnicode_FromString(chash_hash_name(self->r32.scheme.hash));
     }
     if (!hash_name)
         return NULL;
-    PyObject *parts = PyUnicode_FromFormat("%s|%U|%zu", chash_layout_name(self->scheme.layout),
-                                           hash_name, self->base_points);
+    PyObject *parts = PyUnicode_FromFormat("%s|%U|%zu", chash_layout_name(self->r32.scheme.layout),
+                                           hash_name, self->r32.base_points);
     Py_DECREF(hash_name);
     if (!parts)
         return NULL;
@@ -202,8 +190,8 @@ PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
         Py_DECREF(parts);
         return NULL;
     }
-    size_t n = chash_ring_point_count(self->ring);
-    size_t nnodes = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_point_count(self->r32.ring);
+    size_t nnodes = chash_ring_node_count(self->r32.ring);
     /* Each point is followed by the first 4 bytes of the MD5 of its owner's
      * id (its index would depend on the order nodes were added in): hashed
      * once a node, into owner_tag, not once a point. */
@@ -216,7 +204,7 @@ PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
         return PyErr_NoMemory();
     }
     for (size_t k = 0; k < nnodes; k++) {
-        chash_node_view node = chash_ring_node(self->ring, k);
+        chash_node_view node = chash_ring_node(self->r32.ring, k);
         uint8_t digest[CHASH_MAX_DIGEST];
         chash_digest(CHASH_HASH_MD5, node.id, node.id_len, 0, digest);
         memcpy(owner_tag[k], digest, 4);
@@ -226,12 +214,12 @@ PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
     at += (size_t)head_len;
     Py_DECREF(parts);
     for (size_t i = 0; i < n; i++) {
-        uint32_t v = chash_ring_point(self->ring, i);
+        uint32_t v = chash_ring_point(self->r32.ring, i);
         buf[at++] = (unsigned char)(v >> 24);
         buf[at++] = (unsigned char)(v >> 16);
         buf[at++] = (unsigned char)(v >> 8);
         buf[at++] = (unsigned char)v;
-        memcpy(buf + at, owner_tag[chash_ring_point_owner(self->ring, i)], 4);
+        memcpy(buf + at, owner_tag[chash_ring_point_owner(self->r32.ring, i)], 4);
         at += 4;
     }
     PyMem_Free(owner_tag);
@@ -250,12 +238,12 @@ PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
 /* ------------------------------------------------------------------ */
 /* Protocols: len, in, iter, repr, ==                                 */
 
-Py_ssize_t router_len(RouterObject *self)
+Py_ssize_t ring32_len(RouterObject *self)
 {
-    return (Py_ssize_t)chash_ring_node_count(self->ring);
+    return (Py_ssize_t)chash_ring_node_count(self->r32.ring);
 }
 
-int router_contains(RouterObject *self, PyObject *node)
+int ring32_contains(RouterObject *self, PyObject *node)
 {
     if (!PyUnicode_Check(node))
         return 0;
@@ -268,22 +256,12 @@ int router_contains(RouterObject *self, PyObject *node)
         PyErr_Clear();
         return 0;
     }
-    return chash_ring_find(self->ring, id, (size_t)id_len, NULL) == CHASH_OK;
+    return chash_ring_find(self->r32.ring, id, (size_t)id_len, NULL) == CHASH_OK;
 }
 
-PyObject *router_iter(RouterObject *self)
+PyObject *ring32_repr(RouterObject *self)
 {
-    PyObject *nodes = router_get_nodes(self, NULL);
-    if (!nodes)
-        return NULL;
-    PyObject *it = PyObject_GetIter(nodes);
-    Py_DECREF(nodes);
-    return it;
-}
-
-PyObject *router_repr(RouterObject *self)
-{
-    PyObject *hash = router_get_hash(self, NULL);
+    PyObject *hash = ring32_hash_name(self);
     if (!hash)
         return NULL;
     PyObject *type_name = PyType_GetName(Py_TYPE(self));
@@ -291,48 +269,69 @@ PyObject *router_repr(RouterObject *self)
     if (type_name)
         repr = PyUnicode_FromFormat(
             "%U(virtual_node_count=%zu, hash=%R, layout='%s', nodes=%zu, points=%zu)",
-            type_name, self->base_points, hash, chash_layout_name(self->scheme.layout),
-            chash_ring_node_count(self->ring), chash_ring_point_count(self->ring));
+            type_name, self->r32.base_points, hash, chash_layout_name(self->r32.scheme.layout),
+            chash_ring_node_count(self->r32.ring), chash_ring_point_count(self->r32.ring));
     Py_XDECREF(type_name);
     Py_DECREF(hash);
     return repr;
 }
 
-PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
+int ring32_equal(RouterObject *x, RouterObject *y)
 {
-    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
-        Py_RETURN_NOTIMPLEMENTED;
-    RouterObject *x = (RouterObject *)a, *y = (RouterObject *)b;
-    int equal = x->base_points == y->base_points && x->scheme.layout == y->scheme.layout
-        && x->hash_fn == y->hash_fn && (x->hash_fn || x->scheme.hash == y->scheme.hash);
+    int equal = x->r32.base_points == y->r32.base_points && x->r32.scheme.layout == y->r32.scheme.layout
+        && x->r32.hash_fn == y->r32.hash_fn && (x->r32.hash_fn || x->r32.scheme.hash == y->r32.scheme.hash);
     if (equal) {
-        PyObject *wa = router_get_weights(x, NULL);
-        PyObject *wb = wa ? router_get_weights(y, NULL) : NULL;
+        PyObject *wa = ring32_weights(x);
+        PyObject *wb = wa ? ring32_weights(y) : NULL;
         if (!wb) {
             Py_XDECREF(wa);
-            return NULL;
+            return -1;
         }
         equal = PyObject_RichCompareBool(wa, wb, Py_EQ);
         Py_DECREF(wa);
         Py_DECREF(wb);
         if (equal < 0)
-            return NULL;
+            return -1;
     }
-    if (equal == 1 && chash_layout_ties(x->scheme.layout)) {
+    if (equal == 1 && chash_layout_ties(x->r32.scheme.layout)) {
         /* The order nodes were added in breaks ties: part of the config. */
-        PyObject *na = router_get_nodes(x, NULL);
-        PyObject *nb = na ? router_get_nodes(y, NULL) : NULL;
+        PyObject *na = ring32_nodes(x);
+        PyObject *nb = na ? ring32_nodes(y) : NULL;
         if (!nb) {
             Py_XDECREF(na);
-            return NULL;
+            return -1;
         }
         equal = PyObject_RichCompareBool(na, nb, Py_EQ);
         Py_DECREF(na);
         Py_DECREF(nb);
         if (equal < 0)
-            return NULL;
+            return -1;
     }
-    if (equal == 1 && x->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (equal == 1 && x->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         equal = haproxy_ids_equal(x, y); /* the ids decide the points */
-    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+    return equal;
+}
+
+/* ------------------------------------------------------------------ */
+/* diff                                                               */
+
+static PyObject *ring_node(PyObject *router, uint32_t index)
+{
+    return entry_at((RouterObject *)router, index)->name;
+}
+
+PyObject *ring32_diff(RouterObject *self, RouterObject *other)
+{
+    if (self->r32.scheme.layout != other->r32.scheme.layout
+        || self->r32.scheme.hash != other->r32.scheme.hash
+        || self->r32.hash_fn != other->r32.hash_fn)
+        return diff_mismatch((PyObject *)self, (PyObject *)other);
+    chash_move *moves;
+    size_t count;
+    int status = chash_ring_diff(self->r32.ring, other->r32.ring, &moves, &count);
+    if (status != CHASH_OK)
+        return diff_error(status);
+    PyObject *list = diff_plain_moves(moves, count, (PyObject *)self, (PyObject *)other, ring_node);
+    chash_moves_free(moves);
+    return list;
 }

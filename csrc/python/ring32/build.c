@@ -1,14 +1,15 @@
 /*
- * build.c - a router built whole from a list of (node, weight) pairs, for
- * the two calls that need one: unpickling (__reduce__ hands _rebuild the
- * type, the scheme's names and the pairs) and _replace_nodes (a router
- * like self is filled aside, then the rings are swapped).  Both start from
- * the C-level constructor router_empty() (router.c) and fill the router
- * through fill(), over the mutations of mutate.c and ketama.c; nothing is
- * packed into a Python tuple to be parsed again.  Part of chash._chash
- * (router.h).
+ * build.c - a 32-bit ring built whole from a list of (node, weight) pairs,
+ * for the two calls that need one: unpickling (__reduce__ hands _rebuild
+ * the type, the scheme's names and the pairs) and _replace_nodes (a ring
+ * like self's is filled aside, then the rings are swapped).  Both start
+ * from ring32_empty() (family.c) and fill the ring through fill(), over
+ * the mutations of mutate.c and ketama.c; nothing is packed into a Python
+ * tuple to be parsed again (ring32.h).
  */
-#include "router.h"
+#include "ring32.h"
+
+#include "python/module.h"
 
 /* The node (borrowed) and weight of a pair, a (node, weight) tuple; 0, or
  * -1 with TypeError / ValueError. */
@@ -36,7 +37,7 @@ static int fill_haproxy(RouterObject *fresh, PyObject *seq)
             return -1;
         }
         if (!PyArg_ParseTuple(item, "Od|O", &node, &weight, &id_obj)
-            || haproxy_parse_id(id_obj, &puid) < 0 || haproxy_add(fresh, node, weight, puid) < 0)
+            || parse_haproxy_id(id_obj, &puid) < 0 || haproxy_add(fresh, node, weight, puid) < 0)
             return -1;
     }
     return 0;
@@ -53,7 +54,7 @@ static int fill_haproxy(RouterObject *fresh, PyObject *seq)
 static int fill(RouterObject *fresh, PyObject *seq)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    if (fresh->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (fresh->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         return fill_haproxy(fresh, seq);
     /* The nodes are borrowed from seq, which outlives the update. */
     PyObject **nodes = PyMem_New(PyObject *, (size_t)n + 1);
@@ -83,18 +84,16 @@ static int fill_from(RouterObject *fresh, PyObject *pairs)
     return status;
 }
 
-const char reduce_doc[] = PyDoc_STR( "__reduce__($self, /)\n--\n\nPickle support: rebuilt node by node.");
-
-PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
+PyObject *ring32_reduce(RouterObject *self)
 {
-    PyObject *hash = router_get_hash(self, NULL);
+    PyObject *hash = ring32_hash_name(self);
     if (!hash)
         return NULL;
-    size_t n = chash_ring_node_count(self->ring);
+    size_t n = chash_ring_node_count(self->r32.ring);
     PyObject *nodes = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; nodes && i < n; i++) {
         NodeEntry *entry = entry_at(self, i);
-        PyObject *item = self->scheme.layout == CHASH_LAYOUT_HAPROXY
+        PyObject *item = self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY
             ? Py_BuildValue("(Odk)", entry->name, entry->weight, (unsigned long)entry->puid)
             : Py_BuildValue("(Od)", entry->name, entry->weight);
         if (!item)
@@ -106,16 +105,16 @@ PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
     /* Walks the MRO, so subclasses find the module too. */
     PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
     PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
-    if (rebuild && self->scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (rebuild && self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         /* The id counter too: it numbers the nodes added later. */
         result = Py_BuildValue("(O(OnOsOk))", rebuild, (PyObject *)Py_TYPE(self),
-                               (Py_ssize_t)self->base_points, hash,
-                               chash_layout_name(self->scheme.layout), nodes,
-                               (unsigned long)(self->ids.next ? self->ids.next : 1));
+                               (Py_ssize_t)self->r32.base_points, hash,
+                               chash_layout_name(self->r32.scheme.layout), nodes,
+                               (unsigned long)(self->r32.ids.next ? self->r32.ids.next : 1));
     else if (rebuild)
         result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
-                               (Py_ssize_t)self->base_points, hash,
-                               chash_layout_name(self->scheme.layout), nodes);
+                               (Py_ssize_t)self->r32.base_points, hash,
+                               chash_layout_name(self->r32.scheme.layout), nodes);
     Py_XDECREF(rebuild);
     Py_XDECREF(nodes);
     Py_DECREF(hash);
@@ -129,7 +128,7 @@ const char rebuild_doc[] = PyDoc_STR(
 "then takes, when given).");
 
 /* What __reduce__ returns is read here: the arguments are checked as the
- * constructor's are (router_create), then the pairs fill the router. */
+ * constructor's are (ring32_init), then the pairs fill the router. */
 PyObject *module_rebuild(PyObject *module, PyObject *args)
 {
     PyTypeObject *cls;
@@ -142,49 +141,44 @@ PyObject *module_rebuild(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a ConsistentHashRouter type");
         return NULL;
     }
-    PyObject *self = router_create(cls, vnodes, 1, hash, layout);
-    if (self && fill_from((RouterObject *)self, nodes) < 0)
+    PyObject *self = (PyObject *)router_alloc(cls);
+    if (self && (ring32_init((RouterObject *)self, vnodes, 1, hash, layout) < 0
+                 || fill_from((RouterObject *)self, nodes) < 0))
         Py_CLEAR(self);
     uint32_t next;
     if (self && next_obj != Py_None) {
-        if (((RouterObject *)self)->scheme.layout != CHASH_LAYOUT_HAPROXY) {
+        if (((RouterObject *)self)->r32.scheme.layout != CHASH_LAYOUT_HAPROXY) {
             PyErr_SetString(PyExc_ValueError, "_rebuild: next_id is for the haproxy layout only");
             Py_CLEAR(self);
-        } else if (haproxy_parse_id(next_obj, &next) < 0) {
+        } else if (parse_haproxy_id(next_obj, &next) < 0) {
             Py_CLEAR(self);
         } else {
-            ((RouterObject *)self)->ids.next = next;
+            ((RouterObject *)self)->r32.ids.next = next;
         }
     }
     return self;
 }
 
-const char replace_doc[] = PyDoc_STR(
-"_replace_nodes($self, nodes, /)\n--\n\n"
-"Make the ring hold exactly nodes, a list of (node, weight) pairs, added in\n"
-"that order, in one step: lookups see the old ring or the new one.  For\n"
-"keeping the order that breaks ties the same on several processes.");
-
 /* All-or-nothing: the new ring is filled in a router of its own, with
  * self's scheme, and swapped in only once it is complete. */
-PyObject *router_replace_nodes(RouterObject *self, PyObject *nodes)
+int ring32_replace(RouterObject *self, PyObject *pairs)
 {
-    RouterObject *fresh = router_empty(Py_TYPE(self), &self->scheme, self->hash_fn,
-                                       self->base_points);
+    RouterObject *fresh = router_alloc(Py_TYPE(self));
     if (!fresh)
-        return NULL;
-    if (fill_from(fresh, nodes) < 0) {
+        return -1;
+    if (ring32_empty(fresh, &self->r32.scheme, self->r32.hash_fn, self->r32.base_points) < 0
+        || fill_from(fresh, pairs) < 0) {
         Py_DECREF(fresh);
-        return NULL;
+        return -1;
     }
     /* Swap the rings: self takes the new one, fresh releases the old one
      * (and its entries) when it goes. */
-    chash_ring *ring = self->ring;
-    self->ring = fresh->ring;
-    fresh->ring = ring;
-    HaproxyIds ids = self->ids; /* the haproxy layout's ids go with the ring */
-    self->ids = fresh->ids;
-    fresh->ids = ids;
+    chash_ring *ring = self->r32.ring;
+    self->r32.ring = fresh->r32.ring;
+    fresh->r32.ring = ring;
+    HaproxyIds ids = self->r32.ids; /* the haproxy layout's ids go with the ring */
+    self->r32.ids = fresh->r32.ids;
+    fresh->r32.ids = ids;
     Py_DECREF(fresh);
-    Py_RETURN_NONE;
+    return 0;
 }

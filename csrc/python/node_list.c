@@ -1,0 +1,450 @@
+/*
+ * node_list.c - the ordered node list of the routers rebuilt whole, and
+ * its all-or-nothing rebuild (node_list.h).  Part of chash._chash.
+ */
+#include "node_list.h"
+
+#include "args.h"
+#include "engine/diff.h"
+#include "hash/hash.h"
+
+#include <string.h>
+
+int node_list_init(NodeList *list)
+{
+    list->weights = NULL;
+    list->counts = NULL;
+    list->nodes = PyTuple_New(0);
+    list->index = PyDict_New();
+    if (!list->nodes || !list->index) {
+        node_list_free(list);
+        return -1;
+    }
+    return 0;
+}
+
+void node_list_free(NodeList *list)
+{
+    PyMem_Free(list->weights);
+    PyMem_Free(list->counts);
+    list->weights = NULL;
+    list->counts = NULL;
+    Py_CLEAR(list->nodes);
+    Py_CLEAR(list->index);
+}
+
+int node_list_traverse(NodeList *list, visitproc visit, void *arg)
+{
+    Py_VISIT(list->nodes);
+    Py_VISIT(list->index);
+    return 0;
+}
+
+/* A str subclass is looked up as an exact copy: its own __hash__ / __eq__
+ * could run Python code, and rebuild the router, in the middle of the
+ * dict lookup. */
+Py_ssize_t node_list_position(const NodeList *list, PyObject *node)
+{
+    if (!PyUnicode_Check(node))
+        return -1;
+    PyObject *exact = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!exact)
+        return -1;
+    PyObject *at = PyDict_GetItemWithError(list->index, exact);
+    Py_DECREF(exact);
+    return at ? PyLong_AsSsize_t(at) : -1;
+}
+
+int node_list_contains(const NodeList *list, PyObject *node)
+{
+    Py_ssize_t at = node_list_position(list, node);
+    return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+int node_list_weight(double w, const char *layout, uint64_t *out)
+{
+    if (!(w >= 1.0 && w <= 4294967295.0 && w == (double)(uint64_t)w)) {
+        PyObject *value = PyFloat_FromDouble(w);
+        if (value) {
+            PyErr_Format(PyExc_ValueError,
+                         "the %s layout takes integer weights from 1 to 2**32 - 1, not %R",
+                         layout, value);
+            Py_DECREF(value);
+        }
+        return -1;
+    }
+    *out = (uint64_t)w;
+    return 0;
+}
+
+/* Envoy refuses a total weight above 2**32 - 1; gRPC sums in size_t. */
+static int check_total(const NodeListRebuild *how, const uint64_t *weights, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t k = 0; k < n; k++)
+        sum += weights[k];
+    if (how->cap_total && sum > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError,
+                     "the sum of the weights (%llu) exceeds 2**32 - 1, which Envoy refuses",
+                     (unsigned long long)sum);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The rebuild                                                        */
+
+int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
+                  const NodeListRebuild *how)
+{
+    size_t n = (size_t)PyTuple_GET_SIZE(nodes);
+    size_t *counts = PyMem_New(size_t, n ? n : 1);
+    uint64_t *copy = PyMem_New(uint64_t, n ? n : 1);
+    PyObject *index = PyDict_New();
+    void *structure = NULL;
+    int result = counts && copy && index ? 0 : -1;
+    if (result < 0 && !PyErr_Occurred())
+        PyErr_NoMemory();
+    if (result == 0) {
+        memset(counts, 0, (n ? n : 1) * sizeof *counts);
+        memcpy(copy, weights, n * sizeof *copy);
+        result = how->build(how->owner, nodes, weights, n, counts, &structure);
+    }
+    for (size_t k = 0; result == 0 && k < n; k++) {
+        PyObject *at = PyLong_FromSize_t(k);
+        result = at ? PyDict_SetItem(index, PyTuple_GET_ITEM(nodes, (Py_ssize_t)k), at) : -1;
+        Py_XDECREF(at);
+    }
+    if (result < 0) {
+        if (structure)
+            how->release(structure);
+        PyMem_Free(counts);
+        PyMem_Free(copy);
+        Py_XDECREF(index);
+        return -1;
+    }
+    /* Nothing can fail from here: swap the new list and structure in whole. */
+    void *old_structure = *how->slot;
+    NodeList old = *list;
+    *how->slot = structure;
+    list->nodes = Py_NewRef(nodes);
+    list->weights = copy;
+    list->counts = counts;
+    list->index = index;
+    if (old_structure)
+        how->release(old_structure);
+    node_list_free(&old);
+    return 0;
+}
+
+/*
+ * The list with each of add[0..nadd) at weights[i] (a present node keeps
+ * its place and takes the weight, a new one goes last, in the order given)
+ * and without node `drop` (a position, or -1).  0, or -1 with an exception
+ * and the list unchanged.
+ */
+static int update(NodeList *list, PyObject *const *add, const uint64_t *weights, Py_ssize_t nadd,
+                  Py_ssize_t drop, const NodeListRebuild *how)
+{
+    Py_ssize_t old_n = node_list_len(list);
+    PyObject *names = PyList_New(0);
+    uint64_t *w = PyMem_New(uint64_t, (size_t)(old_n + nadd) + 1);
+    PyObject *seen = PyDict_New();
+    int result = names && w && seen ? 0 : -1;
+    if (result < 0 && !PyErr_Occurred())
+        PyErr_NoMemory();
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++) {
+        if (k == drop)
+            continue;
+        PyObject *node = PyTuple_GET_ITEM(list->nodes, k);
+        PyObject *at = PyLong_FromSsize_t(n);
+        result = at && PyList_Append(names, node) == 0 && PyDict_SetItem(seen, node, at) == 0 ? 0 : -1;
+        Py_XDECREF(at);
+        w[n++] = list->weights[k];
+    }
+    for (Py_ssize_t i = 0; result == 0 && i < nadd; i++) {
+        PyObject *name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
+        if (!name) {
+            result = -1;
+            break;
+        }
+        PyObject *at = PyDict_GetItemWithError(seen, name);
+        if (at) {
+            w[PyLong_AsSsize_t(at)] = weights[i];
+        } else if (!PyErr_Occurred()) {
+            PyObject *pos = PyLong_FromSsize_t(n);
+            result = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0
+                         ? 0 : -1;
+            Py_XDECREF(pos);
+            w[n++] = weights[i];
+        } else {
+            result = -1;
+        }
+        Py_DECREF(name);
+    }
+    PyObject *tuple = result == 0 ? PyList_AsTuple(names) : NULL;
+    if (tuple && check_total(how, w, (size_t)n) == 0)
+        result = node_list_set(list, tuple, w, how);
+    else
+        result = -1;
+    Py_XDECREF(tuple);
+    Py_XDECREF(names);
+    Py_XDECREF(seen);
+    PyMem_Free(w);
+    return result;
+}
+
+/* The id of a node argument: a str with no lone surrogate; 0 or -1. */
+static int check_node(PyObject *node)
+{
+    const char *id;
+    Py_ssize_t len;
+    return node_id(node, &id, &len);
+}
+
+int node_list_add(NodeList *list, PyObject *node, double weight, const NodeListRebuild *how)
+{
+    uint64_t w;
+    if (check_node(node) < 0 || node_list_weight(weight, how->layout, &w) < 0)
+        return -1;
+    Py_ssize_t at = node_list_position(list, node);
+    if (at < 0 && PyErr_Occurred())
+        return -1;
+    if (at >= 0 && list->weights[at] == w)
+        return 0;
+    return update(list, &node, &w, 1, -1, how);
+}
+
+int node_list_add_many(NodeList *list, PyObject *nodes, double weight, const NodeListRebuild *how)
+{
+    uint64_t w;
+    if (node_list_weight(weight, how->layout, &w) < 0)
+        return -1;
+    PyObject *seq = PySequence_Tuple(nodes);
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    uint64_t *weights = PyMem_New(uint64_t, (size_t)n + 1);
+    int result = weights ? 0 : -1;
+    if (!weights)
+        PyErr_NoMemory();
+    for (Py_ssize_t i = 0; result == 0 && i < n; i++) {
+        result = check_node(PyTuple_GET_ITEM(seq, i));
+        weights[i] = w;
+    }
+    if (result == 0)
+        result = update(list, n ? &PyTuple_GET_ITEM(seq, 0) : NULL, weights, n, -1, how);
+    PyMem_Free(weights);
+    Py_DECREF(seq);
+    return result;
+}
+
+int node_list_remove(NodeList *list, PyObject *node, const NodeListRebuild *how)
+{
+    Py_ssize_t at = node_list_position(list, node);
+    if (at < 0)
+        return PyErr_Occurred() ? -1 : 0;
+    return update(list, NULL, NULL, 0, at, how) < 0 ? -1 : 1;
+}
+
+/* The (node, weight) pairs of an iterable into a new tuple of exact str
+ * and weights (PyMem, the caller frees); NULL with an exception (a pair
+ * that is not (str, weight), a node named twice). */
+static PyObject *read_pairs(PyObject *pairs, const NodeListRebuild *how, uint64_t **weights)
+{
+    PyObject *seq = PySequence_Tuple(pairs);
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    PyObject *nodes = PyTuple_New(n);
+    PyObject *seen = PySet_New(NULL);
+    *weights = PyMem_New(uint64_t, (size_t)n + 1);
+    int result = nodes && seen && *weights ? 0 : -1;
+    if (result < 0 && !PyErr_Occurred())
+        PyErr_NoMemory();
+    for (Py_ssize_t i = 0; result == 0 && i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(seq, i), *node;
+        double weight;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
+                         Py_TYPE(pair)->tp_name);
+            result = -1;
+            break;
+        }
+        node = PyTuple_GET_ITEM(pair, 0);
+        if (check_node(node) < 0 || parse_weight(PyTuple_GET_ITEM(pair, 1), &weight) < 0
+            || node_list_weight(weight, how->layout, &(*weights)[i]) < 0) {
+            result = -1;
+            break;
+        }
+        PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+        if (!name) {
+            result = -1;
+            break;
+        }
+        PyTuple_SET_ITEM(nodes, i, name);
+        int dup = PySet_Contains(seen, name);
+        if (dup == 0)
+            dup = PySet_Add(seen, name) < 0 ? -1 : 0;
+        else if (dup == 1)
+            PyErr_Format(PyExc_ValueError, "node %R is given twice", name);
+        result = dup == 0 ? 0 : -1;
+    }
+    if (result == 0 && check_total(how, *weights, (size_t)n) < 0)
+        result = -1;
+    Py_DECREF(seq);
+    Py_XDECREF(seen);
+    if (result < 0) {
+        Py_XDECREF(nodes);
+        PyMem_Free(*weights);
+        *weights = NULL;
+        return NULL;
+    }
+    return nodes;
+}
+
+int node_list_replace(NodeList *list, PyObject *pairs, const NodeListRebuild *how)
+{
+    uint64_t *weights;
+    PyObject *nodes = read_pairs(pairs, how, &weights);
+    if (!nodes)
+        return -1;
+    int result = node_list_set(list, nodes, weights, how);
+    Py_DECREF(nodes);
+    PyMem_Free(weights);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Views                                                              */
+
+PyObject *node_list_nodes(const NodeList *list)
+{
+    return PySequence_List(list->nodes);
+}
+
+/* {node: value(k)} over every node, value a new reference or NULL. */
+static PyObject *per_node(const NodeList *list, PyObject *(*value)(const void *, size_t),
+                          const void *values)
+{
+    PyObject *result = PyDict_New();
+    Py_ssize_t n = node_list_len(list);
+    for (Py_ssize_t k = 0; result && k < n; k++) {
+        PyObject *v = value(values, (size_t)k);
+        if (!v || PyDict_SetItem(result, PyTuple_GET_ITEM(list->nodes, k), v) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(v);
+    }
+    return result;
+}
+
+static PyObject *float_value(const void *values, size_t k)
+{
+    return PyFloat_FromDouble(((const double *)values)[k]);
+}
+
+static PyObject *count_value(const void *values, size_t k)
+{
+    return PyLong_FromSize_t(((const size_t *)values)[k]);
+}
+
+static PyObject *weight_value(const void *values, size_t k)
+{
+    return PyFloat_FromDouble((double)((const uint64_t *)values)[k]);
+}
+
+PyObject *node_list_float_map(const NodeList *list, const double *values)
+{
+    return per_node(list, float_value, values);
+}
+
+PyObject *node_list_count_map(const NodeList *list, const size_t *values)
+{
+    return per_node(list, count_value, values);
+}
+
+PyObject *node_list_weights(const NodeList *list)
+{
+    return per_node(list, weight_value, list->weights);
+}
+
+PyObject *node_list_counts(const NodeList *list)
+{
+    return per_node(list, count_value, list->counts);
+}
+
+PyObject *node_list_pairs(const NodeList *list)
+{
+    Py_ssize_t n = node_list_len(list);
+    PyObject *pairs = PyList_New(n);
+    for (Py_ssize_t k = 0; pairs && k < n; k++) {
+        PyObject *item = Py_BuildValue("(OK)", PyTuple_GET_ITEM(list->nodes, k),
+                                       (unsigned long long)list->weights[k]);
+        if (!item)
+            Py_CLEAR(pairs);
+        else
+            PyList_SET_ITEM(pairs, k, item);
+    }
+    return pairs;
+}
+
+int node_list_equal(const NodeList *a, const NodeList *b, int ordered)
+{
+    PyObject *wa = node_list_weights(a);
+    PyObject *wb = wa ? node_list_weights(b) : NULL;
+    int equal = wb ? PyObject_RichCompareBool(wa, wb, Py_EQ) : -1;
+    Py_XDECREF(wa);
+    Py_XDECREF(wb);
+    if (equal == 1 && ordered)
+        equal = PyObject_RichCompareBool(a->nodes, b->nodes, Py_EQ);
+    return equal;
+}
+
+int node_list_tags(const NodeList *list, uint32_t *tags)
+{
+    Py_ssize_t n = node_list_len(list);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t len;
+        const char *id = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(list->nodes, k), &len);
+        if (!id)
+            return -1;
+        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
+        chash_md5(id, (size_t)len, digest);
+        tags[k] = (uint32_t)digest[0] << 24 | (uint32_t)digest[1] << 16
+                  | (uint32_t)digest[2] << 8 | digest[3];
+    }
+    return 0;
+}
+
+/* The lookups are by exact str keys: they run no Python code, so neither
+ * list changes meanwhile. */
+uint32_t *node_list_positions_in(const NodeList *from, const NodeList *to)
+{
+    Py_ssize_t n = node_list_len(from);
+    uint32_t *same = PyMem_New(uint32_t, n ? (size_t)n : 1);
+    if (!same) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *at = PyDict_GetItemWithError(to->index, PyTuple_GET_ITEM(from->nodes, k));
+        if (!at && PyErr_Occurred()) {
+            PyMem_Free(same);
+            return NULL;
+        }
+        same[k] = at ? (uint32_t)PyLong_AsSize_t(at) : CHASH_DIFF_NONE;
+    }
+    return same;
+}
+
+int node_list_check(const NodeList *list, const size_t *seen)
+{
+    size_t n = (size_t)node_list_len(list);
+    int ok = PyDict_GET_SIZE(list->index) == (Py_ssize_t)n;
+    for (size_t k = 0; ok && k < n; k++)
+        ok = node_list_position(list, PyTuple_GET_ITEM(list->nodes, (Py_ssize_t)k)) == (Py_ssize_t)k
+             && list->weights[k] >= 1 && seen[k] == list->counts[k];
+    return ok;
+}

@@ -1,0 +1,101 @@
+/*
+ * node_list.h - what the routers rebuilt whole share (the 64-bit ring
+ * family, ring64.c, and MaglevRouter, maglev.c): the ordered node list
+ * with integer weights, its index, and the all-or-nothing rebuild that
+ * swaps a new list and its owner's new structure in at once.
+ *
+ * A NodeList holds exact str only (node names), so releasing or looking
+ * one up never runs Python code.  Its owner says how to build its
+ * structure (a ring of 64-bit points, a Maglev table) for a list, through
+ * a NodeListRebuild; the rebuild computes everything aside and swaps it
+ * in whole, so a lookup in another thread sees the old one or the new.
+ */
+#ifndef CHASH_PY_NODE_LIST_H
+#define CHASH_PY_NODE_LIST_H
+
+#include "binding.h"
+
+typedef struct {
+    PyObject *nodes;   /* tuple of exact str, in add order */
+    uint64_t *weights; /* PyMem, one a node, each >= 1 */
+    size_t *counts;    /* PyMem: points or table entries a node owns */
+    PyObject *index;   /* dict: node -> its position in nodes */
+} NodeList;
+
+/*
+ * How an owner builds its structure for a node list: build(owner, nodes,
+ * weights, n, counts, &structure) fills counts (zeroed, n of them) and
+ * makes the new structure (NULL is a valid one, e.g. no table for no
+ * node), 0, or -1 with an exception and nothing to free; release frees
+ * one; *slot is where the owner keeps it.  layout names the layout in
+ * messages; cap_total refuses a total weight above 2**32 - 1 (Envoy).
+ */
+typedef struct {
+    void *owner;
+    int (*build)(void *owner, PyObject *nodes, const uint64_t *weights, size_t n, size_t *counts,
+                 void **structure);
+    void (*release)(void *structure);
+    void **slot;
+    const char *layout;
+    int cap_total;
+} NodeListRebuild;
+
+/* An empty list; 0, or -1 with an exception. */
+int node_list_init(NodeList *list);
+/* Frees the list's own memory (not the owner's structure). */
+void node_list_free(NodeList *list);
+int node_list_traverse(NodeList *list, visitproc visit, void *arg);
+
+static inline Py_ssize_t node_list_len(const NodeList *list)
+{
+    return PyTuple_GET_SIZE(list->nodes);
+}
+
+static inline PyObject *node_list_at(const NodeList *list, size_t k)
+{
+    return PyTuple_GET_ITEM(list->nodes, (Py_ssize_t)k);
+}
+
+/* The position of node, or -1 (also for a non-str; -1 with an exception
+ * when a str subclass cannot be copied). */
+Py_ssize_t node_list_position(const NodeList *list, PyObject *node);
+/* 1, 0, or -1 with an exception. */
+int node_list_contains(const NodeList *list, PyObject *node);
+
+/* A weight of these layouts: an integer from 1 to 2**32 - 1 (Envoy's and
+ * gRPC's uint32), from a double parse_weight read; 0 or -1. */
+int node_list_weight(double weight, const char *layout, uint64_t *out);
+
+/* Membership changes, each all-or-nothing through how: 0, or -1 with an
+ * exception and the list (and the structure) as they were. */
+int node_list_add(NodeList *list, PyObject *node, double weight, const NodeListRebuild *how);
+int node_list_add_many(NodeList *list, PyObject *nodes, double weight, const NodeListRebuild *how);
+/* 1 removed, 0 absent, -1 error. */
+int node_list_remove(NodeList *list, PyObject *node, const NodeListRebuild *how);
+/* Exactly the (node, weight) pairs of an iterable, in that order. */
+int node_list_replace(NodeList *list, PyObject *pairs, const NodeListRebuild *how);
+/* The list rebuilt as it is (after a setting of the owner changed). */
+int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
+                  const NodeListRebuild *how);
+
+/* Views (new objects, NULL with an exception). */
+PyObject *node_list_nodes(const NodeList *list);
+PyObject *node_list_weights(const NodeList *list);
+PyObject *node_list_counts(const NodeList *list);
+PyObject *node_list_pairs(const NodeList *list);
+/* {node: values[k]} as floats / ints. */
+PyObject *node_list_float_map(const NodeList *list, const double *values);
+PyObject *node_list_count_map(const NodeList *list, const size_t *values);
+/* 1 when both lists hold the same weights (and, with ordered, the same
+ * order), 0, -1 with an exception. */
+int node_list_equal(const NodeList *a, const NodeList *b, int ordered);
+/* The first 4 bytes of MD5(name) of every node, big-endian; 0 or -1. */
+int node_list_tags(const NodeList *list, uint32_t *tags);
+/* same[k]: the position in to of from's node k, or CHASH_DIFF_NONE (engine/diff.h); a PyMem
+ * block the caller frees, or NULL with an exception. */
+uint32_t *node_list_positions_in(const NodeList *from, const NodeList *to);
+/* The check of node_list's own invariants against counts recounted by
+ * the owner (seen); 1 when they hold. */
+int node_list_check(const NodeList *list, const size_t *seen);
+
+#endif /* CHASH_PY_NODE_LIST_H */

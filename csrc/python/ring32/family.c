@@ -1,0 +1,230 @@
+/*
+ * family.c - the 32-bit ring family (ring32.h): its descriptor, node
+ * entries, construction (argument checks, then ring32_empty(), which every
+ * other way of making such a router goes through) and lifetime.
+ */
+#include "ring32.h"
+
+#include "python/args.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Node entries                                                       */
+
+void free_entry(NodeEntry *entry)
+{
+    Py_DECREF(entry->name);
+    PyMem_Free(entry);
+}
+
+/* A new NodeEntry for node (an exact str kept), or NULL with an exception. */
+NodeEntry *new_entry(PyObject *node, double weight)
+{
+    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+    if (!entry) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!entry->name) {
+        PyMem_Free(entry);
+        return NULL;
+    }
+    entry->weight = weight;
+    entry->puid = 0;
+    return entry;
+}
+
+/* ------------------------------------------------------------------ */
+/* Construction and lifetime                                          */
+
+/* An empty ring breaking ties as the layout's reference does; NULL when
+ * out of memory. */
+chash_ring *new_ring(chash_layout_id layout)
+{
+    chash_ring *ring = chash_ring_new();
+    if (ring && chash_layout_ties(layout))
+        (void)chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER); /* empty: cannot fail */
+    if (ring)
+        (void)chash_ring_set_rule(ring, (chash_rule)chash_layout_rule(layout)); /* empty too */
+    return ring;
+}
+
+int ring32_empty(RouterObject *self, const chash_scheme *scheme, PyObject *hash_fn,
+                 size_t base_points)
+{
+    self->r32.ring = new_ring(scheme->layout);
+    if (!self->r32.ring) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->r32.scheme = *scheme;
+    self->r32.hash_fn = Py_XNewRef(hash_fn);
+    self->r32.base_points = base_points;
+    self->r32.ids.next = 1;
+    self->family = &ring32_family;
+    return 0;
+}
+
+/*
+ * self (allocated, no family yet) set to an empty ring from the
+ * constructor's arguments: layout a str naming a layout, hash None (the
+ * layout's own), a hash's name or a callable, vnodes the points at weight
+ * 1 when vnodes_given (else the layout's default).  0, or -1 with
+ * TypeError / ValueError naming the argument; _rebuild goes through here
+ * too, so a pickle is checked as a call would be.
+ */
+int ring32_init(RouterObject *self, Py_ssize_t vnodes, int vnodes_given, PyObject *hash,
+                PyObject *layout_obj)
+{
+    const char *layout_name = name_arg(layout_obj, "layout");
+    if (!layout_name)
+        return -1;
+    chash_layout_id layout;
+    if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
+        PyErr_Format(PyExc_ValueError,
+                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'haproxy', 'envoy' or 'grpc'", layout_name);
+        return -1;
+    }
+    size_t base = chash_layout_default_points(layout);
+    if (vnodes_given) {
+        if (vnodes < 1 || vnodes > MAX_VIRTUAL_NODES) {
+            PyErr_Format(PyExc_ValueError,
+                         "virtual_node_count must be between 1 and %d, not %zd",
+                         MAX_VIRTUAL_NODES, vnodes);
+            return -1;
+        }
+        base = (size_t)vnodes;
+    }
+    chash_hash_id hash_id = chash_layout_default_hash(layout);
+    PyObject *hash_fn = NULL;
+    if (hash == Py_None) {
+        /* the layout's own hash */
+    } else if (PyUnicode_Check(hash)) {
+        const char *name = name_arg(hash, "hash");
+        if (!name)
+            return -1;
+        if (chash_hash_by_name(name, &hash_id) != CHASH_OK) {
+            PyErr_Format(PyExc_ValueError,
+                         "unknown hash %R: expected one of md5, sha1, murmur2, murmur3, "
+                         "xxh32, xxh64, xxh3, fnv1a, crc32, one_at_a_time, sdbm, djb2, wt6, "
+                         "sdbm_avalanche, djb2_avalanche, wt6_avalanche, crc32_avalanche, "
+                         "or a callable", hash);
+            return -1;
+        }
+    } else if (PyCallable_Check(hash)) {
+        hash_fn = hash;
+    } else {
+        PyErr_Format(PyExc_TypeError, "hash must be a str or a callable, not %.200s",
+                     Py_TYPE(hash)->tp_name);
+        return -1;
+    }
+    if (layout == CHASH_LAYOUT_KETAMA && (hash_fn || hash_id != CHASH_HASH_MD5)) {
+        PyErr_SetString(PyExc_ValueError, "the ketama layout is defined over md5 only");
+        return -1;
+    }
+    if (layout == CHASH_LAYOUT_NGINX && (hash_fn || hash_id != CHASH_HASH_CRC32)) {
+        PyErr_SetString(PyExc_ValueError, "the nginx layout is defined over crc32 only");
+        return -1;
+    }
+    if (layout == CHASH_LAYOUT_LIBMEMCACHED
+        && (hash_fn || (hash_id != CHASH_HASH_ONE_AT_A_TIME && hash_id != CHASH_HASH_MD5))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the libmemcached layout takes hash 'one_at_a_time' or 'md5'");
+        return -1;
+    }
+    if (layout == CHASH_LAYOUT_HAPROXY) {
+        chash_scheme probe;
+        if (hash_fn || chash_scheme_init(&probe, layout, hash_id) != CHASH_OK) {
+            PyErr_SetString(PyExc_ValueError,
+                            "the haproxy layout takes hash 'sdbm', 'djb2', 'wt6' or 'crc32', "
+                            "each also with '_avalanche' (default 'sdbm_avalanche')");
+            return -1;
+        }
+        if (vnodes_given && base != CHASH_HAPROXY_WEIGHT_SCALE) {
+            PyErr_Format(PyExc_ValueError,
+                         "the haproxy layout gives %d points per unit of weight, "
+                         "not virtual_node_count=%zu", CHASH_HAPROXY_WEIGHT_SCALE, base);
+            return -1;
+        }
+    }
+    chash_scheme scheme;
+    (void)chash_scheme_init(&scheme, layout, hash_id); /* both checked above */
+    return ring32_empty(self, &scheme, hash_fn, base);
+}
+
+void ring32_release(RouterObject *self)
+{
+    Py_CLEAR(self->r32.hash_fn);
+    haproxy_ids_free(&self->r32.ids);
+    if (!self->r32.ring)
+        return;
+    chash_ring *ring = self->r32.ring;
+    self->r32.ring = NULL;
+    size_t n = chash_ring_node_count(ring);
+    NodeEntry **entries = PyMem_New(NodeEntry *, n ? n : 1);
+    /* Collect first, free the ring, then release: no Python object is
+     * released while the ring still points at it. */
+    if (entries) {
+        for (size_t i = 0; i < n; i++)
+            entries[i] = (NodeEntry *)chash_ring_node(ring, i).data;
+        chash_ring_free(ring);
+        for (size_t i = 0; i < n; i++)
+            free_entry(entries[i]);
+        PyMem_Free(entries);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            free_entry((NodeEntry *)chash_ring_node(ring, i).data);
+        chash_ring_free(ring);
+    }
+}
+
+static int ring32_traverse(RouterObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->r32.hash_fn);
+    return 0;
+}
+
+static void ring32_clear(RouterObject *self)
+{
+    Py_CLEAR(self->r32.hash_fn);
+}
+
+const router_family ring32_family = {
+    .name = "ring32",
+    .bits = 32,
+    .release = ring32_release,
+    .traverse = ring32_traverse,
+    .clear = ring32_clear,
+    .add = ring32_add,
+    .add_many = ring32_add_many,
+    .remove = ring32_remove,
+    .replace = ring32_replace,
+    .contains = ring32_contains,
+    .len = ring32_len,
+    .get = ring32_get,
+    .get_many = ring32_get_many,
+    .get_by_hash = ring32_get_by_hash,
+    .get_many_by_hash = ring32_get_many_by_hash,
+    .preference = ring32_preference,
+    .calculate_hash = ring32_calculate_hash,
+    .ownership = ring32_ownership,
+    .key_distribution = ring32_key_distribution,
+    .fingerprint = ring32_fingerprint,
+    .check = ring32_check,
+    .nodes = ring32_nodes,
+    .weights = ring32_weights,
+    .points = ring32_points,
+    .hash_ring = ring32_hash_ring,
+    .node_map = ring32_node_map,
+    .hash_name = ring32_hash_name,
+    .layout = ring32_layout,
+    .settings = ring32_settings,
+    .memory = ring32_memory,
+    .ids = ring32_ids,
+    .repr = ring32_repr,
+    .equal = ring32_equal,
+    .reduce = ring32_reduce,
+    .diff = ring32_diff,
+};

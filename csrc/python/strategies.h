@@ -1,0 +1,12 @@
+/*
+ * strategies.h - the strategy functions chash.simulate measures
+ * (strategies.c), added to the module's own at init (module.c).
+ */
+#ifndef CHASH_PY_STRATEGIES_H
+#define CHASH_PY_STRATEGIES_H
+
+#include "binding.h"
+
+extern PyMethodDef strategy_methods[];
+
+#endif /* CHASH_PY_STRATEGIES_H */
