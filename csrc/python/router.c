@@ -14,11 +14,6 @@
 /* ------------------------------------------------------------------ */
 /* Construction and lifetime                                          */
 
-RouterObject *router_alloc(PyTypeObject *type)
-{
-    return (RouterObject *)type->tp_alloc(type, 0);
-}
-
 static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"virtual_node_count", "hash", "layout", "minimum_ring_size",

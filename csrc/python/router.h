@@ -149,8 +149,11 @@ PyObject *ring64_rebuild(PyTypeObject *cls, PyObject *layout, PyObject *hash, Py
 
 /* The type (router.c): made and added to the module at init; 0 or -1. */
 int router_type_setup(PyObject *module);
-/* A new object of type (ConsistentHashRouter or a subclass) with no
- * family yet, for a family's init; NULL with an exception. */
-RouterObject *router_alloc(PyTypeObject *type);
+/* A new object of type (ConsistentHashRouter or a subclass), zeroed, with
+ * no family yet, for a family's init; NULL with an exception. */
+static inline RouterObject *router_alloc(PyTypeObject *type)
+{
+    return (RouterObject *)type->tp_alloc(type, 0);
+}
 
 #endif /* CHASH_PY_ROUTER_H */

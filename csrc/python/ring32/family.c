@@ -10,33 +10,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* Node entries                                                       */
-
-void free_entry(NodeEntry *entry)
-{
-    Py_DECREF(entry->name);
-    PyMem_Free(entry);
-}
-
-/* A new NodeEntry for node (an exact str kept), or NULL with an exception. */
-NodeEntry *new_entry(PyObject *node, double weight)
-{
-    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
-    if (!entry) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-    if (!entry->name) {
-        PyMem_Free(entry);
-        return NULL;
-    }
-    entry->weight = weight;
-    entry->puid = 0;
-    return entry;
-}
-
-/* ------------------------------------------------------------------ */
 /* Construction and lifetime                                          */
 
 /* An empty ring breaking ties as the layout's reference does; NULL when

@@ -5,7 +5,7 @@
  * schemes (engine/scheme.h).  The family's private declarations, shared
  * by its files, each of which owns one concern:
  *
- *   family.c   the descriptor, node entries, construction, lifetime
+ *   family.c   the descriptor, construction, lifetime (node entries: here)
  *   points.c   the scheme glue: key hashes, a node's points, weights
  *   mutate.c   add, add many, remove
  *   ketama.c   the ketama / libmemcached update (counts by share)
@@ -49,9 +49,31 @@ static inline void *set_status_error(int status, PyObject *node)
     return chash_py_error(status, node, NULL);
 }
 
-/* Node entries and construction (family.c). */
-void free_entry(NodeEntry *entry);
-NodeEntry *new_entry(PyObject *node, double weight);
+static inline void free_entry(NodeEntry *entry)
+{
+    Py_DECREF(entry->name);
+    PyMem_Free(entry);
+}
+
+/* A new NodeEntry for node (an exact str kept), or NULL with an exception. */
+static inline NodeEntry *new_entry(PyObject *node, double weight)
+{
+    NodeEntry *entry = PyMem_Malloc(sizeof *entry);
+    if (!entry) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    if (!entry->name) {
+        PyMem_Free(entry);
+        return NULL;
+    }
+    entry->weight = weight;
+    entry->puid = 0;
+    return entry;
+}
+
+/* Construction (family.c). */
 /* An empty ring breaking ties as the layout's reference does; NULL when
  * out of memory. */
 chash_ring *new_ring(chash_layout_id layout);
