@@ -50,10 +50,6 @@ class Method:
     def streams_requests(self) -> bool:
         return self.kind.startswith("stream_")
 
-    @property
-    def streams_responses(self) -> bool:
-        return self.kind.endswith("_stream")
-
 
 class NodeChannel:
     """A node's channel and the multi-callables made on it, one per method."""

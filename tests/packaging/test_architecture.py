@@ -9,6 +9,7 @@ checked by tests/ring/test_c_sources.py; here only its folders.
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -171,9 +172,34 @@ def test_arrows_point_down() -> None:
     assert offences == []
 
 
-def test_about_a_dozen_modules_flat_in_the_package() -> None:
-    flat = sorted(path.name for path in PACKAGE.glob("*.py"))
-    assert len(flat) <= 12, flat
+#: The modules flat in chash/: the facade and a few ring-level modules; every
+#: other room is a package.
+FLAT = {"__init__.py", "__main__.py", "_optional.py", "_text.py", "_version.py", "bounded.py",
+        "demo.py", "metrics.py", "zones.py"}
+#: Rooms that are packages, one module a program's grammar or a concern,
+#: whose facade re-exports the names of the modules inside.
+SPLIT_ROOMS = ("chash.compat", "chash.simulate")
+
+
+def test_only_the_ring_level_modules_are_flat_in_the_package() -> None:
+    flat = {path.name for path in PACKAGE.glob("*.py")}
+    assert flat <= FLAT, sorted(flat - FLAT)
+
+
+@pytest.mark.parametrize("room", SPLIT_ROOMS)
+def test_a_split_room_is_a_package_whose_facade_has_every_name(room: str) -> None:
+    leaf = room.rpartition(".")[2]
+    assert not (PACKAGE / f"{leaf}.py").exists(), f"chash/{leaf}.py beside the package chash/{leaf}/"
+    assert is_package(room)
+    inside = sorted(name for name in MODULES if name.startswith(room + "."))
+    assert len(inside) >= 2, inside
+    facade = importlib.import_module(room)
+    for name in facade.__all__:
+        assert hasattr(facade, name), f"{room}.__all__ names {name}, which it lacks"
+    for module_name in inside:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            assert getattr(facade, name, None) is getattr(module, name), f"{room} lacks {module_name}.{name}"
 
 
 def test_the_rules_see_what_they_check() -> None:

@@ -1,0 +1,71 @@
+"""Measured answers to the questions a reader of consistent hashing asks.
+
+``simulate()`` routes a fixed set of keys (``user_0`` .. ``user_{K-1}``)
+through a cluster growing one node at a time (``node-01``, ``node-02``, ...)
+and reports, as a JSON-ready dict:
+
+- ``remap``: the fraction of keys that change node at each growth step and
+  when one node fails, for ``hash % N``, the ring at several virtual-node
+  counts, jump consistent hash, rendezvous hashing, Maglev and consistent
+  hashing with bounded loads, beside the ideal ``1/N``;
+- ``balance_by_vnodes`` and ``balance_by_strategy``: how evenly the keys
+  spread (max/mean, min/mean, standard deviation) over the final cluster;
+- ``ring_cost``: the ring's memory and build time by virtual-node count;
+- ``comparison``: one row a strategy (and round robin, which has no key
+  affinity at all) with the figures above side by side.
+
+Every strategy is computed from scratch for each node set, so a number
+depends only on the keys and the nodes.  Shrinking a cluster by its newest
+node moves exactly the keys that growing it moved, so the growth steps read
+backwards are the shrink steps; a failure removes a node from the middle.
+
+``render()`` formats a result as text tables and ``plot()`` draws it with
+matplotlib (the ``plot`` extra).  All the heavy loops run in C.
+
+One module a concern: ``config`` (the setup, keys and nodes),
+``strategies``, ``measures`` (and ``simulate()``), ``text`` (``render()``),
+``plots``.  Import every name from ``chash.simulate``; the modules are how
+it is laid out inside.
+"""
+from __future__ import annotations
+
+from chash.simulate.config import (
+    DEFAULT_BALANCE_VNODES,
+    DEFAULT_RING_VNODES,
+    MAX_MAGLEV_SIZE,
+    SimulationConfig,
+    is_prime,
+    key_names,
+    node_names,
+)
+from chash.simulate.config import TIMING_REPEATS as TIMING_REPEATS
+from chash.simulate.measures import ROUND_ROBIN_SEED as ROUND_ROBIN_SEED
+from chash.simulate.measures import load_stats, simulate
+from chash.simulate.plots import plot
+from chash.simulate.plots import plot_figure as plot_figure
+from chash.simulate.plots import plot_path as plot_path
+from chash.simulate.strategies import BoundedStrategy as BoundedStrategy
+from chash.simulate.strategies import JumpStrategy as JumpStrategy
+from chash.simulate.strategies import MaglevStrategy as MaglevStrategy
+from chash.simulate.strategies import ModuloStrategy as ModuloStrategy
+from chash.simulate.strategies import RendezvousStrategy as RendezvousStrategy
+from chash.simulate.strategies import RingStrategy as RingStrategy
+from chash.simulate.strategies import Strategy, Workload, build_strategies
+from chash.simulate.text import render
+
+__all__ = [
+    "DEFAULT_BALANCE_VNODES",
+    "DEFAULT_RING_VNODES",
+    "MAX_MAGLEV_SIZE",
+    "SimulationConfig",
+    "Strategy",
+    "Workload",
+    "build_strategies",
+    "is_prime",
+    "key_names",
+    "load_stats",
+    "node_names",
+    "plot",
+    "render",
+    "simulate",
+]

@@ -1,0 +1,226 @@
+"""The ways of assigning keys to nodes ``simulate()`` measures: ``hash %
+N``, the ring, jump, rendezvous, Maglev and bounded loads, each over one
+``Workload`` (the keys and their hashes); the loops run in C."""
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from chash import _chash
+from chash._chash import ConsistentHashRouter
+from chash.simulate.config import TIMING_REPEATS, SimulationConfig
+
+if TYPE_CHECKING:
+    from chash._chash import HashName
+
+__all__ = ["BoundedStrategy", "JumpStrategy", "MaglevStrategy", "ModuloStrategy", "RendezvousStrategy",
+           "RingStrategy", "Strategy", "Workload", "build_strategies"]
+
+# The private C helper (a strategy function of chash._chash, typed by its
+# stub): an array('Q') of 64-bit hashes.
+_key_hashes = _chash._key_hashes
+
+
+class Workload:
+    """The keys, their 64-bit hashes, and how long hashing them took (best of three)."""
+
+    def __init__(self, keys: list[str], hash_name: HashName) -> None:
+        self.keys = keys
+        self.hash_name = hash_name
+        self.hash_seconds = math.inf
+        for _ in range(TIMING_REPEATS):
+            started = time.perf_counter()
+            self.hashes = _key_hashes(keys, hash_name)
+            self.hash_seconds = min(self.hash_seconds, time.perf_counter() - started)
+
+
+class Strategy:
+    """One way of assigning keys to nodes, measured by ``simulate()``.
+
+    ``assign(nodes)`` returns, for every key of the workload, the index of
+    its node in ``nodes``; ``route_seconds`` is how long the routing itself
+    took in the last call (no setup, no bookkeeping).
+    """
+
+    id = ""
+    """Short stable name, the key in JSON results."""
+    label = ""
+    """Readable name for tables and legends."""
+    hashes_keys = False
+    """True when ``route_seconds`` includes hashing the keys."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.route_seconds = 0.0
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index (into ``nodes``) of every key."""
+        raise NotImplementedError
+
+    def after_failure(self, nodes: Sequence[str], failed: int) -> list[str]:
+        """The node list once ``nodes[failed]`` is gone (order kept)."""
+        return [node for i, node in enumerate(nodes) if i != failed]
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """Bytes of routing state the strategy keeps for ``nodes`` (besides the node list)."""
+        return 0
+
+    def ns_per_key(self) -> float:
+        """Routing cost a key in the last ``assign``, key hashing included."""
+        seconds = self.route_seconds + (0.0 if self.hashes_keys else self.workload.hash_seconds)
+        return 1e9 * seconds / max(1, len(self.workload.keys))
+
+
+class ModuloStrategy(Strategy):
+    """``hash % N``: the node list indexed by the key hash modulo its length."""
+
+    id = "modulo"
+    label = "hash % N"
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key."""
+        started = time.perf_counter()
+        result = _chash._modulo_assign(self.workload.hashes, len(nodes))
+        self.route_seconds = time.perf_counter() - started
+        return result
+
+
+class JumpStrategy(Strategy):
+    """Jump consistent hash: node i is bucket i; only the last bucket can go.
+
+    A failed node in the middle hands its bucket number to the last node
+    (swap and shrink by one), the usual way to use jump with named nodes.
+    """
+
+    id = "jump"
+    label = "jump"
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key."""
+        started = time.perf_counter()
+        result = _chash._jump_assign(self.workload.hashes, len(nodes))
+        self.route_seconds = time.perf_counter() - started
+        return result
+
+    def after_failure(self, nodes: Sequence[str], failed: int) -> list[str]:
+        """The last node takes over the failed node's bucket number."""
+        rest = list(nodes[:-1])
+        if failed < len(rest):
+            rest[failed] = nodes[-1]
+        return rest
+
+
+class RendezvousStrategy(Strategy):
+    """Highest random weight: the node scoring highest for the key wins."""
+
+    id = "rendezvous"
+    label = "rendezvous"
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key."""
+        node_hashes = _key_hashes(nodes, self.workload.hash_name)
+        started = time.perf_counter()
+        result = _chash._rendezvous_assign(self.workload.hashes, node_hashes)
+        self.route_seconds = time.perf_counter() - started
+        return result
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """One 64-bit hash a node."""
+        return 8 * len(nodes)
+
+
+class MaglevStrategy(Strategy):
+    """Maglev: a prime-sized lookup table filled from per-node permutations."""
+
+    id = "maglev"
+    label = "maglev"
+
+    def __init__(self, workload: Workload, size: int) -> None:
+        super().__init__(workload)
+        self.size = size
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key."""
+        table = _chash._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
+        started = time.perf_counter()
+        result = _chash._table_assign(self.workload.hashes, table)
+        self.route_seconds = time.perf_counter() - started
+        return result
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """The table: one 32-bit node index an entry."""
+        return 4 * self.size
+
+
+class RingStrategy(Strategy):
+    """The consistent-hash ring (``ConsistentHashRouter``) with v virtual nodes."""
+
+    hashes_keys = True
+
+    def __init__(self, workload: Workload, vnodes: int) -> None:
+        super().__init__(workload)
+        self.vnodes = vnodes
+        self.id = f"ring-{vnodes}"
+        self.label = f"ring/{vnodes}"
+
+    def router(self, nodes: Sequence[str]) -> ConsistentHashRouter:
+        """A router holding ``nodes``."""
+        router = ConsistentHashRouter(self.vnodes, hash=self.workload.hash_name)
+        router.add_service_nodes(nodes)
+        return router
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key, through the router's batch lookup."""
+        router = self.router(nodes)
+        started = time.perf_counter()
+        owners = router.get_target_nodes(self.workload.keys)
+        self.route_seconds = time.perf_counter() - started
+        result = _chash._node_indices(owners, nodes)
+        return result
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """Heap bytes of the ring engine."""
+        return self.router(nodes).memory_bytes
+
+
+class BoundedStrategy(RingStrategy):
+    """Consistent hashing with bounded loads over the ring with v virtual nodes.
+
+    Keys are placed in order; each goes to the first node clockwise from its
+    ring position whose load is below ceil(c * (placed + 1) / N).  Points
+    several nodes share count once, for the node that owns them on the ring.
+    """
+
+    hashes_keys = False
+
+    def __init__(self, workload: Workload, vnodes: int, balance_factor: float) -> None:
+        super().__init__(workload, vnodes)
+        self.balance_factor = balance_factor
+        self.id = f"bounded-{vnodes}"
+        self.label = f"bounded/{vnodes}"
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key, placed one by one under the load bound
+        over the router's own ring (its node order is that of nodes)."""
+        router = self.router(nodes)
+        started = time.perf_counter()
+        result = _chash._bounded_assign(router, self.workload.hashes, self.balance_factor)
+        self.route_seconds = time.perf_counter() - started
+        return result
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """The ring plus one load counter a node."""
+        return super().state_bytes(nodes) + 8 * len(nodes)
+
+
+def build_strategies(config: SimulationConfig, workload: Workload) -> list[Strategy]:
+    """The strategies of the remap and comparison tables, in column order."""
+    strategies: list[Strategy] = [ModuloStrategy(workload)]
+    strategies += [RingStrategy(workload, v) for v in config.ring_vnodes]
+    strategies += [JumpStrategy(workload), RendezvousStrategy(workload),
+                   MaglevStrategy(workload, config.maglev_size)]
+    strategies += [BoundedStrategy(workload, v, config.balance_factor) for v in config.bounded_vnodes]
+    return strategies
