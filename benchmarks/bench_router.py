@@ -569,6 +569,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="with --compat-only: the rows of this layout only (e.g. haproxy)")
     parser.add_argument("--wide-only", action="store_true",
                         help="only the rows of the 64-bit envoy ring and MaglevRouter")
+    parser.add_argument("--reference", metavar="GIT_REV",
+                        help="only this checkout's engine against the engine built at GIT_REV, "
+                             "interleaved (benchmarks/_against_revision.py; --nodes default 100)")
     return parser.parse_args(argv)
 
 
@@ -583,6 +586,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.wide_only:
         print(wide_layout_rows(nodes, request_keys(args.keys or 20000), repeat))
+        return 0
+    if args.reference:
+        from _against_revision import report as against_revision
+
+        chosen = nodes if "--nodes" in (argv if argv is not None else sys.argv) else [100]
+        print(against_revision(args.reference, chosen, request_keys(args.keys or 20000), repeat))
         return 0
     cfg = Config(
         nodes=nodes,

@@ -1,0 +1,153 @@
+"""bench_router.py --reference GIT_REV: this checkout's engine against the
+engine of another revision, in one process and interleaved rounds.
+
+The other revision's extension is built from ``git archive`` in a scratch
+folder and loaded beside this one under its own module object
+(multi-phase init allows two copies of chash._chash in one interpreter),
+so both are timed on the same keys, with the same Python, one right after
+the other.  Each sample is the best of 3 back-to-back takes; the table
+shows medians over the rounds and the ratio this / reference (above 1:
+this revision is slower).  The verdict: no median more than 3 % slower.
+"""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUTS = ("python", "ketama", "haproxy", "envoy", "maglev")
+WITHIN = 0.03
+
+
+def load_revision(rev: str, scratch: Path) -> ModuleType:
+    """chash._chash as it was at rev, built in scratch and loaded as a module
+    of its own (not in sys.modules)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace", "-j2"], cwd=scratch,
+                   check=True, stdout=subprocess.DEVNULL)
+    (path,) = (scratch / "chash").glob("_chash*.so")
+    spec = importlib.util.spec_from_file_location("chash._chash", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_router(engine: Any, layout: str) -> Any:
+    if layout == "maglev":
+        return engine.MaglevRouter()
+    return engine.ConsistentHashRouter(layout=layout)
+
+
+def best_of_3(fn: Callable[[], object], ops: int) -> float:
+    """ns per op: the fastest of three back-to-back takes, collector off."""
+    best = math.inf
+    gc.disable()
+    try:
+        for _ in range(3):
+            start = time.perf_counter_ns()
+            fn()
+            best = min(best, (time.perf_counter_ns() - start) / ops)
+    finally:
+        gc.enable()
+    return best
+
+
+def samplers(engine: Any, layout: str, nodes: list[str], keys: list[str],
+             spares: list[str]) -> dict[str, Callable[[int], float]]:
+    """The timed operations on one engine's router of layout, by row name."""
+    router = make_router(engine, layout)
+    router.add_service_nodes(nodes)
+    single = keys[:2000]
+    get, many = router.get_target_node, router.get_target_nodes
+
+    def lookups(_seq: int) -> float:
+        def run() -> None:
+            for key in single:
+                get(key)
+        return best_of_3(run, len(single))
+
+    def batch(_seq: int) -> float:
+        return best_of_3(lambda: many(keys), len(keys))
+
+    def add_remove(seq: int) -> float:
+        node = spares[seq % len(spares)]
+
+        def run() -> None:
+            router.add_service_node(node)
+            router.remove_service_node(node)
+        return best_of_3(run, 1) / 1000
+
+    def add_many(_seq: int) -> float:
+        def run() -> None:
+            fresh = make_router(engine, layout)
+            fresh.add_service_nodes(nodes)
+        return best_of_3(run, 1) / 1000
+
+    return {"single lookup ns": lookups, "batch lookup ns/key": batch,
+            "add + remove one µs": add_remove, f"add {len(nodes)} at once µs": add_many}
+
+
+def rows(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int) -> tuple[str, int]:
+    """The table and how many medians are more than 3 % slower."""
+    import chash
+
+    with tempfile.TemporaryDirectory() as scratch:
+        reference = load_revision(rev, Path(scratch))
+    engines = {"this": chash._chash, "ref": reference}
+    plans = []
+    for n in node_counts:
+        nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]
+        spares = [f"spare-{i}.svc:80" for i in range(64)]
+        for layout in LAYOUTS:
+            per_engine = {name: samplers(engine, layout, nodes, keys, spares)
+                          for name, engine in engines.items()}
+            for row in per_engine["this"]:
+                plans.append((n, layout, row, per_engine))
+    samples: dict[tuple[int, str, str, str], list[float]] = {}
+    for r in range(repeat):
+        print(f"[{time.strftime('%H:%M:%S')}] round {r + 1} of {repeat}", file=sys.stderr, flush=True)
+        for n, layout, row, per_engine in plans:
+            order = ("this", "ref") if r % 2 == 0 else ("ref", "this")
+            for name in order:
+                samples.setdefault((n, layout, row, name), []).append(per_engine[name][row](r))
+    lines = [f"{'nodes':>5} {'layout':>8} {'operation':>22} {'this':>10} {'reference':>10} {'ratio':>6}"]
+    missed = 0
+    for n, layout, row, _ in plans:
+        this = statistics.median(samples[(n, layout, row, "this")])
+        ref = statistics.median(samples[(n, layout, row, "ref")])
+        ratio = this / ref
+        mark = "" if ratio <= 1 + WITHIN else " x"
+        missed += bool(mark)
+        lines.append(f"{n:>5} {layout:>8} {row:>22} {this:>10.2f} {ref:>10.2f} {ratio:>6.3f}{mark}")
+    return "\n".join(lines), missed
+
+
+def report(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+    import os
+
+    import chash
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    ref = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    load = os.getloadavg()[0]
+    table, missed = rows(rev, node_counts, keys, repeat)
+    head = [f"chash {chash.__version__} at {commit} against its engine at {ref}, in one process",
+            f"medians of {repeat} interleaved rounds, each sample the best of 3 takes; "
+            f"{len(keys):,} keys; load average {load:.2f} at start",
+            "ratio: this / reference (above 1: this revision is slower); x: more than 3 % slower"]
+    return "\n".join([*head, table, f"more than 3 % slower: {missed} of {table.count(chr(10))}"])
