@@ -5,8 +5,9 @@
  * four-lanes-at-a-time loop that hashes a batch of keys.
  *
  * The binding's files are the only ones that include Python.h; the engine
- * (csrc/engine/, csrc/hash/, csrc/strategies/) never sees Python.  The
- * router type's own declarations are in router.h, which includes this.
+ * (csrc/engine/, csrc/hash/, csrc/strategies/, csrc/http/) never sees
+ * Python.  The types' own declarations are in router.h (and the families'
+ * headers) and maglev.h; the module's state is in module.h.
  */
 #ifndef CHASH_BINDING_H
 #define CHASH_BINDING_H
