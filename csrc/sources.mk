@@ -6,8 +6,9 @@
 # list of its folder; setup.py refuses to build while a csrc/ .c file is in
 # no list.
 
-# The ring engine (csrc/engine/): the ring, its id index and sort/merge path.
-RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c
+# The ring engine (csrc/engine/): the ring, its id index, its bulk path and
+# the radix sort of points (a leaf).
+RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c engine/sort.c
 # The ring of 64-bit points built whole (csrc/engine/wide.c) and the
 # rules of Envoy's and gRPC's rings and Envoy's Maglev over it
 # (csrc/engine/envoy.c).
