@@ -18,6 +18,9 @@ DIFF_SOURCES := engine/diff.c
 # How keys and node ids become ring points (csrc/engine/scheme.c), over the
 # hash functions (csrc/hash/, one file per function or family).
 SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
+# The haproxy layout's server ids and HAProxy's numbering of them
+# (csrc/engine/haproxy_ids.c).
+HAPROXY_ID_SOURCES := engine/haproxy_ids.c
 HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
                 hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
@@ -28,7 +31,7 @@ STRATEGY_SOURCES := strategies/strategies.c
 
 # The engine: everything above; plain C11, no Python.
 ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
-                  $(HTTP_SOURCES)
+                  $(HTTP_SOURCES) $(HAPROXY_ID_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.

@@ -31,6 +31,7 @@
 #include "binding.h"
 #include "engine/chash.h"
 #include "engine/scheme.h"
+#include "engine/haproxy_ids.h"
 
 /* virtual_node_count must lie in [1, MAX_VIRTUAL_NODES]. */
 #define MAX_VIRTUAL_NODES 1000000
@@ -49,12 +50,8 @@ typedef struct {
 } NodeEntry;
 
 /* The haproxy layout's server ids in use, sorted, and HAProxy's counter
- * for the next automatic one (haproxy.c). */
-typedef struct {
-    uint32_t *used;
-    size_t count, cap;
-    uint32_t next;
-} HaproxyIds;
+ * for the next automatic one (engine/haproxy_ids.h, used by haproxy.c). */
+typedef chash_haproxy_ids HaproxyIds;
 
 typedef struct {
     PyObject_HEAD
@@ -134,7 +131,7 @@ PyObject *router_discard(RouterObject *self, PyObject *node);
 PyObject *router_remove(RouterObject *self, PyObject *node);
 
 /* The haproxy layout (haproxy.c) */
-#define HAPROXY_MAX_ID 2147483647u /* HAProxy's ids are positive C ints */
+#define HAPROXY_MAX_ID CHASH_HAPROXY_MAX_ID /* HAProxy's ids are positive C ints */
 int haproxy_parse_id(PyObject *id_obj, uint32_t *puid);
 int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid);
 PyObject *haproxy_add_many(RouterObject *self, PyObject *nodes, double weight);
