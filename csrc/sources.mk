@@ -26,8 +26,11 @@ HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # The gateway's policy over request heads llhttp accepted (csrc/http/).
 HTTP_SOURCES := http/request_head.c
-# Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
-STRATEGY_SOURCES := strategies/strategies.c
+# Strategies beside the ring (csrc/strategies/, one file a strategy): jump
+# (and modulo), rendezvous, Maglev (its permutations, fills, Envoy's table
+# and lookups), bounded loads, over one mixer.
+STRATEGY_SOURCES := strategies/mix.c strategies/jump.c strategies/rendezvous.c \
+                    strategies/maglev.c strategies/bounded.c
 
 # The engine: everything above; plain C11, no Python.
 ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \

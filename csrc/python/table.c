@@ -22,44 +22,6 @@ const char *table_layout_name(const TableObject *self)
     }
 }
 
-/*
- * h % m by multiplications (Lemire, Kaser & Kurz, "Faster Remainder by
- * Direct Computation", 2019): with magic = floor((2**128 - 1) / m) + 1, the
- * remainder is the top 64 bits of ((magic * h) mod 2**128) * m / 2**64,
- * exact for every 64-bit h and 2 <= m < 2**64.  A Maglev lookup is one
- * remainder, and a 64-bit division costs more than the rest of it.
- */
-#if defined(__SIZEOF_INT128__)
-typedef unsigned __int128 u128;
-
-static void set_mod_magic(TableObject *self, uint64_t m)
-{
-    u128 magic = ~(u128)0 / m + 1;
-    self->mod_magic[0] = (uint64_t)(magic >> 64);
-    self->mod_magic[1] = (uint64_t)magic;
-}
-
-static inline uint64_t table_mod(const TableObject *self, uint64_t h)
-{
-    u128 magic = (u128)self->mod_magic[0] << 64 | self->mod_magic[1];
-    u128 low = magic * h;
-    u128 bottom = ((low & UINT64_MAX) * self->table_size) >> 64;
-    u128 top = (low >> 64) * self->table_size;
-    return (uint64_t)((top + bottom) >> 64);
-}
-#else
-static void set_mod_magic(TableObject *self, uint64_t m)
-{
-    (void)m;
-    self->mod_magic[0] = self->mod_magic[1] = 0;
-}
-
-static inline uint64_t table_mod(const TableObject *self, uint64_t h)
-{
-    return h % self->table_size;
-}
-#endif
-
 TableObject *table_alloc(PyTypeObject *type, table_kind kind, chash_point_hash hash,
                          uint64_t min_ring, uint64_t max_ring, size_t table_size)
 {
@@ -75,7 +37,7 @@ TableObject *table_alloc(PyTypeObject *type, table_kind kind, chash_point_hash h
     self->max_ring = max_ring;
     self->table_size = table_size;
     if (kind == TABLE_MAGLEV)
-        set_mod_magic(self, table_size);
+        chash_maglev_mod_magic(table_size, self->mod_magic);
     self->nodes = PyTuple_New(0);
     self->index = PyDict_New();
     self->ring = kind == TABLE_MAGLEV ? NULL : chash_wide_new();
@@ -210,64 +172,31 @@ static int plan_ring(TableObject *self, PyObject *nodes, const uint64_t *weights
     return 0;
 }
 
-/* Sorting node positions by their ids' bytes, as Envoy sorts host keys. */
-typedef struct {
-    const char *id;
-    size_t len;
-    size_t at;
-} SortedHost;
-
-static int compare_hosts(const void *pa, const void *pb)
-{
-    const SortedHost *a = pa, *b = pb;
-    size_t common = a->len < b->len ? a->len : b->len;
-    int c = common ? memcmp(a->id, b->id, common) : 0;
-    return c ? c : (a->len > b->len) - (a->len < b->len);
-}
-
-/* The Maglev table of the plan: hosts sorted by key, weights normalised by
- * their sum, the weighted fill, entries renamed to add-order positions. */
+/* The Maglev table of the plan: Envoy's build from the nodes' UTF-8 and
+ * weights, in one engine call (strategies/maglev.h): hosts sorted by key,
+ * weights normalised by their sum, the weighted fill, entries renamed to
+ * add-order positions, the counts. */
 static int plan_maglev(TableObject *self, PyObject *nodes, const uint64_t *weights, size_t n,
                        TablePlan *plan)
 {
     if (n == 0)
         return 0;
-    size_t m = self->table_size;
-    SortedHost *hosts = PyMem_New(SortedHost, n);
-    uint64_t *offsets = PyMem_New(uint64_t, n);
-    uint64_t *skips = PyMem_New(uint64_t, n);
-    double *norm = PyMem_New(double, n);
-    plan->table = PyMem_New(uint32_t, m);
-    int status = hosts && offsets && skips && norm && plan->table ? CHASH_OK : CHASH_ENOMEM;
-    uint64_t sum = 0;
+    const char **ids = PyMem_New(const char *, n);
+    size_t *lens = PyMem_New(size_t, n);
+    plan->table = PyMem_New(uint32_t, self->table_size);
+    int status = ids && lens && plan->table ? CHASH_OK : CHASH_ENOMEM;
     for (size_t k = 0; k < n && status == CHASH_OK; k++) {
         Py_ssize_t len;
-        hosts[k].id = utf8_at(nodes, (Py_ssize_t)k, &len);
-        hosts[k].len = (size_t)len;
-        hosts[k].at = k;
-        sum += weights[k];
-        if (!hosts[k].id)
+        ids[k] = utf8_at(nodes, (Py_ssize_t)k, &len);
+        lens[k] = (size_t)len;
+        if (!ids[k])
             status = CHASH_ENOMEM;
     }
-    if (status == CHASH_OK) {
-        qsort(hosts, n, sizeof *hosts, compare_hosts);
-        for (size_t i = 0; i < n; i++) {
-            chash_envoy_maglev_entry(hosts[i].id, hosts[i].len, m, &offsets[i], &skips[i]);
-            norm[i] = (double)weights[hosts[i].at] / (double)sum;
-        }
-        status = chash_maglev_build_weighted(offsets, skips, norm, n, plan->table, m);
-    }
-    if (status == CHASH_OK) {
-        for (size_t e = 0; e < m; e++) {
-            size_t at = hosts[plan->table[e]].at;
-            plan->table[e] = (uint32_t)at;
-            plan->counts[at]++;
-        }
-    }
-    PyMem_Free(hosts);
-    PyMem_Free(offsets);
-    PyMem_Free(skips);
-    PyMem_Free(norm);
+    if (status == CHASH_OK)
+        status = chash_maglev_envoy_table(ids, lens, weights, n, self->table_size, plan->table,
+                                          plan->counts);
+    PyMem_Free(ids);
+    PyMem_Free(lens);
     if (status != CHASH_OK) {
         if (!PyErr_Occurred())
             chash_py_error(status, NULL, "cannot build the Maglev table");
@@ -615,7 +544,7 @@ static unsigned table_bits(const TableObject *self)
 static long owner_of(const TableObject *self, uint64_t h)
 {
     if (self->kind == TABLE_MAGLEV)
-        return self->table ? (long)self->table[table_mod(self, h)] : -1;
+        return self->table ? (long)self->table[chash_maglev_mod(self->mod_magic, self->table_size, h)] : -1;
     if (chash_wide_count(self->ring) == 0)
         return -1;
     return (long)chash_wide_owner(self->ring, chash_wide_successor(self->ring, h));
@@ -754,7 +683,7 @@ static size_t maglev_walk(const TableObject *self, uint64_t h, size_t want, uint
     memset(seen, 0, n ? n : 1);
     for (uint64_t a = 0; a < self->table_size && got < want; a++) {
         uint64_t probe = a ? h ^ (~UINT64_C(0) - a + 1) : h;
-        uint32_t k = self->table[table_mod(self, probe)];
+        uint32_t k = self->table[chash_maglev_mod(self->mod_magic, self->table_size, probe)];
         if (!seen[k]) {
             seen[k] = 1;
             out[got++] = k;

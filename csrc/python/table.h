@@ -45,7 +45,7 @@ typedef struct {
     uint64_t max_ring;
     size_t table_size;      /* Maglev's M */
     uint64_t mod_magic[2];  /* Maglev: ceil(2**128 / M), high and low halves,
-                               for h % M without a division (table.c) */
+                               for h % M without a division (strategies/maglev.h) */
     PyObject *nodes;        /* tuple of exact str, in add order */
     uint64_t *weights;      /* PyMem, one a node, >= 1 */
     size_t *counts;         /* PyMem: points (ring) or entries (Maglev) a node */
