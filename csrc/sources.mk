@@ -40,6 +40,6 @@ ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURC
 # include Python.h.
 BINDING_SOURCES := python/module.c python/type.c python/router.c python/build.c \
                    python/points.c python/mutate.c python/ketama.c python/lookup.c \
-                   python/inspect.c python/strategies.c python/haproxy.c \
+                   python/inspect.c python/simulate.c python/haproxy.c \
                    python/by_hash.c python/table.c python/wide_ring.c python/maglev.c \
                    python/diff.c python/zones.c python/http_head.c

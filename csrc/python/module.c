@@ -1,7 +1,7 @@
 /*
  * module.c - chash._chash: the one extension, holding the
  * ConsistentHashRouter type (type.c and the files router.h lists) and
- * the strategy functions chash.simulate uses (strategies.c), over one copy
+ * the strategy functions chash.simulate uses (simulate.c), over one copy
  * of the engine.  Here: the module's own functions (_hash, _rebuild), its
  * constants, its state (the router type) and multi-phase init (PEP 489).
  */

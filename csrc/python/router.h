@@ -15,7 +15,7 @@
  *   lookup.c      single, batch and preference lookups
  *   by_hash.c     lookups by a caller's hash, and reading hash arguments
  *   inspect.c     introspection, fingerprint, len/in/iter/repr/==
- *   strategies.c  the strategy functions beside the ring, for chash.simulate
+ *   simulate.c    the strategy functions beside the ring, for chash.simulate
  *   diff.c        diff(other): the arcs that change owner, chash.Move
  *   zones.c       the nodes' zones: zone=, zones, distinct_zones=, pickling
  *   table.c, wide_ring.c, maglev.c
@@ -208,7 +208,7 @@ PyObject *router_diff(RouterObject *self, PyObject *other);
 int diff_module_init(PyObject *module);
 extern const char diff_doc[];
 
-/* The strategy functions (strategies.c), added to the module's own. */
+/* The strategy functions (simulate.c), added to the module's own. */
 extern PyMethodDef strategy_methods[];
 
 /* Method docstrings, each beside its function. */

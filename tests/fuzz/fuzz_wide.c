@@ -33,7 +33,7 @@
  *               ring exactly as it was.
  *
  * The files under test are included here, with an allocator that fails on
- * demand; the hash functions and the ring (which strategies.c reads) are
+ * demand; the hash functions and the ring (which bounded.c reads) are
  * linked.  chash_wide_check() must pass after every step.
  */
 #include <math.h>
