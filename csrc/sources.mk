@@ -6,8 +6,9 @@
 # list of its folder; setup.py refuses to build while a csrc/ .c file is in
 # no list.
 
-# The ring engine (csrc/engine/): the ring, its id index and sort/merge path.
-RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c
+# The ring engine (csrc/engine/): the ring, its id index, its bulk path and
+# the radix sort of points (a leaf).
+RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c engine/sort.c
 # The ring of 64-bit points built whole (csrc/engine/wide.c) and the
 # rules of Envoy's and gRPC's rings and Envoy's Maglev over it
 # (csrc/engine/envoy.c).
@@ -17,17 +18,23 @@ DIFF_SOURCES := engine/diff.c
 # How keys and node ids become ring points (csrc/engine/scheme.c), over the
 # hash functions (csrc/hash/, one file per function or family).
 SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
+# The haproxy layout's server ids and HAProxy's numbering of them
+# (csrc/engine/haproxy_ids.c).
+HAPROXY_ID_SOURCES := engine/haproxy_ids.c
 HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
                 hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # The gateway's policy over request heads llhttp accepted (csrc/http/).
 HTTP_SOURCES := http/request_head.c
-# Strategies beside the ring: jump, rendezvous, Maglev, bounded loads.
-STRATEGY_SOURCES := strategies/strategies.c
+# Strategies beside the ring (csrc/strategies/, one file a strategy): jump
+# (and modulo), rendezvous, Maglev (its permutations, fills, Envoy's table
+# and lookups), bounded loads, over one mixer.
+STRATEGY_SOURCES := strategies/mix.c strategies/jump.c strategies/rendezvous.c \
+                    strategies/maglev.c strategies/bounded.c
 
 # The engine: everything above; plain C11, no Python.
 ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
-                  $(HTTP_SOURCES)
+                  $(HTTP_SOURCES) $(HAPROXY_ID_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
@@ -36,4 +43,4 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/zones.c 
                    python/ring32/ketama.c python/ring32/haproxy.c python/ring32/build.c \
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_list.c python/ring64.c python/maglev.c \
-                   python/strategies.c python/http_head.c
+                   python/simulate.c python/http_head.c

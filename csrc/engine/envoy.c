@@ -92,10 +92,3 @@ int chash_envoy_points(chash_point_hash kind, const char *id, size_t id_len, siz
         CHASH_FREE(key);
     return CHASH_OK;
 }
-
-void chash_envoy_maglev_entry(const char *id, size_t id_len, uint64_t m, uint64_t *offset,
-                              uint64_t *skip)
-{
-    *offset = chash_xxh64(id, id_len, 0) % m;
-    *skip = chash_xxh64(id, id_len, 1) % (m - 1) + 1;
-}

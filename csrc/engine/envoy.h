@@ -1,7 +1,6 @@
 /*
  * envoy.h - how Envoy's RING_HASH and gRPC's ring_hash place hosts on a
- * ring of 64-bit points (wide.h), and how Envoy's Maglev names a host's
- * permutation.
+ * ring of 64-bit points (wide.h).  Envoy's Maglev is strategies/maglev.h's.
  *
  * Point counts (chash_envoy_counts): weights are normalised by their sum,
  * w / sum in double precision; the ring is scaled so the lightest host gets
@@ -15,9 +14,6 @@
  * Point keys: host i's point j hashes the bytes "{id}_{j}" (j in decimal)
  * with XXH64 seed 0, or with Envoy's MURMUR_HASH_2 (libstdc++'s 64-bit
  * _Hash_bytes, seed 0xc70f6907).
- *
- * Maglev (chash_envoy_maglev_entry): a host's permutation starts at
- * XXH64(id, 0) % M and steps by XXH64(id, 1) % (M - 1) + 1.
  *
  * Plain C11, no Python.
  */
@@ -55,9 +51,5 @@ int chash_envoy_counts(const uint64_t *weights, size_t n, uint64_t min_ring, uin
  */
 int chash_envoy_points(chash_point_hash kind, const char *id, size_t id_len, size_t count,
                        uint64_t *out);
-
-/* Offset and skip of host id in a Maglev table of prime size m >= 2. */
-void chash_envoy_maglev_entry(const char *id, size_t id_len, uint64_t m, uint64_t *offset,
-                              uint64_t *skip);
 
 #endif /* CHASH_ENVOY_H */

@@ -16,9 +16,10 @@
  * the ring as it was (at most with more room).  Room beyond a quarter of
  * the points is given back after removals.
  *
- * The id index lives in ring_index.c, the sort/merge path (adding many
- * nodes, recounting many) in ring_bulk.c; ring_impl.h holds the
- * representation all three share.
+ * The id index lives in ring_index.c, the bulk path (adding many nodes,
+ * recounting many) in ring_bulk.c, the radix sort in sort.c; ring_impl.h
+ * holds the representation they share.  ring.c calls the index and the
+ * sort, never the bulk path (which calls ring.c).
  *
  * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_REALLOC,
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.

@@ -1,84 +1,12 @@
 /*
- * ring_bulk.c - the ring's sort/merge path: the in-place radix sort
- * of points, adding many nodes in one sort and one merge, and recounting
- * many nodes' points in one compacting pass and one merge.  Every call is
- * all-or-nothing: all memory is asked for before the ring changes.
- * Representation in ring_impl.h.
+ * ring_bulk.c - the ring's bulk path: adding many nodes in one sort and
+ * one merge, and recounting many nodes' points in one compacting pass and
+ * one merge.  Every call is all-or-nothing: all memory is asked for before
+ * the ring changes.  Representation in ring_impl.h; the sort is sort.c's.
+ * Above the ring: it calls ring.c, ring_index.c and sort.c, and none of
+ * them calls it.
  */
 #include "ring_impl.h"
-
-/* The sort key of a point: value first, then owner. */
-static uint64_t pair_key(chash_pair p)
-{
-    return (uint64_t)p.value << 32 | p.owner;
-}
-
-/* Below this many points a run is finished by insertion sort. */
-#define FLAG_SORT_SMALL 32
-
-/*
- * Sorts p[0..n) by (value, owner) in place, with no scratch memory (a build
- * leaves no freed buffer behind in the heap): an MSD radix sort over the
- * 64-bit key, 8 bits a level from bit shift down (American flag sort:
- * count the digits, then cycle each point to its digit's next free place),
- * insertion sort for short runs.  At most 8 levels of 2 KiB of counters.
- */
-static void flag_sort(chash_pair *p, size_t n, unsigned shift)
-{
-    if (n < FLAG_SORT_SMALL) {
-        for (size_t i = 1; i < n; i++) {
-            chash_pair x = p[i];
-            uint64_t key = pair_key(x);
-            size_t j = i;
-            for (; j > 0 && pair_key(p[j - 1]) > key; j--)
-                p[j] = p[j - 1];
-            p[j] = x;
-        }
-        return;
-    }
-    uint32_t end[256] = {0}, next[256];
-    for (size_t i = 0; i < n; i++)
-        end[(pair_key(p[i]) >> shift) & 0xFF]++;
-    uint32_t at = 0;
-    for (unsigned d = 0; d < 256; d++) {
-        next[d] = at;
-        at += end[d];
-        end[d] = at;
-    }
-    for (unsigned d = 0; d < 256; d++) {
-        while (next[d] < end[d]) {
-            /* Carry the point at next[d] to its own digit's next place,
-             * and the one found there onwards, until one belongs to d. */
-            chash_pair x = p[next[d]];
-            unsigned e = (unsigned)(pair_key(x) >> shift) & 0xFF;
-            while (e != d) {
-                chash_pair y = p[next[e]];
-                p[next[e]++] = x;
-                x = y;
-                e = (unsigned)(pair_key(x) >> shift) & 0xFF;
-            }
-            p[next[d]++] = x;
-        }
-    }
-    if (shift == 0)
-        return;
-    for (unsigned d = 0, from = 0; d < 256; from = end[d], d++)
-        if (end[d] - from > 1)
-            flag_sort(p + from, end[d] - from, shift - 8);
-}
-
-/* The points of node k as ring points sorted by value (CHASH_FREE them),
- * or NULL when out of memory. */
-CHASH_PRIVATE chash_pair *chash_priv_sorted_pairs(const uint32_t *points, size_t n, size_t k)
-{
-    chash_pair *pairs = CHASH_MALLOC(n * sizeof *pairs);
-    if (!pairs)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        pairs[i] = (chash_pair){points[i], (uint32_t)k};
-    flag_sort(pairs, n, 56);
-    return pairs;
-}
 
 static int compare_spec_ids(const void *pa, const void *pb)
 {
@@ -226,7 +154,7 @@ int chash_ring_add_many(chash_ring *ring, const chash_node_spec *nodes, size_t c
     for (size_t r = 0; r < count; r++)
         for (size_t p = 0; p < order[r]->npoints; p++)
             add[at++] = (chash_pair){order[r]->points[p], (uint32_t)r};
-    flag_sort(add, total, 56);
+    chash_priv_sort_pairs(add, total);
     for (size_t i = 0; i < total; i++)
         add[i].owner = (uint32_t)(base + (size_t)(order[add[i].owner] - nodes));
     CHASH_FREE(order);
@@ -346,7 +274,7 @@ int chash_ring_change_points(chash_ring *ring, const chash_point_change *changes
         for (size_t p = 0; p < changes[c].ndrop; p++)
             drop[nd++] = (chash_pair){changes[c].drop[p], (uint32_t)idx[c]};
     }
-    flag_sort(drop, ndrop, 56);
+    chash_priv_sort_pairs(drop, ndrop);
     if (count_drops(ring, drop, ndrop) != ndrop) {
         status = CHASH_ENOENT;
         goto done;
@@ -361,7 +289,7 @@ int chash_ring_change_points(chash_ring *ring, const chash_point_change *changes
         goto done;
     /* The added points by (value, owner), then equal values put in the
      * ring's tie order (a no-op for ties by insertion order). */
-    flag_sort(add, nadd, 56);
+    chash_priv_sort_pairs(add, nadd);
     for (size_t i = 1; i < nadd; i++) {
         chash_pair x = add[i];
         size_t j = i;

@@ -4,30 +4,24 @@
  *
  *   ring.c        lifecycle, single-node changes, lookups, the check
  *   ring_index.c  the id index (node id -> position), O(1) expected
- *   ring_bulk.c   the sort/merge path: the radix sort of points,
- *                 adding many nodes, recounting many nodes at once
+ *   ring_bulk.c   the bulk path: adding many nodes, recounting many
+ *                 nodes at once
+ *   sort.c        the radix sort of points (sort.h, a leaf)
  *
+ * Calls point one way: ring_bulk.c calls ring.c, which calls
+ * ring_index.c; each may call sort.c, which calls none of them.
  * Names shared between those files carry the chash_priv_ prefix and are
- * hidden from the shared object where the compiler allows.
+ * hidden from the shared object where the compiler allows (CHASH_PRIVATE,
+ * from sort.h).
  */
 #ifndef CHASH_RING_IMPL_H
 #define CHASH_RING_IMPL_H
 
 #include "chash.h"
 #include "alloc.h"
+#include "sort.h"
 
 #include <string.h>
-
-#if defined(__GNUC__) || defined(__clang__)
-#define CHASH_PRIVATE __attribute__((visibility("hidden")))
-#else
-#define CHASH_PRIVATE
-#endif
-
-typedef struct chash_pair {
-    uint32_t value; /* the 32-bit ring position */
-    uint32_t owner; /* index of the owning node */
-} chash_pair;
 
 /* Ids up to this long live inside their node entry (NUL-terminated), so
  * finding a node by id reads its entry and nothing else; longer ones get a
@@ -120,8 +114,5 @@ CHASH_PRIVATE void chash_priv_index_rebuild(chash_ring *ring, size_t size);
 CHASH_PRIVATE void chash_priv_index_remove(chash_ring *ring, size_t k);
 CHASH_PRIVATE size_t chash_priv_index_size_for(size_t nnodes);
 CHASH_PRIVATE int chash_priv_reserve_index(const chash_ring *ring, size_t count, uint32_t **fresh);
-
-/* ring_bulk.c: sorting points. */
-CHASH_PRIVATE chash_pair *chash_priv_sorted_pairs(const uint32_t *points, size_t n, size_t k);
 
 #endif /* CHASH_RING_IMPL_H */

@@ -4,7 +4,7 @@
  */
 #include "args.h"
 
-#include "strategies/strategies.h"
+#include "strategies/maglev.h"
 
 #include <string.h>
 

@@ -10,9 +10,10 @@
 
 #include "binding.h"
 #include "engine/envoy.h"
+#include "engine/haproxy_ids.h"
 
 /* HAProxy's server ids are positive C ints. */
-#define HAPROXY_MAX_ID 2147483647u
+#define HAPROXY_MAX_ID CHASH_HAPROXY_MAX_ID
 
 int node_id(PyObject *node, const char **buf, Py_ssize_t *len);
 const char *name_arg(PyObject *value, const char *what);

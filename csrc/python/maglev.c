@@ -1,10 +1,10 @@
 /*
  * maglev.c - chash.MaglevRouter (maglev.h): Envoy's MAGLEV load balancer as
- * a router.  Hosts are sorted by key; host k's permutation starts at
- * XXH64(key, 0) % M and steps by XXH64(key, 1) % (M - 1) + 1; the table is
- * filled by turns weighted by the normalised weights
- * (chash_maglev_build_weighted), and rebuilt whole from the ordered node
- * list (node_list.h) on every change.  A key goes to table[XXH64(key) % M].
+ * a router.  The table is Envoy's (strategies/maglev.h: hosts sorted by
+ * key, host k's permutation from XXH64(key, 0) % M stepping by
+ * XXH64(key, 1) % (M - 1) + 1, turns weighted by the normalised weights),
+ * rebuilt whole from the ordered node list (node_list.h) on every change.
+ * A key goes to table[XXH64(key) % M].
  * Part of chash._chash.
  *
  * Thread safety rests on the GIL: a rebuild computes the table aside,
@@ -14,11 +14,10 @@
 
 #include "args.h"
 #include "diff.h"
-#include "engine/envoy.h"
 #include "hash/hash.h"
 #include "module.h"
 #include "node_list.h"
-#include "strategies/strategies.h"
+#include "strategies/maglev.h"
 
 #include <string.h>
 
@@ -30,111 +29,45 @@ typedef struct {
     uint32_t *table;       /* node position per entry; PyMem, NULL with no node */
 } MaglevObject;
 
-/*
- * h % m by multiplications (Lemire, Kaser & Kurz, "Faster Remainder by
- * Direct Computation", 2019): with magic = floor((2**128 - 1) / m) + 1, the
- * remainder is the top 64 bits of ((magic * h) mod 2**128) * m / 2**64,
- * exact for every 64-bit h and 2 <= m < 2**64.  A Maglev lookup is one
- * remainder, and a 64-bit division costs more than the rest of it.
- */
-#if defined(__SIZEOF_INT128__)
-typedef unsigned __int128 u128;
-
-static void set_mod_magic(MaglevObject *self, uint64_t m)
-{
-    u128 magic = ~(u128)0 / m + 1;
-    self->mod_magic[0] = (uint64_t)(magic >> 64);
-    self->mod_magic[1] = (uint64_t)magic;
-}
-
+/* h % M without a division (strategies/maglev.h). */
 static inline uint64_t table_mod(const MaglevObject *self, uint64_t h)
 {
-    u128 magic = (u128)self->mod_magic[0] << 64 | self->mod_magic[1];
-    u128 low = magic * h;
-    u128 bottom = ((low & UINT64_MAX) * self->table_size) >> 64;
-    u128 top = (low >> 64) * self->table_size;
-    return (uint64_t)((top + bottom) >> 64);
+    return chash_maglev_mod(self->mod_magic, self->table_size, h);
 }
-#else
-static void set_mod_magic(MaglevObject *self, uint64_t m)
-{
-    (void)m;
-    self->mod_magic[0] = self->mod_magic[1] = 0;
-}
-
-static inline uint64_t table_mod(const MaglevObject *self, uint64_t h)
-{
-    return h % self->table_size;
-}
-#endif
 
 /* ------------------------------------------------------------------ */
 /* The rebuild                                                        */
-
-/* Sorting node positions by their ids' bytes, as Envoy sorts host keys. */
-typedef struct {
-    const char *id;
-    size_t len;
-    size_t at;
-} SortedHost;
-
-static int compare_hosts(const void *pa, const void *pb)
-{
-    const SortedHost *a = pa, *b = pb;
-    size_t common = a->len < b->len ? a->len : b->len;
-    int c = common ? memcmp(a->id, b->id, common) : 0;
-    return c ? c : (a->len > b->len) - (a->len < b->len);
-}
 
 static void release_table(void *structure)
 {
     PyMem_Free(structure);
 }
 
-/* The Maglev table of a node list: hosts sorted by key, weights normalised
- * by their sum, the weighted fill, entries renamed to add-order positions. */
+/* The Maglev table of a node list: Envoy's build from the nodes' UTF-8 and
+ * weights, in one engine call (strategies/maglev.h): hosts sorted by key,
+ * weights normalised by their sum, the weighted fill, entries renamed to
+ * add-order positions, the counts. */
 static int build_table(void *owner, PyObject *nodes, const uint64_t *weights, size_t n,
                        size_t *counts, void **structure)
 {
     MaglevObject *self = owner;
     if (n == 0)
         return 0; /* no table */
-    size_t m = self->table_size;
-    SortedHost *hosts = PyMem_New(SortedHost, n);
-    uint64_t *offsets = PyMem_New(uint64_t, n);
-    uint64_t *skips = PyMem_New(uint64_t, n);
-    double *norm = PyMem_New(double, n);
-    uint32_t *table = PyMem_New(uint32_t, m);
-    int status = hosts && offsets && skips && norm && table ? CHASH_OK : CHASH_ENOMEM;
-    uint64_t sum = 0;
+    const char **ids = PyMem_New(const char *, n);
+    size_t *lens = PyMem_New(size_t, n);
+    uint32_t *table = PyMem_New(uint32_t, self->table_size);
+    int status = ids && lens && table ? CHASH_OK : CHASH_ENOMEM;
     for (size_t k = 0; k < n && status == CHASH_OK; k++) {
         Py_ssize_t len;
-        hosts[k].id = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(nodes, (Py_ssize_t)k), &len);
-        hosts[k].len = (size_t)len;
-        hosts[k].at = k;
-        sum += weights[k];
-        if (!hosts[k].id)
+        ids[k] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(nodes, (Py_ssize_t)k), &len);
+        lens[k] = (size_t)len;
+        if (!ids[k])
             status = CHASH_ENOMEM;
     }
-    if (status == CHASH_OK) {
-        qsort(hosts, n, sizeof *hosts, compare_hosts);
-        for (size_t i = 0; i < n; i++) {
-            chash_envoy_maglev_entry(hosts[i].id, hosts[i].len, m, &offsets[i], &skips[i]);
-            norm[i] = (double)weights[hosts[i].at] / (double)sum;
-        }
-        status = chash_maglev_build_weighted(offsets, skips, norm, n, table, m);
-    }
-    if (status == CHASH_OK) {
-        for (size_t e = 0; e < m; e++) {
-            size_t at = hosts[table[e]].at;
-            table[e] = (uint32_t)at;
-            counts[at]++;
-        }
-    }
-    PyMem_Free(hosts);
-    PyMem_Free(offsets);
-    PyMem_Free(skips);
-    PyMem_Free(norm);
+    if (status == CHASH_OK)
+        status = chash_maglev_envoy_table(ids, lens, weights, n, self->table_size, table, counts);
+    PyMem_Free(ids);
+    PyMem_Free(lens);
     if (status != CHASH_OK) {
         PyMem_Free(table);
         if (!PyErr_Occurred())
@@ -174,7 +107,7 @@ static PyObject *maglev_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!self)
         return NULL;
     self->table_size = size;
-    set_mod_magic(self, size);
+    chash_maglev_mod_magic(size, self->mod_magic);
     if (node_list_init(&self->list) < 0) {
         Py_DECREF(self);
         return NULL;

@@ -2,7 +2,7 @@
  * module.c - chash._chash: the one extension, over one copy of the engine.
  * It holds the ConsistentHashRouter type (router.c, over its families:
  * ring32/, ring64.c), MaglevRouter (maglev.c), chash.Move (diff.c), the
- * strategy functions chash.simulate uses (strategies.c) and the gateway's
+ * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
  * state (module.h) and multi-phase init (PEP 489), which calls each
@@ -15,7 +15,7 @@
 #include "maglev.h"
 #include "ring32/ring32.h"
 #include "router.h"
-#include "strategies.h"
+#include "simulate.h"
 
 PyDoc_STRVAR(hash_fn_doc,
 "_hash(name, data, seed=0, /)\n--\n\n"

@@ -22,17 +22,14 @@
 #include "binding.h"
 #include "engine/chash.h"
 #include "engine/envoy.h"
+#include "engine/haproxy_ids.h"
 #include "engine/scheme.h"
 #include "engine/wide.h"
 #include "node_list.h"
 
 /* The haproxy layout's server ids in use, sorted, and HAProxy's counter
- * for the next automatic one (ring32/haproxy.c). */
-typedef struct {
-    uint32_t *used;
-    size_t count, cap;
-    uint32_t next;
-} HaproxyIds;
+ * for the next automatic one (engine/haproxy_ids.h, used by ring32/haproxy.c). */
+typedef chash_haproxy_ids HaproxyIds;
 
 /* The 32-bit ring family's state (ring32/). */
 typedef struct {

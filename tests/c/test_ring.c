@@ -14,6 +14,7 @@
 #include "../../csrc/engine/ring.c"
 #include "../../csrc/engine/ring_bulk.c"
 #include "../../csrc/engine/ring_index.c"
+#include "../../csrc/engine/sort.c"
 
 #include "check.h"
 

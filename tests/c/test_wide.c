@@ -17,7 +17,11 @@
 #include "failing_alloc.h"
 #include "../../csrc/engine/wide.c"
 #include "../../csrc/engine/envoy.c"
-#include "../../csrc/strategies/strategies.c"
+#include "../../csrc/strategies/mix.c"
+#include "../../csrc/strategies/jump.c"
+#include "../../csrc/strategies/rendezvous.c"
+#include "../../csrc/strategies/maglev.c"
+#include "../../csrc/strategies/bounded.c"
 
 #include "check.h"
 

@@ -86,6 +86,7 @@ static void *fz_realloc(void *p, size_t size)
 #include "engine/ring.c"
 #include "engine/ring_bulk.c"
 #include "engine/ring_index.c"
+#include "engine/sort.c"
 #endif
 
 /* ------------------------------------------------------------------ */

@@ -1,8 +1,9 @@
 /*
  * fuzz_wide.c - libFuzzer target for the ring of 64-bit points
- * (engine/wide.h), Envoy's and gRPC's rules (engine/envoy.h) and the
- * weighted Maglev fill (strategies/strategies.h): every entry point those
- * files added.
+ * (engine/wide.h), Envoy's and gRPC's rules (engine/envoy.h) and Envoy's
+ * Maglev (strategies/maglev.h: the permutation, the weighted fill, the
+ * whole table build, the fast remainder): every entry point those files
+ * added.
  *
  * The input is read as a program: each operation byte picks a call, the
  * bytes after it are its arguments (reading past the end gives zeros).
@@ -22,11 +23,17 @@
  *               and weights from the input: every entry names a node, equal
  *               weights share the table evenly, bad arguments give
  *               CHASH_EINVAL;
+ *   ENVOY_TABLE chash_maglev_envoy_table over up to 12 hosts of short keys
+ *               (shared prefixes, repeats) and weights (0, huge) from the
+ *               input: the status its contract names, counts that are the
+ *               table's, and the table of an oracle that sorts the hosts
+ *               itself and calls the permutation and the fill;
+ *   MOD         chash_maglev_mod against % for any m >= 2 and hashes;
  *   FAILNEXT    the next allocation fails: a failed build must leave the
  *               ring exactly as it was.
  *
  * The files under test are included here, with an allocator that fails on
- * demand; the hash functions and the ring (which strategies.c reads) are
+ * demand; the hash functions and the ring (which bounded.c reads) are
  * linked.  chash_wide_check() must pass after every step.
  */
 #include <math.h>
@@ -52,7 +59,11 @@ static void *fz_malloc(size_t size)
 #define CHASH_FREE free
 #include "engine/wide.c"
 #include "engine/envoy.c"
-#include "strategies/strategies.c"
+#include "strategies/mix.c"
+#include "strategies/jump.c"
+#include "strategies/rendezvous.c"
+#include "strategies/maglev.c"
+#include "strategies/bounded.c"
 
 #define FZ_ASSERT(cond)                                                              \
     do {                                                                             \
@@ -306,7 +317,106 @@ static void op_maglev(fz_in *in)
     }
 }
 
-enum { OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_COUNT };
+/* Hosts sorted by key bytes, a prefix first: the oracle's own sort. */
+static int key_before(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t common = alen < blen ? alen : blen;
+    int c = common ? memcmp(a, b, common) : 0;
+    return c ? c < 0 : alen < blen;
+}
+
+static void op_envoy_table(fz_in *in)
+{
+    static const size_t sizes[] = {2, 3, 7, 17, 101, 251, 1009, 0, 1, 8};
+    size_t m = sizes[fz_u8(in) % 10];
+    size_t n = fz_u8(in) % 13;
+    char keys[12][6];
+    const char *ids[12];
+    size_t lens[12];
+    uint64_t weights[12];
+    int bad = m < 2 || m == 8, dup = 0;
+    for (size_t k = 0; k < n; k++) {
+        lens[k] = fz_u8(in) % 7;
+        for (size_t i = 0; i < lens[k]; i++)
+            keys[k][i] = (char)(fz_u8(in) % 4 + 'a' - 1); /* few letters: shared prefixes, repeats */
+        ids[k] = keys[k];
+        uint8_t w = fz_u8(in);
+        weights[k] = w % 23 == 0 ? 0 : w % 17 == 0 ? UINT64_MAX - w : (uint64_t)(w % 5 + 1);
+        bad |= weights[k] == 0;
+        for (size_t j = 0; j < k; j++)
+            dup |= lens[j] == lens[k] && memcmp(keys[j], keys[k], lens[k]) == 0;
+    }
+    uint64_t sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        bad |= weights[k] > UINT64_MAX - sum;
+        sum += weights[k] > UINT64_MAX - sum ? 0 : weights[k];
+    }
+    int armed = fz_countdown >= 0;
+    uint32_t table[1009];
+    size_t counts[12];
+    int status = chash_maglev_envoy_table(ids, lens, weights, n, m, table, counts);
+    fz_countdown = -1;
+    if (n == 0) {
+        FZ_ASSERT(status == CHASH_OK);
+        return;
+    }
+    if (bad) {
+        FZ_ASSERT(status == CHASH_EINVAL);
+        return;
+    }
+    if (armed && status == CHASH_ENOMEM)
+        return;
+    FZ_ASSERT(status == (dup ? CHASH_EEXIST : CHASH_OK));
+    if (dup)
+        return;
+    /* The counts are the table's; entries name the given positions. */
+    size_t seen[12] = {0}, total = 0;
+    for (size_t e = 0; e < m; e++) {
+        FZ_ASSERT(table[e] < n);
+        seen[table[e]]++;
+    }
+    for (size_t k = 0; k < n; k++) {
+        FZ_ASSERT(seen[k] == counts[k]);
+        total += counts[k];
+    }
+    FZ_ASSERT(total == m);
+    /* The oracle: the hosts sorted here, Envoy's entries, the fill. */
+    size_t order[12];
+    for (size_t k = 0; k < n; k++) {
+        size_t j = k;
+        for (; j > 0 && key_before(ids[k], lens[k], ids[order[j - 1]], lens[order[j - 1]]); j--)
+            order[j] = order[j - 1];
+        order[j] = k;
+    }
+    uint64_t offsets[12], skips[12];
+    double norm[12];
+    for (size_t i = 0; i < n; i++) {
+        chash_envoy_maglev_entry(ids[order[i]], lens[order[i]], m, &offsets[i], &skips[i]);
+        norm[i] = (double)weights[order[i]] / (double)sum;
+    }
+    uint32_t want[1009];
+    FZ_ASSERT(chash_maglev_build_weighted(offsets, skips, norm, n, want, m) == CHASH_OK);
+    for (size_t e = 0; e < m; e++)
+        FZ_ASSERT(table[e] == order[want[e]]);
+}
+
+/* The fast remainder against the division, for any m >= 2 and hashes. */
+static void op_mod(fz_in *in)
+{
+    uint64_t m = fz_u64(in), magic[2];
+    m = m < 2 ? 2 + m : m;
+    chash_maglev_mod_magic(m, magic);
+    size_t n = fz_u8(in) % 8;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = fz_u64(in);
+        FZ_ASSERT(chash_maglev_mod(magic, m, h) == h % m);
+        FZ_ASSERT(chash_maglev_mod(magic, m, h / m * m) == 0);
+    }
+    FZ_ASSERT(chash_maglev_mod(magic, m, UINT64_MAX) == UINT64_MAX % m);
+}
+
+enum { OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD,
+       OP_COUNT };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -326,6 +436,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_COUNTS: op_counts(&in); break;
         case OP_POINTS: op_points(&in); break;
         case OP_MAGLEV: op_maglev(&in); break;
+        case OP_ENVOY_TABLE: op_envoy_table(&in); break;
+        case OP_MOD: op_mod(&in); break;
         default: fz_countdown = fz_u8(&in) % 5; break; /* FAILNEXT */
         }
         FZ_ASSERT(chash_wide_check(ring) == CHASH_OK);

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus_wide"
-OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT = range(6)
+OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD = range(8)
 
 
 def build(points: int, nodes: int, kinds: list[int]) -> bytes:
@@ -33,6 +33,15 @@ def probe(n: int) -> bytes:
     return bytes([OP_PROBE]) + bytes([i % 251 for i in range(3 * n)]) + bytes([5])
 
 
+def envoy_table(size: int, hosts: list[tuple[bytes, int]]) -> bytes:
+    """An ENVOY_TABLE of the size picked by `size` and hosts (key bytes,
+    each read % 4 as a letter; a weight byte)."""
+    out = bytes([OP_ENVOY_TABLE, size, len(hosts)])
+    for key, weight in hosts:
+        out += bytes([len(key)]) + key + bytes([weight + 4 if weight else 0])
+    return out
+
+
 def seeds() -> dict[str, bytes]:
     return {
         "ring-small": build(12, 6, [4]) + probe(8),
@@ -45,6 +54,17 @@ def seeds() -> dict[str, bytes]:
                   + bytes([OP_POINTS, 0, 150]) + b"h" * 300 + bytes([5, 1]),
         "maglev": bytes([OP_MAGLEV, 1, 2, 6]) + bytes(range(1, 61))
                   + bytes([OP_MAGLEV, 1, 6, 3]) + bytes(range(7, 40)),
+        # Six hosts of keys with shared prefixes at M = 251, a repeat, a
+        # weight of 0, a failing allocation, M = 8.
+        "envoy-table": envoy_table(5, [(b"\x01\x02", 1), (b"\x01", 2), (b"", 3), (b"\x02\x03\x01", 1),
+                                       (b"\x03", 4), (b"\x01\x02\x03", 1)])
+                       + envoy_table(3, [(b"\x01", 1), (b"\x01", 2)])
+                       + envoy_table(3, [(b"\x01", 0), (b"\x02", 2)])
+                       + bytes([OP_FAILNEXT, 2]) + envoy_table(6, [(b"\x01", 1), (b"\x02", 1)])
+                       + envoy_table(9, [(b"\x01", 1)]) + envoy_table(6, []),
+        "mod": bytes([OP_MOD]) + (65537).to_bytes(8, "big") + bytes([3]) + bytes(range(24))
+               + bytes([OP_MOD]) + (2**64 - 1).to_bytes(8, "big") + bytes([2]) + b"\xff" * 16
+               + bytes([OP_MOD]) + bytes(8) + bytes([1]) + b"\x80" + bytes(7),
     }
 
 

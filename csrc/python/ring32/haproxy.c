@@ -13,91 +13,22 @@
  * every explicit id before it numbers the others: a caller mixing the two
  * gives each server its id in order, as chash.compat.haproxy_backend does.
  *
- * The ids in use are kept sorted (HaproxyIds), so checking an id and
- * finding the first free one cost a binary search, not a scan of nodes.
+ * The ids in use and the counter are the engine's (engine/haproxy_ids.h,
+ * HaproxyIds), so checking an id and finding the first free one cost a
+ * binary search, not a scan of nodes.
  */
 #include "ring32.h"
 
 #include <string.h>
 
-/* Index of the first used id >= id. */
-static size_t lower_bound(const HaproxyIds *ids, uint32_t id)
-{
-    size_t lo = 0, hi = ids->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids->used[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int is_used(const HaproxyIds *ids, uint32_t id)
-{
-    size_t at = lower_bound(ids, id);
-    return at < ids->count && ids->used[at] == id;
-}
-
-/* The first id >= from that no server uses (0 when none is left). */
-static uint32_t first_free(const HaproxyIds *ids, uint32_t from)
-{
-    size_t at = lower_bound(ids, from);
-    while (at < ids->count && ids->used[at] == from) {
-        if (from == HAPROXY_MAX_ID)
-            return 0;
-        from++;
-        at++;
-    }
-    return from;
-}
-
-/* Room for n more ids; 0, or -1 with MemoryError (nothing changed). */
-static int reserve_n(HaproxyIds *ids, size_t n)
-{
-    if (ids->cap - ids->count >= n)
-        return 0;
-    size_t cap = ids->cap ? 2 * ids->cap : 8;
-    while (cap - ids->count < n)
-        cap *= 2;
-    uint32_t *grown = PyMem_Realloc(ids->used, cap * sizeof *grown);
-    if (!grown) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    ids->used = grown;
-    ids->cap = cap;
-    return 0;
-}
-
-static int reserve(HaproxyIds *ids) { return reserve_n(ids, 1); }
-
-/* Inserts an unused id; reserve() must have made room. */
-static void insert(HaproxyIds *ids, uint32_t id)
-{
-    size_t at = lower_bound(ids, id);
-    memmove(ids->used + at + 1, ids->used + at, (ids->count - at) * sizeof *ids->used);
-    ids->used[at] = id;
-    ids->count++;
-}
-
 void haproxy_forget(RouterObject *self, uint32_t puid)
 {
-    HaproxyIds *ids = &self->r32.ids;
-    size_t at = lower_bound(ids, puid);
-    if (at < ids->count && ids->used[at] == puid) {
-        memmove(ids->used + at, ids->used + at + 1, (ids->count - at - 1) * sizeof *ids->used);
-        ids->count--;
-    }
+    (void)chash_haproxy_ids_release(&self->r32.ids, puid); /* absent: nothing to do */
 }
 
 void haproxy_ids_free(HaproxyIds *ids)
 {
-    PyMem_Free(ids->used);
-    ids->used = NULL;
-    ids->count = ids->cap = 0;
-    ids->next = 1;
+    chash_haproxy_ids_free(ids);
 }
 
 /* Points for a weight: an integer in [1, 256], times 16; 0, or -1 with
@@ -180,40 +111,40 @@ int haproxy_add(RouterObject *self, PyObject *node, double weight, uint32_t puid
         }
         return reweigh(self, node, k, weight, count);
     }
+    /* The id is taken first (the engine moves HAProxy's counter) and given
+     * back, the counter restored, if the node cannot be added. */
     HaproxyIds *ids = &self->r32.ids;
-    uint32_t next = ids->next ? ids->next : 1;
-    if (puid && is_used(ids, puid)) {
+    uint32_t next = ids->next, taken;
+    int status = chash_haproxy_ids_take(ids, puid, &taken);
+    if (status == CHASH_EEXIST) {
         PyErr_Format(PyExc_ValueError, "id %u is already used by node %R", puid, owner_of(self, puid));
         return -1;
     }
-    uint32_t taken = puid ? puid : first_free(ids, next);
-    if (taken == 0) {
+    if (status == CHASH_ERANGE) {
         PyErr_SetString(PyExc_ValueError, "no free server id is left");
         return -1;
     }
-    if (reserve(ids) < 0)
-        return -1;
-    uint32_t *points = puid_points(taken, 0, count);
-    if (!points)
-        return -1;
-    NodeEntry *entry = new_entry(node, weight);
-    if (!entry) {
-        PyMem_Free(points);
-        return -1;
-    }
-    entry->puid = taken;
-    int status = chash_ring_add(self->r32.ring, id, (size_t)id_len, entry, points, count);
-    PyMem_Free(points);
     if (status != CHASH_OK) {
-        free_entry(entry);
         set_status_error(status, node);
         return -1;
     }
-    insert(ids, taken);
-    /* HAProxy's next_id++: one past the id taken, or one step for an
-     * explicit id; it never passes the largest id. */
-    uint32_t from = puid ? next : taken;
-    ids->next = from < HAPROXY_MAX_ID ? from + 1 : HAPROXY_MAX_ID;
+    uint32_t *points = puid_points(taken, 0, count);
+    NodeEntry *entry = points ? new_entry(node, weight) : NULL;
+    status = entry ? CHASH_OK : CHASH_ENOMEM; /* with the exception set */
+    if (entry) {
+        entry->puid = taken;
+        status = chash_ring_add(self->r32.ring, id, (size_t)id_len, entry, points, count);
+        if (status != CHASH_OK) {
+            free_entry(entry);
+            set_status_error(status, node);
+        }
+    }
+    PyMem_Free(points);
+    if (status != CHASH_OK) {
+        (void)chash_haproxy_ids_release(ids, taken);
+        ids->next = next;
+        return -1;
+    }
     return 0;
 }
 
@@ -252,13 +183,16 @@ PyObject *ring32_ids(RouterObject *self)
 static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, double weight, size_t count)
 {
     HaproxyIds *ids = &self->r32.ids;
-    uint32_t next = ids->next ? ids->next : 1;
+    uint32_t next = ids->next;
     if (n > (CHASH_MAX_POINTS - chash_ring_point_count(self->r32.ring)) / count) {
         set_status_error(CHASH_ERANGE, NULL);
         return -1;
     }
-    if (reserve_n(ids, n) < 0)
+    int reserved = chash_haproxy_ids_reserve(ids, n);
+    if (reserved != CHASH_OK) {
+        set_status_error(reserved, NULL);
         return -1;
+    }
     chash_node_spec *specs = PyMem_New(chash_node_spec, n ? n : 1);
     uint32_t *points = PyMem_New(uint32_t, n > 0 ? n * count : 1);
     uint32_t *taken = PyMem_New(uint32_t, n ? n : 1);
@@ -267,15 +201,12 @@ static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, doubl
     if (status < 0)
         PyErr_NoMemory();
     for (; status == 0 && numbered < n; numbered++) {
-        uint32_t puid = first_free(ids, next);
-        if (puid == 0) {
+        /* Room was reserved: only running out of ids can fail. */
+        if (chash_haproxy_ids_take(ids, 0, &taken[numbered]) != CHASH_OK) {
             PyErr_SetString(PyExc_ValueError, "no free server id is left");
             status = -1;
             break;
         }
-        insert(ids, puid);
-        taken[numbered] = puid;
-        next = puid < HAPROXY_MAX_ID ? puid + 1 : HAPROXY_MAX_ID;
     }
     for (; status == 0 && ready < n; ready++) {
         const char *id;
@@ -302,7 +233,6 @@ static int add_fresh(RouterObject *self, PyObject *const *fresh, size_t n, doubl
             free_entry((NodeEntry *)specs[i].data);
         for (size_t i = 0; i < numbered; i++)
             haproxy_forget(self, taken[i]);
-    } else {
         ids->next = next;
     }
     PyMem_Free(specs);

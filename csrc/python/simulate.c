@@ -1,5 +1,5 @@
 /*
- * strategies.c - the private functions of chash._chash over
+ * simulate.c - the private functions of chash._chash over
  * strategies/strategies.h (jump, rendezvous, Maglev, bounded loads,
  * modulo) and the bulk helpers chash.simulate measures them with.  They
  * are module functions beside the router type, added to the module by
@@ -18,7 +18,7 @@
  * are held (so they cannot be resized or freed) and the outputs are new
  * arrays nobody else sees yet.
  */
-#include "strategies.h"
+#include "simulate.h"
 
 #include "module.h"
 #include "router.h"

@@ -1,0 +1,61 @@
+/*
+ * jump.c - modulo and jump consistent hash (jump.h), from the paper.  No
+ * function keeps state between calls, so every result depends only on the
+ * arguments.
+ */
+#include "jump.h"
+
+/* ------------------------------------------------------------------ */
+/* Modulo                                                             */
+
+int chash_modulo_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint32_t *out)
+{
+    if (nbuckets == 0 || nbuckets > UINT32_MAX)
+        return CHASH_EINVAL;
+    for (size_t i = 0; i < nkeys; i++)
+        out[i] = (uint32_t)(keys[i] % nbuckets);
+    return CHASH_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Jump consistent hash                                               */
+
+/*
+ * Follow a key as the bucket count grows from 1: with b + 1 buckets it sits
+ * in bucket b, and it jumps to bucket j > b exactly when the count reaches
+ * j + 1, which happens with probability 1 / (j + 1) at each step, so that
+ * each growth takes the new bucket's fair share and nothing else.  Instead
+ * of testing every step, the paper draws the next jump directly: with r
+ * uniform in (0, 1], the key stays put until the count exceeds
+ * (b + 1) / r, so the next destination is floor((b + 1) / r).
+ *
+ * The random numbers come from the key itself through the 64-bit linear
+ * congruential generator key = key * 2862933555777941757 + 1, whose top 31
+ * bits give r = ((key >> 33) + 1) / 2**31.  The division is done in double
+ * precision exactly as the paper does, because the result has to match it
+ * bit for bit: a different rounding would send some keys elsewhere.
+ */
+uint32_t chash_jump(uint64_t key, size_t nbuckets)
+{
+    if (nbuckets == 0 || nbuckets > CHASH_JUMP_MAX_BUCKETS)
+        return 0;
+    uint32_t bucket = 0; /* every key starts in bucket 0 of a single bucket */
+    for (;;) {
+        key = key * UINT64_C(2862933555777941757) + 1;
+        /* (bucket + 1) <= 2**31 and the quotient <= 2**31: next <= 2**62. */
+        double next = (double)((uint64_t)bucket + 1) * (2147483648.0 / (double)((key >> 33) + 1));
+        /* floor(next) < n exactly when next < n, n being an integer. */
+        if (next >= (double)nbuckets)
+            return bucket;
+        bucket = (uint32_t)next;
+    }
+}
+
+int chash_jump_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint32_t *out)
+{
+    if (nbuckets == 0 || nbuckets > CHASH_JUMP_MAX_BUCKETS)
+        return CHASH_EINVAL;
+    for (size_t i = 0; i < nkeys; i++)
+        out[i] = chash_jump(keys[i], nbuckets);
+    return CHASH_OK;
+}
