@@ -71,10 +71,6 @@ class RingKeys:
         """The key of ``reporter``'s vote on ``node``."""
         return f"{self.votes}{reporter.encode('utf-8', 'surrogateescape').hex()}/{node}"
 
-    def reporter_votes(self, reporter: str) -> str:
-        """The prefix of every vote of ``reporter``."""
-        return f"{self.votes}{reporter.encode('utf-8', 'surrogateescape').hex()}/"
-
 
 class _Read:
     """The ring (and its votes) as read at one revision."""
