@@ -62,10 +62,12 @@ def ask(operation: Operation[T]) -> Exchange[T]:
 
 
 class Steps(Generic[T]):
-    """One operation, stepped call by call: what a driver's loop asks.
+    """One protocol operation, stepped call by call: what a driver's loop asks.
 
-    ``next_call()`` is the operation's next call, or None once it has
-    returned (its value is then ``result``); the driver performs the call
+    ``next_call()`` is the next store operation to perform (an
+    ``Operation`` of ``chash.membership.store``), or None once the protocol
+    operation returned (its value is then ``result``); the driver has the
+    store perform the call
     and reports ``replied(reply)`` or ``failed(error)`` (the error is thrown
     into the operation at its ``yield``), or ``abandon()`` when it stops
     (cancelled, interrupted) mid-call.  ``core`` hears of every call while
