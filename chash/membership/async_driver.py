@@ -1,10 +1,11 @@
 """The asyncio driver: the protocol over an asyncio store, in two tasks.
 
-``AsyncDriver`` performs the protocol's calls (``chash.membership.protocol``)
-on an ``AsyncStore`` and runs the worker and listener decisions of
-``chash.membership.loops`` in two tasks.  ``AsyncRedisMembership``
-(``chash.membership.redis.membership``) is this driver over
-``redis.asyncio``.
+``AsyncDriver`` performs the store operations the protocol asks for
+(``chash.membership.protocol``) on an ``AsyncStore`` and runs the worker
+and listener decisions of ``chash.membership.loops`` in two tasks.
+``AsyncRedisMembership`` (``chash.membership.redis.membership``) is this
+driver over ``redis.asyncio``, ``AsyncEtcdMembership``
+(``chash.membership.etcd.membership``) over etcd.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class AsyncDriver(MembershipDriver):
         return any(not task.done() for task in self._tasks)
 
     async def _run(self, exchange: Exchange[T]) -> T:
-        """Perform the calls of one protocol operation; return its result."""
+        """Perform the store operations of one protocol operation; return
+        its result."""
         steps = protocol.Steps(exchange, self._core)
         while (call := steps.next_call()) is not None:
             try:
@@ -215,7 +217,7 @@ class AsyncDriver(MembershipDriver):
                 step = listener.next_step()
                 try:
                     if isinstance(step, Subscribe):
-                        subscription = await self._store.subscribe(step.channel, step.sharded)
+                        subscription = await self._store.subscribe(step.sharded)
                         reaction = listener.subscribed()
                     elif isinstance(step, Receive):
                         assert subscription is not None

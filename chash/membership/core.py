@@ -1,11 +1,12 @@
 """The bookkeeping of one instance in a shared ring, without any I/O.
 
 The drivers (``chash.membership.sync_driver``, ``.async_driver``) perform
-the calls on a store; this module and the protocol built on it
-(``chash.membership.protocol``) know what to send and what a reply means:
-the settings every instance must share, the arguments of each call, the
-parsed ring (``chash.membership.state``), the verdicts waiting to be sent,
-the outage bookkeeping, and how a state is applied to the local router.
+the store operations (``chash.membership.store``); this module and the
+protocol built on it (``chash.membership.protocol``) know what to ask and
+what a reply means: the settings every instance must share, the
+operations' arguments, the ring read from the stored one
+(``chash.membership.state``), the verdicts waiting to be sent, the outage
+bookkeeping, and how a state is applied to the local router.
 
 Invariants:
 
@@ -13,8 +14,8 @@ Invariants:
   skipped alike on every instance) once a state has been applied, and a
   state is applied only if it is newer than the one applied before
   (another epoch, or a higher version in the same epoch) unless the caller
-  found Redis itself went back, so a slow reader never rolls the router
-  back;
+  found the store itself went back, so a slow reader never rolls the
+  router back;
 * a node is in the ring iff the store holds it, no operator disabled it and
   the health verdicts did not take it out;
 * at most one pending verdict per node: the latest;
@@ -36,18 +37,15 @@ from typing import Any
 from chash._chash import ConsistentHashRouter
 from chash.membership.settings import MembershipSettings, default_reporter
 from chash.membership.state import (
-    DAMAGED,
-    MISSING,
     HealthVerdict,
     MembershipState,
+    Outcome,
     Position,
-    Reply,
     RingMissingError,
-    Snapshot,
-    optional_text,
-    pairs,
+    StoredRing,
     text,
 )
+from chash.membership.store import Seed, Sweep, Vote, Write
 
 __all__ = ["MembershipCore", "check_router"]
 
@@ -77,7 +75,7 @@ class MembershipCore:
         """TypeError if ``router`` is not a ``ConsistentHashRouter``; the
         settings were validated when they were made."""
         check_router(router)
-        name, prefix = settings.name, settings.prefix
+        name = settings.name
         self.settings = settings
         self.router = router
         self.name = name
@@ -93,15 +91,14 @@ class MembershipCore:
         self.clock = clock
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
-        #: Where every change is announced, ``epoch:version``.
-        self.channel = f"{prefix}:{{{name}}}:events"
         hash_ = router.hash
         hash_name = hash_ if isinstance(hash_, str) else \
             f"{getattr(hash_, '__module__', '?')}.{getattr(hash_, '__qualname__', repr(hash_))}"
         self.config = (f"layout={router.layout} hash={hash_name} "
                        f"virtual_node_count={router.virtual_node_count} "
                        f"quorum={self.quorum} vote_ttl={self.vote_ttl:g}")
-        #: Whether announcements are sharded (SSUBSCRIBE); None until known.
+        #: Whether announcements are sharded (``StoredRing.sharded``); None
+        #: until known.
         self.sharded: bool | None = None
         self._lock = threading.RLock()
         self._state: MembershipState | None = None
@@ -153,7 +150,7 @@ class MembershipCore:
     # -- reading replies ----------------------------------------------------
 
     def skipped(self, entries: Sequence[tuple[str, str, str]]) -> None:
-        """Log each unreadable entry a script or a read skipped, once."""
+        """Log each unreadable entry a store operation skipped, once."""
         for key, node, value in entries:
             self._bad_entry(key, node, value, "unreadable")
 
@@ -167,8 +164,9 @@ class MembershipCore:
                      extra={"ring": self.name, "key": key, "node": node, "value": value})
 
     def parse_verdict(self, node: str, raw: str) -> HealthVerdict:
-        """A ``down`` hash value (JSON written by the scripts); an unreadable
-        one still takes the node out (it is logged once)."""
+        """A stored verdict (``StoredRing.down``: JSON written by the
+        stores); an unreadable one still takes the node out (it is logged
+        once)."""
         try:
             data = json.loads(raw)
             return HealthVerdict(reason=str(data.get("r") or "unhealthy"),
@@ -178,18 +176,13 @@ class MembershipCore:
             self._bad_entry("down", node, raw, "unreadable")
             return HealthVerdict("unreadable verdict", 0, 0, 0.0)
 
-    def parse_snapshot(self, reply: Sequence[Any]) -> Snapshot:
-        """The reply of ``SNAPSHOT``.  Weights that are not positive finite
+    def read_state(self, stored: StoredRing) -> MembershipState:
+        """The state of a stored ring.  Weights that are not positive finite
         numbers are skipped one by one (each logged once), so one bad entry
         never stops the others from being applied.  The nodes come in their
         add order (``add_order``)."""
-        status = int(reply[0])
-        if status == MISSING:
-            return Snapshot(None)
-        if status == DAMAGED:
-            return Snapshot(None, damage=text(reply[1]))
         weights: dict[str, float] = {}
-        for node, raw in pairs(reply[4]):
+        for node, raw in stored.nodes.items():
             try:
                 weight = float(raw)
             except ValueError:
@@ -198,28 +191,25 @@ class MembershipCore:
                 self._bad_entry("nodes", node, raw, "unreadable")
                 continue
             weights[node] = weight
-        sequences = pairs(reply[9]) if len(reply) > 9 else []
-        weights = {node: weights[node] for node in self.add_order(weights, sequences)}
-        down = {node: self.parse_verdict(node, raw) for node, raw in pairs(reply[6])}
-        state = MembershipState(
-            epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
+        weights = {node: weights[node]
+                   for node in self.add_order(weights, list(stored.order.items()))}
+        down = {node: self.parse_verdict(node, raw) for node, raw in stored.down.items()}
+        return MembershipState(
+            epoch=stored.epoch, version=stored.version, config=stored.config,
             weights=types.MappingProxyType(weights),
-            disabled=types.MappingProxyType(dict(pairs(reply[5]))),
+            disabled=types.MappingProxyType(dict(stored.disabled)),
             down=types.MappingProxyType(down),
         )
-        digest = optional_text(reply[7]) if len(reply) > 7 else None
-        sharded = len(reply) > 8 and int(reply[8]) == 1
-        return Snapshot(state, digest, sharded)
 
     def add_order(self, nodes: Iterable[str],
                   sequences: Sequence[tuple[str, str]]) -> list[str]:
         """``nodes`` in the order they were added to the shared ring: by the
-        add sequence the scripts stored for each (``order`` hash), after
+        add sequence the store keeps for each (``StoredRing.order``), after
         the nodes that have none, which are in id order (bytewise, as
         UTF-8).  A node has none on a ring written before sequences were
         stored, or when its entry is unreadable (not a positive integer;
-        logged once).  The same on every instance, however Redis returns a
-        hash's fields."""
+        logged once).  The same on every instance, whatever order the store
+        returns its entries in."""
         wanted = set(nodes)
         seq: dict[str, int] = {}
         for node, raw in sequences:
@@ -247,9 +237,9 @@ class MembershipCore:
         scratch.add_service_node(node, weight)
         return repr(float(weight))
 
-    def write_args(self, op: str, node: str, value: str = "", force: bool = False) -> list[str]:
-        """ARGV of ``WRITE``."""
-        return [self.channel, op, node, value, "1" if force else "0", self.config]
+    def write_call(self, op: str, node: str, value: str = "", force: bool = False) -> Write:
+        """The ``Write`` of an operator's change."""
+        return Write(op, node, self.config, value, force)
 
     def may_seed(self, damaged: bool) -> bool:
         """Whether this instance may create the ring (it synced, or was told
@@ -282,26 +272,25 @@ class MembershipCore:
         return ValueError(f"ring {self.name!r}: {op} {node!r} would take {removed} of the "
                           f"{in_service} nodes in service out at once; pass force=True")
 
-    def committed(self, reply: Reply, op: str, node: str) -> None:
+    def committed(self, outcome: Outcome, op: str, node: str) -> None:
         """Log a forced mass removal that was written."""
-        if len(reply.detail) >= 2:
-            in_service, removed = int(reply.detail[0]), int(reply.detail[1])
-            if removed * 2 > in_service:
-                logger.warning("ring %s: %s %r took %d of the %d nodes in service out at "
-                               "once (forced)", self.name, op, node, removed, in_service,
-                               extra={"ring": self.name})
+        in_service, removed = outcome.in_service, outcome.removed
+        if removed * 2 > in_service:
+            logger.warning("ring %s: %s %r took %d of the %d nodes in service out at "
+                           "once (forced)", self.name, op, node, removed, in_service,
+                           extra={"ring": self.name})
 
-    def other_config(self, stored: object) -> ValueError:
+    def other_config(self, stored: str) -> ValueError:
         """The error for a ring made with other shared settings."""
         return ValueError(
-            f"ring {self.name!r} in {self.store_name} was made with {text(stored)!r}, but this "
+            f"ring {self.name!r} in {self.store_name} was made with {stored!r}, but this "
             f"instance has {self.config!r}; every instance must use the same router "
             "settings, quorum and vote_ttl (or another ring name)")
 
     # -- seeding ------------------------------------------------------------
 
-    def seed_args(self, restore: bool, stored_version: int = 0) -> list[str | int]:
-        """ARGV of ``SEED``: the last state applied, or the router's nodes
+    def seed_call(self, restore: bool, stored_version: int = 0) -> Seed:
+        """The ``Seed`` of the last state applied, or of the router's nodes
         if there is none, under a new epoch and the next version; the
         nodes in the order this instance holds them (the shared add order,
         or the router's), which the store keeps."""
@@ -314,17 +303,9 @@ class MembershipCore:
             else:
                 weights, disabled, down = state.weights, state.disabled, state.down
             version = max(self.position[1], stored_version) + 1
-            args: list[str | int] = [self.channel, secrets.token_hex(8), version,
-                                     self.config, 1 if restore else 0, len(weights)]
-            for node, weight in weights.items():
-                args += [node, repr(float(weight))]
-            args.append(len(disabled))
-            for node, reason in disabled.items():
-                args += [node, reason]
-            for node, verdict in down.items():
-                args += [node, json.dumps({"r": verdict.reason, "n": verdict.votes,
-                                           "l": verdict.reporters})]
-        return args
+            return Seed(secrets.token_hex(8), version, self.config, restore,
+                        nodes={node: repr(float(weight)) for node, weight in weights.items()},
+                        disabled=dict(disabled), down=dict(down))
 
     def seeded(self, created: bool, damage: str | None) -> None:
         """Log that this instance created (or re-created) the ring in the store."""
@@ -353,10 +334,11 @@ class MembershipCore:
         the last one applied; return whether it was applied.  ValueError
         (nothing applied) if the shared settings differ.
 
-        ``rollback`` applies an older version of the same epoch too (Redis
-        itself went back: a failover lost acknowledged writes), and
-        ``force`` the same version (Redis holds another ring at the version
-        applied), since the store, not this instance, is the authority.
+        ``rollback`` applies an older version of the same epoch too (the
+        store itself went back: a failover lost acknowledged writes), and
+        ``force`` the same version (the store holds another ring at the
+        version applied), since the store, not this instance, is the
+        authority.
         """
         with self._lock:
             current = self._state
@@ -476,18 +458,18 @@ class MembershipCore:
             for node, vote in votes.items():
                 self._votes.setdefault(node, vote)
 
-    def vote_args(self, votes: Mapping[str, tuple[bool, str]]) -> list[str | int]:
-        """ARGV of ``VOTE``."""
-        args: list[str | int] = [self.channel, self.reporter,
-                                 max(1, round(self.vote_ttl * 1000)), self.quorum]
-        for node, (down, reason) in votes.items():
-            args += [node, 1 if down else 0, reason]
-        return args
+    def vote_call(self, votes: Mapping[str, tuple[bool, str]]) -> Vote:
+        """The ``Vote`` of this instance's verdicts ``votes``."""
+        return Vote(self.reporter, self.vote_ttl_ms, self.quorum, dict(votes))
 
-    def sweep_args(self, withdraw: bool = False) -> list[str | int]:
-        """ARGV of ``SWEEP``; ``withdraw`` drops every vote of this instance."""
-        return [self.channel, max(1, round(self.vote_ttl * 1000)), self.quorum,
-                self.reporter if withdraw else ""]
+    def sweep_call(self, withdraw: bool = False) -> Sweep:
+        """The ``Sweep``; ``withdraw`` drops every vote of this instance."""
+        return Sweep(self.vote_ttl_ms, self.quorum, self.reporter if withdraw else None)
+
+    @property
+    def vote_ttl_ms(self) -> int:
+        """``vote_ttl`` in whole milliseconds (at least 1), as the stores count it."""
+        return max(1, round(self.vote_ttl * 1000))
 
     # -- outages ------------------------------------------------------------
 

@@ -79,10 +79,10 @@ class Worker:
 
 @dataclass(frozen=True)
 class Subscribe:
-    """Subscribe to ``channel``, sharded or not; then tell ``subscribed()``,
-    ``unavailable(why)`` (the store raised NoPubSub) or ``failed(exc)``."""
+    """Subscribe to the ring's announcements, sharded or not; then tell
+    ``subscribed()``, ``unavailable(why)`` (the store raised NoPubSub) or
+    ``failed(exc)``."""
 
-    channel: str
     sharded: bool
 
 
@@ -135,7 +135,7 @@ class Listener:
         if sharded is None:  # not synced yet: the worker finds out
             return Reaction(wait=self.poll)
         self._subscribing = sharded
-        return Subscribe(core.channel, sharded)
+        return Subscribe(sharded)
 
     def subscribed(self) -> Reaction:
         """The subscription is made: sync, for what was announced before."""

@@ -1,18 +1,22 @@
-"""The shared-ring protocol, once, for both drivers: no I/O.
+"""The shared-ring protocol, once, for every store and both drivers: no I/O.
 
-Each operation is a generator.  It yields a ``Call`` (an operation on the
-store, by name, with its arguments) and receives the store's reply, or has
-the client's exception thrown in at the ``yield``; it returns its result.
-A driver is a short loop that hands the calls to its store
-(``chash.membership.store``): ``RedisMembership`` with redis-py in
-threads, ``AsyncRedisMembership`` with ``redis.asyncio`` in tasks.  So the
-two can never drift apart, and the protocol is tested once with either.
+Each operation of a membership (read the ring, the periodic check, an
+operator's write, send votes, sweep, start, one round of the worker) is a
+generator.  It yields the store operations it needs performed
+(``chash.membership.store``: ``ReadRing``, ``Write``, ``Vote``...), each
+with typed arguments, and receives the store's reply, a record of
+``chash.membership.state`` (``StoredRing``, ``Outcome``, ``NoRing``...),
+or has the client's exception thrown in at the ``yield``; it returns its
+result.  ``Steps`` steps one operation for a driver: ``SyncDriver`` in
+threads, ``AsyncDriver`` in asyncio tasks, each over any store (Redis,
+etcd).  So the drivers can never drift apart, the stores answer the same
+operations, and the protocol is tested once with records alone.
 
 What the protocol guarantees (docs/membership.md has the why):
 
 * agreement is checked on content: every applied version is stamped with
-  the ring's ``router.fingerprint()`` in Redis, and the periodic check
-  compares it; Redis seen going back, or holding another ring at the
+  the ring's ``router.fingerprint()`` in the store, and the periodic check
+  compares it; the store seen going back, or holding another ring at the
   version applied, starts a new epoch, which every instance then reads;
 * only an instance that synced (or one told to bootstrap) creates the
   ring; the others wait, and their writes raise ``RingMissingError``;
@@ -26,55 +30,44 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from chash.membership.core import MembershipCore
 from chash.membership.state import (
-    CHANGED,
-    DAMAGED,
-    MISSING,
-    NO_SUCH_NODE,
-    OTHER_CONFIG,
-    REFUSED,
     MembershipState,
+    NoRing,
+    NoSuchNode,
+    OtherConfig,
     Position,
-    optional_text,
-    parse_reply,
-    text,
+    Refused,
 )
+from chash.membership.store import Operation, ReadHead, ReadRing, Reepoch, Stamp
 
-__all__ = ["SCRIPTS", "Call", "Exchange", "Steps", "check", "pull", "refresh", "start", "sweep", "send_votes",
+__all__ = ["Exchange", "Steps", "ask", "check", "pull", "refresh", "start", "sweep", "send_votes",
            "tick", "withdraw", "write"]
 
 logger = logging.getLogger("chash.membership")
 
 T = TypeVar("T")
 
-#: Every operation a store performs, by the name the protocol calls it.
-SCRIPTS = ("SNAPSHOT", "HEAD", "STAMP", "REEPOCH", "SEED", "WRITE", "VOTE", "SWEEP")
+#: An operation: yields store operations, receives their replies, returns a T.
+Exchange = Generator[Operation[Any], Any, T]
 
 
-@dataclass(frozen=True)
-class Call:
-    """Perform store operation ``script`` (one of ``SCRIPTS``) with
-    ``args``; the reply is sent back.  The Redis store runs the Lua script
-    of that name (``chash.membership.redis.scripts`` documents each one's
-    arguments and reply)."""
-
-    script: str
-    args: tuple[str | int, ...] = ()
-
-
-#: An operation: yields calls, receives replies, returns a T.
-Exchange = Generator[Call, Any, T]
+def ask(operation: Operation[T]) -> Exchange[T]:
+    """Have the store perform ``operation``; its reply (typed by the
+    operation: ``yield from ask(ReadRing())`` is a ``StoredRing | NoRing``)."""
+    reply: T = yield operation
+    return reply
 
 
 class Steps(Generic[T]):
-    """One operation, stepped call by call: what a driver's loop asks.
+    """One protocol operation, stepped call by call: what a driver's loop asks.
 
-    ``next_call()`` is the operation's next call, or None once it has
-    returned (its value is then ``result``); the driver performs the call
+    ``next_call()`` is the next store operation to perform (an
+    ``Operation`` of ``chash.membership.store``), or None once the protocol
+    operation returned (its value is then ``result``); the driver has the
+    store perform the call
     and reports ``replied(reply)`` or ``failed(error)`` (the error is thrown
     into the operation at its ``yield``), or ``abandon()`` when it stops
     (cancelled, interrupted) mid-call.  ``core`` hears of every call while
@@ -92,8 +85,9 @@ class Steps(Generic[T]):
         self._done = False
         self._result: Any = None
 
-    def next_call(self) -> Call | None:
-        """The next call to perform, or None when the operation is done."""
+    def next_call(self) -> Operation[Any] | None:
+        """The next store operation to perform, or None when the operation
+        is done."""
         reply, error = self._reply, self._error
         self._reply = self._error = None
         try:
@@ -139,22 +133,21 @@ def pull(core: MembershipCore, *, rollback: bool = False,
     restore it from the last state applied, or create it from the router
     when told to bootstrap; otherwise note that we wait, and return None."""
     for _ in range(2):
-        snapshot = core.parse_snapshot((yield Call("SNAPSHOT")))
-        state = snapshot.state
-        if state is not None:
-            core.sharded = snapshot.sharded
+        stored = yield from ask(ReadRing())
+        if not isinstance(stored, NoRing):
+            state = core.read_state(stored)
+            core.sharded = stored.sharded
             if core.apply(state, rollback=rollback, force=force) or force:
-                yield from _stamp(core, state, snapshot.digest)
+                yield from _stamp(core, state, stored.digest)
             return state
-        if not core.may_seed(snapshot.damage is not None):
-            core.note_missing(snapshot.damage)
+        if not core.may_seed(stored.damage is not None):
+            core.note_missing(stored.damage)
             return None
-        reply = parse_reply((yield Call("SEED", tuple(core.seed_args(
-            restore=snapshot.damage is not None)))))
-        if reply.status == DAMAGED:  # a bootstrap instance never replaces a damaged ring
-            core.note_missing(text(reply.detail[0]))
+        seeded = yield from ask(core.seed_call(restore=stored.damage is not None))
+        if isinstance(seeded, NoRing):  # a bootstrap instance never replaces a damaged ring
+            core.note_missing(seeded.damage)
             return None
-        core.seeded(reply.status == CHANGED, snapshot.damage)
+        core.seeded(seeded.changed, stored.damage)
     return None
 
 
@@ -165,15 +158,14 @@ def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> 
         return  # another thread applied a newer state meanwhile
     ours = core.fingerprint()
     if digest is None:
-        yield Call("STAMP", (str(state.epoch), state.version, ours))
+        yield from ask(Stamp(str(state.epoch), state.version, ours))
     elif digest != ours:
         core.foreign_digest(digest)
 
 
-def _reepoch(core: MembershipCore, seen: Position, version: int) -> Exchange[None]:
+def _reepoch(core: MembershipCore, seen: tuple[str, int], version: int) -> Exchange[None]:
     """Start a new epoch where the store is at ``seen``, then read it."""
-    yield Call("REEPOCH", (core.channel, str(seen[0]), seen[1], secrets.token_hex(8),
-                           version))
+    yield from ask(Reepoch(seen[0], seen[1], secrets.token_hex(8), version))
     yield from pull(core)
 
 
@@ -181,14 +173,13 @@ def check(core: MembershipCore) -> Exchange[None]:
     """The periodic check: read the ring's position and digest, and pull
     the ring if it moved, went back or holds another ring than ours; else
     repair the router if it was changed behind our back."""
-    reply = yield Call("HEAD")
-    status = int(reply[0])
-    if status in (MISSING, DAMAGED):
+    head = yield from ask(ReadHead())
+    if isinstance(head, NoRing):
         yield from pull(core)
         return
-    seen: Position = (text(reply[1]), int(reply[2]))
-    digest = optional_text(reply[3])
-    ours = core.position
+    seen = (head.epoch, head.version)
+    digest = head.digest
+    ours: Position = core.position
     if seen == ours:
         core.repair()
         if digest is None:
@@ -229,21 +220,19 @@ def write(core: MembershipCore, op: str, node: str, value: str = "",
     if not isinstance(node, str) or not isinstance(value, str):
         raise TypeError("node and reason must be str")
     for _ in range(2):
-        reply = parse_reply((yield Call("WRITE", tuple(core.write_args(op, node, value,
-                                                                        force)))))
-        if reply.status in (MISSING, DAMAGED):
-            damage = None if reply.status == MISSING else text(reply.detail[0])
-            if not core.may_seed(damage is not None):
-                raise core.missing_error(damage)
+        reply = yield from ask(core.write_call(op, node, value, force))
+        if isinstance(reply, NoRing):
+            if not core.may_seed(reply.damage is not None):
+                raise core.missing_error(reply.damage)
             if (yield from pull(core)) is None:
-                raise core.missing_error(damage)
+                raise core.missing_error(reply.damage)
             continue
-        if reply.status == NO_SUCH_NODE:
+        if isinstance(reply, NoSuchNode):
             raise KeyError(node)
-        if reply.status == REFUSED:
-            raise core.refused(int(reply.detail[0]), int(reply.detail[1]), op, node)
-        if reply.status == OTHER_CONFIG:
-            raise core.other_config(reply.detail[0])
+        if isinstance(reply, Refused):
+            raise core.refused(reply.in_service, reply.removed, op, node)
+        if isinstance(reply, OtherConfig):
+            raise core.other_config(reply.config)
         core.committed(reply, op, node)
         if reply.position != core.position:
             try:
@@ -251,39 +240,42 @@ def write(core: MembershipCore, op: str, node: str, value: str = "",
             except Exception as exc:  # committed: the background check catches up
                 logger.warning("ring %s: %s %r committed at version %s, but reading it back "
                                "failed (%s: %s); the next check applies it", core.name, op,
-                               node, reply.position[1] if reply.position else "?",
-                               type(exc).__name__, exc, extra={"ring": core.name})
+                               node, reply.position[1], type(exc).__name__, exc,
+                               extra={"ring": core.name})
         return
     raise RuntimeError(f"ring {core.name!r} vanished from {core.store_name} twice in a row")
 
 
 def send_votes(core: MembershipCore) -> Exchange[None]:
-    """Send the health votes waiting in one ``VOTE``; they are put back if
+    """Send the health votes waiting in one ``Vote``; they are put back if
     the call fails or is abandoned."""
     votes = core.take_votes()
     if not votes:
         return
     sent = False
     try:
-        raw = yield Call("VOTE", tuple(core.vote_args(votes)))
+        reply = yield from ask(core.vote_call(votes))
         sent = True
     finally:
         if not sent:
             core.requeue_votes(votes)
-    reply = parse_reply(raw)
-    core.skipped(reply.skipped)
-    if reply.status in (MISSING, DAMAGED):
+    if isinstance(reply, NoRing):
         core.requeue_votes(votes)
         yield from pull(core)
-    elif reply.position != core.position:
+        return
+    core.skipped(reply.skipped)
+    if reply.position != core.position:
         yield from pull(core)
 
 
 def sweep(core: MembershipCore, withdraw: bool = False) -> Exchange[None]:
-    """Expire old votes (and withdraw ours if asked) in one ``SWEEP``."""
-    reply = parse_reply((yield Call("SWEEP", tuple(core.sweep_args(withdraw)))))
+    """Expire old votes (and withdraw ours if asked) in one ``Sweep``."""
+    reply = yield from ask(core.sweep_call(withdraw))
+    if isinstance(reply, NoRing):
+        yield from pull(core)
+        return
     core.skipped(reply.skipped)
-    if reply.status in (MISSING, DAMAGED) or reply.position != core.position:
+    if reply.position != core.position:
         yield from pull(core)
 
 

@@ -1,48 +1,38 @@
 """What a shared ring is, as the stores report it: plain data, no I/O.
 
-``MembershipState`` is one consistent view of the ring; ``HealthVerdict``
-says why the health checks took a node out; ``Reply`` and ``Snapshot`` are
-the parsed replies of a store's calls, whose status codes are below (the
-Redis scripts, ``chash.membership.redis.scripts``, document each reply).
+``MembershipState`` is one consistent view of the ring, and
+``HealthVerdict`` says why the health checks took a node out.  Beside them
+are the replies every store gives to the protocol's operations
+(``chash.membership.store``), as records the core reads: ``StoredRing``
+(the whole ring, each entry as the text stored), ``RingHead`` (its
+position and digest), ``Outcome`` (what a change did), and the answers
+that refuse one: ``NoRing``, ``NoSuchNode``, ``Refused``, ``OtherConfig``.
+How a store encodes them is its own (the Redis store's Lua replies are
+read in ``chash.membership.redis.codec``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["CHANGED", "DAMAGED", "MISSING", "NO_SUCH_NODE", "OTHER_CONFIG", "REFUSED",
-           "UNCHANGED", "HealthVerdict", "MembershipState", "Position", "Reply",
-           "RingMissingError", "Snapshot", "optional_text", "pairs", "parse_reply", "text"]
-
-#: Status codes of the scripts (see ``chash.membership.redis.scripts``).
-CHANGED, UNCHANGED, MISSING, NO_SUCH_NODE, DAMAGED, REFUSED, OTHER_CONFIG = 1, 0, -1, -2, -3, -4, -5
+__all__ = ["HealthVerdict", "MembershipState", "NoRing", "NoSuchNode", "OtherConfig", "Outcome",
+           "Position", "Refused", "RingHead", "RingMissingError", "StoredRing", "text"]
 
 Position = tuple[str | None, int]
 
 
 class RingMissingError(RuntimeError):
-    """The ring is missing (or damaged) in Redis, and this instance may not
-    create it: it never synced and was not told to bootstrap.  An instance
-    that holds the ring restores it."""
+    """The ring is missing (or damaged) in the store, and this instance may
+    not create it: it never synced and was not told to bootstrap.  An
+    instance that holds the ring restores it."""
 
 
 def text(value: object) -> str:
-    """A reply item as str, whether the client decodes responses or not."""
+    """A stored item as str, whether the client decodes responses or not."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
     return str(value)
-
-
-def pairs(flat: Sequence[object]) -> list[tuple[str, str]]:
-    """A flattened hash (``[field, value, ...]``) as (field, value) pairs of str."""
-    return [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
-
-
-def optional_text(value: object) -> str | None:
-    """A reply item that Lua gives as false (or Redis as nil) when absent."""
-    return None if value is None or value is False or value == 0 else text(value)
 
 
 @dataclass(frozen=True)
@@ -56,7 +46,8 @@ class HealthVerdict:
     reporters: int
     """Reporters whose votes were live then."""
     since: float
-    """When it was taken out (Redis server clock, seconds since the epoch)."""
+    """When it was taken out, in seconds since the epoch: the Redis
+    server's clock, or the etcd voter's."""
 
     def __str__(self) -> str:
         return f"{self.votes} of {self.reporters} reporters: {self.reason}"
@@ -64,11 +55,12 @@ class HealthVerdict:
 
 @dataclass(frozen=True)
 class MembershipState:
-    """One consistent view of a shared ring, as read from Redis."""
+    """One consistent view of a shared ring, as read from the store."""
 
     epoch: str | None
     """Random id of the store's lifetime: new whenever the ring is seeded
-    (first use, or Redis lost its data) or Redis was seen going back."""
+    (first use, or the store lost its data) or the store was seen going
+    back."""
     version: int
     """Bumped by every change of the ring within an epoch."""
     config: str
@@ -93,34 +85,83 @@ class MembershipState:
                 if node not in self.disabled}
 
 
-@dataclass(frozen=True)
-class Reply:
-    """A script's reply: status, the ring's position after it, the
-    unreadable entries it skipped (key, node, value), and any other items."""
-
-    status: int
-    position: Position | None = None
-    skipped: tuple[tuple[str, str, str], ...] = ()
-    detail: tuple[Any, ...] = ()
-
-
-def parse_reply(reply: Sequence[Any]) -> Reply:
-    """The reply of any script but ``SNAPSHOT`` and ``STAMP``."""
-    status = int(reply[0])
-    if status < 0:
-        return Reply(status, detail=tuple(reply[1:]))
-    flat = [text(item) for item in (reply[3] if len(reply) > 3 else [])]
-    skipped = tuple((flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat) - 2, 3))
-    return Reply(status, (text(reply[1]), int(reply[2])), skipped, tuple(reply[4:]))
+# -- the stores' replies --------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """A parsed ``SNAPSHOT``: the state (None if the ring is missing or
-    damaged), the digest stamped for it, and whether announcements are
-    sharded."""
+class StoredRing:
+    """The whole ring as a store holds it: ``ReadRing``'s reply.
 
-    state: MembershipState | None
+    Entries are the text stored, unparsed: the core reads them
+    (``MembershipCore.read_state``), and skips and logs an unreadable one
+    alike on every instance.  Mappings keep the store's order."""
+
+    epoch: str
+    version: int
+    config: str
+    """The shared settings the ring was made with."""
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    """node -> weight (Python's ``repr(float)`` when written by chash)."""
+    disabled: Mapping[str, str] = field(default_factory=dict)
+    """node -> the reason an operator gave."""
+    down: Mapping[str, str] = field(default_factory=dict)
+    """node -> the health verdict, JSON ``{r: reason, n: down votes, l:
+    live reporters, t: ms, s: 1 if carried over by a re-seed}``."""
+    order: Mapping[str, str] = field(default_factory=dict)
+    """node -> its add sequence (a positive integer)."""
     digest: str | None = None
+    """The ring's ``router.fingerprint()`` stamped for this version, if any."""
     sharded: bool = False
+    """Whether the store announces changes with sharded pub/sub."""
+
+
+@dataclass(frozen=True)
+class RingHead:
+    """The ring's position and digest: ``ReadHead``'s reply."""
+
+    epoch: str
+    version: int
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a change did: whether it changed the ring, the ring's position
+    after it, the unreadable entries it skipped (key, node, value), and for
+    ``Write`` the nodes in service before it and how many it took out."""
+
+    changed: bool
+    position: Position
+    skipped: tuple[tuple[str, str, str], ...] = ()
+    in_service: int = 0
+    removed: int = 0
+
+
+@dataclass(frozen=True)
+class NoRing:
+    """The store holds no sound ring: it has none (``damage`` None), or
+    part of it is lost or unreadable (``damage`` says what)."""
+
     damage: str | None = None
+
+
+@dataclass(frozen=True)
+class NoSuchNode:
+    """``Write`` named a node the ring does not hold."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """``Write`` refused: it would take ``removed`` of the ``in_service``
+    nodes in service out, more than half, and was not forced."""
+
+    in_service: int
+    removed: int
+
+
+@dataclass(frozen=True)
+class OtherConfig:
+    """``Write`` refused: the ring was made with other shared settings
+    (``config``)."""
+
+    config: str

@@ -1,12 +1,36 @@
-"""What a driver needs of the store that holds a shared ring.
+"""The store contract: what the protocol asks of the store that holds a
+shared ring, and what a driver needs of it.
 
-The protocol (``chash.membership.protocol``) speaks in ``Call``s; a store
-performs each one atomically and replies in the shape the protocol parses
-(the Redis store runs the Lua script of the call's name, and
-``chash.membership.redis.scripts`` documents every reply).  A store also
-delivers the ring's announcements (``subscribe``), and names the
-exceptions of its client that mean it is unreachable (``outage_errors``)
-or that it refuses this instance (``auth_errors``).
+The protocol (``chash.membership.protocol``) asks for operations, each a
+frozen dataclass with typed arguments, naming the record it replies with
+(the records live beside the state that reads them, in
+``chash.membership.state``):
+
+=============  ===============================================  ==============================
+operation      does                                             replies
+=============  ===============================================  ==============================
+``ReadRing``   reads the whole ring                             ``StoredRing`` or ``NoRing``
+``ReadHead``   reads its position and digest                    ``RingHead`` or ``NoRing``
+``Stamp``      records the digest of a version, if none is      whether it stamped
+``Reepoch``    starts a new epoch where the ring was seen       ``Outcome`` or ``NoRing``
+``Seed``       creates the ring if absent (or restores it)      ``Outcome`` or ``NoRing``
+``Write``      an operator's change                             ``Outcome``, ``NoRing``,
+                                                                ``NoSuchNode``, ``Refused``
+                                                                or ``OtherConfig``
+``Vote``       one reporter's health verdicts                   ``Outcome`` or ``NoRing``
+``Sweep``      expires votes (withdrawing one reporter's)       ``Outcome`` or ``NoRing``
+=============  ===============================================  ==============================
+
+A store performs each one atomically: it checks the whole ring before it
+writes (a damaged one is reported, ``NoRing``, never written to), skips
+unreadable entries and names them in the reply, and bumps the version and
+announces every change of what the ring holds, and only those (a vote
+that tips nothing bumps nothing).  How is the store's own: the Redis store runs a Lua script per operation
+(``chash.membership.redis``), the etcd store a transaction
+(``chash.membership.etcd``).  A store also delivers the ring's
+announcements (``subscribe``), and names the exceptions of its client that
+mean it is unreachable (``outage_errors``) or that it refuses this
+instance (``auth_errors``).
 
 ``Store`` is the blocking face, for the threaded driver; ``AsyncStore`` the
 asyncio one.  Neither knows the protocol: the drivers pair a store with it.
@@ -14,13 +38,125 @@ asyncio one.  Neither knows the protocol: the drivers pair a store with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
-from chash.membership.protocol import Call
+from chash.membership.state import (
+    HealthVerdict,
+    NoRing,
+    NoSuchNode,
+    OtherConfig,
+    Outcome,
+    Refused,
+    RingHead,
+    StoredRing,
+)
 
-__all__ = ["Announcement", "AsyncStore", "AsyncSubscription", "NoPubSub", "Notice", "Store",
-           "Subscription", "SubscriptionLost"]
+__all__ = ["Announcement", "AsyncStore", "AsyncSubscription", "NoPubSub", "Notice",
+           "Operation", "ReadHead", "ReadRing", "Reepoch", "Seed", "Stamp", "Store",
+           "Subscription", "SubscriptionLost", "Sweep", "Vote", "Write"]
+
+R = TypeVar("R", covariant=True)
+T = TypeVar("T")
+
+
+class Operation(Generic[R]):
+    """An operation on the ring that replies with an ``R``; the subclasses
+    below are every one there is."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class ReadRing(Operation[StoredRing | NoRing]):
+    """Read the whole ring at once."""
+
+
+@dataclass(frozen=True)
+class ReadHead(Operation[RingHead | NoRing]):
+    """Read the ring's position and digest, for the periodic check."""
+
+
+@dataclass(frozen=True)
+class Stamp(Operation[bool]):
+    """Record ``digest`` for the ring at (``epoch``, ``version``), only if
+    the ring is still there and has no digest yet.  Changes no content,
+    so announces nothing; replies whether it stamped."""
+
+    epoch: str
+    version: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class Reepoch(Operation[Outcome | NoRing]):
+    """Move the ring to ``epoch`` at ``version``, only if it is still at
+    (``seen_epoch``, ``seen_version``), and announce it (the store went
+    back, or holds another ring at the version applied)."""
+
+    seen_epoch: str
+    seen_version: int
+    epoch: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Seed(Operation[Outcome | NoRing]):
+    """Create the ring if it does not exist, and only then; with
+    ``restore``, also replace a damaged one.  The nodes get the add
+    sequences 1, 2, ... in their order here; the verdicts are carried over
+    (dated now, and kept ``vote_ttl`` without votes).  Replies changed if
+    it seeded, unchanged if a sound ring existed, ``NoRing`` for a damaged
+    one without ``restore``."""
+
+    epoch: str
+    version: int
+    config: str
+    restore: bool
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    """node -> weight as stored (``repr(float)``), in add order."""
+    disabled: Mapping[str, str] = field(default_factory=dict)
+    """node -> reason."""
+    down: Mapping[str, HealthVerdict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Write(Operation[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]):
+    """An operator's change of ``node``: ``action`` is ``add`` (or reweigh:
+    ``value`` is the weight as stored), ``remove``, ``disable`` (``value``
+    is the reason) or ``enable``.  Refused if the ring was made with
+    another ``config``, and for a removal or a disable taking out more than
+    half of the nodes in service unless ``force``."""
+
+    action: str
+    node: str
+    config: str
+    value: str = ""
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class Vote(Operation[Outcome | NoRing]):
+    """``reporter``'s verdicts, node -> (down, reason); a vote counts for
+    ``ttl_ms`` unless renewed, and a node is down when ``quorum`` of the
+    live reporters vote it down.  Votes on nodes the ring does not hold
+    are ignored."""
+
+    reporter: str
+    ttl_ms: int
+    quorum: str
+    votes: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sweep(Operation[Outcome | NoRing]):
+    """Expire votes older than ``ttl_ms`` and decide every node again,
+    after withdrawing every vote of ``withdraw`` (a reporter) if given."""
+
+    ttl_ms: int
+    quorum: str
+    withdraw: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,12 +210,12 @@ class Store(Protocol):
     outage_errors: tuple[type[BaseException], ...]
     auth_errors: tuple[type[BaseException], ...]
 
-    def run(self, call: Call) -> Any:
-        """Perform ``call`` on the ring; its reply, or the client's error."""
+    def run(self, operation: Operation[T]) -> T:
+        """Perform ``operation`` on the ring; its reply, or the client's error."""
 
-    def subscribe(self, channel: str, sharded: bool) -> Subscription:
-        """Subscribe to ``channel`` (with sharded pub/sub if ``sharded``);
-        NoPubSub if the client cannot, or the client's error."""
+    def subscribe(self, sharded: bool) -> Subscription:
+        """Subscribe to the ring's announcements (with sharded pub/sub if
+        ``sharded``); NoPubSub if the client cannot, or the client's error."""
 
 
 class AsyncStore(Protocol):
@@ -89,8 +225,8 @@ class AsyncStore(Protocol):
     outage_errors: tuple[type[BaseException], ...]
     auth_errors: tuple[type[BaseException], ...]
 
-    async def run(self, call: Call) -> Any:
-        """Perform ``call`` on the ring; its reply, or the client's error."""
+    async def run(self, operation: Operation[T]) -> T:
+        """Perform ``operation`` on the ring; its reply, or the client's error."""
 
-    async def subscribe(self, channel: str, sharded: bool) -> AsyncSubscription:
+    async def subscribe(self, sharded: bool) -> AsyncSubscription:
         """As ``Store.subscribe``."""

@@ -1,9 +1,11 @@
 """The threaded driver: the protocol over a blocking store, in two threads.
 
-``SyncDriver`` performs the protocol's calls (``chash.membership.protocol``)
-on a ``Store`` and runs the worker and listener decisions of
-``chash.membership.loops`` in two daemon threads.  ``RedisMembership``
-(``chash.membership.redis.membership``) is this driver over redis-py.
+``SyncDriver`` performs the store operations the protocol asks for
+(``chash.membership.protocol``) on a ``Store`` and runs the worker and
+listener decisions of ``chash.membership.loops`` in two daemon threads.
+``RedisMembership`` (``chash.membership.redis.membership``) is this driver
+over redis-py, ``EtcdMembership`` (``chash.membership.etcd.membership``)
+over etcd.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class SyncDriver(MembershipDriver):
         return any(thread.is_alive() for thread in self._threads)
 
     def _run(self, exchange: Exchange[T]) -> T:
-        """Perform the calls of one protocol operation; return its result."""
+        """Perform the store operations of one protocol operation; return
+        its result."""
         steps = protocol.Steps(exchange, self._core)
         while (call := steps.next_call()) is not None:
             try:
@@ -197,7 +200,7 @@ class SyncDriver(MembershipDriver):
                 step = listener.next_step()
                 try:
                     if isinstance(step, Subscribe):
-                        subscription = self._store.subscribe(step.channel, step.sharded)
+                        subscription = self._store.subscribe(step.sharded)
                         reaction = listener.subscribed()
                     elif isinstance(step, Receive):
                         assert subscription is not None

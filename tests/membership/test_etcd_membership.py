@@ -28,7 +28,7 @@ from chash.membership import AsyncEtcdMembership, EtcdMembership, RingMissingErr
 from chash.membership.etcd.store import EtcdStore
 from chash.membership.etcd.wire import EtcdAuthError, EtcdUnavailable
 from chash.membership.settings import MembershipSettings
-from chash.membership.store import SubscriptionLost
+from chash.membership.store import ReadRing, SubscriptionLost
 
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0, "timeout": 1.0}
 #: For the tests of what the store does, the same with either driver: the
@@ -286,13 +286,13 @@ def test_a_watch_from_a_compacted_revision_asks_for_a_full_read(
     agree(a, b)
     client = _sync_client(cluster)
     store = EtcdStore(client, MembershipSettings(name="t"))
-    store.run(_snapshot())
+    store.run(ReadRing())
     seen = store._watched.revision
     for i in range(3):
         a.add_node(f"later{i}")
     cluster.compact()
     store._watched.revision = seen  # a watcher that was away since
-    subscription = store.subscribe("", False)
+    subscription = store.subscribe(False)
     try:
         notices = [subscription.receive(5.0) for _ in range(1)]
     finally:
@@ -306,11 +306,6 @@ def test_a_watch_from_a_compacted_revision_asks_for_a_full_read(
 def _sync_client(cluster: EtcdCluster) -> Any:
     from chash.membership.etcd.client import EtcdClient
     return EtcdClient(cluster.urls, timeout=1.0)
-
-
-def _snapshot() -> Any:
-    from chash.membership.protocol import Call
-    return Call("SNAPSHOT")
 
 
 def test_bad_arguments_are_refused_before_any_io() -> None:
@@ -343,13 +338,13 @@ def test_an_async_watch_from_a_compacted_revision_asks_for_a_full_read(
             client = AsyncEtcdClient(cluster.urls, timeout=1.0)
             store = AsyncEtcdStore(client, MembershipSettings(name="t"))
             try:
-                await store.run(_snapshot())
+                await store.run(ReadRing())
                 seen = store._watched.revision
                 for i in range(3):
                     await asyncio.to_thread(writer.add_node, f"later{i}")
                 await asyncio.to_thread(cluster.compact)
                 store._watched.revision = seen  # a watcher that was away since
-                subscription = await store.subscribe("", False)
+                subscription = await store.subscribe(False)
                 try:
                     notice = await subscription.receive(5.0)
                 finally:

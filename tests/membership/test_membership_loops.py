@@ -99,7 +99,7 @@ def test_the_listener_waits_for_the_first_sync_then_subscribes() -> None:
     assert listener.next_step() == Reaction(wait=0.2)  # min(0.5, resync_interval)
     assert listener.next_step() == Reaction(wait=0.2)
     c.sharded = False
-    assert listener.next_step() == Subscribe("chash:{orders}:events", sharded=False)
+    assert listener.next_step() == Subscribe(sharded=False)
     assert listener.subscribed() == Reaction(sync=True)  # what was announced before
     assert listener.subscribed_sharded is False
     assert listener.next_step() == Receive(timeout=0.2)
@@ -109,7 +109,7 @@ def test_the_listener_waits_for_the_first_sync_then_subscribes() -> None:
 def test_only_news_asks_for_a_sync() -> None:
     c = synced(core(), "e1", 2)
     listener = Listener(c)
-    assert listener.next_step() == Subscribe(c.channel, sharded=True)
+    assert listener.next_step() == Subscribe(sharded=True)
     listener.subscribed()
     assert listener.received(Announcement("e1:2")) == Reaction()  # applied already
     assert listener.received(Announcement(b"e1:3")) == Reaction(sync=True)
@@ -125,7 +125,7 @@ def test_a_lost_subscription_is_made_anew() -> None:
     listener.subscribed()
     assert listener.received(SubscriptionLost()) == Reaction(close=True, sync=True)
     assert listener.subscribed_sharded is None
-    assert listener.next_step() == Subscribe(c.channel, sharded=True)
+    assert listener.next_step() == Subscribe(sharded=True)
 
 
 def test_a_store_that_changed_its_pub_sub_is_subscribed_anew() -> None:
@@ -136,7 +136,7 @@ def test_a_store_that_changed_its_pub_sub_is_subscribed_anew() -> None:
     assert listener.next_step() == Receive(listener.poll)
     c.sharded = False  # a failover to a server without sharded pub/sub
     assert listener.next_step() == Reaction(close=True)
-    assert listener.next_step() == Subscribe(c.channel, sharded=False)
+    assert listener.next_step() == Subscribe(sharded=False)
     listener.subscribed()
     assert listener.subscribed_sharded is False
 
@@ -150,7 +150,7 @@ def test_errors_back_off_and_only_bugs_are_logged(caplog: pytest.LogCaptureFixtu
         outage = listener.failed(ConnectionError("reset"))
         assert outage == Reaction(close=True, sync=True, wait=3.0)
         assert not caplog.records  # the worker logs outages
-        assert listener.next_step() == Subscribe(c.channel, sharded=True)
+        assert listener.next_step() == Subscribe(sharded=True)
         assert listener.failed(RuntimeError("bug")) == Reaction(close=True, sync=True, wait=3.0)
     assert [r.getMessage() for r in caplog.records] == [
         "ring orders: listener failed; re-subscribing"]

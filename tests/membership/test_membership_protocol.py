@@ -1,8 +1,9 @@
-"""The membership protocol without Redis: its generators are driven with
-scripted replies, as a driver would, and what they ask for is checked call
-by call.  The same protocol runs under both drivers, so these hold for
-both; the Redis-backed tests (test_membership*.py, test_membership_scripts.py)
-check the scripts."""
+"""The membership protocol without a store: its generators are driven with
+scripted replies (the records of ``chash.membership.state``), as a driver
+would, and what they ask for is checked operation by operation.  The same
+protocol runs under both drivers and over both stores, so these hold for
+all; the store-backed tests (test_membership*.py, test_membership_scripts.py,
+test_etcd_*.py) check the stores."""
 
 from __future__ import annotations
 
@@ -14,9 +15,20 @@ import pytest
 
 from chash import ConsistentHashRouter
 from chash.membership.core import MembershipCore
-from chash.membership.protocol import Call, Steps, check, pull, send_votes, write
+from chash.membership.protocol import Steps, check, pull, send_votes, sweep, write
 from chash.membership.settings import MembershipSettings
-from chash.membership.state import RingMissingError
+from chash.membership.state import NoRing, Outcome, Refused, RingHead, RingMissingError, StoredRing
+from chash.membership.store import (
+    Operation,
+    ReadHead,
+    ReadRing,
+    Reepoch,
+    Seed,
+    Stamp,
+    Sweep,
+    Vote,
+    Write,
+)
 
 
 def settings(bootstrap: bool = False) -> MembershipSettings:
@@ -30,14 +42,18 @@ def core(bootstrap: bool = False) -> MembershipCore:
 
 
 def snapshot(c: MembershipCore, epoch: str, version: int, nodes: dict[str, str],
-             digest: str | None = None, order: dict[str, str] | None = None) -> list[Any]:
-    """A SNAPSHOT reply; the nodes' add sequences are their places in
+             digest: str | None = None, order: dict[str, str] | None = None) -> StoredRing:
+    """A ``ReadRing`` reply; the nodes' add sequences are their places in
     ``nodes`` unless ``order`` gives them."""
-    flat = [item for pair in nodes.items() for item in pair]
     if order is None:
         order = {node: str(seq) for seq, node in enumerate(nodes, 1)}
-    sequences = [item for pair in order.items() for item in pair]
-    return [1, epoch, version, c.config, flat, [], [], digest or False, 1, sequences]
+    return StoredRing(epoch, version, c.config, nodes=nodes, order=order, digest=digest,
+                      sharded=True)
+
+
+def changed(epoch: str, version: int, **more: Any) -> Outcome:
+    """A change's reply: it changed the ring, now at (epoch, version)."""
+    return Outcome(True, (epoch, version), **more)
 
 
 class Driver:
@@ -46,9 +62,9 @@ class Driver:
 
     def __init__(self, replies: list[Any]) -> None:
         self.replies = list(replies)
-        self.calls: list[Call] = []
+        self.calls: list[Operation[Any]] = []
 
-    def run(self, exchange: Generator[Call, Any, Any]) -> Any:
+    def run(self, exchange: Generator[Operation[Any], Any, Any]) -> Any:
         steps = Steps(exchange)
         while (call := steps.next_call()) is not None:
             self.calls.append(call)
@@ -61,29 +77,30 @@ class Driver:
         return steps.result
 
     @property
-    def scripts(self) -> list[str]:
-        return [call.script for call in self.calls]
+    def kinds(self) -> list[type[Operation[Any]]]:
+        return [type(call) for call in self.calls]
 
 
 def synced(c: MembershipCore, nodes: dict[str, str], version: int = 2) -> str:
     """Apply a first state; return its fingerprint."""
-    d = Driver([snapshot(c, "e1", version, nodes), 1])
+    d = Driver([snapshot(c, "e1", version, nodes), True])
     d.run(pull(c))
-    assert d.scripts == ["SNAPSHOT", "STAMP"]
+    assert d.kinds == [ReadRing, Stamp]
+    assert d.calls[1] == Stamp("e1", version, c.fingerprint())
     return c.fingerprint()
 
 
 def test_an_unsynced_instance_never_seeds() -> None:
     c = core()
-    d = Driver([[-1]])
+    d = Driver([NoRing()])
     assert d.run(pull(c)) is None
-    assert d.scripts == ["SNAPSHOT"]
-    d = Driver([[-1]])
+    assert d.kinds == [ReadRing]
+    d = Driver([NoRing()])
     with pytest.raises(RingMissingError, match="ring 'orders' is missing in Redis; an "
                                                "instance that holds it will restore it"):
         d.run(write(c, "add", "a", "1.0"))
-    assert d.scripts == ["WRITE"]
-    d = Driver([[-3, "meta.count is 5 but 0 entries are stored"]])
+    assert d.calls == [Write("add", "a", c.config, "1.0", False)]
+    d = Driver([NoRing("meta.count is 5 but 0 entries are stored")])
     with pytest.raises(RingMissingError, match="damaged"):
         d.run(write(c, "add", "a", "1.0"))
 
@@ -91,23 +108,25 @@ def test_an_unsynced_instance_never_seeds() -> None:
 def test_bootstrap_seeds_an_absent_ring_but_never_replaces_a_damaged_one() -> None:
     c = core(bootstrap=True)
     c.router.add_service_node("mine")
-    d = Driver([[-1], [1, "new", 1, []], snapshot(c, "new", 1, {"mine": "1.0"}), 1])
+    d = Driver([NoRing(), changed("new", 1), snapshot(c, "new", 1, {"mine": "1.0"}), True])
     assert d.run(pull(c)) is not None
     seed = d.calls[1]
-    assert seed.script == "SEED" and seed.args[4] == 0 and "mine" in seed.args
-    d = Driver([[-3, "broken"]])
+    assert isinstance(seed, Seed) and not seed.restore and dict(seed.nodes) == {"mine": "1.0"}
+    assert (seed.version, seed.config) == (1, c.config)
+    d = Driver([NoRing("broken")])
     fresh = core(bootstrap=True)
-    assert d.run(pull(fresh)) is None and d.scripts == ["SNAPSHOT"]
+    assert d.run(pull(fresh)) is None and d.kinds == [ReadRing]
 
 
 def test_a_synced_instance_restores_a_damaged_ring() -> None:
     c = core()
     synced(c, {"a": "1.0", "b": "2.0"})
-    d = Driver([[-3, "lost nodes"], [1, "e2", 3, []], snapshot(c, "e2", 3, {"a": "1.0",
-                                                                           "b": "2.0"}), 1])
+    d = Driver([NoRing("lost nodes"), changed("e2", 3),
+                snapshot(c, "e2", 3, {"a": "1.0", "b": "2.0"}), True])
     d.run(pull(c))
     seed = d.calls[1]
-    assert seed.args[2] == 3 and seed.args[4] == 1  # the next version, restore
+    assert isinstance(seed, Seed) and seed.version == 3 and seed.restore  # the next version
+    assert dict(seed.nodes) == {"a": "1.0", "b": "2.0"}
     assert c.router.weights == {"a": 1.0, "b": 2.0}
 
 
@@ -118,11 +137,11 @@ def test_same_version_other_ring_is_read_and_starts_an_epoch(
     other = ConsistentHashRouter()
     other.add_service_node("a")
     other.add_service_node("d")
-    d = Driver([[1, "e1", 2, other.fingerprint()],
+    d = Driver([RingHead("e1", 2, other.fingerprint()),
                 snapshot(c, "e1", 2, {"a": "1.0", "d": "1.0"}, other.fingerprint()),
-                [1, "e9", 3, []], snapshot(c, "e9", 3, {"a": "1.0", "d": "1.0"}), 1])
+                changed("e9", 3), snapshot(c, "e9", 3, {"a": "1.0", "d": "1.0"}), True])
     d.run(check(c))
-    assert d.scripts == ["HEAD", "SNAPSHOT", "REEPOCH", "SNAPSHOT", "STAMP"]
+    assert d.kinds == [ReadHead, ReadRing, Reepoch, ReadRing, Stamp]
     assert c.router.weights == {"a": 1.0, "d": 1.0} and c.position == ("e9", 3)
     assert any("another ring at version 2" in r.getMessage() for r in caplog.records)
 
@@ -131,10 +150,10 @@ def test_a_digest_nobody_can_reproduce_does_not_loop(caplog: pytest.LogCaptureFi
     c = core()
     synced(c, {"a": "1.0"})
     for _ in range(3):
-        d = Driver([[1, "e1", 2, "0123456789abcdef"],
+        d = Driver([RingHead("e1", 2, "0123456789abcdef"),
                     snapshot(c, "e1", 2, {"a": "1.0"}, "0123456789abcdef")])
         d.run(check(c))
-        assert d.scripts == ["HEAD", "SNAPSHOT"]  # no new epoch, no stamp
+        assert d.kinds == [ReadHead, ReadRing]  # no new epoch, no stamp
     errors = [r for r in caplog.records if "holds digest 0123456789abcdef" in r.getMessage()]
     assert len(errors) == 1
 
@@ -142,20 +161,22 @@ def test_a_digest_nobody_can_reproduce_does_not_loop(caplog: pytest.LogCaptureFi
 def test_going_back_follows_redis_and_starts_an_epoch() -> None:
     c = core()
     synced(c, {"a": "1.0", "b": "1.0"}, version=5)
-    d = Driver([[1, "e1", 3, "x"], snapshot(c, "e1", 3, {"a": "1.0"}, "x"),
-                [1, "e7", 6, []], snapshot(c, "e7", 6, {"a": "1.0"}), 1])
+    d = Driver([RingHead("e1", 3, "x"), snapshot(c, "e1", 3, {"a": "1.0"}, "x"),
+                changed("e7", 6), snapshot(c, "e7", 6, {"a": "1.0"}), True])
     d.run(check(c))
-    assert d.scripts == ["HEAD", "SNAPSHOT", "REEPOCH", "SNAPSHOT", "STAMP"]
-    assert d.calls[2].args[1:3] == ("e1", 3) and d.calls[2].args[4] == 6
+    assert d.kinds == [ReadHead, ReadRing, Reepoch, ReadRing, Stamp]
+    reepoch = d.calls[2]
+    assert isinstance(reepoch, Reepoch)
+    assert (reepoch.seen_epoch, reepoch.seen_version, reepoch.version) == ("e1", 3, 6)
     assert c.router.weights == {"a": 1.0} and c.position == ("e7", 6)
 
 
 def test_a_committed_write_never_reports_failure(caplog: pytest.LogCaptureFixture) -> None:
     c = core()
     synced(c, {"a": "1.0"})
-    d = Driver([[1, "e1", 3, []], ConnectionError("gone after the commit")])
+    d = Driver([changed("e1", 3), ConnectionError("gone after the commit")])
     d.run(write(c, "add", "b", "1.0"))  # no exception
-    assert d.scripts == ["WRITE", "SNAPSHOT"]
+    assert d.kinds == [Write, ReadRing]
     assert any("committed at version 3" in r.getMessage() for r in caplog.records)
 
 
@@ -163,10 +184,10 @@ def test_refused_mass_removal_and_forced_one(caplog: pytest.LogCaptureFixture) -
     c = core()
     synced(c, {"a": "1.0"})
     with pytest.raises(ValueError, match="would take 1 of the 1 nodes in service"):
-        Driver([[-4, 1, 1]]).run(write(c, "remove", "a"))
-    d = Driver([[1, "e1", 3, [], 1, 1], snapshot(c, "e1", 3, {}), 1])
+        Driver([Refused(1, 1)]).run(write(c, "remove", "a"))
+    d = Driver([changed("e1", 3, in_service=1, removed=1), snapshot(c, "e1", 3, {}), True])
     d.run(write(c, "remove", "a", force=True))
-    assert d.calls[0].args[4] == "1"
+    assert d.calls[0] == Write("remove", "a", c.config, "", True)
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("refused to remove 'a'" in m for m in messages)
     assert any("took 1 of the 1 nodes in service out at once (forced)" in m for m in messages)
@@ -181,16 +202,37 @@ def test_votes_are_kept_when_the_exchange_fails_or_is_abandoned() -> None:
     assert c.take_votes() == {"a": (True, "refused")}
     c.queue_vote("a", False)
     exchange = send_votes(c)
-    assert next(exchange).script == "VOTE"
+    assert next(exchange) == Vote("me", 30_000, "majority", {"a": (False, "")})
     exchange.close()  # a cancelled task
     assert c.take_votes() == {"a": (False, "")}
+
+
+def test_votes_sent_to_a_lost_ring_are_kept_and_the_ring_restored() -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    c.queue_vote("a", True, "refused")
+    d = Driver([NoRing(), NoRing(), changed("e2", 3), snapshot(c, "e2", 3, {"a": "1.0"}), True])
+    d.run(send_votes(c))
+    assert d.kinds == [Vote, ReadRing, Seed, ReadRing, Stamp]
+    assert c.take_votes() == {"a": (True, "refused")}  # sent again at the next round
+
+
+def test_a_sweep_names_this_reporter_only_to_withdraw_its_votes() -> None:
+    c = core()
+    synced(c, {"a": "1.0"})
+    d = Driver([Outcome(False, ("e1", 2)), Outcome(True, ("e1", 3)),
+                snapshot(c, "e1", 3, {"a": "1.0"}), True])
+    d.run(sweep(c))
+    d.run(sweep(c, withdraw=True))
+    assert d.calls[:2] == [Sweep(30_000, "majority", None), Sweep(30_000, "majority", "me")]
+    assert d.kinds[2:] == [ReadRing, Stamp]  # the ring moved on: read again
 
 
 def test_unreadable_entries_are_skipped_and_logged_once(
         caplog: pytest.LogCaptureFixture) -> None:
     c = core()
     for version in (2, 3):
-        Driver([snapshot(c, "e1", version, {"a": "1.0", "x": "heavy", "y": "inf"}), 1]) \
+        Driver([snapshot(c, "e1", version, {"a": "1.0", "x": "heavy", "y": "inf"}), True]) \
             .run(pull(c))
     assert c.router.weights == {"a": 1.0}
     lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
@@ -198,7 +240,7 @@ def test_unreadable_entries_are_skipped_and_logged_once(
                      "ring orders: skipped unreadable entry nodes['y'] = 'inf'"]
     for _ in range(2):
         c.queue_vote("a", True, "r")
-        Driver([[0, "e1", 3, ["votes", "b", "[[["]]]).run(send_votes(c))
+        Driver([Outcome(False, ("e1", 3), (("votes", "b", "[[["),))]).run(send_votes(c))
     assert sum("votes['b']" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -211,14 +253,15 @@ def test_nodes_are_applied_in_their_add_sequence_whatever_the_field_order() -> N
     c = ordered_core()
     # The hash's fields in one order, the sequences in another.
     Driver([snapshot(c, "e1", 2, {"c:1": "1.0", "a:1": "1.0", "b:1": "1.0"},
-                     order={"a:1": "7", "c:1": "12", "b:1": "3"}), 1]).run(pull(c))
+                     order={"a:1": "7", "c:1": "12", "b:1": "3"}), True]).run(pull(c))
     assert c.router.nodes == ["b:1", "a:1", "c:1"]
     assert c.state is not None and list(c.state.weights) == ["b:1", "a:1", "c:1"]
-    # A restore writes them back in that order (SEED numbers them 1, 2, 3).
-    seed = Driver([[-1], [1, "e2", 3, []], snapshot(c, "e2", 3, {"b:1": "1.0"}), 1])
+    # A restore writes them back in that order (Seed numbers them 1, 2, 3).
+    seed = Driver([NoRing(), changed("e2", 3), snapshot(c, "e2", 3, {"b:1": "1.0"}), True])
     seed.run(pull(c))
-    args = seed.calls[1].args
-    assert args[5] == 3 and args[6:12] == ("b:1", "1.0", "a:1", "1.0", "c:1", "1.0")
+    call = seed.calls[1]
+    assert isinstance(call, Seed)
+    assert list(call.nodes.items()) == [("b:1", "1.0"), ("a:1", "1.0"), ("c:1", "1.0")]
 
 
 def test_nodes_without_a_sequence_come_first_in_id_order(
@@ -230,7 +273,7 @@ def test_nodes_without_a_sequence_come_first_in_id_order(
         Driver([snapshot(c, "e1", version,
                          {"z:1": "1.0", "new:1": "1.0", "é:1": "1.0", "b:1": "1.0", "m:1": "1.0"},
                          order={"new:1": "1", "m:1": "soon", "z:1": "9" * 5000,
-                                "gone:1": "2"}), 1]).run(pull(c))
+                                "gone:1": "2"}), True]).run(pull(c))
         assert c.router.nodes == ["b:1", "m:1", "z:1", "é:1", "new:1"]
     lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert lines[0] == "ring orders: skipped unreadable entry order['m:1'] = 'soon'"
@@ -256,10 +299,10 @@ class Exchanges:
         self.open.remove(ticket)
 
 
-def two_calls() -> Generator[Call, Any, str]:
-    first = yield Call("HEAD")
+def two_calls() -> Generator[Operation[Any], Any, str]:
+    first = yield ReadHead()
     try:
-        second = yield Call("SNAPSHOT", (first,))
+        second = yield Stamp(first, 1, "digest")
     except ConnectionError as exc:
         return f"failed: {exc}"
     return f"{first}+{second}"
@@ -268,11 +311,11 @@ def two_calls() -> Generator[Call, Any, str]:
 def test_steps_hands_out_each_call_and_returns_the_result() -> None:
     core = Exchanges()
     steps = Steps(two_calls(), core)  # type: ignore[arg-type]  # the two methods Steps uses
-    assert steps.next_call() == Call("HEAD")
+    assert steps.next_call() == ReadHead()
     assert core.open == {1}
     steps.replied("a")
     assert core.open == set()
-    assert steps.next_call() == Call("SNAPSHOT", ("a",))
+    assert steps.next_call() == Stamp("a", 1, "digest")
     steps.replied("b")
     assert steps.next_call() is None
     assert steps.result == "a+b"
@@ -302,9 +345,9 @@ def test_an_uncaught_failure_comes_out_of_next_call() -> None:
 def test_abandon_closes_the_operation_and_ends_its_call() -> None:
     closed: list[bool] = []
 
-    def operation() -> Generator[Call, Any, None]:
+    def operation() -> Generator[Operation[Any], Any, None]:
         try:
-            yield Call("HEAD")
+            yield ReadHead()
         finally:
             closed.append(True)
 

@@ -1,10 +1,13 @@
-"""The Lua scripts of the Redis store, called directly on a real redis-server.
+"""The Redis store's Lua scripts, called through ``RedisStore`` on a real
+redis-server.
 
-Every script must load (``SCRIPT LOAD``) and answer a few calls with known
-replies, in the shapes ``chash.membership.redis.scripts`` documents and the
-protocol parses: seeding, reading, writing, refusing, voting, sweeping,
-stamping, starting an epoch, and finding the store damaged.  The calls go
-through ``RedisStore``, as the drivers make them.
+Every operation of the store contract has its script, and every script
+must load (``SCRIPT LOAD``).  What each operation sends is pinned: the
+script and its ``ARGV``, exactly as earlier versions sent them, so that
+gateways of either version can share a ring.  Then each operation answers
+a few calls with known records: seeding, reading, writing, refusing,
+voting, sweeping, stamping, starting an epoch, and finding the store
+damaged; with replies as str or as bytes alike.
 """
 
 from __future__ import annotations
@@ -16,11 +19,31 @@ from typing import Any
 import pytest
 
 from _support.redis_server import RedisServer
-from chash.membership.protocol import SCRIPTS as CALLS
-from chash.membership.protocol import Call
+from chash.membership.redis.codec import script_call
 from chash.membership.redis.scripts import SCRIPTS
-from chash.membership.redis.store import KEY_PARTS, RedisStore, ring_keys
+from chash.membership.redis.store import KEY_PARTS, RedisStore, ring_channel, ring_keys
 from chash.membership.settings import MembershipSettings
+from chash.membership.state import (
+    HealthVerdict,
+    NoRing,
+    NoSuchNode,
+    OtherConfig,
+    Outcome,
+    Refused,
+    RingHead,
+    StoredRing,
+)
+from chash.membership.store import (
+    Operation,
+    ReadHead,
+    ReadRing,
+    Reepoch,
+    Seed,
+    Stamp,
+    Sweep,
+    Vote,
+    Write,
+)
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
 
@@ -35,21 +58,75 @@ def store(text_client: Any) -> RedisStore:
     return RedisStore(text_client, SETTINGS)
 
 
-def run(store: RedisStore, script: str, *args: str | int) -> Any:
-    return store.run(Call(script, args))
-
-
 def seed(store: RedisStore, *nodes: tuple[str, float]) -> Any:
-    """SEED epoch e1 at version 1 with ``nodes``, none disabled or down."""
-    args: list[str | int] = [CHANNEL, "e1", 1, "cfg", 0, len(nodes)]
-    for node, weight in nodes:
-        args += [node, repr(weight)]
-    return run(store, "SEED", *args, 0)
+    """Seed epoch e1 at version 1 with ``nodes``, none disabled or down."""
+    return store.run(Seed("e1", 1, "cfg", False,
+                          nodes={node: repr(weight) for node, weight in nodes}))
 
 
-def test_the_store_has_a_script_for_every_call_of_the_protocol() -> None:
-    assert sorted(SCRIPTS) == sorted(CALLS)
+def write(action: Any, node: str, value: str = "", force: bool = False,
+          config: str = "cfg") -> Write:
+    return Write(action, node, config, value, force)
+
+
+def vote(reporter: str, **votes: tuple[bool, str]) -> Vote:
+    return Vote(reporter, 30_000, "majority", votes)
+
+
+def position(version: int, epoch: str = "e1") -> tuple[str, int]:
+    return (epoch, version)
+
+
+class Example:
+    """An operation's arguments, and the script and ARGV that perform it."""
+
+    def __init__(self, *args: Any, script: str, argv: list[str | int]) -> None:
+        self.args = args
+        self.script = script
+        self.argv = argv
+
+
+#: Each operation's script and ARGV, as gateways of every version send them.
+EXAMPLES: dict[type[Operation[Any]], Example] = {
+    ReadRing: Example(script="SNAPSHOT", argv=[]),
+    ReadHead: Example(script="HEAD", argv=[]),
+    Stamp: Example("e1", 4, "d1", script="STAMP", argv=["e1", 4, "d1"]),
+    Reepoch: Example("e1", 3, "e2", 7, script="REEPOCH", argv=[CHANNEL, "e1", 3, "e2", 7]),
+    Seed: Example("e2", 5, "cfg", True, {"b": "2.0", "a": "1.0"}, {"b": "maintenance"},
+                  {"a": HealthVerdict("refused", 2, 3, 1.5)}, script="SEED",
+                  argv=[CHANNEL, "e2", 5, "cfg", 1, 2, "b", "2.0", "a", "1.0", 1, "b",
+                        "maintenance", "a", '{"r": "refused", "n": 2, "l": 3}']),
+    Write: Example("disable", "a", "cfg", "maintenance", True, script="WRITE",
+                   argv=[CHANNEL, "disable", "a", "maintenance", "1", "cfg"]),
+    Vote: Example("r1", 30_000, "majority", {"a": (True, "boom"), "b": (False, "")},
+                  script="VOTE",
+                  argv=[CHANNEL, "r1", 30_000, "majority", "a", 1, "boom", "b", 0, ""]),
+    Sweep: Example(30_000, "2", "r1", script="SWEEP", argv=[CHANNEL, 30_000, "2", "r1"]),
+}
+
+
+def test_the_store_has_a_script_for_every_operation_of_the_contract() -> None:
+    assert set(Operation.__subclasses__()) == set(EXAMPLES)
+    assert sorted(example.script for example in EXAMPLES.values()) == sorted(SCRIPTS)
     assert ring_keys(SETTINGS) == [f"chash:{{known}}:{part}" for part in KEY_PARTS]
+    assert ring_channel(SETTINGS) == CHANNEL
+
+
+@pytest.mark.parametrize("operation", sorted(EXAMPLES, key=lambda op: op.__name__),
+                         ids=lambda op: op.__name__)
+def test_each_operation_sends_the_argv_its_script_takes(operation: type[Any]) -> None:
+    example = EXAMPLES[operation]
+    script, argv = script_call(operation(*example.args), CHANNEL)
+    assert (script, argv) == (example.script, example.argv)
+    assert [type(item) for item in argv] == [type(item) for item in example.argv]
+
+
+def test_the_defaults_send_what_they_always_did() -> None:
+    assert script_call(Sweep(1000, "any"), CHANNEL) == ("SWEEP", [CHANNEL, 1000, "any", ""])
+    assert script_call(Write("enable", "a", "cfg"), CHANNEL) \
+        == ("WRITE", [CHANNEL, "enable", "a", "", "0", "cfg"])
+    assert script_call(Seed("e", 1, "cfg", False), CHANNEL) \
+        == ("SEED", [CHANNEL, "e", 1, "cfg", 0, 0, 0])
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
@@ -61,92 +138,117 @@ def test_every_script_loads(name: str, text_client: Any, server: RedisServer) ->
 
 
 def test_reads_of_a_ring_that_does_not_exist(store: RedisStore) -> None:
-    assert run(store, "SNAPSHOT") == [-1]
-    assert run(store, "HEAD") == [-1]
-    assert run(store, "WRITE", CHANNEL, "add", "a", "1.0", 0, "cfg") == [-1]
-    assert run(store, "STAMP", "e1", 1, "digest") == 0
+    assert store.run(ReadRing()) == NoRing()
+    assert store.run(ReadHead()) == NoRing()
+    assert store.run(write("add", "a", "1.0")) == NoRing()
+    assert store.run(Stamp("e1", 1, "digest")) is False
 
 
-def test_seed_then_snapshot(store: RedisStore, text_client: Any) -> None:
-    assert seed(store, ("a", 1.0), ("b", 2.0)) == [1, "e1", 1, []]
-    assert seed(store, ("z", 1.0)) == [0, "e1", 1, []]  # a sound ring exists: kept
+def test_seed_then_read(store: RedisStore, text_client: Any) -> None:
+    assert seed(store, ("a", 1.0), ("b", 2.0)) == Outcome(True, position(1))
+    assert seed(store, ("z", 1.0)) == Outcome(False, position(1))  # a sound ring exists: kept
     # Sharded announcements on Redis 7 and newer (the suite needs 7).
-    assert run(store, "SNAPSHOT") == [1, "e1", 1, "cfg", ["a", "1.0", "b", "2.0"], [], [],
-                                      None, 1, ["a", "1", "b", "2"]]
+    assert store.run(ReadRing()) == StoredRing("e1", 1, "cfg", nodes={"a": "1.0", "b": "2.0"},
+                                               order={"a": "1", "b": "2"}, sharded=True)
     assert text_client.hgetall(META) == {"epoch": "e1", "version": "1", "config": "cfg",
                                          "count": "2", "ndisabled": "0", "norder": "2",
                                          "seq": "2"}
 
 
+def test_replies_as_bytes_read_as_str(store: RedisStore, client: Any) -> None:
+    seed(store, ("é", 1.0))
+    store.run(vote("r1", **{"é": (True, "boom")}))
+    raw = RedisStore(client, SETTINGS)  # a client that does not decode responses
+    stored = raw.run(ReadRing())
+    assert stored == store.run(ReadRing())
+    assert isinstance(stored, StoredRing) and list(stored.down) == ["é"]
+    assert raw.run(ReadHead()) == RingHead("e1", 2)
+
+
 def test_writes_and_their_refusals(store: RedisStore) -> None:
     seed(store, ("a", 1.0))
-    assert run(store, "WRITE", CHANNEL, "add", "b", "2.0", 0, "cfg") == [1, "e1", 2, [], 0, 0]
-    assert run(store, "WRITE", CHANNEL, "add", "b", "2.0", 0, "cfg") == [0, "e1", 2, []]
-    assert run(store, "WRITE", CHANNEL, "add", "b", "2.0", 0, "other") == [-5, "cfg"]
-    assert run(store, "WRITE", CHANNEL, "remove", "zz", "", 0, "cfg") == [-2]
-    assert run(store, "WRITE", CHANNEL, "disable", "a", "maintenance", 0, "cfg") \
-        == [1, "e1", 3, [], 2, 1]
+    assert store.run(write("add", "b", "2.0")) == Outcome(True, position(2))
+    assert store.run(write("add", "b", "2.0")) == Outcome(False, position(2))
+    assert store.run(write("add", "b", "2.0", config="other")) == OtherConfig("cfg")
+    assert store.run(write("remove", "zz")) == NoSuchNode()
+    assert store.run(write("disable", "a", "maintenance")) \
+        == Outcome(True, position(3), in_service=2, removed=1)
     # b is the last node in service: taking it out is refused unless forced.
-    assert run(store, "WRITE", CHANNEL, "remove", "b", "", 0, "cfg") == [-4, 1, 1]
-    assert run(store, "WRITE", CHANNEL, "remove", "b", "", 1, "cfg") == [1, "e1", 4, [], 1, 1]
-    assert run(store, "WRITE", CHANNEL, "enable", "a", "", 0, "cfg") == [1, "e1", 5, [], 0, 0]
-    snapshot = run(store, "SNAPSHOT")
-    assert snapshot[4] == ["a", "1.0"] and snapshot[5] == [] and snapshot[9] == ["a", "1"]
+    assert store.run(write("remove", "b")) == Refused(1, 1)
+    assert store.run(write("remove", "b", force=True)) \
+        == Outcome(True, position(4), in_service=1, removed=1)
+    assert store.run(write("enable", "a")) == Outcome(True, position(5))
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing)
+    assert (stored.nodes, stored.disabled, stored.order) == ({"a": "1.0"}, {}, {"a": "1"})
 
 
 def test_head_and_stamp(store: RedisStore) -> None:
     seed(store, ("a", 1.0))
-    assert run(store, "HEAD") == [1, "e1", 1, None]
-    assert run(store, "STAMP", "e1", 1, "d1") == 1
-    assert run(store, "STAMP", "e1", 1, "d2") == 0  # stamped already
-    assert run(store, "STAMP", "e1", 9, "d3") == 0  # another version
-    assert run(store, "HEAD") == [1, "e1", 1, "d1"]
-    run(store, "WRITE", CHANNEL, "add", "b", "1.0", 0, "cfg")
-    assert run(store, "HEAD") == [1, "e1", 2, None]  # a change clears the digest
+    assert store.run(ReadHead()) == RingHead("e1", 1, None)
+    assert store.run(Stamp("e1", 1, "d1")) is True
+    assert store.run(Stamp("e1", 1, "d2")) is False  # stamped already
+    assert store.run(Stamp("e1", 9, "d3")) is False  # another version
+    assert store.run(ReadHead()) == RingHead("e1", 1, "d1")
+    store.run(write("add", "b", "1.0"))
+    assert store.run(ReadHead()) == RingHead("e1", 2, None)  # a change clears the digest
 
 
 def test_votes_take_a_node_out_and_a_withdrawal_brings_it_back(store: RedisStore) -> None:
     seed(store, ("a", 1.0), ("b", 1.0))
     # One live reporter of one votes a down: a majority.  Votes on a node
     # the ring does not hold are ignored.
-    assert run(store, "VOTE", CHANNEL, "r1", 30_000, "majority", "a", 1, "boom",
-               "ghost", 1, "boom") == [1, "e1", 2, []]
-    verdict = json.loads(dict(zip(*[iter(run(store, "SNAPSHOT")[6])] * 2, strict=True))["a"])
+    assert store.run(vote("r1", a=(True, "boom"), ghost=(True, "boom"))) \
+        == Outcome(True, position(2))
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing)
+    verdict = json.loads(stored.down["a"])
     assert (verdict["r"], verdict["n"], verdict["l"]) == ("boom", 1, 1)
     # A second reporter voting it up leaves one down vote of two: no majority.
-    assert run(store, "VOTE", CHANNEL, "r2", 30_000, "majority", "a", 0, "") \
-        == [1, "e1", 3, []]
-    assert run(store, "VOTE", CHANNEL, "r2", 30_000, "majority", "a", 1, "boom too") \
-        == [1, "e1", 4, []]
-    assert run(store, "SWEEP", CHANNEL, 30_000, "majority", "") == [0, "e1", 4, []]
-    assert run(store, "SWEEP", CHANNEL, 30_000, "majority", "r1") == [0, "e1", 4, []]
-    assert run(store, "SWEEP", CHANNEL, 30_000, "majority", "r2") == [1, "e1", 5, []]
-    assert run(store, "SNAPSHOT")[6] == []
+    assert store.run(vote("r2", a=(False, ""))) == Outcome(True, position(3))
+    assert store.run(vote("r2", a=(True, "boom too"))) == Outcome(True, position(4))
+    assert store.run(Sweep(30_000, "majority")) == Outcome(False, position(4))
+    assert store.run(Sweep(30_000, "majority", "r1")) == Outcome(False, position(4))
+    assert store.run(Sweep(30_000, "majority", "r2")) == Outcome(True, position(5))
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing) and stored.down == {}
+
+
+def test_unreadable_votes_are_named_in_the_reply(store: RedisStore, text_client: Any) -> None:
+    seed(store, ("a", 1.0), ("b", 1.0))
+    text_client.hset("chash:{known}:votes", "b", "[[[")
+    assert store.run(vote("r1", b=(True, "boom"))) \
+        == Outcome(True, position(2), skipped=(("votes", "b", "[[["),))
 
 
 def test_reepoch_only_where_the_ring_was_seen(store: RedisStore) -> None:
     seed(store, ("a", 1.0))
-    assert run(store, "REEPOCH", CHANNEL, "e1", 7, "e2", 8) == [0, "e1", 1, []]
-    assert run(store, "REEPOCH", CHANNEL, "e1", 1, "e2", 8) == [1, "e2", 8, []]
-    assert run(store, "HEAD") == [1, "e2", 8, None]
+    assert store.run(Reepoch("e1", 7, "e2", 8)) == Outcome(False, position(1))
+    assert store.run(Reepoch("e1", 1, "e2", 8)) == Outcome(True, position(8, "e2"))
+    assert store.run(ReadHead()) == RingHead("e2", 8, None)
 
 
 def test_a_damaged_store_is_reported_before_any_write(store: RedisStore,
                                                       text_client: Any) -> None:
     seed(store, ("a", 1.0), ("b", 1.0))
     text_client.hset(META, "version", "x")
-    damaged = [-3, "meta.version is not a count: x"]
-    assert run(store, "SNAPSHOT") == damaged
-    assert run(store, "WRITE", CHANNEL, "add", "c", "1.0", 0, "cfg") == damaged
-    assert run(store, "VOTE", CHANNEL, "r1", 30_000, "majority", "a", 1, "boom") == damaged
+    damaged = NoRing("meta.version is not a count: x")
+    assert store.run(ReadRing()) == damaged
+    assert store.run(write("add", "c", "1.0")) == damaged
+    assert store.run(vote("r1", a=(True, "boom"))) == damaged
     assert text_client.hlen("chash:{known}:nodes") == 2
     text_client.hset(META, "version", 1)
     text_client.delete("chash:{known}:nodes")
-    assert run(store, "HEAD") == [-3, "meta.count is 2 but 0 entries are stored"]
-    # SEED replaces a damaged ring only when told to restore it.
-    assert seed(store, ("z", 1.0)) == [-3, "meta.count is 2 but 0 entries are stored"]
-    restore = [CHANNEL, "e9", 2, "cfg", 1, 1, "z", "1.0", 0]
-    assert run(store, "SEED", *restore) == [1, "e9", 2, []]
+    assert store.run(ReadHead()) == NoRing("meta.count is 2 but 0 entries are stored")
+    # Seed replaces a damaged ring only when told to restore it.
+    assert seed(store, ("z", 1.0)) == NoRing("meta.count is 2 but 0 entries are stored")
+    restore = Seed("e9", 2, "cfg", True, nodes={"z": "1.0"},
+                   down={"z": HealthVerdict("refused", 1, 1, 0.0)})
+    assert store.run(restore) == Outcome(True, position(2, "e9"))
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing)
+    carried = json.loads(stored.down["z"])
+    assert (carried["r"], carried["n"], carried["l"], carried["s"]) == ("refused", 1, 1, 1)
 
 
 def test_changes_are_announced(store: RedisStore, text_client: Any) -> None:
@@ -155,10 +257,10 @@ def test_changes_are_announced(store: RedisStore, text_client: Any) -> None:
     try:
         pubsub.ssubscribe(CHANNEL)
         assert pubsub.get_sharded_message(timeout=2.0)["type"] == "ssubscribe"
-        run(store, "WRITE", CHANNEL, "add", "b", "1.0", 0, "cfg")
+        store.run(write("add", "b", "1.0"))
         message = pubsub.get_sharded_message(timeout=2.0)
         assert (message["type"], message["data"]) == ("smessage", "e1:2")
-        run(store, "WRITE", CHANNEL, "add", "b", "1.0", 0, "cfg")  # no change: silent
+        store.run(write("add", "b", "1.0"))  # no change: silent
         assert pubsub.get_sharded_message(timeout=0.3) is None
     finally:
         pubsub.close()

@@ -1,12 +1,13 @@
 """The shared ring's operations on etcd, without I/O.
 
-The protocol (``chash.membership.protocol``) asks a store for eight
-operations (``SNAPSHOT``, ``HEAD``, ``STAMP``, ``REEPOCH``, ``SEED``,
-``WRITE``, ``VOTE``, ``SWEEP``) and parses their replies, whose shapes
-``chash.membership.redis.scripts`` documents.  Redis runs each as a Lua
-script; etcd has no scripts, so each is written here as a generator that
-yields the etcd requests it needs (``chash.membership.etcd.wire``),
-receives their replies and returns the operation's reply.  Every change is
+The protocol asks a store for the eight operations of the store contract
+(``chash.membership.store``: ``ReadRing``, ``ReadHead``, ``Stamp``,
+``Reepoch``, ``Seed``, ``Write``, ``Vote``, ``Sweep``), each replying with
+a record of ``chash.membership.state``.  Each is written here as a
+generator that yields the etcd requests it needs
+(``chash.membership.etcd.wire``), receives their replies and returns the
+operation's record, deciding by the rules the Redis store's Lua scripts
+follow (``chash.membership.redis.scripts``).  Every change is
 one transaction that compares the revisions it read: the ring key's
 ``mod_revision`` and, for health votes, that no vote changed since, so two
 writers never interleave; a transaction that lost the race reads again.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from chash.membership.etcd.wire import (
     EtcdUnavailable,
@@ -47,13 +48,33 @@ from chash.membership.etcd.wire import (
     revision,
     txn,
 )
-from chash.membership.protocol import Call
-from chash.membership.state import CHANGED, DAMAGED, MISSING, NO_SUCH_NODE, OTHER_CONFIG, REFUSED, UNCHANGED
+from chash.membership.state import (
+    NoRing,
+    NoSuchNode,
+    OtherConfig,
+    Outcome,
+    Refused,
+    RingHead,
+    StoredRing,
+)
+from chash.membership.store import (
+    Operation,
+    ReadHead,
+    ReadRing,
+    Reepoch,
+    Seed,
+    Stamp,
+    Sweep,
+    Vote,
+    Write,
+)
 
 __all__ = ["RingKeys", "perform"]
 
+T = TypeVar("T")
+
 #: An etcd operation: yields requests, receives replies, returns a T.
-Ops = Generator[Request, Any, Any]
+Ops = Generator[Request, Any, T]
 
 #: How often a transaction that lost a race is tried again.
 ATTEMPTS = 20
@@ -70,10 +91,6 @@ class RingKeys:
     def vote(self, reporter: str, node: str) -> str:
         """The key of ``reporter``'s vote on ``node``."""
         return f"{self.votes}{reporter.encode('utf-8', 'surrogateescape').hex()}/{node}"
-
-    def reporter_votes(self, reporter: str) -> str:
-        """The prefix of every vote of ``reporter``."""
-        return f"{self.votes}{reporter.encode('utf-8', 'surrogateescape').hex()}/"
 
 
 class _Read:
@@ -100,12 +117,12 @@ class _Read:
     def missing(self) -> bool:
         return self.mod == 0
 
-    def problem(self) -> list[Any] | None:
+    def problem(self) -> NoRing | None:
         """The reply for a missing or damaged ring, or None if it is sound."""
         if self.missing:
-            return [MISSING]
+            return NoRing()
         if self.damage is not None:
-            return [DAMAGED, self.damage]
+            return NoRing(self.damage)
         return None
 
 
@@ -143,19 +160,22 @@ def _vote(raw: str) -> list[Any] | None:
     return vote
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+def _texts(mapping: dict[str, Any]) -> dict[str, str]:
+    """A part of the ring document as ``StoredRing`` holds it: every value
+    as its text (a str as it is, anything else as JSON)."""
+    return {key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in mapping.items()}
 
 
-def _flat(mapping: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key, value in mapping.items():
-        out += [key, _text(value)]
-    return out
+def _digest(value: object) -> str | None:
+    """The digest stamped, or None (absent, null, false or 0)."""
+    return None if value is None or value is False or value == 0 else str(value)
 
 
-def _reply(status: int, doc: dict[str, Any], skipped: list[str] | None = None) -> list[Any]:
-    return [status, doc["epoch"], doc["version"], skipped or []]
+def _outcome(changed: bool, doc: dict[str, Any],
+             skipped: tuple[tuple[str, str, str], ...] = (), in_service: int = 0,
+             removed: int = 0) -> Outcome:
+    return Outcome(changed, (doc["epoch"], doc["version"]), skipped, in_service, removed)
 
 
 def _bump(doc: dict[str, Any]) -> None:
@@ -175,7 +195,7 @@ def _read(keys: RingKeys, votes: bool = False) -> Generator[Request, Any, _Read]
     return _Read(keys, (yield txn([], ops)))
 
 
-def _commit(compare: list[dict[str, Any]], success: list[dict[str, Any]]) -> Ops:
+def _commit(compare: list[dict[str, Any]], success: list[dict[str, Any]]) -> Ops[bool]:
     """Whether the transaction applied (it lost a race if not)."""
     reply = yield txn(compare, success)
     return bool(reply.get("succeeded", False))
@@ -221,45 +241,44 @@ def _in_service(doc: dict[str, Any], node: str) -> bool:
 
 # -- the operations -----------------------------------------------------------
 
-def snapshot(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
+def read_ring(keys: RingKeys, operation: ReadRing, now: int) -> Ops[StoredRing | NoRing]:
     read = yield from _read(keys)
     problem = read.problem()
     if problem is not None:
         return problem
     doc = read.doc
     assert doc is not None
-    return [1, doc["epoch"], doc["version"], doc["config"], _flat(doc["nodes"]),
-            _flat(doc["disabled"]), _flat(doc["down"]), doc.get("digest"), 0,
-            _flat(doc["order"])]
+    return StoredRing(epoch=doc["epoch"], version=doc["version"], config=doc["config"],
+                      nodes=_texts(doc["nodes"]), disabled=_texts(doc["disabled"]),
+                      down=_texts(doc["down"]), order=_texts(doc["order"]),
+                      digest=_digest(doc.get("digest")), sharded=False)
 
 
-def head(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
+def read_head(keys: RingKeys, operation: ReadHead, now: int) -> Ops[RingHead | NoRing]:
     read = yield from _read(keys)
     problem = read.problem()
     if problem is not None:
         return problem
     doc = read.doc
     assert doc is not None
-    return [1, doc["epoch"], doc["version"], doc.get("digest")]
+    return RingHead(doc["epoch"], doc["version"], _digest(doc.get("digest")))
 
 
-def stamp(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    epoch, version, digest = str(args[0]), int(args[1]), str(args[2])
+def stamp(keys: RingKeys, operation: Stamp, now: int) -> Ops[bool]:
     for _ in range(ATTEMPTS):
         read = yield from _read(keys)
         doc = read.doc
-        if read.problem() is not None or doc is None or doc["epoch"] != epoch \
-                or doc["version"] != version or doc.get("digest"):
-            return 0
-        doc["digest"] = digest
+        if read.problem() is not None or doc is None or doc["epoch"] != operation.epoch \
+                or doc["version"] != operation.version or doc.get("digest"):
+            return False
+        doc["digest"] = operation.digest
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc))])):
-            return 1
-    return 0  # others kept changing it: they stamp their own
+            return True
+    return False  # others kept changing it: they stamp their own
 
 
-def reepoch(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    seen_epoch, seen_version = str(args[1]), int(args[2])
+def reepoch(keys: RingKeys, operation: Reepoch, now: int) -> Ops[Outcome | NoRing]:
     for _ in range(ATTEMPTS):
         read = yield from _read(keys)
         problem = read.problem()
@@ -267,54 +286,42 @@ def reepoch(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             return problem
         doc = read.doc
         assert doc is not None
-        if doc["epoch"] != seen_epoch or doc["version"] != seen_version:
-            return _reply(UNCHANGED, doc)
-        doc["epoch"], doc["version"] = str(args[3]), int(args[4])
+        if doc["epoch"] != operation.seen_epoch or doc["version"] != operation.seen_version:
+            return _outcome(False, doc)
+        doc["epoch"], doc["version"] = operation.epoch, operation.version
         doc.pop("digest", None)
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc))])):
-            return _reply(CHANGED, doc)
+            return _outcome(True, doc)
     raise _contended(keys)
 
 
-def seed(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    restore = str(args[4]) == "1"
-    count = int(args[5])
-    i = 6
-    nodes = {str(args[i + 2 * k]): str(args[i + 2 * k + 1]) for k in range(count)}
+def seed(keys: RingKeys, operation: Seed, now: int) -> Ops[Outcome | NoRing]:
+    nodes = dict(operation.nodes)
     order = {node: k + 1 for k, node in enumerate(nodes)}
-    i += 2 * count
-    n_disabled = int(args[i])
-    disabled = {str(args[i + 1 + 2 * k]): str(args[i + 2 + 2 * k]) for k in range(n_disabled)}
-    i += 1 + 2 * n_disabled
-    down: dict[str, Any] = {}
-    for j in range(i, len(args) - 1, 2):
-        try:
-            verdict = json.loads(str(args[j + 1]))
-        except ValueError:
-            continue
-        if isinstance(verdict, dict):
-            down[str(args[j])] = {**verdict, "t": now, "s": 1}
+    down: dict[str, Any] = {node: {"r": verdict.reason, "n": verdict.votes,
+                                   "l": verdict.reporters, "t": now, "s": 1}
+                            for node, verdict in operation.down.items()}
     for _ in range(ATTEMPTS):
         read = yield from _read(keys)
         if read.problem() is None:
             assert read.doc is not None
-            return _reply(UNCHANGED, read.doc)
-        if read.damage is not None and not restore:
-            return [DAMAGED, read.damage]
-        doc = {"epoch": str(args[1]), "version": int(args[2]), "config": str(args[3]),
-               "seq": count, "nodes": nodes, "order": order, "disabled": disabled,
-               "down": down}
+            return _outcome(False, read.doc)
+        if read.damage is not None and not operation.restore:
+            return NoRing(read.damage)
+        doc = {"epoch": operation.epoch, "version": operation.version,
+               "config": operation.config, "seq": len(nodes), "nodes": nodes, "order": order,
+               "disabled": dict(operation.disabled), "down": down}
         guard = compare_absent(keys.ring) if read.missing else compare_mod(keys.ring, read.mod)
         if (yield from _commit([guard], [put(keys.ring, _encode(doc)),
                                          delete_prefix(keys.votes)])):
-            return _reply(CHANGED, doc)
+            return _outcome(True, doc)
     raise _contended(keys)
 
 
-def write(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    op, node, value, force, config = (str(args[1]), str(args[2]), str(args[3]),
-                                      str(args[4]) == "1", str(args[5]))
+def write(keys: RingKeys, operation: Write,
+          now: int) -> Ops[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]:
+    op, node, value, force = operation.action, operation.node, operation.value, operation.force
     if op not in ("add", "remove", "disable", "enable"):
         raise ValueError(f"unknown operation {op}")
     for _ in range(ATTEMPTS):
@@ -324,23 +331,23 @@ def write(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             return problem
         doc = read.doc
         assert doc is not None
-        if doc["config"] != config:
-            return [OTHER_CONFIG, doc["config"]]
+        if doc["config"] != operation.config:
+            return OtherConfig(doc["config"])
         exists = node in doc["nodes"]
         if op != "add" and not exists:
-            return [NO_SUCH_NODE]
+            return NoSuchNode()
         in_service = removed = 0
         if op in ("remove", "disable"):
             in_service = sum(1 for other in doc["nodes"] if _in_service(doc, other))
             removed = 1 if _in_service(doc, node) else 0
             if op == "disable" and node in doc["disabled"]:
-                return _reply(UNCHANGED, doc)
+                return _outcome(False, doc)
             if removed * 2 > in_service and not force:
-                return [REFUSED, in_service, removed]
+                return Refused(in_service, removed)
         extra: list[dict[str, Any]] = []
         if op == "add":
             if doc["nodes"].get(node) == value:
-                return _reply(UNCHANGED, doc)
+                return _outcome(False, doc)
             if not exists:  # a new node goes to the end of the add order
                 doc["seq"] = doc.get("seq", 0) + 1
                 doc["order"][node] = doc["seq"]
@@ -352,11 +359,11 @@ def write(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
         elif op == "disable":
             doc["disabled"][node] = value
         elif doc["disabled"].pop(node, None) is None:
-            return _reply(UNCHANGED, doc)
+            return _outcome(False, doc)
         _bump(doc)
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc)), *extra])):
-            return [*_reply(CHANGED, doc), in_service, removed]
+            return _outcome(True, doc, in_service=in_service, removed=removed)
     raise _contended(keys)
 
 
@@ -365,10 +372,8 @@ def read_votes(read: _Read, node: str) -> list[tuple[list[Any] | None, str, str]
     return list(read.votes.get(node, {}).values())
 
 
-def vote(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    reporter, ttl, quorum = str(args[1]), int(args[2]), str(args[3])
-    triples = [(str(args[i]), int(args[i + 1]), str(args[i + 2]))
-               for i in range(4, len(args) - 2, 3)]
+def vote(keys: RingKeys, operation: Vote, now: int) -> Ops[Outcome | NoRing]:
+    reporter, ttl, quorum = operation.reporter, operation.ttl_ms, operation.quorum
     me = reporter.encode("utf-8", "surrogateescape").hex()
     lease: str | None = None
     for _ in range(ATTEMPTS):
@@ -378,10 +383,11 @@ def vote(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             return problem
         doc = read.doc
         assert doc is not None
-        skipped: list[str] = []
+        skipped: list[tuple[str, str, str]] = []
         puts: list[dict[str, Any]] = []
         changed = False
-        wanted = [triple for triple in triples if triple[0] in doc["nodes"]]
+        wanted = [(node, down, reason) for node, (down, reason) in operation.votes.items()
+                  if node in doc["nodes"]]
         if wanted and lease is None:
             grant = yield Request("/v3/lease/grant", {"TTL": str(max(1, math.ceil(ttl / 1000)))})
             lease = str(grant["ID"])
@@ -390,24 +396,24 @@ def vote(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             for who, (held, raw, _key) in read.votes.get(node, {}).items():
                 if held is None:
                     if who != me:
-                        skipped += ["votes", node, raw]
+                        skipped.append(("votes", node, raw))
                     continue
                 record[who] = held
-            record[me] = [down, now, reason]
+            record[me] = [1 if down else 0, now, reason]
             puts.append(put(keys.vote(reporter, node), json.dumps(record[me]), lease))
             changed = _settle(doc, node, record, now, ttl, quorum) or changed
         if changed:
             _bump(doc)
             puts.append(put(keys.ring, _encode(doc)))
         if not puts:
-            return _reply(UNCHANGED, doc, skipped)
+            return _outcome(False, doc, tuple(skipped))
         if (yield from _commit(_unchanged_since(keys, read), puts)):
-            return _reply(CHANGED if changed else UNCHANGED, doc, skipped)
+            return _outcome(changed, doc, tuple(skipped))
     raise _contended(keys)
 
 
-def sweep(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
-    ttl, quorum, gone = int(args[1]), str(args[2]), str(args[3])
+def sweep(keys: RingKeys, operation: Sweep, now: int) -> Ops[Outcome | NoRing]:
+    ttl, quorum, gone = operation.ttl_ms, operation.quorum, operation.withdraw
     gone_hex = gone.encode("utf-8", "surrogateescape").hex() if gone else None
     for _ in range(ATTEMPTS):
         read = yield from _read(keys, votes=True)
@@ -416,7 +422,7 @@ def sweep(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             return problem
         doc = read.doc
         assert doc is not None
-        skipped: list[str] = []
+        skipped: list[tuple[str, str, str]] = []
         ops: list[dict[str, Any]] = []
         changed = False
         for node, held in read.votes.items():
@@ -434,7 +440,7 @@ def sweep(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
                 if who == gone_hex:
                     ops.append(delete(key))
                 elif vote_ is None:
-                    skipped += ["votes", node, raw]
+                    skipped.append(("votes", node, raw))
                 else:
                     record[who] = vote_
             changed = _settle(doc, node, record, now, ttl, quorum) or changed
@@ -442,9 +448,9 @@ def sweep(keys: RingKeys, args: tuple[str | int, ...], now: int) -> Ops:
             _bump(doc)
             ops.append(put(keys.ring, _encode(doc)))
         if not ops:
-            return _reply(UNCHANGED, doc, skipped)
+            return _outcome(False, doc, tuple(skipped))
         if (yield from _commit(_unchanged_since(keys, read), ops)):
-            return _reply(CHANGED if changed else UNCHANGED, doc, skipped)
+            return _outcome(changed, doc, tuple(skipped))
     raise _contended(keys)
 
 
@@ -460,13 +466,13 @@ def _contended(keys: RingKeys) -> EtcdUnavailable:
                            "other writers")
 
 
-_OPERATIONS: dict[str, Callable[[RingKeys, tuple[str | int, ...], int], Ops]] = {
-    "SNAPSHOT": snapshot, "HEAD": head, "STAMP": stamp, "REEPOCH": reepoch, "SEED": seed,
-    "WRITE": write, "VOTE": vote, "SWEEP": sweep,
+_OPERATIONS: dict[type[Operation[Any]], Callable[[RingKeys, Any, int], Ops[Any]]] = {
+    ReadRing: read_ring, ReadHead: read_head, Stamp: stamp, Reepoch: reepoch, Seed: seed,
+    Write: write, Vote: vote, Sweep: sweep,
 }
 
 
-def perform(keys: RingKeys, call: Call, now: int) -> Ops:
-    """The etcd requests of ``call``; returns its reply (as the Redis
-    script of that name would give it).  ``now`` is the wall clock in ms."""
-    return _OPERATIONS[call.script](keys, call.args, now)
+def perform(keys: RingKeys, operation: Operation[T], now: int) -> Ops[T]:
+    """The etcd requests of ``operation``; returns its reply, the record
+    the contract names.  ``now`` is the wall clock in ms."""
+    return cast("Ops[T]", _OPERATIONS[type(operation)](keys, operation, now))

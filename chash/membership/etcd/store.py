@@ -1,8 +1,9 @@
-"""A shared ring in etcd: the store the etcd drivers hand their calls to.
+"""A shared ring in etcd: the store the etcd drivers hand their operations to.
 
-Each call of the protocol runs as the etcd operation of its name
+Each operation of the protocol runs as its etcd requests
 (``chash.membership.etcd.ring``: reads, then one transaction comparing
-revisions), and announcements are etcd watch events on the ring key.  A
+revisions) and replies with its record, and announcements are etcd watch
+events on the ring key.  A
 watch resumes from the last revision this store saw, so a reconnect loses
 no change; when that revision was compacted away, etcd cancels the watch,
 and the listener's full read (the sync after every new subscription)
@@ -17,16 +18,17 @@ import json
 import queue
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from chash.membership.etcd.client import AsyncEtcdClient, EtcdClient, import_httpx
 from chash.membership.etcd.ring import RingKeys, perform
 from chash.membership.etcd.wire import EtcdAuthError, EtcdUnavailable, b64, revision
-from chash.membership.protocol import Call
 from chash.membership.settings import MembershipSettings
-from chash.membership.store import Announcement, Notice, SubscriptionLost
+from chash.membership.store import Announcement, Notice, Operation, SubscriptionLost
 
 __all__ = ["AsyncEtcdStore", "EtcdStore"]
+
+T = TypeVar("T")
 
 
 def _now_ms() -> int:
@@ -187,9 +189,9 @@ class EtcdStore:
         self.keys = RingKeys(settings.prefix, settings.name)
         self._watched = _Watched(self.keys)
 
-    def run(self, call: Call) -> Any:
-        """Perform ``call`` on the ring; its reply."""
-        ops = perform(self.keys, call, _now_ms())
+    def run(self, operation: Operation[T]) -> T:
+        """Perform ``operation`` on the ring; its reply."""
+        ops = perform(self.keys, operation, _now_ms())
         try:
             request = next(ops)
             while True:
@@ -197,11 +199,12 @@ class EtcdStore:
                 self._watched.saw(reply)
                 request = ops.send(reply)
         except StopIteration as stop:
-            return stop.value
+            result: T = stop.value  # the operation's record
+            return result
         finally:
             ops.close()
 
-    def subscribe(self, channel: str, sharded: bool) -> _Subscription:
+    def subscribe(self, sharded: bool) -> _Subscription:
         """Watch the ring key, from the last revision seen."""
         http, response = self.client.watch_stream(self._watched.create_body())
         return _Subscription(http, response, self._watched)
@@ -220,9 +223,9 @@ class AsyncEtcdStore:
         self.keys = RingKeys(settings.prefix, settings.name)
         self._watched = _Watched(self.keys)
 
-    async def run(self, call: Call) -> Any:
-        """Perform ``call`` on the ring; its reply."""
-        ops = perform(self.keys, call, _now_ms())
+    async def run(self, operation: Operation[T]) -> T:
+        """Perform ``operation`` on the ring; its reply."""
+        ops = perform(self.keys, operation, _now_ms())
         try:
             request = next(ops)
             while True:
@@ -230,11 +233,12 @@ class AsyncEtcdStore:
                 self._watched.saw(reply)
                 request = ops.send(reply)
         except StopIteration as stop:
-            return stop.value
+            result: T = stop.value  # the operation's record
+            return result
         finally:
             ops.close()
 
-    async def subscribe(self, channel: str, sharded: bool) -> _AsyncSubscription:
+    async def subscribe(self, sharded: bool) -> _AsyncSubscription:
         """Watch the ring key, from the last revision seen."""
         http, response = await self.client.watch_stream(self._watched.create_body())
         return _AsyncSubscription(http, response, self._watched)

@@ -1,6 +1,10 @@
 """The Lua scripts that read and change a shared ring in Redis.
 
-Every change to a ring runs as one script, so it is atomic: no other client
+They are how the Redis store performs the operations of the store contract
+(``chash.membership.store``), one script each; ``codec`` builds their
+``ARGV`` and reads their replies into the contract's records, and nothing
+outside this package sees them.  Every change to a ring runs as one
+script, so it is atomic: no other client
 sees it half done, and two writers never interleave.  Every script checks
 the whole store before it writes anything (the metadata first, then every
 vote record and verdict it will use, decoded up front), so a script either
@@ -457,6 +461,6 @@ if changed then bump(channel) end
 return reply(changed and 1 or 0, skipped)
 """
 
-#: Every script by name, as the protocol asks for them.
+#: Every script by name, as ``codec`` names them.
 SCRIPTS = {"SNAPSHOT": SNAPSHOT, "HEAD": HEAD, "STAMP": STAMP, "REEPOCH": REEPOCH,
            "SEED": SEED, "WRITE": WRITE, "VOTE": VOTE, "SWEEP": SWEEP}

@@ -1,9 +1,10 @@
-"""A shared ring in Redis: the store the Redis drivers hand their calls to.
+"""A shared ring in Redis: the store the Redis drivers hand their operations to.
 
-Each call of the protocol runs the Lua script of its name
-(``chash.membership.redis.scripts``) on the ring's six keys, and
-announcements arrive by pub/sub (sharded, ``SSUBSCRIBE``, where the server
-has it).  ``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
+Each operation of the protocol runs as the Lua script written for it
+(``chash.membership.redis.scripts``) on the ring's six keys, its ``ARGV``
+and reply translated by ``chash.membership.redis.codec``; changes are
+announced on the ring's channel and arrive by pub/sub (sharded,
+``SSUBSCRIBE``, where the server has it).  ``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
 ``master_for``) or a ``redis.cluster.RedisCluster``; ``AsyncRedisStore``
 with their ``redis.asyncio`` twins.  redis-py is imported through
 ``chash._optional.require``, only when a store is made.
@@ -13,16 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import types
-from typing import Any
+from typing import Any, TypeVar
 
 from chash._optional import require
-from chash.membership.protocol import Call
+from chash.membership.redis.codec import read_reply, script_call
 from chash.membership.redis.scripts import SCRIPTS
 from chash.membership.settings import MembershipSettings
-from chash.membership.store import Announcement, NoPubSub, Notice, SubscriptionLost
+from chash.membership.store import Announcement, NoPubSub, Notice, Operation, SubscriptionLost
 
 __all__ = ["KEY_PARTS", "AsyncRedisStore", "RedisStore", "async_client", "import_redis",
-           "ring_keys", "sync_client"]
+           "ring_channel", "ring_keys", "sync_client"]
+
+T = TypeVar("T")
 
 #: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
 #: scripts take them.
@@ -58,6 +61,12 @@ def ring_keys(settings: MembershipSettings) -> list[str]:
     """The ring's keys, in the order every script takes them; all share the
     hash tag ``{name}``, so a cluster keeps them in one slot."""
     return [f"{settings.prefix}:{{{settings.name}}}:{part}" for part in KEY_PARTS]
+
+
+def ring_channel(settings: MembershipSettings) -> str:
+    """Where the scripts announce every change of the ring, ``epoch:version``
+    (in the keys' slot, for sharded pub/sub)."""
+    return f"{settings.prefix}:{{{settings.name}}}:events"
 
 
 def _errors(redis: types.ModuleType) -> tuple[tuple[type[BaseException], ...],
@@ -166,17 +175,19 @@ class RedisStore:
         self.client = sync_client(client)
         self.outage_errors, self.auth_errors = _errors(import_redis())
         self.keys = ring_keys(settings)
+        self.channel = ring_channel(settings)
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
 
-    def run(self, call: Call) -> Any:
-        """Run the script of ``call`` on the ring's keys; its reply."""
-        return self._scripts[call.script](keys=self.keys, args=list(call.args))
+    def run(self, operation: Operation[T]) -> T:
+        """Run the script of ``operation`` on the ring's keys; its reply."""
+        name, args = script_call(operation, self.channel)
+        return read_reply(operation, self._scripts[name](keys=self.keys, args=args))
 
-    def subscribe(self, channel: str, sharded: bool) -> _Subscription:
-        """Subscribe to ``channel``; NoPubSub if this client cannot."""
+    def subscribe(self, sharded: bool) -> _Subscription:
+        """Subscribe to the ring's channel; NoPubSub if this client cannot."""
         pubsub, method = _pubsub(self.client, sharded)
         try:
-            method(channel)
+            method(self.channel)
         except BaseException:
             _close_quietly(pubsub)
             raise
@@ -195,18 +206,20 @@ class AsyncRedisStore:
         self.client = async_client(client)
         self.outage_errors, self.auth_errors = _errors(import_redis())
         self.keys = ring_keys(settings)
+        self.channel = ring_channel(settings)
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
 
-    async def run(self, call: Call) -> Any:
-        """Run the script of ``call`` on the ring's keys; its reply."""
-        return await self._scripts[call.script](keys=self.keys, args=list(call.args))
+    async def run(self, operation: Operation[T]) -> T:
+        """Run the script of ``operation`` on the ring's keys; its reply."""
+        name, args = script_call(operation, self.channel)
+        return read_reply(operation, await self._scripts[name](keys=self.keys, args=args))
 
-    async def subscribe(self, channel: str, sharded: bool) -> _AsyncSubscription:
-        """Subscribe to ``channel``; NoPubSub if this client cannot."""
+    async def subscribe(self, sharded: bool) -> _AsyncSubscription:
+        """Subscribe to the ring's channel; NoPubSub if this client cannot."""
         pubsub, method = _pubsub(self.client, sharded)
         subscription = _AsyncSubscription(pubsub, sharded)
         try:
-            await method(channel)
+            await method(self.channel)
         except BaseException:
             await subscription.close()
             raise

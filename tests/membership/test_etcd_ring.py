@@ -1,0 +1,118 @@
+"""The etcd store's operations as etcd requests, without etcd.
+
+``chash.membership.etcd.ring`` is driven with etcd's replies by hand, as
+the store drives it: what each operation writes is pinned to the bytes
+earlier versions wrote (the ring document, the vote keys and values), so
+that gateways of either version can share a ring, and each reply is the
+record of the store contract (``chash.membership.state``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chash.membership.etcd.ring import RingKeys, perform
+from chash.membership.etcd.wire import Request, b64, unb64
+from chash.membership.state import HealthVerdict, NoRing, OtherConfig, Outcome, RingHead, StoredRing
+from chash.membership.store import Operation, ReadHead, ReadRing, Seed, Vote, Write
+
+KEYS = RingKeys("chash", "t")
+NOW = 1_000
+
+
+def read(doc: dict[str, Any] | str | None, votes: dict[str, str] | None = None,
+         revision: int = 9, mod: int = 4) -> dict[str, Any]:
+    """etcd's reply to the read transaction: the ring key (absent if None),
+    and the vote keys if ``votes`` is given."""
+    ring = [] if doc is None else [{
+        "key": b64(KEYS.ring), "mod_revision": str(mod),
+        "value": b64(doc if isinstance(doc, str) else json.dumps(doc))}]
+    responses = [{"response_range": {"kvs": ring}}]
+    if votes is not None:
+        responses.append({"response_range": {"kvs": [
+            {"key": b64(key), "value": b64(value), "mod_revision": "3"}
+            for key, value in votes.items()]}})
+    return {"header": {"revision": str(revision)}, "responses": responses}
+
+
+def drive(operation: Operation[Any], *replies: dict[str, Any]) -> tuple[list[Request], Any]:
+    """The requests ``operation`` made, answered by ``replies``, and its record."""
+    ops = perform(KEYS, operation, NOW)
+    answers = list(replies)
+    requests: list[Request] = []
+    try:
+        request = next(ops)
+        while True:
+            requests.append(request)
+            request = ops.send(answers.pop(0))
+    except StopIteration as stop:
+        return requests, stop.value
+
+
+def puts(request: Request) -> list[tuple[str, str, str | None]]:
+    """The (key, value, lease) of every put in a transaction."""
+    return [(unb64(op["request_put"]["key"]), unb64(op["request_put"]["value"]),
+             op["request_put"].get("lease"))
+            for op in request.body["success"] if "request_put" in op]
+
+
+RING = {"epoch": "e1", "version": 3, "config": "cfg", "seq": 2,
+        "nodes": {"a": "1.0", "b": "2.0"}, "order": {"a": 1, "b": 2}, "disabled": {},
+        "down": {}, "digest": "d1"}
+COMMITTED = {"succeeded": True}
+
+
+def test_seed_writes_the_ring_document_earlier_versions_wrote() -> None:
+    seed = Seed("e2", 5, "cfg", False, nodes={"b": "2.0", "a": "1.0"},
+                disabled={"b": "maintenance"}, down={"a": HealthVerdict("refused", 2, 3, 1.5)})
+    requests, outcome = drive(seed, read(None), COMMITTED)
+    assert outcome == Outcome(True, ("e2", 5))
+    assert requests[1].body["compare"][0]["target"] == "VERSION"  # only if still absent
+    assert puts(requests[1]) == [(KEYS.ring, (
+        '{"epoch":"e2","version":5,"config":"cfg","seq":2,"nodes":{"b":"2.0","a":"1.0"},'
+        '"order":{"b":1,"a":2},"disabled":{"b":"maintenance"},'
+        '"down":{"a":{"r":"refused","n":2,"l":3,"t":1000,"s":1}}}'), None)]
+    # A sound ring is left alone; a damaged one replaced only to restore it.
+    assert drive(seed, read(RING))[1] == Outcome(False, ("e1", 3))
+    assert drive(seed, read("{broken"))[1] == NoRing("the ring key is not JSON")
+
+
+def test_a_write_bumps_the_version_and_forgets_the_digest() -> None:
+    requests, outcome = drive(Write("add", "c", "cfg", "3.0"), read(RING), COMMITTED)
+    assert outcome == Outcome(True, ("e1", 4))
+    assert puts(requests[1]) == [(KEYS.ring, (
+        '{"epoch":"e1","version":4,"config":"cfg","seq":3,"nodes":{"a":"1.0","b":"2.0",'
+        '"c":"3.0"},"order":{"a":1,"b":2,"c":3},"disabled":{},"down":{}}'), None)]
+    assert drive(Write("add", "c", "other", "3.0"), read(RING))[1] == OtherConfig("cfg")
+    assert drive(Write("add", "a", "cfg", "1.0"), read(RING))[1] == Outcome(False, ("e1", 3))
+
+
+def test_a_vote_is_a_leased_key_and_a_verdict_in_the_ring() -> None:
+    me = b"r1".hex()
+    votes = {f"{KEYS.votes}{b'r2'.hex()}/b": "[[["}
+    requests, outcome = drive(Vote("r1", 30_000, "majority", {"a": (True, "boom"),
+                                                              "b": (False, "")}),
+                              read(RING, votes), {"ID": "77"}, COMMITTED)
+    assert outcome == Outcome(True, ("e1", 4), skipped=(("votes", "b", "[[["),))
+    assert requests[1] == Request("/v3/lease/grant", {"TTL": "30"})
+    assert puts(requests[2]) == [
+        (f"{KEYS.votes}{me}/a", '[1, 1000, "boom"]', "77"),
+        (f"{KEYS.votes}{me}/b", '[0, 1000, ""]', "77"),
+        (KEYS.ring, '{"epoch":"e1","version":4,"config":"cfg","seq":2,'
+                    '"nodes":{"a":"1.0","b":"2.0"},"order":{"a":1,"b":2},"disabled":{},'
+                    '"down":{"a":{"r":"boom","n":1,"l":1,"t":1000}}}', None)]
+
+
+def test_reads_give_every_entry_as_its_stored_text() -> None:
+    doc = {**RING, "nodes": {"a": "1.0", "b": 2.5}, "order": {"a": 1, "b": True},
+           "down": {"b": {"r": "x", "n": 1, "l": 1, "t": 5}}}
+    assert drive(ReadRing(), read(doc))[1] == StoredRing(
+        "e1", 3, "cfg", nodes={"a": "1.0", "b": "2.5"}, disabled={},
+        down={"b": '{"r": "x", "n": 1, "l": 1, "t": 5}'}, order={"a": "1", "b": "true"},
+        digest="d1", sharded=False)
+    assert drive(ReadHead(), read(doc))[1] == RingHead("e1", 3, "d1")
+    assert drive(ReadHead(), read({**RING, "digest": 0}))[1] == RingHead("e1", 3, None)
+    assert drive(ReadRing(), read(None))[1] == NoRing()
+    assert drive(ReadHead(), read({**RING, "version": -1}))[1] \
+        == NoRing("ring.version is not a count: -1")
