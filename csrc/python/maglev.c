@@ -15,6 +15,7 @@
 #include "args.h"
 #include "diff.h"
 #include "hash/hash.h"
+#include "key_hash64.h"
 #include "module.h"
 #include "node_list.h"
 #include "strategies/maglev.h"
@@ -198,16 +199,6 @@ static PyObject *maglev_replace(MaglevObject *self, PyObject *pairs)
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
-static int request_hash(PyObject *key, uint64_t *out)
-{
-    const char *buf;
-    Py_ssize_t len;
-    if (chash_py_key_bytes(key, &buf, &len) < 0)
-        return -1;
-    *out = chash_xxh64(buf, (size_t)len, 0);
-    return 0;
-}
-
 static PyObject *owner_of(const MaglevObject *self, uint64_t h)
 {
     if (!self->table)
@@ -218,7 +209,7 @@ static PyObject *owner_of(const MaglevObject *self, uint64_t h)
 static PyObject *maglev_get(MaglevObject *self, PyObject *key)
 {
     uint64_t h;
-    if (request_hash(key, &h) < 0)
+    if (key_hash64(key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -239,29 +230,10 @@ static PyObject *nodes_of(const MaglevObject *self, const uint64_t *hashes, Py_s
     return result;
 }
 
-static uint64_t *hash_keys(PyObject *keys, Py_ssize_t *n)
-{
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
-    if (!seq)
-        return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
-    if (!hashes)
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
-        if (request_hash(PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            hashes = NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return hashes;
-}
-
 static PyObject *maglev_get_many(MaglevObject *self, PyObject *keys)
 {
     Py_ssize_t n;
-    uint64_t *hashes = hash_keys(keys, &n);
+    uint64_t *hashes = key_hashes64(keys, &n);
     if (!hashes)
         return NULL;
     PyObject *result = nodes_of(self, hashes, n);
@@ -314,7 +286,7 @@ static PyObject *maglev_preference(MaglevObject *self, PyObject *const *args, Py
     }
     size_t want;
     uint64_t h;
-    if (parse_count(args[1], &want) < 0 || request_hash(args[0], &h) < 0)
+    if (parse_count(args[1], &want) < 0 || key_hash64(args[0], &h) < 0)
         return NULL;
     size_t n = (size_t)node_list_len(&self->list);
     want = want < n ? want : n;
@@ -337,7 +309,7 @@ static PyObject *maglev_calculate_hash(MaglevObject *self, PyObject *key)
 {
     (void)self;
     uint64_t h;
-    if (request_hash(key, &h) < 0)
+    if (key_hash64(key, &h) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(h);
 }
@@ -361,7 +333,7 @@ static PyObject *maglev_ownership(MaglevObject *self, PyObject *Py_UNUSED(ignore
 static PyObject *maglev_key_distribution(MaglevObject *self, PyObject *keys)
 {
     Py_ssize_t nkeys;
-    uint64_t *hashes = hash_keys(keys, &nkeys);
+    uint64_t *hashes = key_hashes64(keys, &nkeys);
     if (!hashes)
         return NULL;
     size_t n = (size_t)node_list_len(&self->list);

@@ -12,6 +12,7 @@
 #include "args.h"
 #include "diff.h"
 #include "hash/hash.h"
+#include "key_hash64.h"
 #include "module.h"
 
 #include <string.h>
@@ -196,18 +197,6 @@ static Py_ssize_t ring64_len(RouterObject *self)
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
-/* A request key's hash: XXH64 (seed 0) of its bytes, as Envoy's header
- * hash policy and gRPC's request_hash_header compute it; 0 or -1. */
-static int request_hash(PyObject *key, uint64_t *out)
-{
-    const char *buf;
-    Py_ssize_t len;
-    if (chash_py_key_bytes(key, &buf, &len) < 0)
-        return -1;
-    *out = chash_xxh64(buf, (size_t)len, 0);
-    return 0;
-}
-
 static PyObject *owner_of(RouterObject *self, uint64_t h)
 {
     if (chash_wide_count(self->r64.wide) == 0)
@@ -219,7 +208,7 @@ static PyObject *owner_of(RouterObject *self, uint64_t h)
 static PyObject *ring64_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
-    if (request_hash(key, &h) < 0)
+    if (key_hash64(key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -255,30 +244,10 @@ static PyObject *nodes_of(RouterObject *self, const uint64_t *hashes, Py_ssize_t
     return result;
 }
 
-/* The hashes of every key of an iterable (PyMem, the caller frees). */
-static uint64_t *hash_keys(PyObject *keys, Py_ssize_t *n)
-{
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
-    if (!seq)
-        return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
-    if (!hashes)
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
-        if (request_hash(PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            hashes = NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return hashes;
-}
-
 static PyObject *ring64_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n;
-    uint64_t *hashes = hash_keys(keys, &n);
+    uint64_t *hashes = key_hashes64(keys, &n);
     if (!hashes)
         return NULL;
     PyObject *result = nodes_of(self, hashes, n);
@@ -300,7 +269,7 @@ static PyObject *ring64_get_many_by_hash(RouterObject *self, PyObject *hashes)
 static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t want)
 {
     uint64_t h;
-    if (request_hash(key, &h) < 0)
+    if (key_hash64(key, &h) < 0)
         return NULL;
     size_t n = (size_t)node_list_len(&self->r64.list);
     want = want < n ? want : n;
@@ -323,7 +292,7 @@ static PyObject *ring64_calculate_hash(RouterObject *self, PyObject *key)
 {
     (void)self;
     uint64_t h;
-    if (request_hash(key, &h) < 0)
+    if (key_hash64(key, &h) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(h);
 }
@@ -346,7 +315,7 @@ static PyObject *ring64_ownership(RouterObject *self)
 static PyObject *ring64_key_distribution(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t nkeys;
-    uint64_t *hashes = hash_keys(keys, &nkeys);
+    uint64_t *hashes = key_hashes64(keys, &nkeys);
     if (!hashes)
         return NULL;
     size_t n = (size_t)node_list_len(&self->r64.list);

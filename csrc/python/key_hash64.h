@@ -1,0 +1,45 @@
+/*
+ * key_hash64.h - a request key's 64-bit hash as Envoy's header hash policy,
+ * gRPC's request_hash_header and Envoy's Maglev compute it: XXH64, seed 0,
+ * of the key's bytes (a str's UTF-8, or bytes as they are).  Shared by the
+ * 64-bit ring family (ring64.c) and MaglevRouter (maglev.c).
+ */
+#ifndef CHASH_PY_KEY_HASH64_H
+#define CHASH_PY_KEY_HASH64_H
+
+#include "binding.h"
+#include "hash/hash.h"
+
+/* The hash of one key into *out; 0, or -1 with TypeError. */
+static inline int key_hash64(PyObject *key, uint64_t *out)
+{
+    const char *buf;
+    Py_ssize_t len;
+    if (chash_py_key_bytes(key, &buf, &len) < 0)
+        return -1;
+    *out = chash_xxh64(buf, (size_t)len, 0);
+    return 0;
+}
+
+/* The hashes of every key of an iterable, in a PyMem block the caller
+ * frees; *n receives how many.  NULL with an exception. */
+static inline uint64_t *key_hashes64(PyObject *keys, Py_ssize_t *n)
+{
+    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
+    if (!seq)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
+    if (!hashes)
+        PyErr_NoMemory();
+    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
+        if (key_hash64(PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
+            PyMem_Free(hashes);
+            hashes = NULL;
+        }
+    }
+    Py_DECREF(seq);
+    return hashes;
+}
+
+#endif /* CHASH_PY_KEY_HASH64_H */
