@@ -6,8 +6,8 @@
  *
  * The binding's files are the only ones that include Python.h; the engine
  * (csrc/engine/, csrc/hash/, csrc/strategies/, csrc/http/) never sees
- * Python.  The types' own declarations are in router.h (and the families'
- * headers) and maglev.h; the module's state is in module.h.
+ * Python.  The types' own declarations are in family.h, router.h (and the families'
+ * headers) and maglev.h; the module's state is in state.h.
  */
 #ifndef CHASH_BINDING_H
 #define CHASH_BINDING_H

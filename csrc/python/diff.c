@@ -4,7 +4,7 @@
  */
 #include "diff.h"
 
-#include "module.h"
+#include "state.h"
 
 PyObject *diff_plain_moves(const chash_move *moves, size_t n, PyObject *from, PyObject *to,
                            diff_node_of node_of)

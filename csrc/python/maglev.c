@@ -16,7 +16,7 @@
 #include "diff.h"
 #include "hash/hash.h"
 #include "key_hash64.h"
-#include "module.h"
+#include "state.h"
 #include "node_list.h"
 #include "strategies/maglev.h"
 

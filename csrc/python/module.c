@@ -5,10 +5,10 @@
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
- * state (module.h) and multi-phase init (PEP 489), which calls each
+ * state (state.h) and multi-phase init (PEP 489), which calls each
  * type's setup.
  */
-#include "module.h"
+#include "state.h"
 
 #include "diff.h"
 #include "http_head.h"

@@ -1,5 +1,5 @@
 /*
- * ring64.c - the 64-bit ring family of ConsistentHashRouter (router.h):
+ * ring64.c - the 64-bit ring family of ConsistentHashRouter (family.h):
  * the envoy and grpc layouts, Envoy's RING_HASH and gRPC's ring_hash.
  * 64-bit points '{node}_{i}' (engine/envoy.h) on a chash_wide ring
  * (engine/wide.h), counts by weight share between the ring sizes, rebuilt
@@ -7,13 +7,13 @@
  * references do.  Keys are hashed with XXH64, seed 0.  Part of
  * chash._chash.
  */
-#include "router.h"
+#include "family.h"
 
 #include "args.h"
 #include "diff.h"
 #include "hash/hash.h"
 #include "key_hash64.h"
-#include "module.h"
+#include "state.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "diff.h"
-#include "module.h"
+#include "state.h"
 #include "zones.h"
 
 /* ------------------------------------------------------------------ */

@@ -20,8 +20,8 @@
  */
 #include "simulate.h"
 
-#include "module.h"
-#include "router.h"
+#include "state.h"
+#include "family.h"
 
 #include "engine/chash.h"
 #include "engine/scheme.h"

@@ -12,7 +12,7 @@
 #ifndef CHASH_PY_ZONES_H
 #define CHASH_PY_ZONES_H
 
-#include "router.h"
+#include "family.h"
 
 /* What zones_set replaced, for zones_undo. */
 typedef struct {

@@ -9,7 +9,7 @@
  */
 #include "ring32.h"
 
-#include "python/module.h"
+#include "python/state.h"
 
 /* The node (borrowed) and weight of a pair, a (node, weight) tuple; 0, or
  * -1 with TypeError / ValueError. */

@@ -1,5 +1,5 @@
 /*
- * ring32.h - the 32-bit ring family of ConsistentHashRouter (router.h):
+ * ring32.h - the 32-bit ring family of ConsistentHashRouter (family.h):
  * the python, node, ketama, nginx, libmemcached and haproxy layouts, a
  * chash_ring (engine/chash.h) changed in place, its points from the point
  * schemes (engine/scheme.h).  The family's private declarations, shared
@@ -25,7 +25,7 @@
 #define CHASH_PY_RING32_H
 
 #include "python/args.h"
-#include "python/router.h"
+#include "python/family.h"
 
 /* virtual_node_count must lie in [1, MAX_VIRTUAL_NODES]. */
 #define MAX_VIRTUAL_NODES 1000000

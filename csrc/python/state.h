@@ -1,10 +1,10 @@
 /*
- * module.h - the state of chash._chash (module.c) and how a file of the
+ * state.h - the state of chash._chash (module.c) and how a file of the
  * binding finds it from a type or an object: the types it made and
  * chash.Move.  A leaf: it includes nothing of the binding but binding.h.
  */
-#ifndef CHASH_PY_MODULE_H
-#define CHASH_PY_MODULE_H
+#ifndef CHASH_PY_STATE_H
+#define CHASH_PY_STATE_H
 
 #include "binding.h"
 
@@ -30,4 +30,4 @@ static inline module_state *state_of_type(PyTypeObject *type)
     return module ? get_state(module) : NULL;
 }
 
-#endif /* CHASH_PY_MODULE_H */
+#endif /* CHASH_PY_STATE_H */

@@ -1,0 +1,157 @@
+/*
+ * family.h - what a ConsistentHashRouter is made of: the object (its
+ * family pointer, its zones, its family's state) and the const family
+ * descriptor it points at (as CPython's array points at its arraydescr):
+ * the functions that differ between
+ *
+ *   ring32_family  the 32-bit ring changed in place (ring32/): the python,
+ *                  node, ketama, nginx, libmemcached and haproxy layouts;
+ *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): the envoy and
+ *                  grpc layouts.
+ *
+ * The type (router.c, router.h) parses every argument, keeps the zones
+ * (zones.c) and owns the method table; a family does the ring work on the
+ * router's one ring.  A router's family is fixed when it is made.  This
+ * header is a leaf the type and the families both read: no function of
+ * the type is declared here, so a family never calls back up into it.
+ *
+ * Thread safety rests on the GIL: no family runs Python code while its
+ * ring is half-changed (a Python hash callable of ring32 runs before the
+ * engine is touched).
+ */
+#ifndef CHASH_PY_FAMILY_H
+#define CHASH_PY_FAMILY_H
+
+#include "binding.h"
+#include "engine/chash.h"
+#include "engine/envoy.h"
+#include "engine/haproxy_ids.h"
+#include "engine/scheme.h"
+#include "engine/wide.h"
+#include "node_list.h"
+
+/* The haproxy layout's server ids in use, sorted, and HAProxy's counter
+ * for the next automatic one (engine/haproxy_ids.h, used by ring32/haproxy.c). */
+typedef chash_haproxy_ids HaproxyIds;
+
+/* The 32-bit ring family's state (ring32/). */
+typedef struct {
+    chash_ring *ring;
+    chash_scheme scheme;
+    PyObject *hash_fn;  /* a Python callable bytes -> int, or NULL */
+    size_t base_points; /* virtual_node_count: points at weight 1 */
+    HaproxyIds ids;     /* the haproxy layout's puids (empty otherwise) */
+} Ring32State;
+
+typedef enum { RING64_ENVOY, RING64_GRPC } ring64_kind;
+
+/* The 64-bit ring family's state (ring64.c). */
+typedef struct {
+    NodeList list;
+    chash_wide *wide;       /* the points; never NULL once made */
+    ring64_kind kind;
+    chash_point_hash hash;  /* how points are hashed */
+    uint64_t min_ring;      /* the ring sizes given (before gRPC's cap) */
+    uint64_t max_ring;
+} Ring64State;
+
+typedef struct router_family router_family;
+
+typedef struct {
+    PyObject_HEAD
+    const router_family *family;
+    PyObject *zones; /* dict node -> zone (zones.c), or NULL */
+    union {
+        Ring32State r32;
+        Ring64State r64;
+    };
+} RouterObject;
+
+/*
+ * What a family does.  Every function returns a new reference, 0, or a
+ * count, and NULL / -1 with an exception set; a mutation that fails leaves
+ * the ring as it was.  The type has checked the argument types it parses
+ * (weights are numbers, n is a count, zones are valid); node and key
+ * arguments are the caller's objects, checked by the family.
+ */
+struct router_family {
+    const char *name;
+    unsigned bits; /* point width: 32 or 64 */
+    /* Lifetime: release frees the family's state (the object's memory is
+     * the type's); traverse visits its Python references. */
+    void (*release)(RouterObject *self);
+    int (*traverse)(RouterObject *self, visitproc visit, void *arg);
+    void (*clear)(RouterObject *self); /* drops what may hold a cycle */
+    /* Membership.  id is the haproxy layout's server id object (None for
+     * none); remove returns 1 (removed), 0 (absent) or -1. */
+    int (*add)(RouterObject *self, PyObject *node, double weight, PyObject *id);
+    int (*add_many)(RouterObject *self, PyObject *nodes, double weight);
+    int (*remove)(RouterObject *self, PyObject *node);
+    int (*replace)(RouterObject *self, PyObject *pairs);
+    int (*contains)(RouterObject *self, PyObject *node);
+    Py_ssize_t (*len)(RouterObject *self);
+    /* Lookups; preference lists at most n nodes (SIZE_MAX: all). */
+    PyObject *(*get)(RouterObject *self, PyObject *key);
+    PyObject *(*get_many)(RouterObject *self, PyObject *keys);
+    PyObject *(*get_by_hash)(RouterObject *self, PyObject *hash);
+    PyObject *(*get_many_by_hash)(RouterObject *self, PyObject *hashes);
+    PyObject *(*preference)(RouterObject *self, PyObject *key, size_t n);
+    PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
+    /* What the router tells about itself. */
+    PyObject *(*ownership)(RouterObject *self);
+    PyObject *(*key_distribution)(RouterObject *self, PyObject *keys);
+    PyObject *(*fingerprint)(RouterObject *self);
+    int (*check)(RouterObject *self);
+    PyObject *(*nodes)(RouterObject *self);
+    PyObject *(*weights)(RouterObject *self);
+    PyObject *(*points)(RouterObject *self);
+    PyObject *(*hash_ring)(RouterObject *self);
+    PyObject *(*node_map)(RouterObject *self);
+    PyObject *(*hash_name)(RouterObject *self);
+    PyObject *(*layout)(RouterObject *self);
+    PyObject *(*settings)(RouterObject *self, int which); /* a router_setting */
+    size_t (*memory)(RouterObject *self);
+    PyObject *(*ids)(RouterObject *self);
+    PyObject *(*repr)(RouterObject *self);
+    /* other is of the same family; 1, 0 or -1. */
+    int (*equal)(RouterObject *self, RouterObject *other);
+    /* Pickling: (callable, args) that make the router again, zones aside. */
+    PyObject *(*reduce)(RouterObject *self);
+    /* other is of the same family: the moves as plain (start, end, source,
+     * target) tuples, or ValueError when the two cannot be compared. */
+    PyObject *(*diff)(RouterObject *self, RouterObject *other);
+};
+
+/* The settings a family reports (None where it has no such setting). */
+enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING };
+
+extern const router_family ring32_family;
+extern const router_family ring64_family;
+
+/*
+ * The families' constructors, on an object of the type freshly allocated
+ * (zeroed, family unset): they check their own arguments, set the family
+ * and its state; 0, or -1 with an exception (the object is then released
+ * by the type with no family state to free).
+ */
+int ring32_init(RouterObject *self, Py_ssize_t vnodes, int vnodes_given, PyObject *hash,
+                PyObject *layout);
+int ring64_init(RouterObject *self, PyObject *layout, PyObject *hash, PyObject *min_ring,
+                PyObject *max_ring);
+
+/* 1 when layout names a layout of the 64-bit ring (envoy, grpc). */
+int ring64_layout(PyObject *layout);
+/* A router of cls (ConsistentHashRouter or a subclass) of a 64-bit ring
+ * layout holding the (node, weight) pairs: what the pickles of these
+ * layouts are read by (module.c's _rebuild_table); NULL with an exception. */
+PyObject *ring64_rebuild(PyTypeObject *cls, PyObject *layout, PyObject *hash, PyObject *min_ring,
+                         PyObject *max_ring, PyObject *pairs);
+
+/* A new object of type (ConsistentHashRouter or a subclass), zeroed, with
+ * no family yet, for a family's init; NULL with an exception. */
+static inline RouterObject *router_alloc(PyTypeObject *type)
+{
+    return (RouterObject *)type->tp_alloc(type, 0);
+}
+
+#endif /* CHASH_PY_FAMILY_H */
