@@ -135,7 +135,53 @@ def rows(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int) -> 
     return "\n".join(lines), missed
 
 
-def report(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+WORKLOAD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import chash
+layout, n = sys.argv[2], int(sys.argv[3])
+nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]
+make = (lambda: chash.MaglevRouter()) if layout == "maglev" else (
+    lambda: chash.ConsistentHashRouter(layout=layout))
+router = make()
+router.add_service_nodes(nodes)
+keys = [f"user:{i:012x}" for i in range(100000)]
+get = router.get_target_node
+for key in keys:
+    get(key)
+router.get_target_nodes(keys)
+for i in range(20):
+    router.add_service_node(f"spare-{i}")
+    router.remove_service_node(f"spare-{i}")
+"""
+
+
+def instructions(tree: Path, layout: str, n: int) -> int:
+    """Instructions the workload above executes with the chash of tree
+    (callgrind counts them: the same for the same binary and inputs,
+    whatever else the machine does)."""
+    with tempfile.TemporaryDirectory() as out:
+        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg",
+                              sys.executable, "-c", WORKLOAD, str(tree), layout, str(n)],
+                             capture_output=True, text=True, check=True)
+    (line,) = [x for x in run.stderr.splitlines() if "Collected" in x or "refs:" in x][-1:]
+    return int(line.rsplit(":", 1)[1].replace(",", "").split()[0])
+
+
+def instruction_rows(rev: str, node_counts: Sequence[int]) -> str:
+    """The workload's instruction counts, this tree against rev's."""
+    lines = [f"{'nodes':>5} {'layout':>8} {'this':>15} {'reference':>15} {'ratio':>6}",]
+    with tempfile.TemporaryDirectory() as scratch:
+        load_revision(rev, Path(scratch))
+        for n in node_counts:
+            for layout in LAYOUTS:
+                this, ref = instructions(ROOT, layout, n), instructions(Path(scratch), layout, n)
+                lines.append(f"{n:>5} {layout:>8} {this:>15,} {ref:>15,} {this / ref:>6.3f}")
+    return "\n".join(lines)
+
+
+def report(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int,
+           count_instructions: bool = False) -> str:
     import os
 
     import chash
@@ -150,4 +196,10 @@ def report(rev: str, node_counts: Sequence[int], keys: list[str], repeat: int) -
             f"medians of {repeat} interleaved rounds, each sample the best of 3 takes; "
             f"{len(keys):,} keys; load average {load:.2f} at start",
             "ratio: this / reference (above 1: this revision is slower); x: more than 3 % slower"]
-    return "\n".join([*head, table, f"more than 3 % slower: {missed} of {table.count(chr(10))}"])
+    text = [*head, table, f"more than 3 % slower: {missed} of {table.count(chr(10))}"]
+    if count_instructions:
+        text += ["", "instructions (valgrind --tool=callgrind) of one process that builds the "
+                 "router, routes 100,000 keys one by one and in a batch, and adds and removes "
+                 "a node 20 times; the interpreter's own start included",
+                 instruction_rows(rev, node_counts)]
+    return "\n".join(text)

@@ -572,6 +572,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--reference", metavar="GIT_REV",
                         help="only this checkout's engine against the engine built at GIT_REV, "
                              "interleaved (benchmarks/_against_revision.py; --nodes default 100)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --reference: also count each layout's instructions under "
+                             "callgrind (needs valgrind)")
     return parser.parse_args(argv)
 
 
@@ -591,7 +594,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from _against_revision import report as against_revision
 
         chosen = nodes if "--nodes" in (argv if argv is not None else sys.argv) else [100]
-        print(against_revision(args.reference, chosen, request_keys(args.keys or 20000), repeat))
+        print(against_revision(args.reference, chosen, request_keys(args.keys or 20000), repeat,
+                               args.instructions))
         return 0
     cfg = Config(
         nodes=nodes,
