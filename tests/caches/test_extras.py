@@ -9,6 +9,7 @@ import pytest
 
 @pytest.mark.parametrize(("library", "package", "message"), [
     ("pymemcache", "chash.pymemcache", "chash.pymemcache needs pymemcache: pip install 'chash-router[pymemcache]'"),
+    ("redis", "chash.redis", "chash.redis needs redis-py: pip install 'chash-router[redis]'"),
 ])
 def test_a_missing_library_names_the_extra(library: str, package: str, message: str) -> None:
     code = (f"import sys; sys.modules[{library!r}] = None\n"
