@@ -316,3 +316,31 @@ class Shards:
             raise RoutingError("a transaction's keys must share a hash tag: they are sent to one "
                                "shard" + ("" if self.hash_tag else " (ShardedRedis(..., hash_tag='{}'))"))
         return self.owner(shared.pop())
+
+
+#: Where each part of a pipeline's commands goes: shard -> [(command, part)].
+Groups = dict[str, list[tuple[int, int]]]
+
+
+def pipeline_groups(plans: Sequence[Plan], transaction_shard: str | None = None) -> Groups:
+    """Each shard's share of a pipeline, in the commands' order; with
+    ``transaction_shard``, every command on that one shard."""
+    if transaction_shard is not None:
+        return {transaction_shard: [(i, 0) for i in range(len(plans))]}
+    groups: Groups = {}
+    for index, plan in enumerate(plans):
+        for number, part in enumerate(plan.parts):
+            groups.setdefault(part.shard, []).append((index, number))
+    return groups
+
+
+def pipeline_results(plans: Sequence[Plan], groups: Groups,
+                     outcomes: Sequence[Sequence[Any] | BaseException]) -> list[Any]:
+    """The commands' answers in order, from each shard's answers (or the
+    one exception its whole share met), in the order of ``groups``."""
+    answers: list[list[Any]] = [[None] * len(plan.parts) for plan in plans]
+    for items, outcome in zip(groups.values(), outcomes, strict=True):
+        got = [outcome] * len(items) if isinstance(outcome, BaseException) else outcome
+        for (index, number), answer in zip(items, got, strict=True):
+            answers[index][number] = answer
+    return [merge(plan, parts) for plan, parts in zip(plans, answers, strict=True)]

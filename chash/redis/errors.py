@@ -44,5 +44,5 @@ class ShardTimeoutError(ShardError, _Timeout):
 def shard_error(shard: str, address: str, exc: BaseException,
                 results: list[Any] | None = None) -> ShardError:
     """The ShardError for ``exc`` met on ``shard`` (a timeout's subclass for a timeout)."""
-    kind = ShardTimeoutError if isinstance(exc, _Timeout) else ShardError
+    kind = ShardTimeoutError if isinstance(exc, _Timeout | TimeoutError) else ShardError
     return kind(f"shard {shard} ({address}): {exc}", shard=shard, address=address, results=results)

@@ -4,7 +4,6 @@ through either are found through the other, each on the shard both agree
 on, with and without ``hash_tag``, and with a shard stopped and ejected."""
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from _support.compat_programs import varied_keys
 from _support.ports import free_port
-from _support.redis_pools import pool_yaml
+from _support.redis_pools import pool_yaml, proxy_client_kwargs
 from _support.redis_server import RedisServer
 from chash.compat import twemproxy_servers
 
@@ -22,11 +21,8 @@ from chash.redis import ShardedRedis, ShardError  # noqa: E402
 
 
 def proxy_client(port: int) -> Any:
-    """A redis-py client of nutcracker: RESP2 and no CLIENT SETINFO, which
-    nutcracker does not take."""
-    quiet = ({"driver_info": None} if "driver_info" in inspect.signature(redis.Redis).parameters
-             else {"lib_name": None, "lib_version": None})
-    return redis.Redis(port=port, socket_timeout=10, protocol=2, **quiet)
+    """A redis-py client of nutcracker."""
+    return redis.Redis(port=port, **proxy_client_kwargs())
 
 
 def holders(sharded: ShardedRedis, keys: list[str]) -> dict[str, str]:
