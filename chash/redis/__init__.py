@@ -12,7 +12,8 @@ shard, ``scan_iter`` over all, twemproxy's ejection of failing shards.
 * ``commands``: where a command's keys are, which commands split (no I/O);
 * ``core``: shards, ring, hash tags, ejection, plans (no I/O);
 * ``errors``: ``ShardError``, ``RoutingError``;
-* ``client``: the sync face; ``asyncio``: the asyncio face.
+* ``client``: the sync face; ``asyncio``: the asyncio face;
+* ``reshard``: ``reshard`` and ``Resharding``.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from chash.redis.client import ShardedPipeline, ShardedRedis
 from chash.redis.commands import RoutingError
 from chash.redis.core import Shard, hash_part, parse_node
 from chash.redis.errors import ShardError, ShardTimeoutError
+from chash.redis.reshard import Resharding, reshard
 
-__all__ = ["RoutingError", "Shard", "ShardError", "ShardTimeoutError", "ShardedPipeline", "ShardedRedis",
-           "hash_part", "parse_node"]
+__all__ = ["Resharding", "RoutingError", "Shard", "ShardError", "ShardTimeoutError", "ShardedPipeline", "ShardedRedis",
+           "hash_part", "parse_node", "reshard"]

@@ -95,8 +95,15 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """Runs a command on its key's shard (or, split, on each of its keys'
-        shards) and returns its answer."""
+        shards) and returns its answer; while a resharding runs, where the
+        resharding says the key's data is."""
         options.pop("keys", None)
+        hook = self._hook
+        if hook is not None:
+            return hook.command(self, args, options)
+        return self._direct(args, options)
+
+    def _direct(self, args: Sequence[Any], options: dict[str, Any]) -> Any:
         plan = self._plan(args)
         if len(plan.parts) == 1:
             return self._run(plan.parts[0], options)
@@ -153,10 +160,35 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
         if not stack:
             return []
         owner = self._owner
+        if owner._hook is not None:
+            return self._one_by_one(stack, raise_on_error)
         plans, groups = owner._pipeline_plans(stack, self._transaction)
         outcomes = owner._each([functools.partial(self._send, name, items, plans, stack)
                                 for name, items in groups.items()])
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)
+
+    def _one_by_one(self, stack: list[Queued], raise_on_error: bool) -> list[Any]:
+        """While a resharding runs, each command through it, in order (a
+        transaction's keys share a tag, so it stays on one shard: it is
+        sent whole)."""
+        owner = self._owner
+        if self._transaction:
+            def send(target: str | None) -> list[Any]:
+                plans, groups = owner._pipeline_plans(stack, True)
+                name, items = next(iter(groups.items()))
+                return owner._pipeline_answers(plans, groups, [self._send(target or name, items, plans, stack)],
+                                               raise_on_error)
+            answers: list[Any] = owner._hook.transaction(owner, [args for args, _ in stack], send)
+            return answers
+        results: list[Any] = []
+        for args, options in stack:
+            try:
+                results.append(owner.execute_command(*args, **options))
+            except Exception as exc:
+                if raise_on_error:
+                    raise
+                results.append(exc)
+        return results
 
     def _send(self, shard: str, items: list[tuple[int, int]], plans: list[Plan],
               stack: list[Queued]) -> list[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-__all__ = ["SPLIT", "Merge", "RoutingError", "command_keys", "command_name"]
+__all__ = ["READS", "SPLIT", "Merge", "RoutingError", "command_keys", "command_name", "sub_command"]
 
 
 class RoutingError(ValueError):
@@ -37,6 +37,18 @@ SPLIT: dict[str, tuple[Merge, int]] = {
 def _names(text: str) -> list[str]:
     return text.split()
 
+
+#: Commands that only read their keys: during a resharding everything
+#: else counts as a write.
+READS: frozenset[str] = frozenset(_names(
+    "GET MGET EXISTS STRLEN GETRANGE SUBSTR GETBIT BITCOUNT BITPOS BITFIELD_RO TTL PTTL EXPIRETIME "
+    "PEXPIRETIME TYPE DUMP SORT_RO HGET HMGET HEXISTS HGETALL HKEYS HVALS HLEN HSTRLEN HSCAN "
+    "HRANDFIELD HTTL HPTTL HEXPIRETIME HPEXPIRETIME LLEN LRANGE LINDEX LPOS SMEMBERS SISMEMBER "
+    "SMISMEMBER SCARD SRANDMEMBER SSCAN SINTER SUNION SDIFF SINTERCARD ZSCORE ZMSCORE ZCARD ZCOUNT "
+    "ZRANGE ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZRANK ZREVRANK "
+    "ZLEXCOUNT ZSCAN ZRANDMEMBER ZUNION ZINTER ZDIFF ZINTERCARD PFCOUNT XLEN XRANGE XREVRANGE XREAD "
+    "XPENDING XINFO GEODIST GEOHASH GEOPOS GEOSEARCH GEORADIUS_RO GEORADIUSBYMEMBER_RO EVAL_RO "
+    "EVALSHA_RO FCALL_RO LCS OBJECT MEMORY"))
 
 _ONE = (1, 1, 1)
 _TWO = (1, 2, 1)
@@ -151,3 +163,15 @@ def command_keys(args: Sequence[Any]) -> list[int]:
     if not keys:
         raise RoutingError(f"{name} has no key here; {_KEYLESS_HINT}")
     return keys
+
+
+def sub_command(args: Sequence[Any], keep: Sequence[int]) -> tuple[Any, ...]:
+    """A split command (:data:`SPLIT`) over only the keys ``keep`` (their
+    indexes in its key list): ``MSET a 1 b 2`` kept to [1] is ``MSET b 2``."""
+    name = command_name(args)
+    positions = command_keys(args)
+    step = SPLIT[name][1]
+    out: list[Any] = list(args[:positions[0]])
+    for index in keep:
+        out.extend(args[positions[index]:positions[index] + step])
+    return tuple(out)

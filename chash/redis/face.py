@@ -51,6 +51,9 @@ class Face(Generic[C]):
         #: Another client's shards, while a resharding routes keys to them.
         self._others: dict[str, C] = {}
         self._addresses: dict[str, str] = {n: s.address for n, s in self._core.shards.items()}
+        self._redis_kwargs = dict(redis_kwargs)
+        #: The resharding this client serves through, while one runs.
+        self._hook: Any = None
         self.clock: Callable[[], float] = time.monotonic
 
     @property
@@ -91,6 +94,11 @@ class Face(Generic[C]):
     def client_for(self, key: Any) -> C:
         """The client of the shard serving ``key`` now."""
         return self._client(self.shard_for(key))
+
+    @property
+    def redis_kwargs(self) -> dict[str, Any]:
+        """The options every shard's client was made with."""
+        return dict(self._redis_kwargs)
 
     def _client(self, shard: str) -> C:
         client = self._clients.get(shard)
