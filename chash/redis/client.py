@@ -69,12 +69,15 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
         self._pool: ThreadPoolExecutor | None = None
 
     def _run(self, part: Part, options: dict[str, Any]) -> Any:
-        client: Any = self._client(part.shard)
+        return self._run_on(part.shard, part.args, options)
+
+    def _run_on(self, shard: str, args: Sequence[Any], options: dict[str, Any]) -> Any:
+        client: Any = self._client(shard)
         try:
-            answer = client.execute_command(*part.args, **options)
+            answer = client.execute_command(*args, **options)
         except FAILURES as exc:
-            raise self._failure(part.shard, exc) from exc
-        self._success(part.shard)
+            raise self._failure(shard, exc) from exc
+        self._success(shard)
         return answer
 
     def _each(self, calls: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -91,7 +94,10 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
                 self._pool = ThreadPoolExecutor(max_workers=min(16, len(self._clients) + 4),
                                                 thread_name_prefix="chash-redis")
             pool = self._pool
-        return list(pool.map(outcome, calls))
+        # The others in the pool, the first one here meanwhile.
+        futures = [pool.submit(outcome, call) for call in calls[1:]]
+        first = outcome(calls[0])
+        return [first, *(future.result() for future in futures)]
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """Runs a command on its key's shard (or, split, on each of its keys'
@@ -104,6 +110,9 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
         return self._direct(args, options)
 
     def _direct(self, args: Sequence[Any], options: dict[str, Any]) -> Any:
+        shard = self._core.single_owner(args)
+        if shard is not None:
+            return self._run_on(shard, args, options)
         plan = self._plan(args)
         if len(plan.parts) == 1:
             return self._run(plan.parts[0], options)
@@ -156,13 +165,13 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Sends the queued commands; their answers in order."""
-        stack = self._take()
+        stack, planned = self._take()
         if not stack:
             return []
         owner = self._owner
         if owner._hook is not None:
             return self._one_by_one(stack, raise_on_error)
-        plans, groups = owner._pipeline_plans(stack, self._transaction)
+        plans, groups = owner._pipeline_plans(stack, self._transaction, planned)
         outcomes = owner._each([functools.partial(self._send, name, items, plans, stack)
                                 for name, items in groups.items()])
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-__all__ = ["READS", "SPLIT", "Merge", "RoutingError", "command_keys", "command_name", "sub_command"]
+__all__ = ["READS", "SINGLE", "SPLIT", "Merge", "RoutingError", "command_keys", "command_name", "sub_command"]
 
 
 class RoutingError(ValueError):
@@ -89,6 +89,11 @@ _RANGES: dict[str, tuple[int, int, int]] = {
     **{name: (1, -1, 1) for name in SPLIT if SPLIT[name][1] == 1},
     "MSET": (1, -1, 2),
 }
+
+#: The commands whose one key is argument 1, by the spellings callers use
+#: (redis-py's upper case, and lower case): the routing's fast path.
+SINGLE: dict[str, str] = {spelling: name for name, span in _RANGES.items() if span == _ONE
+                          for spelling in (name, name.lower())}
 
 #: name -> (index of numkeys, keys before it): the keys follow numkeys.
 _NUMKEYS: dict[str, tuple[int, int]] = {

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chash._chash import ConsistentHashRouter
 from chash.compat import TwemproxyServer, twemproxy_id
-from chash.redis.commands import SPLIT, Merge, RoutingError, command_keys, command_name
+from chash.redis.commands import SINGLE, SPLIT, Merge, RoutingError, command_keys, command_name
 
 if TYPE_CHECKING:
     from chash._chash import LayoutName
@@ -132,8 +132,7 @@ class Ejection:
             raise TypeError(f"auto_eject_hosts must be True or False, not {self.auto_eject_hosts!r}")
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """One shard's share of a command: the arguments it runs, and which of
     the command's keys (their indexes in its key list) they carry."""
 
@@ -142,15 +141,14 @@ class Part:
     keys: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """A command as the shards run it: its parts, and how their answers
     merge (None: one part, its answer is the command's)."""
 
     name: str
     parts: tuple[Part, ...]
     merge: Merge | None
-    count: int = field(default=1)
+    size: int = 1
 
 
 def merge(plan: Plan, answers: Sequence[Any]) -> Any:
@@ -165,7 +163,7 @@ def merge(plan: Plan, answers: Sequence[Any]) -> Any:
         return sum(int(a) for a in answers)
     if plan.merge == "all":
         return all(bool(a) for a in answers)
-    out: list[Any] = [None] * plan.count
+    out: list[Any] = [None] * plan.size
     for part, answer in zip(plan.parts, answers, strict=True):
         for index, value in zip(part.keys, answer, strict=True):
             out[index] = value
@@ -205,17 +203,37 @@ class Shards:
         self.encode = encode
         self._failures: dict[str, int] = {}
         self._ejected: dict[str, float] = {}   # shard -> when it is tried again
-        self.locate: Callable[[bytes], str | None] | None = None
+        self._locate: Callable[[bytes], str | None] | None = None
+        #: Counts the changes of placement (ring rebuilt, ``locate`` set): a
+        #: plan made at another generation is made again.
+        self.generation = 0
         self.router = self._build()
+
+    @property
+    def locate(self) -> Callable[[bytes], str | None] | None:
+        """When set, where a hash part's data is, instead of the ring (a
+        resharding sets it)."""
+        return self._locate
+
+    @locate.setter
+    def locate(self, value: Callable[[bytes], str | None] | None) -> None:
+        self._locate = value
+        self.generation += 1
 
     # -- the ring ------------------------------------------------------------------
 
     def _build(self) -> ConsistentHashRouter:
+        self.generation += 1
         router = ConsistentHashRouter(layout=self.layout)
         for shard in self.shards.values():
             if shard.name not in self._ejected:
                 router.add_service_node(shard.name, shard.weight)
         return router
+
+    @property
+    def ejected_any(self) -> bool:
+        """Whether a shard is ejected now."""
+        return bool(self._ejected)
 
     @property
     def ejected(self) -> dict[str, float]:
@@ -224,6 +242,8 @@ class Shards:
 
     def refresh(self, now: float) -> None:
         """Puts back the ejected shards whose retry time has come."""
+        if not self._ejected:
+            return
         back = [name for name, when in self._ejected.items() if now >= when]
         if back:
             for name in back:
@@ -250,6 +270,10 @@ class Shards:
         if self._failures.get(shard):
             self._failures[shard] = 0
 
+    def failing(self, shard: str) -> bool:
+        """Whether ``shard`` has failures counted (a success must reset them)."""
+        return bool(self._failures.get(shard))
+
     # -- keys ----------------------------------------------------------------------
 
     def part_of(self, key: Any) -> bytes:
@@ -258,7 +282,8 @@ class Shards:
 
     def owner(self, part: bytes) -> str:
         """The shard serving a hash part now; RoutingError when none is live."""
-        shard = self.locate(part) if self.locate is not None else self.router.get_target_node(part)
+        locate = self._locate
+        shard = locate(part) if locate is not None else self.router.get_target_node(part)
         if shard is None:
             raise RoutingError("every shard is ejected: no shard to send the command to")
         return shard
@@ -269,10 +294,26 @@ class Shards:
 
     # -- commands ------------------------------------------------------------------
 
+    def single_owner(self, args: Sequence[Any]) -> str | None:
+        """The shard of a command whose one key is argument 1 (``GET``,
+        ``SET``, ``HSET``, ...), when no shard is ejected; None otherwise
+        (then :meth:`plan`).  Reads only what a lock-free reader may: the
+        ring is replaced whole, never changed in place."""
+        if self._ejected or len(args) < 2:
+            return None
+        head = args[0]
+        if not isinstance(head, str) or head not in SINGLE:
+            return None
+        return self.owner(self.part_of(args[1]))
+
     def plan(self, args: Sequence[Any]) -> Plan:
         """The parts of a command; RoutingError when it cannot be routed
         (no key; keys on several shards of a command that does not split,
         unless they share a hash tag)."""
+        head = args[0] if args else None
+        name = SINGLE.get(head) if isinstance(head, str) else None
+        if name is not None and len(args) >= 2:     # the common case: one key, at 1
+            return Plan(name, (Part(self.owner(self.part_of(args[1])), tuple(args), (0,)),), None, 1)
         name = command_name(args)
         positions = command_keys(args)
         parts = [self.part_of(args[i]) for i in positions]

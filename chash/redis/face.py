@@ -19,6 +19,8 @@ __all__ = ["Face", "Queue", "client_kwargs"]
 
 #: A queued command: its arguments and redis-py's options.
 Queued = tuple[tuple[Any, ...], dict[str, Any]]
+#: A queued command's plan when it was queued, and the core's generation then.
+Planned = tuple[Plan, int]
 
 C = TypeVar("C")
 
@@ -114,9 +116,11 @@ class Face(Generic[C]):
             return [n for n in self._core.shards if n not in self._core.ejected]
 
     def _plan(self, args: Sequence[Any]) -> Plan:
+        core = self._core
         with self._lock:
-            self._core.refresh(self.clock())
-            return self._core.plan(args)
+            if core.ejected_any:
+                core.refresh(self.clock())
+            return core.plan(args)
 
     def _failure(self, shard: str, exc: BaseException, results: list[Any] | None = None) -> ShardError:
         """Counts a shard's failure and returns the error naming it."""
@@ -125,12 +129,29 @@ class Face(Generic[C]):
         return shard_error(shard, self._addresses.get(shard, shard), exc, results)
 
     def _success(self, shard: str) -> None:
-        with self._lock:
-            self._core.succeeded(shard)
+        if self._core.failing(shard):
+            with self._lock:
+                self._core.succeeded(shard)
 
-    def _pipeline_plans(self, stack: Sequence[Queued],
-                        transaction: bool) -> tuple[list[Plan], dict[str, list[tuple[int, int]]]]:
-        plans = [self._plan(args) for args, _ in stack]
+    def _planned(self, args: Sequence[Any]) -> Planned:
+        core = self._core
+        with self._lock:
+            if core.ejected_any:
+                core.refresh(self.clock())
+            return core.plan(args), core.generation
+
+    def _pipeline_plans(self, stack: Sequence[Queued], transaction: bool,
+                        planned: Sequence[Planned] = ()) -> tuple[list[Plan], dict[str, list[tuple[int, int]]]]:
+        """The plans of a pipeline's commands: those made when they were
+        queued, unless the placement changed since."""
+        with self._lock:
+            if self._core.ejected_any:
+                self._core.refresh(self.clock())
+            generation = self._core.generation
+        if len(planned) == len(stack) and all(g == generation for _, g in planned):
+            plans = [plan for plan, _ in planned]
+        else:
+            plans = [self._plan(args) for args, _ in stack]
         shard = None
         if transaction:
             with self._lock:
@@ -172,11 +193,12 @@ class Queue(Generic[C]):
         self._owner = owner
         self._transaction = transaction
         self._stack: list[Queued] = []
+        self._planned: list[Planned] = []
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """Queues a command; returns the pipeline, for chained calls."""
         options.pop("keys", None)
-        self._owner._plan(args)
+        self._planned.append(self._owner._planned(args))
         self._stack.append((args, options))
         return self
 
@@ -186,7 +208,9 @@ class Queue(Generic[C]):
     def reset(self) -> None:
         """Forgets the queued commands."""
         self._stack = []
+        self._planned = []
 
-    def _take(self) -> list[Queued]:
+    def _take(self) -> tuple[list[Queued], list[Planned]]:
         stack, self._stack = self._stack, []
-        return stack
+        planned, self._planned = self._planned, []
+        return stack, planned

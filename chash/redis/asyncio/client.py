@@ -7,7 +7,7 @@ shards' clients (several at once with ``asyncio.gather``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,18 +53,24 @@ class ShardedRedis(Face["redis.asyncio.Redis"], AsyncDataAccessCommands, AsyncSc
                          server_retry_timeout=server_retry_timeout, redis_kwargs=redis_kwargs)
 
     async def _run(self, part: Part, options: dict[str, Any]) -> Any:
-        client: Any = self._client(part.shard)
+        return await self._run_on(part.shard, part.args, options)
+
+    async def _run_on(self, shard: str, args: Sequence[Any], options: dict[str, Any]) -> Any:
+        client: Any = self._client(shard)
         try:
-            answer = await client.execute_command(*part.args, **options)
+            answer = await client.execute_command(*args, **options)
         except FAILURES as exc:
-            raise self._failure(part.shard, exc) from exc
-        self._success(part.shard)
+            raise self._failure(shard, exc) from exc
+        self._success(shard)
         return answer
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         """Runs a command on its key's shard (or, split, on each of its keys'
         shards) and returns its answer."""
         options.pop("keys", None)
+        shard = self._core.single_owner(args)
+        if shard is not None:
+            return await self._run_on(shard, args, options)
         plan = self._plan(args)
         if len(plan.parts) == 1:
             return await self._run(plan.parts[0], options)
@@ -113,11 +119,11 @@ class ShardedPipeline(Queue["redis.asyncio.Redis"], AsyncDataAccessCommands, Asy
 
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Sends the queued commands; their answers in order."""
-        stack = self._take()
+        stack, planned = self._take()
         if not stack:
             return []
         owner = self._owner
-        plans, groups = owner._pipeline_plans(stack, self._transaction)
+        plans, groups = owner._pipeline_plans(stack, self._transaction, planned)
         outcomes = await asyncio.gather(*(self._send(name, items, plans, stack)
                                           for name, items in groups.items()), return_exceptions=True)
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)
