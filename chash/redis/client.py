@@ -152,6 +152,15 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
         self.close()
 
 
+def _connection(pool: Any) -> Any:
+    """A connection of a redis-py pool (redis-py 5.3 and later take no
+    argument, earlier ones a command name)."""
+    try:
+        return pool.get_connection()
+    except TypeError:
+        return pool.get_connection("PIPELINE")
+
+
 class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
     """Commands queued for :meth:`ShardedRedis.pipeline`; ``execute()``
     sends each shard its share in one redis-py pipeline, all shards at once,
@@ -172,9 +181,64 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
         if owner._hook is not None:
             return self._one_by_one(stack, raise_on_error)
         plans, groups = owner._pipeline_plans(stack, self._transaction, planned)
-        outcomes = owner._each([functools.partial(self._send, name, items, plans, stack)
-                                for name, items in groups.items()])
+        if self._transaction:
+            outcomes = [self._outcome(functools.partial(self._send, name, items, plans, stack))
+                        for name, items in groups.items()]
+        else:
+            outcomes = self._exchange(groups, plans, stack)
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)
+
+    @staticmethod
+    def _outcome(call: Callable[[], list[Any]]) -> list[Any] | BaseException:
+        try:
+            return call()
+        except Exception as exc:
+            return exc
+
+    def _exchange(self, groups: dict[str, list[tuple[int, int]]], plans: list[Plan],
+                  stack: list[Queued]) -> list[list[Any] | BaseException]:
+        """Every shard's share written on one of its connections first, then
+        every answer read: the shards work at once, no thread needed.  A
+        shard that fails has its whole share fail; the others' answers are
+        read all the same, so no connection is left out of step."""
+        owner = self._owner
+        sent: list[tuple[str, Any, Any, list[tuple[int, int]]] | BaseException] = []
+        for name, items in groups.items():
+            client: Any = owner._client(name)
+            connection = None
+            try:
+                connection = _connection(client.connection_pool)
+                connection.send_packed_command(connection.pack_commands(
+                    [plans[i].parts[n].args for i, n in items]))
+                sent.append((name, client, connection, items))
+            except FAILURES as exc:
+                if connection is not None:
+                    connection.disconnect()
+                    client.connection_pool.release(connection)
+                sent.append(owner._failure(name, exc))
+        outcomes: list[list[Any] | BaseException] = []
+        for entry in sent:
+            if isinstance(entry, BaseException):
+                outcomes.append(entry)
+                continue
+            name, client, connection, items = entry
+            answers: list[Any] = []
+            try:
+                for i, n in items:
+                    command = plans[i].parts[n].args[0]
+                    try:
+                        answers.append(client.parse_response(connection, command, **stack[i][1]))
+                    except redis.exceptions.ResponseError as error:
+                        answers.append(error)
+            except FAILURES as exc:
+                connection.disconnect()
+                outcomes.append(owner._failure(name, exc))
+            else:
+                owner._success(name)
+                outcomes.append(answers)
+            finally:
+                client.connection_pool.release(connection)
+        return outcomes
 
     def _one_by_one(self, stack: list[Queued], raise_on_error: bool) -> list[Any]:
         """While a resharding runs, each command through it, in order (a
