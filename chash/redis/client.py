@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from chash._optional import require
-from chash.redis.core import Part, Plan, merge
+from chash.redis.core import Groups, Item, Part, merge
 from chash.redis.face import Face, Queue, Queued
 
 if TYPE_CHECKING:
@@ -182,10 +182,10 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
             return self._one_by_one(stack, raise_on_error)
         plans, groups = owner._pipeline_plans(stack, self._transaction, planned)
         if self._transaction:
-            outcomes = [self._outcome(functools.partial(self._send, name, items, plans, stack))
+            outcomes = [self._outcome(functools.partial(self._send, name, items, stack))
                         for name, items in groups.items()]
         else:
-            outcomes = self._exchange(groups, plans, stack)
+            outcomes = self._exchange(groups, stack)
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)
 
     @staticmethod
@@ -195,21 +195,19 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
         except Exception as exc:
             return exc
 
-    def _exchange(self, groups: dict[str, list[tuple[int, int]]], plans: list[Plan],
-                  stack: list[Queued]) -> list[list[Any] | BaseException]:
+    def _exchange(self, groups: Groups, stack: list[Queued]) -> list[list[Any] | BaseException]:
         """Every shard's share written on one of its connections first, then
         every answer read: the shards work at once, no thread needed.  A
         shard that fails has its whole share fail; the others' answers are
         read all the same, so no connection is left out of step."""
         owner = self._owner
-        sent: list[tuple[str, Any, Any, list[tuple[int, int]]] | BaseException] = []
+        sent: list[tuple[str, Any, Any, list[Item]] | BaseException] = []
         for name, items in groups.items():
             client: Any = owner._client(name)
             connection = None
             try:
                 connection = _connection(client.connection_pool)
-                connection.send_packed_command(connection.pack_commands(
-                    [plans[i].parts[n].args for i, n in items]))
+                connection.send_packed_command(connection.pack_commands([args for _, _, args in items]))
                 sent.append((name, client, connection, items))
             except FAILURES as exc:
                 if connection is not None:
@@ -224,10 +222,9 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
             name, client, connection, items = entry
             answers: list[Any] = []
             try:
-                for i, n in items:
-                    command = plans[i].parts[n].args[0]
+                for i, _, args in items:
                     try:
-                        answers.append(client.parse_response(connection, command, **stack[i][1]))
+                        answers.append(client.parse_response(connection, args[0], **stack[i][1]))
                     except redis.exceptions.ResponseError as error:
                         answers.append(error)
             except FAILURES as exc:
@@ -249,7 +246,7 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
             def send(target: str | None) -> list[Any]:
                 plans, groups = owner._pipeline_plans(stack, True)
                 name, items = next(iter(groups.items()))
-                return owner._pipeline_answers(plans, groups, [self._send(target or name, items, plans, stack)],
+                return owner._pipeline_answers(plans, groups, [self._send(target or name, items, stack)],
                                                raise_on_error)
             answers: list[Any] = owner._hook.transaction(owner, [args for args, _ in stack], send)
             return answers
@@ -263,12 +260,11 @@ class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
                 results.append(exc)
         return results
 
-    def _send(self, shard: str, items: list[tuple[int, int]], plans: list[Plan],
-              stack: list[Queued]) -> list[Any]:
+    def _send(self, shard: str, items: list[Item], stack: list[Queued]) -> list[Any]:
         owner = self._owner
         pipe: Any = owner._client(shard).pipeline(transaction=self._transaction)
-        for index, number in items:
-            pipe.execute_command(*plans[index].parts[number].args, **stack[index][1])
+        for index, _, args in items:
+            pipe.execute_command(*args, **stack[index][1])
         try:
             answers: list[Any] = pipe.execute(raise_on_error=False)
         except FAILURES as exc:

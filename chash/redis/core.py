@@ -88,6 +88,10 @@ def parse_node(node: str | TwemproxyServer) -> Shard:
 def encode_key(value: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
     """A key's bytes as redis-py sends them: bytes as they are, str
     encoded, int and float by ``repr``; TypeError for anything else."""
+    if type(value) is str:
+        return value.encode(encoding, errors)
+    if type(value) is bytes:
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -299,12 +303,16 @@ class Shards:
         ``SET``, ``HSET``, ...), when no shard is ejected; None otherwise
         (then :meth:`plan`).  Reads only what a lock-free reader may: the
         ring is replaced whole, never changed in place."""
-        if self._ejected or len(args) < 2:
+        if self._ejected or len(args) < 2 or args[0] not in SINGLE:
             return None
-        head = args[0]
-        if not isinstance(head, str) or head not in SINGLE:
-            return None
-        return self.owner(self.part_of(args[1]))
+        part = self.encode(args[1])
+        if self._tag is not None:
+            part = hash_part(part, self._tag)
+        locate = self._locate
+        shard = locate(part) if locate is not None else self.router.get_target_node(part)
+        if shard is None:
+            raise RoutingError("every shard is ejected: no shard to send the command to")
+        return shard
 
     def plan(self, args: Sequence[Any]) -> Plan:
         """The parts of a command; RoutingError when it cannot be routed
@@ -359,29 +367,48 @@ class Shards:
         return self.owner(shared.pop())
 
 
-#: Where each part of a pipeline's commands goes: shard -> [(command, part)].
-Groups = dict[str, list[tuple[int, int]]]
+#: A pipeline's command as planned: its plan, or for a command whose one
+#: key is argument 1 just its shard (no plan made).
+Entry = Plan | str
+#: One part of a pipeline: (command index, part number, the part's arguments).
+Item = tuple[int, int, Sequence[Any]]
+#: Where each part of a pipeline's commands goes: shard -> items, in order.
+Groups = dict[str, list[Item]]
 
 
-def pipeline_groups(plans: Sequence[Plan], transaction_shard: str | None = None) -> Groups:
+def pipeline_groups(entries: Sequence[Entry], commands: Sequence[Sequence[Any]],
+                    transaction_shard: str | None = None) -> Groups:
     """Each shard's share of a pipeline, in the commands' order; with
-    ``transaction_shard``, every command on that one shard."""
+    ``transaction_shard``, every command whole on that one shard."""
     if transaction_shard is not None:
-        return {transaction_shard: [(i, 0) for i in range(len(plans))]}
+        return {transaction_shard: [(i, 0, args) for i, args in enumerate(commands)]}
     groups: Groups = {}
-    for index, plan in enumerate(plans):
-        for number, part in enumerate(plan.parts):
-            groups.setdefault(part.shard, []).append((index, number))
+    for index, entry in enumerate(entries):
+        if isinstance(entry, str):
+            groups.setdefault(entry, []).append((index, 0, commands[index]))
+        else:
+            for number, part in enumerate(entry.parts):
+                groups.setdefault(part.shard, []).append((index, number, part.args))
     return groups
 
 
-def pipeline_results(plans: Sequence[Plan], groups: Groups,
+def pipeline_results(entries: Sequence[Entry], groups: Groups,
                      outcomes: Sequence[Sequence[Any] | BaseException]) -> list[Any]:
     """The commands' answers in order, from each shard's answers (or the
     one exception its whole share met), in the order of ``groups``."""
-    answers: list[list[Any]] = [[None] * len(plan.parts) for plan in plans]
+    results: list[Any] = [None] * len(entries)
+    partial: dict[int, list[Any]] = {}
     for items, outcome in zip(groups.values(), outcomes, strict=True):
-        got = [outcome] * len(items) if isinstance(outcome, BaseException) else outcome
-        for (index, number), answer in zip(items, got, strict=True):
-            answers[index][number] = answer
-    return [merge(plan, parts) for plan, parts in zip(plans, answers, strict=True)]
+        failed = outcome if isinstance(outcome, BaseException) else None
+        for k, (index, number, _args) in enumerate(items):
+            answer = failed if failed is not None else outcome[k]  # type: ignore[index]
+            entry = entries[index]
+            if isinstance(entry, str) or len(entry.parts) == 1:
+                results[index] = answer
+            else:
+                partial.setdefault(index, [None] * len(entry.parts))[number] = answer
+    for index, answers in partial.items():
+        entry = entries[index]
+        assert not isinstance(entry, str)
+        results[index] = merge(entry, answers)
+    return results

@@ -3,12 +3,23 @@ shards' clients, the lock around the core, and the answers of pipelines.
 No I/O: the faces pass in how a shard's client is made and do the calls."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from chash.redis.core import Ejection, Plan, Shard, Shards, encode_key, pipeline_groups, pipeline_results
+from chash.redis.core import (
+    Ejection,
+    Entry,
+    Groups,
+    Plan,
+    Shard,
+    Shards,
+    encode_key,
+    pipeline_groups,
+    pipeline_results,
+)
 from chash.redis.errors import ShardError, shard_error
 
 if TYPE_CHECKING:
@@ -19,8 +30,8 @@ __all__ = ["Face", "Queue", "client_kwargs"]
 
 #: A queued command: its arguments and redis-py's options.
 Queued = tuple[tuple[Any, ...], dict[str, Any]]
-#: A queued command's plan when it was queued, and the core's generation then.
-Planned = tuple[Plan, int]
+#: A queued command's plan (or shard) when it was queued, and the core's generation then.
+Planned = tuple[Entry, int]
 
 C = TypeVar("C")
 
@@ -46,7 +57,8 @@ class Face(Generic[C]):
         errors = redis_kwargs.get("encoding_errors", "strict")
         self._core = Shards(nodes, layout=layout, hash_tag=hash_tag,
                             ejection=Ejection(auto_eject_hosts, server_failure_limit, server_retry_timeout),
-                            encode=lambda key: encode_key(key, encoding, errors))
+                            encode=encode_key if (encoding, errors) == ("utf-8", "strict")
+                            else functools.partial(encode_key, encoding=encoding, errors=errors))
         self._clients: dict[str, C] = {name: make(**client_kwargs(shard, redis_kwargs))
                                        for name, shard in self._core.shards.items()}
         self._lock = threading.Lock()
@@ -133,33 +145,37 @@ class Face(Generic[C]):
             with self._lock:
                 self._core.succeeded(shard)
 
+    def _entry(self, args: Sequence[Any]) -> Entry:
+        shard = self._core.single_owner(args)
+        return shard if shard is not None else self._plan(args)
+
     def _planned(self, args: Sequence[Any]) -> Planned:
-        core = self._core
-        with self._lock:
-            if core.ejected_any:
-                core.refresh(self.clock())
-            return core.plan(args), core.generation
+        generation = self._core.generation
+        return self._entry(args), generation
 
     def _pipeline_plans(self, stack: Sequence[Queued], transaction: bool,
-                        planned: Sequence[Planned] = ()) -> tuple[list[Plan], dict[str, list[tuple[int, int]]]]:
-        """The plans of a pipeline's commands: those made when they were
-        queued, unless the placement changed since."""
+                        planned: Sequence[Planned] = ()) -> tuple[list[Entry], Groups]:
+        """The plans of a pipeline's commands (those made when they were
+        queued, unless the placement changed since) and each shard's share."""
         with self._lock:
             if self._core.ejected_any:
                 self._core.refresh(self.clock())
             generation = self._core.generation
-        if len(planned) == len(stack) and all(g == generation for _, g in planned):
-            plans = [plan for plan, _ in planned]
-        else:
-            plans = [self._plan(args) for args, _ in stack]
-        shard = None
+        commands = [args for args, _ in stack]
         if transaction:
+            plans: list[Plan] = [self._plan(args) for args in commands]
             with self._lock:
                 shard = self._core.transaction_shard(plans)
-        return plans, pipeline_groups(plans, shard)
+            entries: list[Entry] = list(plans)
+            return entries, pipeline_groups(entries, commands, shard)
+        if len(planned) == len(stack) and all(g == generation for _, g in planned):
+            entries = [entry for entry, _ in planned]
+        else:
+            entries = [self._entry(args) for args in commands]
+        return entries, pipeline_groups(entries, commands)
 
     @staticmethod
-    def _pipeline_answers(plans: list[Plan], groups: dict[str, list[tuple[int, int]]],
+    def _pipeline_answers(plans: Sequence[Entry], groups: Groups,
                           outcomes: Sequence[Sequence[Any] | BaseException], raise_on_error: bool) -> list[Any]:
         """The pipeline's answers; with ``raise_on_error``, a ShardError
         naming the shards that did not answer (its ``results`` every

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from chash._optional import require
-from chash.redis.core import Part, Plan, merge
+from chash.redis.core import Item, Part, merge
 from chash.redis.face import Face, Queue, Queued
 
 if TYPE_CHECKING:
@@ -124,16 +124,15 @@ class ShardedPipeline(Queue["redis.asyncio.Redis"], AsyncDataAccessCommands, Asy
             return []
         owner = self._owner
         plans, groups = owner._pipeline_plans(stack, self._transaction, planned)
-        outcomes = await asyncio.gather(*(self._send(name, items, plans, stack)
+        outcomes = await asyncio.gather(*(self._send(name, items, stack)
                                           for name, items in groups.items()), return_exceptions=True)
         return owner._pipeline_answers(plans, groups, outcomes, raise_on_error)
 
-    async def _send(self, shard: str, items: list[tuple[int, int]], plans: list[Plan],
-                    stack: list[Queued]) -> list[Any]:
+    async def _send(self, shard: str, items: list[Item], stack: list[Queued]) -> list[Any]:
         owner = self._owner
         pipe: Any = owner._client(shard).pipeline(transaction=self._transaction)
-        for index, number in items:
-            pipe.execute_command(*plans[index].parts[number].args, **stack[index][1])
+        for index, _, args in items:
+            pipe.execute_command(*args, **stack[index][1])
         try:
             answers: list[Any] = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
