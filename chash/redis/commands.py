@@ -11,7 +11,7 @@ their answers merge.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 __all__ = ["READS", "SINGLE", "SPLIT", "Merge", "RoutingError", "command_keys", "command_name", "sub_command"]
 
@@ -22,10 +22,10 @@ class RoutingError(ValueError):
     where its keys are.  The message says which and what to do."""
 
 
-#: How the answers of a split command merge: ``"list"`` in the keys' order
-#: (``MGET``), ``"all"`` True when every part is (``MSET``), ``"sum"`` of
-#: the parts' counts (``DEL``, ``EXISTS``, ``UNLINK``, ``TOUCH``).
-Merge = Literal["list", "all", "sum"]
+#: How the answers of a split command merge, one of ``"list"`` (in the
+#: keys' order: ``MGET``), ``"all"`` (True when every part is: ``MSET``) and
+#: ``"sum"`` (of the parts' counts: ``DEL``, ``EXISTS``, ``UNLINK``, ``TOUCH``).
+Merge = str
 
 #: Multi-key commands split per shard: (merge, step: 1 for keys, 2 for
 #: key-value pairs).
