@@ -96,6 +96,7 @@ class Resharding:
         self._cond = threading.Condition()
         self._migration: Migration[ConsistentHashRouter] | None = None
         self._parts: dict[bytes, list[bytes]] = {}     # moving part -> its keys
+        self._listed: set[bytes] = set()               # the keys of _parts
         self._touched: set[bytes] = set()              # moving keys written while listing
         self._in_flight: set[bytes] = set()
         self._active: collections.Counter[bytes] = collections.Counter()
@@ -188,7 +189,11 @@ class Resharding:
                 if self._migration is None:
                     if self._moving(part):
                         self._touched.add(key)
-                elif part not in self._parts and self._moving(part):
+                elif part in self._parts:
+                    if key not in self._listed:   # a new key of a moving tag: it moves with it
+                        self._listed.add(key)
+                        self._parts[part].append(key)
+                elif self._moving(part):
                     self._fresh.add(part)
             if dual:
                 self._dual_writers += 1
@@ -285,6 +290,7 @@ class Resharding:
             for keys in found.values():
                 keys[:] = list(dict.fromkeys(keys))
             self._parts = found
+            self._listed = {key for keys in found.values() for key in keys}
             parts = sorted(found)
             warming = self._warming
             if self._saved is not None:

@@ -274,11 +274,27 @@ def test_hash_tags_move_together(four: list[RedisServer]) -> None:
     old, new = ShardedRedis(nodes[:3], hash_tag="{}"), ShardedRedis(nodes, hash_tag="{}")
     keys = [f"u:{{{i}}}:{f}" for i in range(500) for f in ("a", "b", "c")]
     old.mset({k: k for k in keys})
-    resharding = reshard(old, new, batch_size=50)
-    assert resharding.committed
+    added: list[str] = []
+
+    def write_new_keys_of_old_tags(resharding: Resharding) -> None:
+        # A key first written during the move under a tag that moves (before
+        # or after the tag's batch): it moves with the tag.
+        step = len(added)
+        for i in range(step * 10, step * 10 + 10):
+            key = f"u:{{{i}}}:new"
+            (old if i % 2 else new).set(key, key)
+            added.append(key)
+
+    resharding = reshard(old, new, batch_size=50, on_progress=write_new_keys_of_old_tags)
+    assert resharding.committed and len(added) > 20
     assert new.mget(keys) == [k.encode() for k in keys]
+    assert new.mget(added) == [k.encode() for k in added]
+    assert old.mget(added) == [k.encode() for k in added]
     for i in range(500):
         assert len({new.clients[new.shard_for(str(i))].exists(f"u:{{{i}}}:{f}") for f in "abc"}) == 1
+    for key in added:   # only on the tag's new shard
+        tag = key.split("{")[1].split("}")[0]
+        assert [n for n, c in new.clients.items() if c.exists(key)] == [new.shard_for(tag)]
     assert new.rename("u:{7}:a", "u:{7}:z")
     for client in (old, new):
         client.close()
