@@ -298,3 +298,18 @@ def test_hash_tags_move_together(four: list[RedisServer]) -> None:
     assert new.rename("u:{7}:a", "u:{7}:z")
     for client in (old, new):
         client.close()
+
+
+def test_stopped_then_run_again(four: list[RedisServer]) -> None:
+    keys = KEYS[:3000]
+    old, new = client_of(four[1:]), client_of(four)
+    load(old, keys)
+    resharding = Resharding(old, new, batch_size=50)
+    assert not resharding.run(lambda r: r.stop())            # one batch, then stopped
+    assert resharding.progress.done == 50 and not resharding.committed
+    new.set(keys[0], "changed")                               # served meanwhile
+    assert resharding.run()
+    assert resharding.committed and resharding.progress.done == resharding.progress.total
+    assert new.mget(keys) == [b"changed"] + [f"0:{k}".encode() for k in keys[1:]]
+    for client in (old, new):
+        client.close()
