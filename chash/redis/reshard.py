@@ -67,6 +67,8 @@ class Resharding:
 
     def __init__(self, old: ShardedRedis, new: ShardedRedis, *, batch_size: int = 200, warm: bool = True,
                  saved: dict[str, Any] | None = None) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r}")
         for side, client in (("old", old), ("new", new)):
             if not isinstance(client, ShardedRedis):
                 raise TypeError(f"reshard moves keys between two chash.redis.ShardedRedis; {side} is "
@@ -221,7 +223,8 @@ class Resharding:
             self._leave(ticket)
 
     def command(self, face: ShardedRedis, args: Sequence[Any], options: dict[str, Any]) -> Any:
-        """One command of either client, while the resharding runs."""
+        """One command of either client, while the resharding runs (the
+        clients call this; it is not for users)."""
         name = command_name(args)
         positions = command_keys(args)
 

@@ -254,6 +254,8 @@ def test_reshard_refuses_what_it_cannot_do(four: list[RedisServer]) -> None:
     a, b = client_of(four[:3]), client_of(four)
     with pytest.raises(ValueError, match="same client"):
         Resharding(a, a)
+    with pytest.raises(ValueError, match="batch_size"):
+        Resharding(a, b, batch_size=0)
     tagged = ShardedRedis([f"127.0.0.1:{s.port}:1" for s in four], hash_tag="{}")
     with pytest.raises(ValueError, match="hash_tag"):
         Resharding(a, tagged)
