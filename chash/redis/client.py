@@ -2,7 +2,9 @@
 
 The thin sync face over :class:`chash.redis.core.Shards` (through
 :class:`chash.redis.face.Face`): it runs each command's parts on the
-shards' clients, several shards at once in a small thread pool.
+shards' clients (a split command's shards at once, in a small thread pool;
+a pipeline's written on every shard's connection before any answer is
+read).
 """
 from __future__ import annotations
 
@@ -122,7 +124,7 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
         return answer
 
     def pipeline(self, transaction: bool = False, shard_hint: None = None) -> ShardedPipeline:
-        """A pipeline: one redis-py pipeline per shard, sent at once, the
+        """A pipeline: each shard's share sent on one of its connections, all at once, the
         answers back in the order of the commands.  ``transaction=True``
         runs them as one MULTI/EXEC, so every key must share a hash tag."""
         if shard_hint is not None:
@@ -163,7 +165,7 @@ def _connection(pool: Any) -> Any:
 
 class ShardedPipeline(Queue["redis.Redis"], DataAccessCommands, ScriptCommands):
     """Commands queued for :meth:`ShardedRedis.pipeline`; ``execute()``
-    sends each shard its share in one redis-py pipeline, all shards at once,
+    sends each shard its share on one of its connections, all shards at once,
     and returns the answers in the order the commands were queued.  A shard
     that does not answer raises :class:`chash.redis.ShardError` naming it,
     whose ``results`` hold every other shard's answers."""
