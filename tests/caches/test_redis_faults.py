@@ -18,10 +18,10 @@ from redis.retry import Retry  # noqa: E402
 
 from chash.redis import ShardedRedis, ShardError, ShardTimeoutError  # noqa: E402
 
-#: A script that keeps its shard busy for about a second.
+#: A script that keeps its shard busy for about three seconds (it is killed long before).
 BUSY = ("local t = redis.call('TIME') "
         "while true do local n = redis.call('TIME') "
-        "if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 1000000 then break end end "
+        "if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 3000000 then break end end "
         "return redis.call('SET', KEYS[1], 'done')")
 
 
