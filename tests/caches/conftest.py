@@ -4,7 +4,8 @@ ports the OS picked (tests/_support/compat_programs.py, redis_server.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,11 +41,10 @@ def servers(trio: list[RedisServer]) -> list[RedisServer]:
 
 
 @pytest.fixture
-def proxy(tmp_path: Path) -> Iterator[object]:
-    """``start(yaml_text) -> port``: a nutcracker of a pool, stopped after the test."""
+def proxy(tmp_path: Path) -> Iterator[Callable[[str, int], int]]:
+    """``start(yaml_text, listen) -> listen``: a nutcracker of the pool in
+    ``yaml_text``, listening on ``listen``, stopped after the test."""
     require("nutcracker")
-    import contextlib
-
     with contextlib.ExitStack() as stack:
         def start(yaml_text: str, listen: int) -> int:
             workdir = tmp_path / f"nutcracker-{listen}"
