@@ -13,6 +13,7 @@ shard, ``scan_iter`` over all, twemproxy's ejection of failing shards.
 * ``core``: shards, ring, hash tags, ejection, plans (no I/O);
 * ``errors``: ``ShardError``, ``RoutingError``;
 * ``client``: the sync face; ``asyncio``: the asyncio face;
+* ``markers``: a resharding's bookkeeping (no I/O);
 * ``reshard``: ``reshard`` and ``Resharding``.
 """
 from __future__ import annotations

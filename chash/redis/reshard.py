@@ -35,7 +35,6 @@ here (other processes writing the same keys meanwhile are not seen).
 """
 from __future__ import annotations
 
-import collections
 import functools
 import threading
 from collections.abc import Callable, Sequence
@@ -45,8 +44,9 @@ from chash.migration.core import Migration, Progress
 from chash.migration.state import load as load_state
 from chash.redis.client import ShardedRedis
 from chash.redis.commands import READS, SPLIT, command_keys, command_name, sub_command
-from chash.redis.core import Part, hash_part
+from chash.redis.core import Part
 from chash.redis.face import client_kwargs
+from chash.redis.markers import Markers, Ticket
 
 if TYPE_CHECKING:
     import redis
@@ -96,18 +96,7 @@ class Resharding:
         tag = old.core.hash_tag
         self._tag = None if tag is None else tag.encode("utf-8")
         self._cond = threading.Condition()
-        self._migration: Migration[ConsistentHashRouter] | None = None
-        self._parts: dict[bytes, list[bytes]] = {}     # moving part -> its keys
-        self._listed: set[bytes] = set()               # the keys of _parts
-        self._touched: set[bytes] = set()              # moving keys written while listing
-        self._in_flight: set[bytes] = set()
-        self._active: collections.Counter[bytes] = collections.Counter()
-        self._copied: set[bytes] = set()
-        self._fresh: set[bytes] = set()                # moving parts first written after listing
-        self._dual_writers = 0
-        self._draining = False
-        self._committed = False
-        self._before_commit = 0                        # commands begun before commit, not done
+        self._marks = Markers(self._old_ring, self._new_ring, self._tag)
         self._stop = threading.Event()
         self._movers: dict[str, redis.Redis] = {}
         #: Keys copied (restored on their new shard) so far.
@@ -117,7 +106,7 @@ class Resharding:
         old._others = {n: c for n, c in new.clients.items() if n not in old.shards}
         new._others = {n: c for n, c in old.clients.items() if n not in new.shards}
         for client in (old, new):
-            client.core.locate = self._locate
+            client.core.locate = self._marks.locate
             client._hook = self
 
     # -- what it is ----------------------------------------------------------------
@@ -125,14 +114,15 @@ class Resharding:
     @property
     def progress(self) -> Progress:
         """Moving keys (hash parts) done, of those known (None while listing)."""
-        if self._migration is None:
+        migration = self._marks.migration
+        if migration is None:
             return Progress(0, None)
-        return self._migration.progress
+        return migration.progress
 
     @property
     def committed(self) -> bool:
         """True once the new ring serves every key."""
-        return self._committed
+        return self._marks.committed
 
     @property
     def warming(self) -> list[str]:
@@ -141,9 +131,10 @@ class Resharding:
 
     def state(self) -> dict[str, Any]:
         """The migration's JSON state, for ``Resharding(..., saved=...)``."""
-        if self._migration is None:
+        migration = self._marks.migration
+        if migration is None:
             raise RuntimeError("nothing to save: the keys are not listed yet")
-        return self._migration.state()
+        return migration.state()
 
     def stop(self) -> None:
         """Makes ``run()`` return after the batch under way."""
@@ -151,71 +142,23 @@ class Resharding:
 
     # -- routing the clients' commands -----------------------------------------------
 
-    def _moving(self, part: bytes) -> bool:
-        return self._old_ring.get_target_node(part) != self._new_ring.get_target_node(part)
-
-    def _locate(self, part: bytes) -> str | None:
-        if self._committed or part in self._fresh:
-            return self._new_ring.get_target_node(part)
-        if self._migration is None:
-            return self._old_ring.get_target_node(part)
-        return self._migration.route(part)
-
-    def _dual(self, part: bytes) -> bool:
-        """Copied, but its new shard is still warming: writes go to both."""
-        return (part in self._copied and self._migration is not None
-                and self._migration.route(part) != self._new_ring.get_target_node(part))
-
-    def _enter(self, keys: Sequence[bytes], write: bool) -> _Ticket:
-        """Waits until ``keys`` may be used (none in flight; for a key also
-        written to its warming new shard, no other writer on it)."""
-        parts = [hash_part(k, self._tag) for k in keys]
+    def _enter(self, keys: Sequence[bytes], write: bool) -> Ticket:
+        """Waits until the markers let a command of ``keys`` go."""
+        marks = self._marks
+        parts = marks.parts_of(keys)
         with self._cond:
-            early = not self._committed
-            if early:
-                self._before_commit += 1
-            if not write or self._committed:
-                return _Ticket(parts, early, False, [])
+            early = marks.arrive()
+            if write:
+                self._cond.wait_for(functools.partial(marks.may_enter, parts))
+            return marks.enter(keys, parts, write, early)
 
-            def free() -> bool:
-                for part in parts:
-                    if part in self._in_flight:
-                        return False
-                    if self._dual(part) and (self._active[part] or self._draining):
-                        return False
-                return True
-            self._cond.wait_for(free)
-            dual = [i for i, part in enumerate(parts) if self._dual(part)]
-            for key, part in zip(keys, parts, strict=True):
-                self._active[part] += 1
-                if self._migration is None:
-                    if self._moving(part):
-                        self._touched.add(key)
-                elif part in self._parts:
-                    if key not in self._listed:   # a new key of a moving tag: it moves with it
-                        self._listed.add(key)
-                        self._parts[part].append(key)
-                elif self._moving(part):
-                    self._fresh.add(part)
-            if dual:
-                self._dual_writers += 1
-            return _Ticket(parts, early, True, dual)
-
-    def _leave(self, ticket: _Ticket) -> None:
+    def _leave(self, ticket: Ticket) -> None:
         with self._cond:
-            if ticket.active:
-                for part in ticket.parts:
-                    self._active[part] -= 1
-                    if self._active[part] <= 0:
-                        del self._active[part]
-            if ticket.dual:
-                self._dual_writers -= 1
-            if ticket.early:
-                self._before_commit -= 1
+            self._marks.leave(ticket)
             self._cond.notify_all()
 
     def _guarded(self, face: ShardedRedis, keys: Sequence[Any], write: bool,
-                 body: Callable[[_Ticket], Any]) -> Any:
+                 body: Callable[[Ticket], Any]) -> Any:
         ticket = self._enter([face.core.encode(k) for k in keys], write)
         try:
             return body(ticket)
@@ -228,7 +171,7 @@ class Resharding:
         name = command_name(args)
         positions = command_keys(args)
 
-        def body(ticket: _Ticket) -> Any:
+        def body(ticket: Ticket) -> Any:
             answer = face._direct(args, options)
             if ticket.dual:
                 self._copy_write(face, name, args, ticket, options)
@@ -242,7 +185,7 @@ class Resharding:
         ``send(shard)`` to a shard."""
         keys = [args[i] for args in commands for i in command_keys(args)]
 
-        def body(ticket: _Ticket) -> list[Any]:
+        def body(ticket: Ticket) -> list[Any]:
             answers = send(None)
             if ticket.dual:
                 send(self._new_ring.get_target_node(ticket.parts[0]))
@@ -250,7 +193,7 @@ class Resharding:
         answers: list[Any] = self._guarded(face, keys, True, body)
         return answers
 
-    def _copy_write(self, face: ShardedRedis, name: str, args: Sequence[Any], ticket: _Ticket,
+    def _copy_write(self, face: ShardedRedis, name: str, args: Sequence[Any], ticket: Ticket,
                     options: dict[str, Any]) -> None:
         """The same write on the new shards of its keys that are copied but warming."""
         targets: dict[str, list[int]] = {}
@@ -279,49 +222,33 @@ class Resharding:
 
     def _list(self) -> None:
         """The moving keys of every old shard, and those written meanwhile."""
+        marks = self._marks
         found: dict[bytes, list[bytes]] = {}
         for shard in self._old.shards:
             batch: list[bytes] = []
             for key in self._mover(shard).scan_iter(count=SCAN_COUNT):
                 batch.append(key)
                 if len(batch) >= SCAN_COUNT:
-                    self._keep_moving(batch, found)
+                    marks.keep_moving(batch, found)
                     batch = []
-            self._keep_moving(batch, found)
+            marks.keep_moving(batch, found)
         with self._cond:
-            self._keep_moving(sorted(self._touched), found)
-            for keys in found.values():
-                keys[:] = list(dict.fromkeys(keys))
-            self._parts = found
-            self._listed = {key for keys in found.values() for key in keys}
-            parts = sorted(found)
-            warming = self._warming
+            parts = marks.listed(found)
             if self._saved is not None:
-                self._migration = Migration.resume(self._old_ring, self._new_ring, self._saved, parts,
-                                                   batch_size=self._batch_size, warming=warming)
+                marks.migration = Migration.resume(self._old_ring, self._new_ring, self._saved, parts,
+                                                   batch_size=self._batch_size, warming=self._warming)
                 done, _ = load_state(self._saved, self._old_ring.fingerprint(), self._new_ring.fingerprint())
-                self._copied.update(p for p in done if isinstance(p, bytes) and p in found)
+                marks.copied_batch([p for p in done if isinstance(p, bytes) and p in found])
             else:
-                self._migration = Migration(self._old_ring, self._new_ring, parts,
-                                            batch_size=self._batch_size, warming=warming)
-            self._touched.clear()
-
-    def _keep_moving(self, keys: list[bytes], found: dict[bytes, list[bytes]]) -> None:
-        if not keys:
-            return
-        parts = [hash_part(k, self._tag) for k in keys]
-        olds = self._old_ring.get_target_nodes(parts)
-        news = self._new_ring.get_target_nodes(parts)
-        for key, part, a, b in zip(keys, parts, olds, news, strict=True):
-            if a != b:
-                found.setdefault(part, []).append(key)
+                marks.migration = Migration(self._old_ring, self._new_ring, parts,
+                                            batch_size=self._batch_size, warming=self._warming)
 
     def _copy(self, batch: list[tuple[Any, str, str]]) -> None:
         """DUMP and PTTL on each source, RESTORE (or DEL, for a key gone)
         on each target, one pipeline per shard and step."""
         by_source: dict[str, list[tuple[bytes, str]]] = {}
         for part, source, target in batch:
-            for key in self._parts.get(part, ()):
+            for key in self._marks.parts.get(part, ()):
                 by_source.setdefault(source, []).append((key, target))
         for source, items in by_source.items():
             pipe = self._mover(source).pipeline(transaction=False)
@@ -344,24 +271,23 @@ class Resharding:
 
     def _batches(self, on_progress: Callable[[Resharding], None] | None) -> bool:
         """Moves batches until every key is done (True) or ``stop()`` (False)."""
-        migration = self._migration
+        marks = self._marks
+        migration = marks.migration
         assert migration is not None
         for batch in migration.batches():
-            parts = [bytes(item[0]) if isinstance(item[0], bytes) else item[0].encode() for item in batch]
+            parts = [item[0] if isinstance(item[0], bytes) else item[0].encode() for item in batch]
             with self._cond:
-                self._in_flight.update(parts)
-                self._cond.wait_for(functools.partial(self._idle, parts))
+                marks.start_batch(parts)
+                self._cond.wait_for(functools.partial(marks.idle, parts))
             try:
                 self._copy(batch)
                 with self._cond:
-                    self._draining = True
-                    self._cond.wait_for(lambda: self._dual_writers == 0)
+                    self._cond.wait_for(marks.may_mark_done)
                     migration.mark_done(batch)
-                    self._copied.update(parts)
+                    marks.copied_batch(parts)
             finally:
                 with self._cond:
-                    self._draining = False
-                    self._in_flight.difference_update(parts)
+                    marks.end_batch(parts)
                     self._cond.notify_all()
             if on_progress is not None:
                 on_progress(self)
@@ -369,32 +295,29 @@ class Resharding:
                 return False
         return True
 
-    def _idle(self, parts: Sequence[bytes]) -> bool:
-        return not any(self._active[p] for p in parts)
-
     def _commit(self) -> None:
         """The new ring serves every key; the old copies go once the
         commands begun before are done; the clients leave the resharding."""
-        migration = self._migration
+        marks = self._marks
+        migration = marks.migration
         assert migration is not None
         with self._cond:
-            self._cond.wait_for(lambda: self._dual_writers == 0)
+            self._cond.wait_for(marks.no_dual_writers)
             migration.commit()
-            self._committed = True
-            self._cond.wait_for(lambda: self._before_commit == 0)
+            marks.committed = True
+            self._cond.wait_for(marks.quiet)
         by_source: dict[str, list[bytes]] = {}
-        sources = self._old_ring.get_target_nodes(sorted(self._parts))
-        for part, source in zip(sorted(self._parts), sources, strict=True):
+        moved = sorted(marks.parts)
+        for part, source in zip(moved, self._old_ring.get_target_nodes(moved), strict=True):
             if source is not None:
-                by_source.setdefault(source, []).extend(self._parts[part])
+                by_source.setdefault(source, []).extend(marks.parts[part])
         for source, keys in by_source.items():
             pipe = self._mover(source).pipeline(transaction=False)
             for start in range(0, len(keys), SCAN_COUNT):
                 pipe.delete(*keys[start:start + SCAN_COUNT])
             self.deleted += sum(pipe.execute())
-        new_ring = self._new_ring
         old, new = self._old, self._new
-        old.core.locate = new_ring.get_target_node
+        old.core.locate = self._new_ring.get_target_node
         old._hook = None
         new.core.locate = None
         new._hook = None
@@ -407,27 +330,15 @@ class Resharding:
         """Lists the moving keys (the first time), moves them batch by batch,
         calling ``on_progress(self)`` after each, and commits: True when
         done, False when ``stop()`` ended it first (``run()`` again goes on)."""
-        if self._committed:
+        if self._marks.committed:
             return True
         self._stop.clear()
-        if self._migration is None:
+        if self._marks.migration is None:
             self._list()
         if not self._batches(on_progress):
             return False
         self._commit()
         return True
-
-
-class _Ticket:
-    """One command's pass through the markers."""
-
-    __slots__ = ("active", "dual", "early", "parts")
-
-    def __init__(self, parts: list[bytes], early: bool, active: bool, dual: list[int]) -> None:
-        self.parts = parts
-        self.early = early
-        self.active = active
-        self.dual = dual
 
 
 def reshard(old: ShardedRedis, new: ShardedRedis, *, batch_size: int = 200, warm: bool = True,
