@@ -123,6 +123,13 @@ class ShardedRedis(Face["redis.Redis"], DataAccessCommands, ScriptCommands):
             raise answer
         return answer
 
+    def script_load(self, script: Any) -> str:
+        """Loads a Lua script on every live shard (what ``register_script``'s
+        scripts do when a shard does not know theirs); its SHA1."""
+        shas = {self._run_on(name, ("SCRIPT LOAD", script), {}) for name in self._live()}
+        sha: str = shas.pop()
+        return sha
+
     def pipeline(self, transaction: bool = False, shard_hint: None = None) -> ShardedPipeline:
         """A pipeline: each shard's share sent on one of its connections, all at once, the
         answers back in the order of the commands.  ``transaction=True``

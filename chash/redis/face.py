@@ -114,6 +114,11 @@ class Face(Generic[C]):
         """The options every shard's client was made with."""
         return dict(self._redis_kwargs)
 
+    def get_encoder(self) -> Any:
+        """redis-py's encoder of the shards' clients (their options are one)."""
+        client: Any = next(iter(self._clients.values()))
+        return client.get_encoder()
+
     def _client(self, shard: str) -> C:
         client = self._clients.get(shard)
         if client is None:

@@ -61,6 +61,15 @@ def test_the_same_shards_and_answers_as_the_sync_client(servers: list[RedisServe
                 assert bool(client.exists(key)) == (sync.shard_for(key) == name)
 
 
+def test_registered_scripts(servers: list[RedisServer]) -> None:
+    async def main() -> None:
+        async with ShardedRedis(nodes_of(servers)) as sharded:
+            double = sharded.register_script("return 2 * redis.call('INCR', KEYS[1])")
+            assert [await double(keys=[f"s{i}"]) for i in range(20)] == [2] * 20
+
+    asyncio.run(main())
+
+
 def test_hash_tags_and_transactions(servers: list[RedisServer]) -> None:
     async def main() -> None:
         async with ShardedRedis(nodes_of(servers), hash_tag="{}") as tagged:

@@ -147,3 +147,11 @@ def test_options_reach_every_shard_and_bad_ones_are_refused(servers: list[RedisS
         ShardedRedis(nodes_of(servers), host="127.0.0.1")
     with pytest.raises(TypeError, match="shard_hint"):
         ShardedRedis(nodes_of(servers)).pipeline(shard_hint="x")  # type: ignore[arg-type]
+
+
+def test_registered_scripts_load_themselves_on_every_shard(sharded: ShardedRedis) -> None:
+    incr_by = sharded.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    keys = [f"script:{i}" for i in range(30)]
+    assert len({sharded.shard_for(k) for k in keys}) == 3
+    assert [incr_by(keys=[k], args=[i]) for i, k in enumerate(keys)] == list(range(30))
+    assert sharded.script_load("return 1") == sharded.script_load("return 1")

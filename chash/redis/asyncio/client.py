@@ -81,6 +81,13 @@ class ShardedRedis(Face["redis.asyncio.Redis"], AsyncDataAccessCommands, AsyncSc
             raise answer
         return answer
 
+    async def script_load(self, script: Any) -> str:
+        """Loads a Lua script on every live shard; its SHA1."""
+        shas = set(await asyncio.gather(*(self._run_on(name, ("SCRIPT LOAD", script), {})
+                                          for name in self._live())))
+        sha: str = shas.pop()
+        return sha
+
     def pipeline(self, transaction: bool = False, shard_hint: None = None) -> ShardedPipeline:
         """An asyncio pipeline: one redis.asyncio pipeline per shard, awaited
         together, the answers in the order of the commands."""
