@@ -19,8 +19,19 @@ request, ratio = sticky / by hand; the target is <= 1.10 for httpx (sync
 and async) and gRPC (sync and asyncio); aiohttp's row is reported without
 one.  Absolute times include the backends' own work, which both sides pay.
 
+``--caches`` times the sharded cache clients instead, against real servers
+this script starts (``_cache_servers.py``): three redis-server, nutcracker
+in front of them, three memcached.  GET, SET and a pipeline of 100 GETs
+through ``chash.redis.ShardedRedis`` of one server against a plain
+``redis.Redis`` of it (the routing's own cost, target <= 1.10), through
+``ShardedRedis`` of the three against one ``redis.Redis`` per shard picked
+by hand (target <= 1.10) and against a ``redis.Redis`` of nutcracker in
+front of them (reported); ``chash.pymemcache.HashClient`` against
+pymemcache's own ``HashClient`` (rendezvous) over the three memcached.
+
     python benchmarks/bench_clients.py [--repeat 31] [--requests 20] [--json FILE]
     python benchmarks/bench_clients.py --quick
+    python benchmarks/bench_clients.py --caches [--json FILE]
 """
 
 from __future__ import annotations
@@ -280,6 +291,152 @@ class Bench:
         self.loop.close()
 
 
+PLAIN, ONE, HAND, SHARDED, PROXY = "plain", "sharded, 1", "by hand", "sharded, 3", "nutcracker"
+OWN, CHASH = "pymemcache", "chash"
+CACHE_VS = [("sharded 1/plain", ONE, PLAIN), ("sharded 3/by hand", SHARDED, HAND),
+            ("sharded 3/nutcracker", SHARDED, PROXY), ("chash/pymemcache", CHASH, OWN)]
+CACHE_TARGETS = ["sharded 1/plain", "sharded 3/by hand"]
+VALUE = b"v" * 64
+PIPELINE = 100
+
+
+def cache_group(row: str, contenders: dict[str, Callable[[list[str]], None]], keys: list[str],
+                count: int) -> Group:
+    """A group timing each contender over ``count`` keys a sample."""
+    def make(name: str, batch: Callable[[list[str]], None]) -> Measure:
+        def sample(seq: int) -> dict[Key, Obs]:
+            start = seq * count % len(keys)
+            part = (keys + keys)[start:start + count]
+            obs, _ = timed(lambda: batch(part), len(part))
+            return {(row, row, name): obs}
+        return Measure(f"{row} {name}", sample, lambda: batch(keys[:count]))
+    return Group(row, [make(name, batch) for name, batch in contenders.items()])
+
+
+def cache_rows(servers: dict[str, Any], keys: list[str], requests: int,
+               repeat: int) -> tuple[dict[Key, list[Obs]], list[tuple[str, list[str]]]]:
+    """The cache rows' samples, and each row's contenders."""
+    import inspect
+
+    import redis
+    from pymemcache.client.hash import HashClient as OwnHashClient
+
+    from chash.pymemcache import HashClient
+    from chash.redis import ShardedRedis
+
+    quiet: dict[str, Any] = ({"driver_info": None} if "driver_info" in inspect.signature(redis.Redis).parameters
+                             else {"lib_name": None, "lib_version": None})
+    nodes = [f"127.0.0.1:{port}:1" for port in servers["redis"]]
+    plain = redis.Redis(port=servers["redis"][0])
+    one = ShardedRedis(nodes[:1])
+    sharded = ShardedRedis(nodes)
+    ring = sharded.router
+    hand = {name: redis.Redis(port=int(name.rsplit(":", 1)[1])) for name in sharded.shards}
+    proxy = redis.Redis(port=servers["nutcracker"], protocol=2, **quiet)
+    memcached = [f"127.0.0.1:{port}" for port in servers["memcached"]]
+    own, ours = OwnHashClient(memcached), HashClient(memcached)
+    for start in range(0, len(keys), 500):
+        chunk = {k: VALUE for k in keys[start:start + 500]}
+        plain.mset(chunk)
+        sharded.mset(chunk)
+        ours.set_many(chunk)
+
+    def by_hand(key: str) -> Any:
+        node = ring.get_target_node(key)
+        assert node is not None
+        return hand[node]
+
+    def each(call: Callable[[str], Any]) -> Callable[[list[str]], None]:
+        def batch(part: list[str]) -> None:
+            for key in part:
+                call(key)
+        return batch
+
+    def pipelined(pipeline: Callable[[], Any]) -> Callable[[list[str]], None]:
+        def batch(part: list[str]) -> None:
+            for _ in part:  # a pipeline of PIPELINE GETs for each command of the sample
+                pipe = pipeline()
+                for key in keys[:PIPELINE]:
+                    pipe.get(key)
+                pipe.execute()
+        return batch
+
+    def hand_pipelined(part: list[str]) -> None:
+        for _ in part:  # one pipeline per shard, sent one after the other
+            pipes: dict[str, Any] = {}
+            for key in keys[:PIPELINE]:
+                node = ring.get_target_node(key)
+                assert node is not None
+                if node not in pipes:
+                    pipes[node] = hand[node].pipeline(transaction=False)
+                pipes[node].get(key)
+            for pipe in pipes.values():
+                pipe.execute()
+
+    rows = [
+        ("Redis GET", {PLAIN: each(plain.get), ONE: each(one.get), HAND: each(lambda k: by_hand(k).get(k)),
+                       SHARDED: each(sharded.get), PROXY: each(proxy.get)}),
+        ("Redis SET", {PLAIN: each(lambda k: plain.set(k, VALUE)), ONE: each(lambda k: one.set(k, VALUE)),
+                       HAND: each(lambda k: by_hand(k).set(k, VALUE)),
+                       SHARDED: each(lambda k: sharded.set(k, VALUE)), PROXY: each(lambda k: proxy.set(k, VALUE))}),
+        (f"Redis pipeline of {PIPELINE} GETs", {
+            PLAIN: pipelined(lambda: plain.pipeline(transaction=False)), ONE: pipelined(one.pipeline),
+            HAND: hand_pipelined, SHARDED: pipelined(sharded.pipeline),
+            PROXY: pipelined(lambda: proxy.pipeline(transaction=False))}),
+        ("memcached get", {OWN: each(own.get), CHASH: each(ours.get)}),
+    ]
+    groups = [cache_group(row, contenders, keys, requests) for row, contenders in rows]
+    try:
+        progress("timing")
+        obs = run_schedule(groups, repeat)
+    finally:
+        for client in (plain, one, sharded, proxy, *hand.values()):
+            client.close()
+        own.close()
+        ours.close()
+    return obs, [(row, list(contenders)) for row, contenders in rows]
+
+
+def main_caches(args: argparse.Namespace) -> int:
+    from _cache_servers import cache_servers
+
+    info = machine_info(["redis", "pymemcache"])
+    started, load_start = time.perf_counter(), os.getloadavg()
+    with cache_servers() as servers:
+        obs, layout = cache_rows(servers, request_keys(1000), args.requests, args.repeat)
+    rows: list[Row] = []
+    for row, contenders in layout:
+        vs = [v for v in CACHE_VS if v[1] in contenders and v[2] in contenders]
+        r = make_row("per command, one at a time (a pipeline: per pipeline)", row, row, 3, "µs", 1e3, obs,
+                     contenders, vs)
+        for ratio in CACHE_TARGETS:
+            if ratio in r.ratios:
+                add_target(r, ratio, "<=", TARGET, ratio=ratio)
+        rows.append(r)
+    runtime, load_end = time.perf_counter() - started, os.getloadavg()
+    header = [
+        f"chash {info['chash']} ({info['commit']}) · redis-py {info['redis']} · pymemcache {info['pymemcache']}",
+        f"{info['platform']} · {info['python']} · {info['cpu']} · {info['cpu_count']} CPUs",
+        f"load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; {runtime:.0f} s",
+        f"wall-clock medians of {args.repeat} interleaved rounds of {args.requests} commands; three "
+        "redis-server, nutcracker in front of them and three memcached on 127.0.0.1",
+        "plain: redis.Redis of one server; sharded, 1: chash.redis.ShardedRedis of that one server (the "
+        "routing's own cost); by hand: a redis.Redis per shard, picked with get_target_node; sharded, 3: "
+        "ShardedRedis of the three; nutcracker: redis.Redis of nutcracker in front of the three",
+        "pymemcache: its own HashClient (rendezvous) of three memcached; chash: chash.pymemcache.HashClient",
+    ]
+    text, met, total = report(rows, header)
+    if args.json:
+        write_json(args.json, {
+            "command": " ".join(["python", *sys.argv]), "machine": info,
+            "load_average": {"start": load_start, "end": load_end}, "runtime_s": runtime,
+            "config": {"rounds": args.repeat, "requests": args.requests, "shards": 3, "pipeline": PIPELINE},
+            "rows": [r.to_json() for r in rows], "targets_met": met, "targets_total": total,
+        })
+    print(text)
+    return 0 if met == total else 1
+
+
 ROWS = [("httpx, sync", "httpx_sync", False, True), ("httpx, async", "httpx_async", True, True),
         ("gRPC, sync", "grpc_sync", False, True), ("gRPC, asyncio", "grpc_async", True, True),
         ("aiohttp", "aiohttp", True, False)]
@@ -293,6 +450,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "preempted; 10 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument("--json", help="write every sample, median and ratio there")
+    parser.add_argument("--caches", action="store_true",
+                        help="time the sharded cache clients (chash.redis, chash.pymemcache) instead")
     args = parser.parse_args(argv)
     if args.quick:
         args.repeat, args.requests = min(args.repeat, 5), min(args.requests, 10)
@@ -303,6 +462,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.caches:
+        return main_caches(args)
     info = machine_info(["httpx", "httpx2", "grpcio", "aiohttp"])
     started, load_start = time.perf_counter(), os.getloadavg()
     backends = Backends()

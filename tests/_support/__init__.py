@@ -23,6 +23,7 @@ One line a module:
 - ``dns_server``: a real dnsmasq on a free loopback port, whose records the test changes;
 - ``redis_server``: a private redis-server, and clients of it;
 - ``redis_topologies``: a real Redis Cluster and a Sentinel setup;
+- ``redis_pools``: nutcracker (twemproxy) pools of redis-servers, for the sharded cache clients;
 - ``etcd_server``: real etcd members on free loopback ports;
 - ``membership_async``: the asyncio membership driven from sync test code;
 - ``membership_worker``: one gateway instance in its own process, driven by the membership tests;

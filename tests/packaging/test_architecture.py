@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
               "chash.zones", "chash._text", "chash._optional", "chash._version"}),
     ("subsystems", {"chash.health", "chash.membership", "chash.discovery", "chash.routing",
                     "chash.httpx", "chash.grpc", "chash.aiohttp", "chash.migration",
-                    "chash.weights"}),
+                    "chash.weights", "chash.pymemcache", "chash.redis"}),
     ("gateway", {"chash.gateway"}),
     ("demo", {"chash.demo"}),
     ("commands", {"chash.cli", "chash.__main__"}),

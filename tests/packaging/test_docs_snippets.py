@@ -30,6 +30,12 @@ The convention, for whoever writes the docs:
       (priority 10, weight 10), ``b2.example:8081`` (10, 30) and
       ``spare.example:9000`` (20, 5). The block asks ``127.0.0.1:5353``
       (port ``5353`` written out), which the test replaces by its port.
+  ``redis-shards=N``
+      N redis-servers of the test's own, each empty, for the sharded clients.
+      The block calls them ``127.0.0.1:7001`` ... ``127.0.0.1:700N``.
+  ``memcached=N``
+      N memcached of the test's own, called ``127.0.0.1:21211`` ...
+      ``127.0.0.1:2121N`` in the block.
   ``listen=P``
       The block listens on ``127.0.0.1:P``; the test replaces ``P`` by a free
       port.
@@ -81,6 +87,8 @@ SERVE_DEADLINE = 30.0
 _FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 _DIRECTIVE = re.compile(r"^<!--\s*([\w-]+)\s*:(.*?)-->\s*$")
 _BACKEND = re.compile(r"\b127\.0\.0\.1:900(\d)\b")
+_SHARD = re.compile(r"\b127\.0\.0\.1:700(\d)\b")
+_MEMCACHED = re.compile(r"\b127\.0\.0\.1:2121(\d)\b")
 _IPV4 = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
 
 
@@ -95,6 +103,8 @@ class Block:
     redis: bool = False
     etcd: bool = False
     dns: bool = False
+    redis_shards: int = 0
+    memcached: int = 0
     listen: list[int] = field(default_factory=list)
     serves: bool = False
     not_run: str | None = None
@@ -115,6 +125,8 @@ def _parse_needs(block: Block, text: str) -> None:
             block.etcd = True
         elif key == "dns" and not value:
             block.dns = True
+        elif key in ("redis-shards", "memcached") and value.isdigit() and 1 <= int(value) <= 9:
+            setattr(block, key.replace("-", "_"), int(value))
         elif key == "listen" and value.isdigit():
             block.listen.append(int(value))
         elif key == "serves" and not value:
@@ -174,6 +186,10 @@ def test_blocks_use_loopback_and_declare_what_they_reach(block: Block) -> None:
         f"{block.name} names backends {sorted(named)}: declare <!-- needs: backends=N -->"
     for i in range(1, block.backends + 1):
         assert f"127.0.0.1:900{i}" in block.code, f"{block.name}: backend {i} declared, unused"
+    for pattern, count, what in ((_SHARD, block.redis_shards, "redis-shards"),
+                                 (_MEMCACHED, block.memcached, "memcached")):
+        assert {int(n) for n in pattern.findall(block.code)} <= set(range(1, count + 1)), \
+            f"{block.name} names more servers than <!-- needs: {what}=N --> declares"
     if block.redis:
         assert re.search(r"\b6379\b", block.code), f"{block.name}: redis declared, no port 6379"
     if block.etcd:
@@ -203,6 +219,16 @@ def _services(block: Block) -> Iterator[tuple[str, list[Backend], list[int]]]:
             redis_server = RedisServer()
             redis_server.start()
             code = re.sub(r"\b6379\b", str(redis_server.port), code)
+        shards = [RedisServer() for _ in range(block.redis_shards)]
+        for shard in shards:
+            stack.callback(shard.close)
+            shard.start()
+        code = _SHARD.sub(lambda m: f"127.0.0.1:{shards[int(m.group(1)) - 1].port}", code)
+        if block.memcached:
+            from _support.compat_programs import memcacheds
+
+            caches = stack.enter_context(memcacheds(block.memcached))
+            code = _MEMCACHED.sub(lambda m: f"127.0.0.1:{caches[int(m.group(1)) - 1].port}", code)
         if block.etcd:
             from _support.etcd_server import EtcdCluster
 
