@@ -27,6 +27,8 @@ HashName = Literal[
     "djb2_avalanche",
     "wt6_avalanche",
     "crc32_avalanche",
+    "sha256",
+    "murmur3_128",
 ]
 LayoutName = Literal[
     "python",

@@ -21,7 +21,7 @@ SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
 # The haproxy layout's server ids and HAProxy's numbering of them
 # (csrc/engine/haproxy_ids.c).
 HAPROXY_ID_SOURCES := engine/haproxy_ids.c
-HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
+HASH_SOURCES := hash/md5.c hash/sha1.c hash/sha256.c hash/murmur.c hash/murmur3_128.c hash/xxhash.c \
                 hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # The gateway's policy over request heads llhttp accepted (csrc/http/).
