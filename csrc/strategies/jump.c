@@ -66,8 +66,9 @@ int chash_jump_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint3
  * a Java long (two's complement, so unsigned wrap-around here); nextDouble
  * = ((int)(state >>> 33) + 1) / 2**31, in (0, 1]; next = (int)((candidate
  * + 1) / nextDouble).  Java's (int) of a double saturates at 2**31 - 1,
- * which is never below nbuckets, so "next >= nbuckets" alone ends the walk
- * (Java's next >= 0 always holds: the quotient is positive).
+ * which is never below nbuckets, so "next >= nbuckets" ends the walk, and
+ * so does Java's next >= 0 when the int sum in nextDouble wraps (top 31
+ * bits all ones: r = -1): then the key stays in its bucket.
  */
 uint32_t chash_jump_guava(uint64_t key, size_t nbuckets)
 {
@@ -77,8 +78,13 @@ uint32_t chash_jump_guava(uint64_t key, size_t nbuckets)
     uint32_t candidate = 0;
     for (;;) {
         state = UINT64_C(2862933555777941757) * state + 1;
-        /* state >>> 33 < 2**31: the int cast keeps it; the division by a
-         * power of two is exact. */
+        /* (int)(state >>> 33) + 1 is Java int arithmetic: at 2**31 - 1 it
+         * wraps to -2**31, r is -1, the quotient negative, and Guava's
+         * next >= 0 test ends the walk where it is. */
+        if ((state >> 33) == INT32_MAX)
+            return candidate;
+        /* Otherwise the sum is at most 2**31 - 1 + 1 without wrapping; the
+         * division by a power of two is exact. */
         double r = (double)((state >> 33) + 1) / 2147483648.0;
         double next = (double)((uint64_t)candidate + 1) / r; /* <= 2**62 */
         if (next >= (double)nbuckets)

@@ -40,7 +40,9 @@ int chash_jump_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint3
  * function: the generator's top 31 bits become r = ((int)(state >>> 33) +
  * 1) / 2**31 first and the next bucket is (int)((candidate + 1) / r), a
  * different rounding from the paper's (b + 1) * (2**31 / (x + 1)), so some
- * keys land elsewhere.  key is the Java long's 64 bits.  nbuckets in
+ * keys land elsewhere; and when the generator's top 31 bits are all ones,
+ * Java's int sum wraps, r is -1 and the walk stops where it is.  key is
+ * the Java long's 64 bits.  nbuckets in
  * [1, CHASH_JUMP_MAX_BUCKETS]; 0 for any other value.
  */
 uint32_t chash_jump_guava(uint64_t key, size_t nbuckets);

@@ -5,7 +5,8 @@ Consistent Hash Algorithm" (2014), as its reference code computes it:
 ``b = (b + 1) * (2**31 / ((key >> 33) + 1))`` in double precision.
 ``guava`` is Guava's ``Hashing.consistentHash(long, int)`` as its
 documentation and generator describe it: ``r = ((int)(state >>> 33) + 1) /
-2**31`` first, then ``(int)((candidate + 1) / r)``, the other rounding.
+2**31`` first (an int sum: at 2**31 - 1 it wraps, r is -1 and the walk
+stops), then ``(int)((candidate + 1) / r)``, the other rounding.
 Python floats are IEEE doubles, so both are bit-exact.
 
 ``preference`` is the router's documented preference list: the bucket,
@@ -35,10 +36,13 @@ def guava(key: int, buckets: int) -> int:
     state, candidate = key & M64, 0
     while True:
         state = (LCG * state + 1) & M64
-        r = float((state >> 33) + 1) / float(1 << 31)
+        top = (state >> 33) + 1
+        if top == 1 << 31:  # Java's int sum wraps to -2**31: r = -1
+            top = -(1 << 31)
+        r = float(top) / float(1 << 31)
         quotient = (candidate + 1) / r
         nxt = min(int(quotient), (1 << 31) - 1)  # Java's (int) saturates
-        if nxt >= buckets:
+        if nxt < 0 or nxt >= buckets:
             return candidate
         candidate = nxt
 

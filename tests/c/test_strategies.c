@@ -187,6 +187,10 @@ static void test_jump_guava(void)
         {UINT64_C(1) << 63, CHASH_JUMP_MAX_BUCKETS, 1119800965},
         {UINT64_C(9223372036854775807), 1, 0},
         {0, 1000000, 0},
+        /* The generator's first top 31 bits all ones: Java's int sum
+         * wraps and the key stays in bucket 0 (the paper's moves it). */
+        {UINT64_C(17068571456203592619), 10, 0},
+        {UINT64_C(18063469494497682072), 1000, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint32_t got = chash_jump_guava(cases[i].key, cases[i].buckets);
@@ -197,6 +201,7 @@ static void test_jump_guava(void)
         CHECK(chash_jump_by(CHASH_JUMP_GUAVA, cases[i].key, cases[i].buckets) == got);
     }
     CHECK(chash_jump(UINT64_C(12970273959431459788), 459790) == 327679);
+    CHECK(chash_jump(UINT64_C(17068571456203592619), 10) == 3);
     CHECK(chash_jump_guava(5, 0) == 0);
     CHECK(chash_jump_guava(5, (size_t)CHASH_JUMP_MAX_BUCKETS + 1) == 0);
     CHECK(chash_jump_by((chash_jump_rule)7, 5, 10) == 0);
