@@ -231,3 +231,47 @@ def test_lookups_while_another_thread_grows_and_shrinks() -> None:
     assert not errors
     assert r.nodes == names(8)
     r._check()
+
+
+def test_no_leaks_in_lookups_changes_errors_and_pickles() -> None:
+    import gc
+    import sys
+    import tracemalloc
+
+    hosts = names(6)
+    keys = [f"k{i}" for i in range(50)]
+    refcounts = [sys.getrefcount(h) for h in hosts]
+
+    def cycle() -> None:
+        r = JumpRouter(layout="guava", hash="sha256")
+        r.add_service_nodes(hosts[:5])
+        r.add_service_node(hosts[5])
+        r.get_target_nodes(keys)
+        r.get_target_nodes_by_hash(range(50))
+        r.get_preference_list("k", 4)
+        r.key_distribution(keys)
+        r.ownership()
+        r.fingerprint()
+        pickle.loads(pickle.dumps(r))
+        for bad in (lambda: r.remove_service_node(hosts[0]), lambda: r.add_service_node("x", 2),
+                    lambda: r.get_target_nodes(["a", 1]), lambda: r.get_target_node_by_hash(-1)):
+            try:
+                bad()
+            except (TypeError, ValueError):
+                pass
+        r.remove_service_node(hosts[5])
+
+    for _ in range(100):
+        cycle()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(500):
+            cycle()
+        gc.collect()
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 20_000, growth
+    assert [sys.getrefcount(h) for h in hosts] == refcounts
