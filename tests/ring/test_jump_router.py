@@ -13,6 +13,9 @@ import threading
 import mmh3
 import pytest
 import xxhash
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from _support import jump_reference as ref
 from _support.hashes import M64
@@ -275,3 +278,74 @@ def test_no_leaks_in_lookups_changes_errors_and_pickles() -> None:
         tracemalloc.stop()
     assert growth < 20_000, growth
     assert [sys.getrefcount(h) for h in hosts] == refcounts
+
+
+class JumpMachine(RuleBasedStateMachine):
+    """Every operation applied to a JumpRouter and to a plain list of
+    buckets; lookups, preference lists and refusals compared after each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layout = "guava"
+        self.router = JumpRouter(layout=self.layout, hash="xxh3")
+        self.model: list[str] = []
+
+    @rule(node=st.sampled_from([f"n{i}" for i in range(12)]))
+    def add(self, node: str) -> None:
+        self.router.add_service_node(node)
+        if node not in self.model:
+            self.model.append(node)
+
+    @rule(nodes=st.lists(st.sampled_from([f"n{i}" for i in range(12)]), max_size=4))
+    def add_many(self, nodes: list[str]) -> None:
+        self.router.add_service_nodes(nodes)
+        for node in nodes:
+            if node not in self.model:
+                self.model.append(node)
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        if not self.model:
+            with pytest.raises(KeyError):
+                self.router.remove_service_node("n0")
+            return
+        node = data.draw(st.sampled_from(self.model))
+        if node != self.model[-1]:
+            with pytest.raises(ValueError, match="last bucket"):
+                self.router.remove_service_node(node)
+        else:
+            self.router.remove_service_node(node)
+            self.model.pop()
+
+    @rule(node=st.sampled_from(["n0", "n11", "absent"]))
+    def discard(self, node: str) -> None:
+        if node in self.model and node != self.model[-1]:
+            with pytest.raises(ValueError):
+                self.router.discard_service_node(node)
+            return
+        self.router.discard_service_node(node)
+        if node in self.model:
+            self.model.pop()
+
+    @rule(key=st.text(st.characters(blacklist_categories=("Cs",)), max_size=8),
+          want=st.integers(0, 14))
+    def lookups(self, key: str, want: int) -> None:
+        n = len(self.model)
+        h = xxhash.xxh3_64_intdigest(key.encode())
+        assert self.router._calculate_hash(key) == h
+        if not n:
+            assert self.router.get_target_node(key) is None
+            return
+        assert self.router.get_target_node(key) == self.model[ref.guava(h, n)]
+        assert self.router.get_preference_list(key, want) == [
+            self.model[b] for b in ref.preference(ref.guava, h, n, want)]
+
+    @invariant()
+    def agrees(self) -> None:
+        self.router._check()
+        assert self.router.nodes == self.model and len(self.router) == len(self.model)
+
+
+TestJumpMachine = JumpMachine.TestCase
+TestJumpMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
+                                    derandomize=True)
