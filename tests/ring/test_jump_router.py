@@ -5,6 +5,7 @@ documented preference list, the router API, errors that leave the router
 as it was, pickles, and the minimal movement jump promises."""
 from __future__ import annotations
 
+import copy as copylib
 import hashlib
 import pickle
 import random
@@ -128,9 +129,13 @@ def test_membership_protocols_and_pickle() -> None:
     assert sum(dist.values()) == 3000 and all(800 < v < 1200 for v in dist.values())
     assert repr(r) == "JumpRouter(layout='guava', hash='murmur3_128', nodes=3)"
     assert r.layout == "guava" and r.hash == "murmur3_128"
-    copy = pickle.loads(pickle.dumps(r))
-    assert copy == r and copy.fingerprint() == r.fingerprint() and copy.nodes == r.nodes
-    assert copy.get_target_nodes(keys) == r.get_target_nodes(keys)
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        copy = pickle.loads(pickle.dumps(r, protocol))
+        assert copy == r and copy.fingerprint() == r.fingerprint() and copy.nodes == r.nodes
+        assert copy.get_target_nodes(keys) == r.get_target_nodes(keys)
+    twin = copylib.copy(r)
+    twin.add_service_node("d")
+    assert copylib.deepcopy(r) == r and r.nodes == ["a", "b", "c"] and twin != r
     # Order decides the buckets, and the layout and hash decide routing.
     other = JumpRouter(layout="guava", hash="murmur3_128")
     other.add_service_nodes(["b", "a", "c"])
