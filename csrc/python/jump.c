@@ -694,7 +694,8 @@ PyDoc_STRVAR(jump_doc,
 "of the keys to it and nothing else; only the last bucket can be removed.\n"
 "layout='guava' is Guava's Hashing.consistentHash(long, int); with\n"
 "hash='murmur3_128', get_target_node(key) is Guava's\n"
-"consistentHash(murmur3_128().hashString(key, UTF_8), n).");
+"consistentHash(murmur3_128().hashString(key, UTF_8), n).  No diff(): a\n"
+"bucket owns no arcs of hashes to list; compare get_target_nodes(keys).");
 
 static PyType_Slot jump_slots[] = {
     {Py_tp_doc, (void *)jump_doc},
