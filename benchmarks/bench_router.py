@@ -552,6 +552,75 @@ def wide_layout_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -
     return "\n".join(lines)
 
 
+# -- JumpRouter -----------------------------------------------------------
+
+
+def jump_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+    """Lookups of JumpRouter (layout="jump", hash="xxh64"; and layout="guava",
+    hash="murmur3_128", Guava's) against MaglevRouter(65537) and the envoy
+    layout's 64-bit ring (the same XXH64 key hash), timed in interleaved
+    rounds as wide_layout_rows times them: single get_target_node, batch
+    get_target_nodes and batch get_target_nodes_by_hash.  Jump keeps no
+    table and takes O(log n) steps a lookup."""
+    import gc
+    import math
+    import statistics
+
+    from chash import ConsistentHashRouter, JumpRouter, MaglevRouter
+
+    hashes = [MaglevRouter(7)._calculate_hash(k) for k in keys]
+    single = keys[:2000]
+    kinds = ("single ns", "batch ns/key", "by-hash ns/key")
+
+    def sample(router: Any) -> list[float]:
+        best = [math.inf] * 3
+        get, many, by_hash = (router.get_target_node, router.get_target_nodes,
+                              router.get_target_nodes_by_hash)
+        for _ in range(3):
+            gc.disable()
+            t0 = time.perf_counter_ns()
+            for key in single:
+                get(key)
+            t1 = time.perf_counter_ns()
+            many(keys)
+            t2 = time.perf_counter_ns()
+            by_hash(hashes)
+            t3 = time.perf_counter_ns()
+            gc.enable()
+            best = [min(best[0], (t1 - t0) / len(single)), min(best[1], (t2 - t1) / len(keys)),
+                    min(best[2], (t3 - t2) / len(keys))]
+        return best
+
+    lines = [f"JumpRouter (medians of {repeat} interleaved rounds, each sample the best of 3 "
+             "takes, ns; jump: layout='jump', hash='xxh64'; guava: layout='guava', "
+             "hash='murmur3_128'; maglev: MaglevRouter(65537); ring: layout='envoy', "
+             "minimum_ring_size 1024)",
+             f"{'nodes':>6} {'lookup':>15} {'jump':>8} {'guava':>8} {'maglev':>8} {'ring':>8} "
+             f"{'mg/jump':>8} {'ring/jump':>9}"]
+    for n in node_counts:
+        nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]
+        jump = JumpRouter()
+        guava = JumpRouter(layout="guava", hash="murmur3_128")
+        maglev = MaglevRouter()
+        ring = ConsistentHashRouter(layout="envoy")
+        contenders = [("jump", jump), ("guava", guava), ("mg", maglev), ("ring", ring)]
+        for _, router in contenders:
+            router.add_service_nodes(nodes)
+        samples: dict[str, list[list[float]]] = {tag: [] for tag, _ in contenders}
+        for r in range(repeat):
+            order = contenders[r % 4:] + contenders[:r % 4]
+            for tag, router in order:
+                samples[tag].append(sample(router))
+        med = {tag: [statistics.median(s[i] for s in rows) for i in range(3)]
+               for tag, rows in samples.items()}
+        for i, kind in enumerate(kinds):
+            lines.append(f"{n:>6} {kind:>15} {med['jump'][i]:>8.1f} {med['guava'][i]:>8.1f} "
+                         f"{med['mg'][i]:>8.1f} {med['ring'][i]:>8.1f} "
+                         f"{med['mg'][i] / med['jump'][i]:>8.2f} "
+                         f"{med['ring'][i] / med['jump'][i]:>9.2f}")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -569,6 +638,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="with --compat-only: the rows of this layout only (e.g. haproxy)")
     parser.add_argument("--wide-only", action="store_true",
                         help="only the rows of the 64-bit envoy ring and MaglevRouter")
+    parser.add_argument("--jump-only", action="store_true",
+                        help="only the rows of JumpRouter (against Maglev and the 64-bit ring)")
     parser.add_argument("--reference", metavar="GIT_REV",
                         help="only this checkout's engine against the engine built at GIT_REV, "
                              "interleaved (benchmarks/_against_revision.py; --nodes default 100)")
@@ -589,6 +660,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.wide_only:
         print(wide_layout_rows(nodes, request_keys(args.keys or 20000), repeat))
+        return 0
+    if args.jump_only:
+        print(jump_rows(nodes if "--nodes" in (argv if argv is not None else sys.argv)
+                        else [10, 100, 1000], request_keys(args.keys or 20000), repeat))
         return 0
     if args.reference:
         from _against_revision import report as against_revision

@@ -4,7 +4,8 @@
 router (MD5, ``{node}_virtual_{i}``, first point >= the key's hash), only
 faster, and adds weights, other hash functions and layouts, replica lists.
 ``layout="envoy"`` and ``"grpc"`` build Envoy's and gRPC's 64-bit rings, and
-``MaglevRouter`` is Envoy's Maglev table.
+``MaglevRouter`` is Envoy's Maglev table; ``JumpRouter`` is jump consistent
+hash (and Guava's ``Hashing.consistentHash``).
 """
 from pathlib import Path as _Path
 
@@ -39,6 +40,7 @@ try:
         MAX_POINTS,
         MAX_VIRTUAL_NODES,
         ConsistentHashRouter,
+        JumpRouter,
         MaglevRouter,
         Move,
     )
@@ -53,6 +55,7 @@ __all__ = [
     "BoundedLoadRouter",
     "ConsistentHashRouter",
     "HASHES",
+    "JumpRouter",
     "LAYOUTS",
     "MAX_NODE_POINTS",
     "MAX_NODES",

@@ -21,7 +21,7 @@ SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
 # The haproxy layout's server ids and HAProxy's numbering of them
 # (csrc/engine/haproxy_ids.c).
 HAPROXY_ID_SOURCES := engine/haproxy_ids.c
-HASH_SOURCES := hash/md5.c hash/sha1.c hash/murmur.c hash/xxhash.c \
+HASH_SOURCES := hash/md5.c hash/sha1.c hash/sha256.c hash/murmur.c hash/murmur3_128.c hash/xxhash.c \
                 hash/fnv1a.c hash/crc32.c hash/one_at_a_time.c \
                 hash/sdbm.c hash/djb2.c hash/wt6.c hash/full_hash.c
 # The gateway's policy over request heads llhttp accepted (csrc/http/).
@@ -42,5 +42,5 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/zones.c 
                    python/ring32/family.c python/ring32/points.c python/ring32/mutate.c \
                    python/ring32/ketama.c python/ring32/haproxy.c python/ring32/build.c \
                    python/ring32/lookup.c python/ring32/inspect.c \
-                   python/node_list.c python/ring64.c python/maglev.c \
+                   python/node_list.c python/ring64.c python/maglev.c python/jump.c \
                    python/simulate.c python/http_head.c

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chash import _chash
-from chash._chash import ConsistentHashRouter
+from chash._chash import ConsistentHashRouter, JumpRouter
 from chash.simulate.config import TIMING_REPEATS, SimulationConfig
 
 if TYPE_CHECKING:
@@ -91,8 +91,10 @@ class ModuloStrategy(Strategy):
 class JumpStrategy(Strategy):
     """Jump consistent hash: node i is bucket i; only the last bucket can go.
 
-    A failed node in the middle hands its bucket number to the last node
-    (swap and shrink by one), the usual way to use jump with named nodes.
+    Routed by ``chash.JumpRouter`` over the workload's 64-bit key hashes
+    (``get_target_nodes_by_hash``). A failed node in the middle hands its
+    bucket number to the last node (swap and shrink by one), the usual way
+    to use jump with named nodes.
     """
 
     id = "jump"
@@ -100,10 +102,15 @@ class JumpStrategy(Strategy):
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
+        if not nodes:
+            raise ValueError("jump needs at least one node")
+        router = JumpRouter()
+        router.add_service_nodes(nodes)
         started = time.perf_counter()
-        result = _chash._jump_assign(self.workload.hashes, len(nodes))
+        owners = router.get_target_nodes_by_hash(self.workload.hashes)
         self.route_seconds = time.perf_counter() - started
-        return result
+        index = {node: i for i, node in enumerate(nodes)}
+        return array("I", [index[owner] for owner in owners if owner is not None])
 
     def after_failure(self, nodes: Sequence[str], failed: int) -> list[str]:
         """The last node takes over the failed node's bucket number."""

@@ -15,7 +15,7 @@
 static const char *const hash_names[CHASH_HASH_COUNT] = {
     "md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
     "one_at_a_time", "sdbm", "djb2", "wt6", "sdbm_avalanche", "djb2_avalanche",
-    "wt6_avalanche", "crc32_avalanche",
+    "wt6_avalanche", "crc32_avalanche", "sha256", "murmur3_128",
 };
 
 static const char *const layout_names[CHASH_LAYOUT_COUNT] = {
@@ -158,9 +158,36 @@ size_t chash_digest(chash_hash_id hash, const void *data, size_t len, uint64_t s
     case CHASH_HASH_DJB2_AVALANCHE: store_be32(out, chash_full_hash(chash_djb2(data, len))); return 4;
     case CHASH_HASH_WT6_AVALANCHE: store_be32(out, chash_full_hash(chash_wt6(data, len))); return 4;
     case CHASH_HASH_CRC32_AVALANCHE: store_be32(out, chash_full_hash(chash_crc32(data, len))); return 4;
+    case CHASH_HASH_SHA256: chash_sha256(data, len, out); return CHASH_SHA256_DIGEST_SIZE;
+    case CHASH_HASH_MURMUR3_128:
+        chash_murmur3_128(data, len, (uint32_t)seed, out);
+        return CHASH_MURMUR3_128_SIZE;
     default: break;
     }
     return 0;
+}
+
+int chash_hash_is_bytes(chash_hash_id hash)
+{
+    if ((unsigned)hash >= CHASH_HASH_COUNT)
+        return -1;
+    return hash == CHASH_HASH_MD5 || hash == CHASH_HASH_SHA1 || hash == CHASH_HASH_SHA256
+        || hash == CHASH_HASH_MURMUR3_128;
+}
+
+uint64_t chash_hash64(chash_hash_id hash, const void *data, size_t len)
+{
+    uint8_t digest[CHASH_MAX_DIGEST];
+    size_t size = chash_digest(hash, data, len, 0, digest);
+    uint64_t v = 0;
+    if (chash_hash_is_bytes(hash) == 1) {
+        for (size_t i = 8; i-- > 0;)
+            v = v << 8 | digest[i]; /* every byte digest has >= 8 bytes */
+        return v;
+    }
+    for (size_t i = 0; i < size; i++)
+        v = v << 8 | digest[i];
+    return v;
 }
 
 /* Point `group` of a digest under the scheme's cut. */

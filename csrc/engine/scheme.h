@@ -3,8 +3,9 @@
  *
  * A scheme is a layout (how a node's virtual keys are spelled and how a
  * digest is cut to 32 bits) plus a hash function.  Every hash's result is
- * first written as its big-endian digest bytes (MD5 16, SHA-1 20, 32-bit
- * hashes 4, 64-bit hashes 8), then cut by the layout:
+ * first written as its big-endian digest bytes (MD5 16, SHA-1 20, SHA-256
+ * 32, MurmurHash3 x64_128 16 (its bytes as mmh3.hash_bytes gives them),
+ * 32-bit hashes 4, 64-bit hashes 8), then cut by the layout:
  *
  *   python  "{node}_virtual_{i}", point = last 4 digest bytes, big-endian
  *           (= int(hexdigest, 16) % 2**32, the documented Python router);
@@ -65,6 +66,10 @@ typedef enum chash_hash_id {
     CHASH_HASH_DJB2_AVALANCHE,
     CHASH_HASH_WT6_AVALANCHE,
     CHASH_HASH_CRC32_AVALANCHE,
+    /* Byte digests like MD5's: FIPS 180-4 SHA-256, and MurmurHash3
+     * x64_128 as its 16 bytes (h1, h2, each little-endian). */
+    CHASH_HASH_SHA256,
+    CHASH_HASH_MURMUR3_128,
     CHASH_HASH_COUNT
 } chash_hash_id;
 
@@ -84,7 +89,7 @@ typedef struct chash_scheme {
 } chash_scheme;
 
 /* Longest digest any hash writes. */
-#define CHASH_MAX_DIGEST 20
+#define CHASH_MAX_DIGEST 32
 
 /* Name <-> id; the *_by_name functions return 0 or CHASH_EINVAL. */
 int chash_hash_by_name(const char *name, chash_hash_id *out);
@@ -129,10 +134,25 @@ int chash_layout_ties(chash_layout_id layout);
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash);
 
 /* Writes the digest of data (big-endian bytes) to out; returns its size.
- * seed goes to the seeded hashes (murmur2, murmur3, xxh32, xxh64, xxh3; cut
- * to 32 bits for the 32-bit ones); the others ignore it.  Rings use 0. */
+ * seed goes to the seeded hashes (murmur2, murmur3, murmur3_128, xxh32,
+ * xxh64, xxh3; cut to 32 bits for the 32-bit seeds); the others ignore it.
+ * Rings use 0. */
 size_t chash_digest(chash_hash_id hash, const void *data, size_t len, uint64_t seed,
                     uint8_t out[CHASH_MAX_DIGEST]);
+
+/* 1 for the hashes whose result is a byte string (md5, sha1, sha256,
+ * murmur3_128), 0 for those whose result is an integer; -1 for an unknown
+ * id. */
+int chash_hash_is_bytes(chash_hash_id hash);
+
+/*
+ * The hash of data as a 64-bit integer, the way Guava's HashCode.padToLong
+ * reads a hash code: an integer result as itself (a 32-bit one
+ * zero-extended), a byte string's first 8 bytes little-endian (so
+ * murmur3_128 gives its h1, Guava's asLong()).  Seed 0.  The key hash of
+ * the jump routers; 0 for an unknown id.
+ */
+uint64_t chash_hash64(chash_hash_id hash, const void *data, size_t len);
 
 /* The ring position of a key. */
 uint32_t chash_scheme_key_hash(const chash_scheme *scheme, const void *key, size_t len);

@@ -17,6 +17,8 @@
 
 #define CHASH_MD5_DIGEST_SIZE 16
 #define CHASH_SHA1_DIGEST_SIZE 20
+#define CHASH_SHA256_DIGEST_SIZE 32
+#define CHASH_MURMUR3_128_SIZE 16
 
 /* RFC 1321.  Writes the 16-byte digest to out. */
 void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE]);
@@ -28,6 +30,14 @@ void chash_md5_x4(const void *const data[4], const size_t len[4],
 
 /* FIPS 180-4 SHA-1.  Writes the 20-byte digest to out. */
 void chash_sha1(const void *data, size_t len, uint8_t out[CHASH_SHA1_DIGEST_SIZE]);
+
+/* FIPS 180-4 SHA-256.  Writes the 32-byte digest to out. */
+void chash_sha256(const void *data, size_t len, uint8_t out[CHASH_SHA256_DIGEST_SIZE]);
+
+/* MurmurHash3 x64_128.  Writes h1 then h2, each as 8 little-endian bytes
+ * (mmh3.hash_bytes(data, seed); Guava's murmur3_128(seed) HashCode bytes). */
+void chash_murmur3_128(const void *data, size_t len, uint32_t seed,
+                       uint8_t out[CHASH_MURMUR3_128_SIZE]);
 
 /* MurmurHash2, 32-bit (the original MurmurHash2, not 2A nor 64-bit). */
 uint32_t chash_murmur2(const void *data, size_t len, uint32_t seed);

@@ -88,10 +88,61 @@ int parse_hash_arg(PyObject *obj, unsigned bits, const char *layout, uint64_t *o
     return 0;
 }
 
-/* Every hash of an iterable of ints, range-checked, in a PyMem buffer the
- * caller frees; *n receives how many.  NULL with an exception set. */
+/* Every hash of an iterable of ints (or the words of an array('Q'), read
+ * without an int a word), range-checked, in a PyMem buffer the caller
+ * frees; *n receives how many.  NULL with an exception set. */
+/* The words of an array('Q') (a contiguous buffer of format "Q"), range
+ * checked as parse_hash_arg checks an int: no int object a hash.  NULL
+ * with an exception; *taken 0 (and NULL, nothing set) for any other
+ * object, which the caller reads as an iterable. */
+static uint64_t *hash_words(PyObject *hashes, unsigned bits, const char *layout, Py_ssize_t *n,
+                            int *taken)
+{
+    *taken = 0;
+    if (!PyObject_CheckBuffer(hashes) || PyBytes_Check(hashes) || PyByteArray_Check(hashes))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(hashes, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (view.itemsize != 8 || !view.format || strcmp(view.format, "Q") != 0 || view.ndim != 1) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    *taken = 1;
+    *n = view.len / 8;
+    uint64_t *out = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
+    if (!out) {
+        PyBuffer_Release(&view);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (*n)
+        memcpy(out, view.buf, (size_t)*n * 8);
+    PyBuffer_Release(&view);
+    for (Py_ssize_t i = 0; bits < 64 && i < *n; i++) {
+        if (out[i] >> bits) {
+            PyObject *value = PyLong_FromUnsignedLongLong(out[i]);
+            if (value) {
+                PyErr_Format(PyExc_ValueError,
+                             "hash must be between 0 and 2**%u - 1 for the %s layout (%u-bit "
+                             "points), not %R", bits, layout, bits, value);
+                Py_DECREF(value);
+            }
+            PyMem_Free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 uint64_t *parse_hash_args(PyObject *hashes, unsigned bits, const char *layout, Py_ssize_t *n)
 {
+    int taken;
+    uint64_t *words = hash_words(hashes, bits, layout, n, &taken);
+    if (taken || PyErr_Occurred())
+        return words;
     PyObject *seq = PySequence_Fast(hashes, "hashes must be an iterable of int");
     if (!seq)
         return NULL;

@@ -1,7 +1,8 @@
 /*
  * module.c - chash._chash: the one extension, over one copy of the engine.
  * It holds the ConsistentHashRouter type (router.c, over its families:
- * ring32/, ring64.c), MaglevRouter (maglev.c), chash.Move (diff.c), the
+ * ring32/, ring64.c), MaglevRouter (maglev.c), JumpRouter (jump.c),
+ * chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
@@ -12,6 +13,7 @@
 
 #include "diff.h"
 #include "http_head.h"
+#include "jump.h"
 #include "maglev.h"
 #include "ring32/ring32.h"
 #include "router.h"
@@ -86,7 +88,7 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || diff_module_setup(module) < 0)
+        || jump_type_setup(module) < 0 || diff_module_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)

@@ -59,3 +59,76 @@ int chash_jump_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint3
         out[i] = chash_jump(keys[i], nbuckets);
     return CHASH_OK;
 }
+
+/*
+ * Guava's arithmetic (com.google.common.hash.Hashing.consistentHash and its
+ * LinearCongruentialGenerator): state = 2862933555777941757 * state + 1 as
+ * a Java long (two's complement, so unsigned wrap-around here); nextDouble
+ * = ((int)(state >>> 33) + 1) / 2**31, in (0, 1]; next = (int)((candidate
+ * + 1) / nextDouble).  Java's (int) of a double saturates at 2**31 - 1,
+ * which is never below nbuckets, so "next >= nbuckets" ends the walk, and
+ * so does Java's next >= 0 when the int sum in nextDouble wraps (top 31
+ * bits all ones: r = -1): then the key stays in its bucket.
+ */
+uint32_t chash_jump_guava(uint64_t key, size_t nbuckets)
+{
+    if (nbuckets == 0 || nbuckets > CHASH_JUMP_MAX_BUCKETS)
+        return 0;
+    uint64_t state = key;
+    uint32_t candidate = 0;
+    for (;;) {
+        state = UINT64_C(2862933555777941757) * state + 1;
+        /* (int)(state >>> 33) + 1 is Java int arithmetic: at 2**31 - 1 it
+         * wraps to -2**31, r is -1, the quotient negative, and Guava's
+         * next >= 0 test ends the walk where it is. */
+        if ((state >> 33) == INT32_MAX)
+            return candidate;
+        /* Otherwise the sum is at most 2**31 - 1 + 1 without wrapping; the
+         * division by a power of two is exact. */
+        double r = (double)((state >> 33) + 1) / 2147483648.0;
+        double next = (double)((uint64_t)candidate + 1) / r; /* <= 2**62 */
+        if (next >= (double)nbuckets)
+            return candidate;
+        candidate = (uint32_t)next;
+    }
+}
+
+uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets)
+{
+    switch (rule) {
+    case CHASH_JUMP_LAMPING: return chash_jump(key, nbuckets);
+    case CHASH_JUMP_GUAVA: return chash_jump_guava(key, nbuckets);
+    default: return 0;
+    }
+}
+
+int chash_jump_preference(chash_jump_rule rule, uint64_t key, size_t nbuckets, size_t want,
+                          uint32_t *out, size_t *found)
+{
+    if ((rule != CHASH_JUMP_LAMPING && rule != CHASH_JUMP_GUAVA) || nbuckets == 0
+        || nbuckets > CHASH_JUMP_MAX_BUCKETS)
+        return CHASH_EINVAL;
+    if (want > nbuckets)
+        want = nbuckets;
+    for (size_t k = 0; k < want; k++) {
+        uint64_t h = k ? chash_mix64(key + (uint64_t)k) : key;
+        /* The j-th bucket not chosen yet: out[0..k) kept sorted aside would
+         * be faster; k stays small (a replica count), so O(k^2) it is. */
+        size_t j = chash_jump_by(rule, h, nbuckets - k);
+        uint32_t bucket = (uint32_t)j;
+        for (;;) {
+            /* bucket = j + how many chosen buckets are <= bucket: the
+             * smallest such fixed point is the j-th free bucket. */
+            size_t below = 0;
+            for (size_t c = 0; c < k; c++)
+                below += out[c] <= bucket;
+            uint32_t next = (uint32_t)(j + below);
+            if (next == bucket)
+                break;
+            bucket = next;
+        }
+        out[k] = bucket;
+    }
+    *found = want;
+    return CHASH_OK;
+}

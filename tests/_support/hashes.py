@@ -1,13 +1,14 @@
 """Independent oracles for every hash chash implements, written once.
 
-hashlib (MD5, SHA-1), zlib (CRC-32), mmh3 (MurmurHash3 x86_32) and the
+hashlib (MD5, SHA-1, SHA-256), zlib (CRC-32), mmh3 (MurmurHash3 x86_32
+and x64_128) and the
 xxhash package (XXH32, XXH64, XXH3-64) are the oracles where a well-kept
 library exists; MurmurHash2 and FNV-1a have none, so they are written here
 from the algorithm descriptions.
 
 ``ORACLES[name]`` is ``Oracle(value, seed_bits, width)``: ``value(data,
-seed)`` is the hash as an int (the digest read big-endian for MD5 and
-SHA-1), ``seed_bits`` the width of the seed (0 when unseeded), ``width`` the
+seed)`` is the hash as an int (the digest read big-endian for MD5, SHA-1,
+SHA-256 and MurmurHash3 x64_128's 16 bytes), ``seed_bits`` the width of the seed (0 when unseeded), ``width`` the
 width of the value in bits.  ``digest(name, data)`` gives the big-endian
 digest bytes that ring points are cut from.
 
@@ -142,6 +143,10 @@ ORACLES: dict[str, Oracle] = {
     "djb2_avalanche": Oracle(lambda d, s: full_hash(djb2(d)), 0, 32),
     "wt6_avalanche": Oracle(lambda d, s: full_hash(wt6(d)), 0, 32),
     "crc32_avalanche": Oracle(lambda d, s: full_hash(zlib.crc32(d) & M32), 0, 32),
+    "sha256": Oracle(lambda d, s: int.from_bytes(hashlib.sha256(d).digest(), "big"), 0, 256),
+    # Its 16 bytes (h1, h2 little-endian, as Guava's HashCode holds them)
+    # read big-endian, like the other byte digests.
+    "murmur3_128": Oracle(lambda d, s: int.from_bytes(mmh3.hash_bytes(d, s), "big"), 32, 128),
 }
 
 

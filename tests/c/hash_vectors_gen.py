@@ -3,7 +3,8 @@
 
 Every vector hashes a prefix of one deterministic byte pattern (see
 pattern() below, mirrored by fill_pattern() in test_hash.c) with an oracle:
-hashlib for MD5 and SHA-1, zlib for CRC-32, mmh3 for MurmurHash3, the
+hashlib for MD5, SHA-1 and SHA-256, zlib for CRC-32, mmh3 for MurmurHash3
+(x86_32, and x64_128's bytes as mmh3.hash_bytes gives them), the
 xxhash package for XXH32/XXH64/XXH3, and for MurmurHash2 and FNV-1a the
 small reference implementations of tests/_support/hashes.py.
 
@@ -13,6 +14,8 @@ markers of test_hash.c.  Usage: python3 tests/c/hash_vectors_gen.py
 import hashlib
 import os
 import sys
+
+import mmh3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -63,6 +66,15 @@ def digest(name, fn):
         name, "\n".join(rows))
 
 
+def seeded_digest(name, fn, seeds):
+    rows = []
+    for n in LENGTHS:
+        for s in seeds:
+            rows.append('    {%d, 0x%08xu, "%s"},' % (n, s, fn(pattern(n), s).hex()))
+    return "static const struct vecdigs %s_vectors[] = {\n%s\n};\n" % (
+        name, "\n".join(rows))
+
+
 def unseeded(name, fn):
     rows = []
     for n in LENGTHS:
@@ -82,6 +94,8 @@ SECTIONS = [
     lambda: unseeded("fnv1a", lambda d: ORACLES["fnv1a"].value(d, 0)),
     lambda: unseeded("crc32", lambda d: ORACLES["crc32"].value(d, 0)),
     lambda: unseeded("one_at_a_time", lambda d: ORACLES["one_at_a_time"].value(d, 0)),
+    lambda: digest("sha256", hashlib.sha256),
+    lambda: seeded_digest("murmur3_128", mmh3.hash_bytes, SEEDS32),
 ]
 
 

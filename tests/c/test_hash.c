@@ -37,6 +37,12 @@ struct vecdig {
     const char *hex;
 };
 
+struct vecdigs {
+    size_t len;
+    uint32_t seed;
+    const char *hex;
+};
+
 struct strdig {
     const char *msg;
     const char *hex;
@@ -2265,6 +2271,417 @@ static const struct vec32 one_at_a_time_vectors[] = {
     {8191, 0, 0x03cf8b0du},
     {10000, 0, 0x03d6cbd1u},
 };
+
+static const struct vecdig sha256_vectors[] = {
+    {0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+    {1, "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"},
+    {2, "58fe7f64eb18129d249a9079a86ac69522137605d4ba96d8713fd2d8a0affc9e"},
+    {3, "c3623df2fb150e8acc6f7c8031751588a1f79ca0b6bfb35af1f9f46d04242593"},
+    {4, "bc2df815a51b2bfdda54ab3146779135ee4150a1c5fe6095f85029300c75ace0"},
+    {5, "16b1bff42ae6a3b4cf47df4bb14a2659d0ff87c341821c539d89eacfcb3c21d0"},
+    {6, "69211ecadf24589271ecdf85dc7fe7dda678d8c94d28bbef3f35144dc49bd941"},
+    {7, "84befd231278e2e86d0ba779379254ee107481e9ec8a39288afbff62e6ecf93c"},
+    {8, "fc3d635f7bcd89d4258c699355227c57abb24f2b781cba9641030abb1d25b97b"},
+    {9, "a1511d5a16632fad1b0c8f5c72c0e46fe0c3808caf4289bdae7dc6355d1a85ba"},
+    {10, "56ec9eae762e25e71bae6324c2843868c4f9b69d22a63904767772591810fe76"},
+    {11, "84ca26fe76ba725bef9aa3a5fcf2cce2d9f7353aca0fc11fb4e78f6095aee607"},
+    {12, "1c5239a55d378c93f727beee5a5ae494ec0b16b0e6af73d4f7172d7f5c691cee"},
+    {13, "b36482b38a98974f63ff4faadbb5e9d514e76df2a4e72872f1ba669afb20a18a"},
+    {14, "bcd63c416207ca596acc533d3584d35b188dbd2cfc24fbfd53b4d51d204534e3"},
+    {15, "12f16dc93a58cae9e6916b8bda2493698fe0426cf4f7b02eea54bdff821e5253"},
+    {16, "66f7ae01b78f73b461abc2501dc7e4db8be25cc50b37d64b6b44cc829613c51a"},
+    {17, "cfbb3583a873cb686ee3ae8d6f0d3faf497bdfe7cca3ffb09bb7952226e0da53"},
+    {18, "ed9923bbb7502b4485a7c2af285c445697a562993d6029be1f77bd61a51a46f8"},
+    {19, "33bb3ef40eeafeb946d8f8491c7d6b43f2e809613ae0b9b0d567eacb990a38d9"},
+    {20, "0fab448aa82dc3c3ef3a7f715e566568a47186a6be950a3108649bc3144b20a5"},
+    {21, "9311afa55898834864e48f8bd56cbbc96e617e72c58e594ab7eaacfc3ea71d76"},
+    {22, "a312b3d82eccfe0cac4d91c0a87651c6546d4207bf30d14864372e0beb6f9043"},
+    {23, "53c9c01075cb804251a72ad5ef8d80a619e442fe7398545e7e05565c1bfe744a"},
+    {24, "4eeaf302031ee8ba4ed1cb3534f902cdea0725dd9d8003d7ae8a885a78245f72"},
+    {25, "98cde22da434b151526ea7699a479d1df73ec284a832bb7c1239403eec93f942"},
+    {26, "33b803f10d5bf486870bff67b3d6e63a7f9cf6c912c466b51580a39faf800dfe"},
+    {27, "5355b653a9f4b2b57274ce6bb600aaf050e7d56a21f103a8f2835f36dab31d61"},
+    {28, "ecf302154ec24f471d1b76d40d2a2cd1bfeaf966c811919afad7df989167a41f"},
+    {29, "d5e8303b37efcf59aa24b72070665523bb3129fa074f04ed02f3bed8f6f5760c"},
+    {30, "876c673010e021e6e9650de4117f5686e4e93282981f4f459da690e8bba02d24"},
+    {31, "776a2eb8fced6af728a9ca1d97f5b579df55204c56c991f1a1c04ac90f08ed35"},
+    {32, "66c1f393b33d5789d4cb94f3f2eab4a8449e403456eb0d50b47f1a2cb05b9472"},
+    {33, "d0d1a975b2a126302e1c3009bd40a6851ca95b2fa0a6f7d0464a07b1eba36b69"},
+    {47, "29104724eb252479686d5ec6f2586a39fea1c0ce92b6bf30a59c33b33735ca35"},
+    {48, "8961729a02502fc14023755037e6486bfd673c6a4aef61eaf9aa47fd55b661c4"},
+    {55, "87a26dae81d37e91b25fae7899274e680a048ea44f82b18397b6585c2615c6b7"},
+    {56, "cd6756cdcd1cf71057f210633c6d13fce8ac4b9f97690b42c0aa28d721e2add5"},
+    {57, "b094b6fb0f9735123d38ccb6df5796f2ddc2ed4035a7be46fc669d1af4c72f76"},
+    {63, "7be910d529434dd8a31078d25667457b6040c888d64904b25d3ca95f1eae6b16"},
+    {64, "51e945469a3948debf6fc154e954fd6623ebbc21da2a3ee5e3ee0264e2cef6f2"},
+    {65, "3c3e113ec16f54924b2c563c7304d9e10ed4d9b54f266fecfbdc63978a14c9b4"},
+    {95, "eb7f5f8760720596a620b90491539932d2b5c2999655587fdbc21dcb77832f86"},
+    {96, "d95986af387386d6246213117e12865016f19252371ae3ccd0edea6fe1416673"},
+    {97, "b3b3cdffe86b7f10079cae3043297c30f631663b01d7f57207aeb14192a85429"},
+    {100, "76f01f23bbe35316f9a543ca06c1ab3029823195d04bbd30f80e3abfbd8428e1"},
+    {119, "c9128add91b549276c05fa0088f24600737e4a1eedf505afcc5977acbce20d17"},
+    {120, "05bb0826068da152ddc644acf1ebc99edf92eaf9bc41709d94d1f0a8a456764a"},
+    {127, "17999376576db9d8424b7e43f9d2d36e43431be6900f01c6a4e6137959846653"},
+    {128, "775ad69e0e164f428bec38443d0b19b3cef04a5304446e1a5e804e256c93a66a"},
+    {129, "99a0f1e6a2dedc5da9666076efc191eaeed2a4845bff9ee1ba02398d711a6653"},
+    {130, "a212e494b81c9178f5b731388ced50b0e70f0b74ad037fa4b9e75632d4614886"},
+    {143, "690bafeb2afa33810c0ba80105da639cdc436aeab5704ea39df2e98a4c8a9c48"},
+    {144, "c24ad1de13fd90111263a550a0d3a966a9a6143a385e5610cbb1e9c179cd77c0"},
+    {200, "6216658ed8f0943a6eadae71afdf8123415939b9795f1b79e778fec09b1397bc"},
+    {239, "b0215cba71904909d354732454fb1703ce57f12c40be87df759bed0ebbe2869f"},
+    {240, "2cb247c55ccfbebe039c13fc46ba2b2bec3975fe0ed93c6809d467748ef8658c"},
+    {241, "fbf410195dac2c5d24a9200cb967fae28dad98bdf4439ccb0bddb87055542d82"},
+    {242, "aa1bad447f4d4547d4f79859c9f4427dad3b0d920d541b024cc595b18da62e3c"},
+    {255, "88ef1143ab40897fcd2a271cbb5ff12db7068ecda597ec5bfcd1104da91aeb66"},
+    {256, "e051c20c2cb90863f3f6b70a9aefe0169f1abeff45fc83f259aab5c15b49c823"},
+    {257, "b57b9f40aed1213ec7bc5550457accb998ba5056805bcc9c765347127d31922b"},
+    {300, "b3809bdab490a15cf145409b9c055f4b093b6118ac349fa6817baedf103cac1b"},
+    {511, "37da6a63866517fe31b193b03ef626bf5f0c01fb0f098a57d25273603b6d2d37"},
+    {512, "62115422c9be2c483ce4455aeb593d31258666f9228e36d5cf0a4f3857db3fbf"},
+    {513, "04e41918003cefcd3df5500479db7db423b047891332732d8ee390804a4a865d"},
+    {1000, "1fc5d253afbcfa513e578376426755539827de93ebb93944a6966de00daa8c2b"},
+    {1023, "fb20da9698f915c513ca89b9be4ed341e52be6728292860a192c6a0622857723"},
+    {1024, "40e6fe33469db77988e8d2e4094112fdbfdb3da5b03b788e1cdce3908f88ec57"},
+    {1025, "8d1cbae77369fd07bcef402c7191e4c5423712f9673673bb3ff8746c63c58be7"},
+    {1087, "62c8bb4ff6d51c4570d160a602f8b3416f40a488ebcfc84fa730128c77c1b338"},
+    {1088, "d9abaff12ba1db6c56aa0d4b2ab2e063e9f467d241efe879780030f9e274f378"},
+    {1089, "9062b17334a0634b6646f15cd3592245d3514b02b9a7e378ba5cbcf8dcfee74f"},
+    {2047, "99ec7043595e6e1467fc5c92f2c92bb54646f0377f25e85ddc4bdaebae1df00a"},
+    {2048, "cd848ac31be40cccb8cf5febdd46ef208843ae3ae22ab1685d919d2184248bcc"},
+    {2049, "d14a53a4ba3d3fb3f290a0d7189e1c96e91e5c9b533b20aa6db4f85bacc06eb5"},
+    {3000, "416b6d6783fba12823f4180fe7b9b7a238932d6eed210a91e66122650cce468d"},
+    {4096, "e8b3f20275f7b9cd35f2ddf0e1be6263c9a2982e5e6e44d7168c140398b7cc64"},
+    {5000, "7234cfea54fc6bcd85f9284a81b0edf342d27c1aa87431e5b2a5c3a6f02116e0"},
+    {8191, "a3c1da0ca9f5b72c50c8cd6932567b708f95e327155115f0452877331a6cc58d"},
+    {10000, "a6d19f40528653c8fa0c558cb84dcf627ba8977c4b24cc8887f46a2589bd0480"},
+};
+
+static const struct vecdigs murmur3_128_vectors[] = {
+    {0, 0x00000000u, "00000000000000000000000000000000"},
+    {0, 0x00000001u, "b55cff6ee5ab10468335f878aa2d6251"},
+    {0, 0x9747b28cu, "b3bbaa1d8a202b397a9502e38f60b093"},
+    {0, 0xffffffffu, "ecc93b9d4ddff16a6b44e61e12217485"},
+    {1, 0x00000000u, "b55cff6ee5ab10468335f878aa2d6251"},
+    {1, 0x00000001u, "00000000000000000000000000000000"},
+    {1, 0x9747b28cu, "c030d77d9af6c902c8946f4e340371f6"},
+    {1, 0xffffffffu, "e650727c008cfa979700606114905669"},
+    {2, 0x00000000u, "d3a837351332ccfb7fa69f0650b68cf0"},
+    {2, 0x00000001u, "98cb61ac6a41088109ecf3f4fed404fb"},
+    {2, 0x9747b28cu, "3fe881eed7c56a4828d2d8ff63917756"},
+    {2, 0xffffffffu, "3db67c91cb03bfca4432d999eae2998b"},
+    {3, 0x00000000u, "521643dfe240edc5308a7c0f6a238849"},
+    {3, 0x00000001u, "8da1cf10a6106929a6a09572f0c27f10"},
+    {3, 0x9747b28cu, "59338612669d292ff8f8c09f624ef1c2"},
+    {3, 0xffffffffu, "266cb505577fecec3fa0b1552a3a0228"},
+    {4, 0x00000000u, "689d1e0a1992eccd9a70da83a59e7808"},
+    {4, 0x00000001u, "a1d5ed91f698ad1676122f8f601a02b7"},
+    {4, 0x9747b28cu, "1ca6305a9c90c474d5f17370776622e8"},
+    {4, 0xffffffffu, "9d207b8174b0eaa9b011c085984f2a0d"},
+    {5, 0x00000000u, "0bd0c812946d45f0e9babf36042024b8"},
+    {5, 0x00000001u, "c6db1b6b1d5b49b07126347830c4d03a"},
+    {5, 0x9747b28cu, "a42ec20a7174c7210795787a35aec732"},
+    {5, 0xffffffffu, "cef7f053f608a01f2c89226df85555db"},
+    {6, 0x00000000u, "86beebff53a56c07867f5943545357e4"},
+    {6, 0x00000001u, "510532ea8357351e5d40a8182f8da0ae"},
+    {6, 0x9747b28cu, "3ab3e8136d561d963c527f4542068a97"},
+    {6, 0xffffffffu, "e5a764197a11bce567e17dec4712524e"},
+    {7, 0x00000000u, "490aab95eae24fc2a1ab277b8b325c44"},
+    {7, 0x00000001u, "8833d601b24ee31e9aab42ac78d482d2"},
+    {7, 0x9747b28cu, "5ff5f9e1a8f2a884533a2fc2cd45867e"},
+    {7, 0xffffffffu, "899d4782c0904a17f1ab218e48e82b1d"},
+    {8, 0x00000000u, "eb20c3b4b928ce55bd1b1defd6c53031"},
+    {8, 0x00000001u, "820c423232c0c241498bc4bd1ec9aca4"},
+    {8, 0x9747b28cu, "5e161061c857f1a543179fedc9d97afd"},
+    {8, 0xffffffffu, "c461a52dcb4ffd4196a91e94629294c1"},
+    {9, 0x00000000u, "44dbba7b79d1cd1337202b1c9a326c46"},
+    {9, 0x00000001u, "0d0fae319c3d7f07c9871188df0acf2d"},
+    {9, 0x9747b28cu, "bb56a0f88c7a172c30dd0e1a7224a66c"},
+    {9, 0xffffffffu, "07d091794658abd7a6ac15ff61b1f552"},
+    {10, 0x00000000u, "26cb541c20570a5dc2b5979f33c25272"},
+    {10, 0x00000001u, "3a911cd8549a5b92ea4127179d48f5dc"},
+    {10, 0x9747b28cu, "03f7a86abc1c3d11772313c58d613a54"},
+    {10, 0xffffffffu, "49c34f010696b6f9cc40157eea12db8e"},
+    {11, 0x00000000u, "c17b2bd1744d0fc3dbd7cb84b2db828a"},
+    {11, 0x00000001u, "10fd86008facbd19c2f9e2b97de425c9"},
+    {11, 0x9747b28cu, "a242692d0cb77c1698215c7601a3ef43"},
+    {11, 0xffffffffu, "e851e5f182e2f422d5754806fbc0765a"},
+    {12, 0x00000000u, "05b66b1dd21a359c908abb629569407f"},
+    {12, 0x00000001u, "532a43bb943f10692c736a9e1ab3f618"},
+    {12, 0x9747b28cu, "38097d1c580e3951423988a25540b762"},
+    {12, 0xffffffffu, "cc2b6f20ebc927cd6fdf8e3e1c5eca39"},
+    {13, 0x00000000u, "7da91b5860b469bd53d4c94c5c29abbe"},
+    {13, 0x00000001u, "348a5e5124fa234ec1954f3fe4b41fe0"},
+    {13, 0x9747b28cu, "c2493abbc6a05f04096e5e130df0e4f9"},
+    {13, 0xffffffffu, "6d508e184ffb7f5f6bddc0d5b8c877d1"},
+    {14, 0x00000000u, "85056778cf6a9658ce4bf7d553424ef4"},
+    {14, 0x00000001u, "49fdc168925c600f563badb6d925e261"},
+    {14, 0x9747b28cu, "9eda76b666cfd7529a9be5d0ed9d61aa"},
+    {14, 0xffffffffu, "bf8dad2e38c14621b41a6b38ca9f49e3"},
+    {15, 0x00000000u, "ec85364d9948f64b1d87ab35ab79fa52"},
+    {15, 0x00000001u, "74f7704b1db193a62d6a2032b34a3508"},
+    {15, 0x9747b28cu, "ad7735d87682c932d6447886ea661073"},
+    {15, 0xffffffffu, "0d9f9eeed1d71cbeb08ae6ae72f4b23a"},
+    {16, 0x00000000u, "90b8cfb8602a5807ce5d12e17cd24042"},
+    {16, 0x00000001u, "fb037c5c4143a1d82c0648a030485f65"},
+    {16, 0x9747b28cu, "dcc25d7a265604b4d04e295294f094b6"},
+    {16, 0xffffffffu, "4c8799b7fb566c371e0ad66abef82cb5"},
+    {17, 0x00000000u, "3dfbd355993f70a0171d91585db57f52"},
+    {17, 0x00000001u, "ded05c57fd1e37b33a82aeb695316b48"},
+    {17, 0x9747b28cu, "12d88f83e5ada0d9ac2478d15f57b987"},
+    {17, 0xffffffffu, "0595f0a646e0275d15d165c6ecf94766"},
+    {18, 0x00000000u, "79fb89f3b54abb8190007770282404d2"},
+    {18, 0x00000001u, "22da75c14a0571f685adeaf8c001b637"},
+    {18, 0x9747b28cu, "aad349d479cbbd2f4ffe8cac7f258498"},
+    {18, 0xffffffffu, "56532e78211ab6af27149477d06e5c35"},
+    {19, 0x00000000u, "7546dc70781e6916aed4477fb55f6544"},
+    {19, 0x00000001u, "2db6ac39b73745ece3c97bd32d6a9e7b"},
+    {19, 0x9747b28cu, "27478e304825030d3bc76b84a30cd2b6"},
+    {19, 0xffffffffu, "912a3dd40838b1be9bb29fc0c7c04e18"},
+    {20, 0x00000000u, "9feb00f0f556404af721dc41488c0b7a"},
+    {20, 0x00000001u, "e4f326d791636cbc91ea48f44ef3c0fd"},
+    {20, 0x9747b28cu, "df263a1fc8cfece4f522d70d4936f978"},
+    {20, 0xffffffffu, "3c43ba4c6044eb658492d43d2900f2af"},
+    {21, 0x00000000u, "6ce6751a9b2a04d01a285203f2b1fd18"},
+    {21, 0x00000001u, "2c65955c120c2f823c813de7b413c690"},
+    {21, 0x9747b28cu, "aee80d3f8bd82e923fa8ddb1033b62ef"},
+    {21, 0xffffffffu, "f6902f080b1bad4781c9ad0eb979b6d3"},
+    {22, 0x00000000u, "5eb05f4c008500a7afcf8bedc536c821"},
+    {22, 0x00000001u, "47dcbedc54283528afe429b766d21784"},
+    {22, 0x9747b28cu, "ffcb1ad8f4591029ce004ded32f0e460"},
+    {22, 0xffffffffu, "0890f4f7026a222a5529f60c00f6732e"},
+    {23, 0x00000000u, "8bee810139b97529b4545e4ade786183"},
+    {23, 0x00000001u, "ed9f0d435ef766724767e4fe236bc662"},
+    {23, 0x9747b28cu, "36780ad03bb457eb38e73ffb4c58e026"},
+    {23, 0xffffffffu, "1dbf9c1a23316632c3a2259d57e8c51c"},
+    {24, 0x00000000u, "2ce67875291d7460c1c7e4e07e31f74a"},
+    {24, 0x00000001u, "b1f95ffd820cf1bfcbe09091753ff502"},
+    {24, 0x9747b28cu, "e28b916d533a5da839597898ff6b0eda"},
+    {24, 0xffffffffu, "4fc3ed56c9889db26b7408d29eb1f10f"},
+    {25, 0x00000000u, "0fdc7c877b55dd72159a6e72175f247f"},
+    {25, 0x00000001u, "695df00041d97a2396cd909c28cfaa91"},
+    {25, 0x9747b28cu, "04b114a96a8d91c8c6d096b5bce5fc31"},
+    {25, 0xffffffffu, "8d612aa2942be8bc2f0b02d62893971b"},
+    {26, 0x00000000u, "8e438b3a8b8c2967690f62c637ab6e4d"},
+    {26, 0x00000001u, "29f3e8de68e867b020bfd1cd3b2190af"},
+    {26, 0x9747b28cu, "1af3d2f00faf613540f5fb2f6daeea49"},
+    {26, 0xffffffffu, "3c83abaed73a200fe134b6c7d45bbbbe"},
+    {27, 0x00000000u, "6f0f7702f14339e729af962dce290c83"},
+    {27, 0x00000001u, "21251de1a1d198cf9f182a67d263f245"},
+    {27, 0x9747b28cu, "25e0a864affc3ddcc9c5312fe81ec5ca"},
+    {27, 0xffffffffu, "0332ad63bbc4206e7348994641171a69"},
+    {28, 0x00000000u, "50bce19fef3f4ef18227186aee200c66"},
+    {28, 0x00000001u, "a9cabdf7fe6f97e14be04652fd74a064"},
+    {28, 0x9747b28cu, "f781f2088012c72f9c8e106c79f19deb"},
+    {28, 0xffffffffu, "acce4d1b3872b986975fb7b6738d88cb"},
+    {29, 0x00000000u, "7ab89607dca2018dd5e07e45f65a0fed"},
+    {29, 0x00000001u, "1c0a0c9e6ab27c5475c15ca1c51b6784"},
+    {29, 0x9747b28cu, "0cdf27353158d9f4681dca3dce35f9a0"},
+    {29, 0xffffffffu, "89befe0021ea75d7ba9bcaa0c04da26c"},
+    {30, 0x00000000u, "adc0248238d264d929cb58dba27af220"},
+    {30, 0x00000001u, "600b4022ec645bd265d592a3ffe4cf5d"},
+    {30, 0x9747b28cu, "e445d199ffdb55ee7a928879bea0713c"},
+    {30, 0xffffffffu, "a90b5fe33d82c822a80bbc9cd9725f3d"},
+    {31, 0x00000000u, "45a62146727edf3bcae7ba5c550988c7"},
+    {31, 0x00000001u, "013375e1e37ba0d010626042b84b103c"},
+    {31, 0x9747b28cu, "f4a26111fae9cdf2b46d1b2d65146a31"},
+    {31, 0xffffffffu, "8d1de6dff131fe749a5cc8211f3f0dc1"},
+    {32, 0x00000000u, "ac8a3e2e786db75de36aaf2d9b35c503"},
+    {32, 0x00000001u, "af77906a3038b004d17719aec4a050fe"},
+    {32, 0x9747b28cu, "7f48921e224d7091c2209c685368308c"},
+    {32, 0xffffffffu, "650e251d1fe71dc6263662cdd9807d68"},
+    {33, 0x00000000u, "15e89579a014f70a6db7463014869930"},
+    {33, 0x00000001u, "e0548126ea2638c61e64fb9e1f6d1c4c"},
+    {33, 0x9747b28cu, "5fbe552fa8e4663bf5a5402eabc17478"},
+    {33, 0xffffffffu, "17155b3f60a1be2be3fb2c56c7e21676"},
+    {47, 0x00000000u, "496b8088420574d7e78ffa79cc14c0dc"},
+    {47, 0x00000001u, "54e9c34714f480205bf4b51312f1094b"},
+    {47, 0x9747b28cu, "40bc0b089bc7f9d226dd0d50c2231596"},
+    {47, 0xffffffffu, "d3300fa301862033d29ca14f9c65c266"},
+    {48, 0x00000000u, "43986b1353817ab60c06ac56c786cc15"},
+    {48, 0x00000001u, "27e04261a1dcf3981707cc1c9fe64d01"},
+    {48, 0x9747b28cu, "19c90dcc2a00154890d1de0891b55d2a"},
+    {48, 0xffffffffu, "ece6be7ec89bbb4dccfabe7e49868297"},
+    {55, 0x00000000u, "0c3eeb9c4a228a7dd88dfc59520bf132"},
+    {55, 0x00000001u, "bc9bdca598e17c2511568b9f490b138f"},
+    {55, 0x9747b28cu, "3f991c6d17736dbf8429ae2f7c2b8bd9"},
+    {55, 0xffffffffu, "6d926447ee36b624243303ad1826bfbc"},
+    {56, 0x00000000u, "687db31a13023490364bee86473d5928"},
+    {56, 0x00000001u, "2411db8406bd2e263ca04614bb3e31fa"},
+    {56, 0x9747b28cu, "2c773aa881a95952f02883f46b396f0c"},
+    {56, 0xffffffffu, "c4b77937e8fa38f7bd3c114b1d30826c"},
+    {57, 0x00000000u, "4022107cb986b906ec4008dc31234de0"},
+    {57, 0x00000001u, "126d5e523b09b16bf0cb67465481f279"},
+    {57, 0x9747b28cu, "b0b060a19f811275e5d845e4b2c0d586"},
+    {57, 0xffffffffu, "b8d925274f175ac6f44eec52178d2562"},
+    {63, 0x00000000u, "46bf2a8d406d896ca033a7f9207c5163"},
+    {63, 0x00000001u, "f9871276773f319d4bfffa536904eb72"},
+    {63, 0x9747b28cu, "318c222c70ca05adc06582295242ce11"},
+    {63, 0xffffffffu, "2b4d6ffed046eaf751158a2fc62c39f0"},
+    {64, 0x00000000u, "1a0319ffe7959d36736d684135c954e6"},
+    {64, 0x00000001u, "56465883c023bb1342159919146d02a0"},
+    {64, 0x9747b28cu, "1877ec35313b835d8094cd5760322ffe"},
+    {64, 0xffffffffu, "904f63e28bfff021da90fce1828b2dd2"},
+    {65, 0x00000000u, "21aa8727d9eac03dfbc19e052e62f021"},
+    {65, 0x00000001u, "57ce8a9f0805f4c2babb5ad20d99f2e2"},
+    {65, 0x9747b28cu, "56b3a241ec0a3244dea9b1b3d9d17dcd"},
+    {65, 0xffffffffu, "7cb23e4e3095904b555606b633aef13c"},
+    {95, 0x00000000u, "6c552ec9ffcafab4a819a973528e3a1e"},
+    {95, 0x00000001u, "9f7effedb2737fb12b192d9ea56c3f01"},
+    {95, 0x9747b28cu, "d1c6f8ada4c67337cb30e6526a91bf39"},
+    {95, 0xffffffffu, "440e2760aa5859d0cc1eff28f640b4b0"},
+    {96, 0x00000000u, "83ef77066ae2fd635b48dd5b1649c821"},
+    {96, 0x00000001u, "32f9efbf03e70fab9fc0544d2569a6c5"},
+    {96, 0x9747b28cu, "8e85f33c184234d89281fc2bb2da17d9"},
+    {96, 0xffffffffu, "1552da824c05a7c551d8d2c9e261f075"},
+    {97, 0x00000000u, "e8d6f977f1d875b658fc53ec02a143cc"},
+    {97, 0x00000001u, "13c0cad1e7f355f1366aa44a409b0991"},
+    {97, 0x9747b28cu, "5e5d3ed3dcb036bc98fa703949d647da"},
+    {97, 0xffffffffu, "6067a33c5827e830cc8c4d88f7c9a807"},
+    {100, 0x00000000u, "5299c0419e62925c3b8583004447f9cf"},
+    {100, 0x00000001u, "38f0947ab3149b2d2757333f69f90555"},
+    {100, 0x9747b28cu, "98590d56d38ae86b0ee6ecb5c38f5dde"},
+    {100, 0xffffffffu, "2f5eed348e568f4031f2bf926e374c0c"},
+    {119, 0x00000000u, "07a506c409cbbaf9b834753d00efb6d5"},
+    {119, 0x00000001u, "769dc24a846c8ae7358c780f72e6b545"},
+    {119, 0x9747b28cu, "6d95b3dc6ec1ce85f1f0ee2aa2b19aea"},
+    {119, 0xffffffffu, "54b55710c5ca0d110e78e171dd7c2214"},
+    {120, 0x00000000u, "8b58d979664843bd636d8faf426138c3"},
+    {120, 0x00000001u, "404e20a3d2d5bb7c47a7f7612f065d7f"},
+    {120, 0x9747b28cu, "5ba514d9789d52b4010783fb345c79cd"},
+    {120, 0xffffffffu, "421392d87a3c949d5be3d78cd82b7a74"},
+    {127, 0x00000000u, "4b7903f8e2120dd8d07dba50ab72cbed"},
+    {127, 0x00000001u, "2aa55917575b4aa586685635f8a65b5c"},
+    {127, 0x9747b28cu, "a5be588452eab1f10414ddcef6ea8c47"},
+    {127, 0xffffffffu, "9853303c63a0f14c888b51b1e0a41c10"},
+    {128, 0x00000000u, "7503f651c9d09fd87278fb40204f93c5"},
+    {128, 0x00000001u, "6fbec2b42304a7979cae5405e7478146"},
+    {128, 0x9747b28cu, "41bf510894ba80fcdec228e0ef9a8e2d"},
+    {128, 0xffffffffu, "4d479a86a5ad3c1eaf700046b40da9fe"},
+    {129, 0x00000000u, "f8184cd8ea960e9f07c99c140bc082a6"},
+    {129, 0x00000001u, "d5564c94f09837411455163b0cead5ad"},
+    {129, 0x9747b28cu, "b1be7371f36d6555cb60b9674b2bc293"},
+    {129, 0xffffffffu, "c66ab3f05ce814a156b27cfbdddd73bc"},
+    {130, 0x00000000u, "6a3bfba83109e048ca521b98d43e63e0"},
+    {130, 0x00000001u, "7800f67b04baaf5a205f06db79ce80c0"},
+    {130, 0x9747b28cu, "d1574cf355382e8fb3a13d4d74f770aa"},
+    {130, 0xffffffffu, "86eccfcf2f4c8143d764d49036170444"},
+    {143, 0x00000000u, "e71ad99cd9ea88f363f4bd671dea136b"},
+    {143, 0x00000001u, "0be4617f83716e13be6147add2493f8a"},
+    {143, 0x9747b28cu, "ef239a80acba2560f6a2d3c6cea15556"},
+    {143, 0xffffffffu, "b12c5621c7e2278ca049104169868d75"},
+    {144, 0x00000000u, "23252d55aab5cd9f244c1b59627ac3c2"},
+    {144, 0x00000001u, "5cc384def1ff81af649cbbb51784b803"},
+    {144, 0x9747b28cu, "9a89619d828c6a554aeec4d2ca9d90ab"},
+    {144, 0xffffffffu, "2e1b61e0d9f8973114f3860947147503"},
+    {200, 0x00000000u, "4825d500b4703ba8ce1a22d994653ef1"},
+    {200, 0x00000001u, "dd6b3183c1d8f62b90e22204c65d32f6"},
+    {200, 0x9747b28cu, "b30ec0ddf0879252afde59089795708f"},
+    {200, 0xffffffffu, "a873c40f595ece04a79f4870fb804e03"},
+    {239, 0x00000000u, "56689d4fb407ac2749a1863c53cf0b19"},
+    {239, 0x00000001u, "6684190a02d638788f235b75491db9ee"},
+    {239, 0x9747b28cu, "fcec11b67f9f05fb27ad75516fe623ee"},
+    {239, 0xffffffffu, "9634619f703d487ca33f3fdb94a58441"},
+    {240, 0x00000000u, "04827ed2c08554a68bf94f33d2a70061"},
+    {240, 0x00000001u, "d922b2bcd53dfbc57d67fde46dd0db20"},
+    {240, 0x9747b28cu, "0ebb86e25f35c6ced2020eb994e83e45"},
+    {240, 0xffffffffu, "72842397f88edca390b2b85f7e3eac22"},
+    {241, 0x00000000u, "a7f90f438f1e816448de2e3b04953964"},
+    {241, 0x00000001u, "fdecd40b3b5911c738504a2488db2212"},
+    {241, 0x9747b28cu, "76b8200bf39792f4c26d42eee75482a6"},
+    {241, 0xffffffffu, "a8e05bef17ab565de3939a9dee5f2ec2"},
+    {242, 0x00000000u, "6a3f2baab545c45eb277ba2f79278eeb"},
+    {242, 0x00000001u, "2616891e00d671327977b1578453baaf"},
+    {242, 0x9747b28cu, "eeed2e6be48c8d6bf8c41f55e935a4c6"},
+    {242, 0xffffffffu, "3440350e3ca32da6e0d4fe07404fb11b"},
+    {255, 0x00000000u, "ace6788cffab6f4d71ca97638ed856b0"},
+    {255, 0x00000001u, "c0cc25c76cc2d3385cff852f5b6106d6"},
+    {255, 0x9747b28cu, "4c722fe7614014d53753e492e7e9dd83"},
+    {255, 0xffffffffu, "7b1f52b71029f12e85aae7aafb501047"},
+    {256, 0x00000000u, "0a492d6fda9a7d62df8b23b131e99d76"},
+    {256, 0x00000001u, "797230ce35b48721625fd77174794073"},
+    {256, 0x9747b28cu, "23933f6575d6a551c90dda66b07dee0b"},
+    {256, 0xffffffffu, "27990985c81f523345fb242f8d152e25"},
+    {257, 0x00000000u, "96eadc3f542b922e9d0014270b8bedfc"},
+    {257, 0x00000001u, "202256e301fae7f138c180639857933f"},
+    {257, 0x9747b28cu, "88e52f0d5ed679b8e478e5152108c6a2"},
+    {257, 0xffffffffu, "e2ef0c6e20c4b1f8add013daf747b541"},
+    {300, 0x00000000u, "39eeee0f5896b967b719b02ad4c42bef"},
+    {300, 0x00000001u, "507096da94185405da1cd67a2155fe92"},
+    {300, 0x9747b28cu, "e4e9da74d7641b9594e60ce55d0a651f"},
+    {300, 0xffffffffu, "65e8588d9e3e6111a70a3e7c491333fa"},
+    {511, 0x00000000u, "8f4becd81ce41d1a79f251df3a98e5ae"},
+    {511, 0x00000001u, "034b20aec6a2760af3cee00bfc8fedb6"},
+    {511, 0x9747b28cu, "ff764c8f850a9f493b5f5698ab71b04e"},
+    {511, 0xffffffffu, "ef28b436c1fff6d7d3a59fe807c8fe49"},
+    {512, 0x00000000u, "e49491c95b306c490b84c0f7cd8d24fb"},
+    {512, 0x00000001u, "aa40b116d918772d9141fedb7de7b753"},
+    {512, 0x9747b28cu, "35ee6bdf60080ad3376f1f9321547240"},
+    {512, 0xffffffffu, "6e7281c9f9b2f5720ac476b628c80d14"},
+    {513, 0x00000000u, "7b819a2ef5e4c2ff027a53ae055a21b8"},
+    {513, 0x00000001u, "ed42fa53b180539b3fde6b680ae994ae"},
+    {513, 0x9747b28cu, "d48b4a2238966f4f71186ad30c07ea71"},
+    {513, 0xffffffffu, "47adc5c408e2ea83f319e4059c896e8e"},
+    {1000, 0x00000000u, "efd3e144a302252979c4f58671568a32"},
+    {1000, 0x00000001u, "9cbabef6d42859d37bf44b075179ceb8"},
+    {1000, 0x9747b28cu, "9e2af8c5c125441d1763d8ef1c08d5b4"},
+    {1000, 0xffffffffu, "d348f7f3c2ba4eaeae8ed5c9f14ec6c6"},
+    {1023, 0x00000000u, "37592dd76feea4a9e14b0d2cb533404c"},
+    {1023, 0x00000001u, "c30ba3dde3ff946ff4e2730fa08c6a3c"},
+    {1023, 0x9747b28cu, "3869f157bdbdc340ece4c51607c69414"},
+    {1023, 0xffffffffu, "3c861f7ca478f71168ac1204c0d4a7bc"},
+    {1024, 0x00000000u, "a01a7ea43821ee2a747343450521f44f"},
+    {1024, 0x00000001u, "0204e75c0b54b116975bd6572a264d61"},
+    {1024, 0x9747b28cu, "244ecedb536066458e851ca2570535bc"},
+    {1024, 0xffffffffu, "782fa0e784d669f1a12f51be159e5a4d"},
+    {1025, 0x00000000u, "63061b84ffd2fe6f525bba571e3a90d2"},
+    {1025, 0x00000001u, "d3609cf0e042724350e98f4abbdf1baa"},
+    {1025, 0x9747b28cu, "bf5536f38cf0313f88a0a3fab5d9918a"},
+    {1025, 0xffffffffu, "4d897d86a38ad27a569faaa1d3c89110"},
+    {1087, 0x00000000u, "0113f4ee70d3414452bdaa37d15869ce"},
+    {1087, 0x00000001u, "1d3c92269b71fe06eb0cde55fb5b7e34"},
+    {1087, 0x9747b28cu, "8c0c34a30e561c244dd1baa2bf26e515"},
+    {1087, 0xffffffffu, "a9c5773cc9ba4788264d706f4e6ee649"},
+    {1088, 0x00000000u, "41af4a1b57f386f94019d6c2da14bfb1"},
+    {1088, 0x00000001u, "8a94c9add977d9feb6a76a20fd27a95a"},
+    {1088, 0x9747b28cu, "c4b34d02b71c0ce5ab66a5ffe27066ee"},
+    {1088, 0xffffffffu, "cf654beb39fdceda30f8473ae2b7fdf2"},
+    {1089, 0x00000000u, "ed2f1daf405560a219b46cbb5cc901c1"},
+    {1089, 0x00000001u, "de65559c183dce29305735b5e196d892"},
+    {1089, 0x9747b28cu, "ee623710859fb514d294fbcbf167b7a9"},
+    {1089, 0xffffffffu, "6d1885f526962ed1300a9f1cd9feefda"},
+    {2047, 0x00000000u, "69e14b7a52f015ed6314dd781bf8aed2"},
+    {2047, 0x00000001u, "6576ceea37a44addf3f2b382d6d2ac22"},
+    {2047, 0x9747b28cu, "0a7c96da57a097ffd8cbc5c9f7b3d833"},
+    {2047, 0xffffffffu, "70b64e22ec0301f0641baffdd448476e"},
+    {2048, 0x00000000u, "2cffe8e00db510afef09145ce93c2090"},
+    {2048, 0x00000001u, "d633ea68bc5abb899b97b97b2aaa11b3"},
+    {2048, 0x9747b28cu, "0656d17a1f8647884b337da105dd492c"},
+    {2048, 0xffffffffu, "511291db7d916dedd3f7b264c1c0a2dc"},
+    {2049, 0x00000000u, "a2c41cf44629be75cf5b452a8e6987b8"},
+    {2049, 0x00000001u, "a0fa565b05650926d1fcc46601186ebd"},
+    {2049, 0x9747b28cu, "ca1d0f245941aef9b61d72e6c4f332bd"},
+    {2049, 0xffffffffu, "eac389f66c2dad4afd0f8815c76dd0aa"},
+    {3000, 0x00000000u, "b0dec11a4b99119f2ac1a0bbe5e1cc93"},
+    {3000, 0x00000001u, "1407a48cedced716e648ae0636d2d4d3"},
+    {3000, 0x9747b28cu, "8497b33247bf22b336144f56195b78e7"},
+    {3000, 0xffffffffu, "f755438ea6421e25de200cef00e45929"},
+    {4096, 0x00000000u, "5e30be9e9ee66235540ef9ed5dbc5f56"},
+    {4096, 0x00000001u, "1fa651ee12a2a14ef4f7e82621983b27"},
+    {4096, 0x9747b28cu, "6d7db7ebb3d330bc6f046962e0b3a34d"},
+    {4096, 0xffffffffu, "b2760345d1bfa426bcbae956377b4587"},
+    {5000, 0x00000000u, "7392c3f6ef5b609220de2dc3f285fd21"},
+    {5000, 0x00000001u, "c91b4a6efe80133dde75bb61c33d23b4"},
+    {5000, 0x9747b28cu, "19b177ff1ff0755f3355089edd389f41"},
+    {5000, 0xffffffffu, "547200ce496503e77361ead6d6a85112"},
+    {8191, 0x00000000u, "96370d086c0adceb4cf70eac40f3a3ec"},
+    {8191, 0x00000001u, "df17eba8c583867b67c28bbe36c83781"},
+    {8191, 0x9747b28cu, "9381fbd80d2fb80affeaed16280dde41"},
+    {8191, 0xffffffffu, "5c1893d9d5b4ad373ce189354883bd3b"},
+    {10000, 0x00000000u, "8f8bbf2e0db77b0f315f7907963b740a"},
+    {10000, 0x00000001u, "2493f4f38c7ea086f1e3fbc5978de752"},
+    {10000, 0x9747b28cu, "b5a997200346ffa1c3ce8f2e9b4ffa8f"},
+    {10000, 0xffffffffu, "2e77a21bad779160d9c49ae2647ae9d4"},
+};
 /* END GENERATED VECTORS */
 
 /* The pattern of hash_vectors_gen.py: byte i is the top byte of
@@ -2357,6 +2774,19 @@ static size_t run_sha1(const void *d, size_t n, uint64_t seed, uint8_t out[32])
     (void)seed;
     chash_sha1(d, n, out);
     return CHASH_SHA1_DIGEST_SIZE;
+}
+
+static size_t run_sha256(const void *d, size_t n, uint64_t seed, uint8_t out[32])
+{
+    (void)seed;
+    chash_sha256(d, n, out);
+    return CHASH_SHA256_DIGEST_SIZE;
+}
+
+static size_t run_murmur3_128(const void *d, size_t n, uint64_t seed, uint8_t out[32])
+{
+    chash_murmur3_128(d, n, (uint32_t)seed, out);
+    return CHASH_MURMUR3_128_SIZE;
 }
 
 static size_t run_murmur2(const void *d, size_t n, uint64_t seed,
@@ -2545,6 +2975,87 @@ static void test_sha1(const uint8_t *pat)
     }
 }
 
+/* ---- SHA-256 ----------------------------------------------------------- */
+
+static void test_sha256(const uint8_t *pat)
+{
+    /* The FIPS 180 / NIST example messages, as for SHA-1. */
+    static const struct strdig nist[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
+         "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    uint8_t d[CHASH_SHA256_DIGEST_SIZE];
+    uint8_t *big;
+    size_t i;
+
+    for (i = 0; i < COUNT(nist); i++) {
+        size_t n = strlen(nist[i].msg);
+        chash_sha256(nist[i].msg, n, d);
+        check_hex("sha256 fips180", n, d, sizeof d, nist[i].hex);
+    }
+
+    chash_sha256(NULL, 0, d);
+    check_hex("sha256 NULL", 0, d, sizeof d,
+              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+
+    big = malloc(1000000);
+    if (big != NULL) {
+        memset(big, 'a', 1000000);
+        chash_sha256(big, 1000000, d);
+        check_hex("sha256 a*10^6", 1000000, d, sizeof d,
+                  "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+        free(big);
+    } else {
+        g_failed++;
+        printf("FAIL a*10^6: out of memory\n");
+    }
+
+    for (i = 0; i < COUNT(sha256_vectors); i++) {
+        chash_sha256(pat, sha256_vectors[i].len, d);
+        check_hex("sha256", sha256_vectors[i].len, d, sizeof d, sha256_vectors[i].hex);
+        check_alignment("sha256", run_sha256, pat, sha256_vectors[i].len, 0);
+    }
+}
+
+/* ---- MurmurHash3 x64_128 ----------------------------------------------- */
+
+static void test_murmur3_128(const uint8_t *pat)
+{
+    uint8_t d[CHASH_MURMUR3_128_SIZE];
+    size_t i;
+
+    /* SMHasher's verification value of MurmurHash3_x64_128: hash the keys
+     * {}, {0}, {0, 1}, ..., {0, ..., 254} (key i has length i) with seed
+     * 256 - i, hash the 256 results laid end to end with seed 0, and read
+     * the first 4 bytes little-endian: 0x6384BA69. */
+    {
+        uint8_t key[256], all[256 * CHASH_MURMUR3_128_SIZE];
+        for (i = 0; i < 256; i++) {
+            key[i] = (uint8_t)i;
+            chash_murmur3_128(key, i, (uint32_t)(256 - i), all + i * CHASH_MURMUR3_128_SIZE);
+        }
+        chash_murmur3_128(all, sizeof all, 0, d);
+        uint32_t verification = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16
+            | (uint32_t)d[3] << 24;
+        check_u32("murmur3_128 smhasher verification", sizeof all, 0, verification, 0x6384BA69u);
+    }
+
+    chash_murmur3_128(NULL, 0, 0, d);
+    check_hex("murmur3_128 NULL", 0, d, sizeof d, "00000000000000000000000000000000");
+
+    for (i = 0; i < COUNT(murmur3_128_vectors); i++) {
+        const struct vecdigs *v = &murmur3_128_vectors[i];
+        chash_murmur3_128(pat, v->len, v->seed, d);
+        check_hex("murmur3_128", v->len, d, sizeof d, v->hex);
+        check_alignment("murmur3_128", run_murmur3_128, pat, v->len, v->seed);
+    }
+}
+
 /* Runs a table of oracle vectors for a 32-bit seeded function. */
 static void run_vec32(const char *what, uint32_t (*fn)(const void *, size_t,
                                                        uint32_t),
@@ -2708,7 +3219,9 @@ int main(void)
     fill_pattern(pat, sizeof pat);
     test_md5(pat);
     test_sha1(pat);
+    test_sha256(pat);
     test_murmur(pat);
+    test_murmur3_128(pat);
     test_xxhash(pat);
     test_fnv_crc(pat);
 

@@ -177,6 +177,36 @@ static void test_weights(void)
     CHECK(chash_points_for_weight(1, 18446744073709551616.0, SIZE_MAX, &n) == CHASH_EINVAL);
 }
 
+/* The new byte digests cut as MD5's and SHA-1's are, and the 64-bit key
+ * hash of the jump routers (Guava's padToLong). */
+static void test_wide_digests(void)
+{
+    uint32_t p[1];
+    chash_scheme sha = scheme(CHASH_LAYOUT_PYTHON, CHASH_HASH_SHA256);
+    CHECK(chash_scheme_points(&sha, "n", 1, 3, 1, p) == CHASH_OK);
+    /* int(sha256(b"n_virtual_3").hexdigest(), 16) % 2**32 */
+    CHECK(p[0] == 1916494161u);
+    chash_scheme m = scheme(CHASH_LAYOUT_PYTHON, CHASH_HASH_MURMUR3_128);
+    CHECK(chash_scheme_points(&m, "n", 1, 3, 1, p) == CHASH_OK);
+    /* int.from_bytes(mmh3.hash_bytes(b"n_virtual_3"), "big") % 2**32 */
+    CHECK(p[0] == 2537579360u);
+    chash_scheme node = scheme(CHASH_LAYOUT_NODE, CHASH_HASH_SHA256);
+    CHECK(chash_scheme_points(&node, "n", 1, 3, 1, p) == CHASH_OK);
+    /* int(sha256(b"n#vnode3").hexdigest()[:8], 16) */
+    CHECK(p[0] == 3171972560u);
+
+    /* mmh3.hash64(b"user_7", signed=False)[0]: h1, Guava's asLong() */
+    CHECK(chash_hash64(CHASH_HASH_MURMUR3_128, "user_7", 6) == UINT64_C(0x8449300558089ee8));
+    /* int.from_bytes(sha256(b"user_7").digest()[:8], "little") */
+    CHECK(chash_hash64(CHASH_HASH_SHA256, "user_7", 6) == UINT64_C(0x52e04cad153bd6ee));
+    /* xxhash.xxh64_intdigest(b"user_7"); mmh3.hash(b"user_7", signed=False) */
+    CHECK(chash_hash64(CHASH_HASH_XXH64, "user_7", 6) == UINT64_C(0xfbec03825709ad35));
+    CHECK(chash_hash64(CHASH_HASH_MURMUR3, "user_7", 6) == UINT64_C(0xdf83f340));
+    CHECK(chash_hash_is_bytes(CHASH_HASH_MD5) == 1 && chash_hash_is_bytes(CHASH_HASH_XXH3) == 0);
+    CHECK(chash_hash_is_bytes(CHASH_HASH_COUNT) == -1);
+    CHECK(chash_hash64(CHASH_HASH_COUNT, "x", 1) == 0);
+}
+
 static void test_names(void)
 {
     chash_hash_id h;
@@ -201,5 +231,6 @@ int main(void)
     test_long_ids();
     test_weights();
     test_names();
+    test_wide_digests();
     return check_report();
 }

@@ -168,6 +168,120 @@ static void test_jump_properties(void)
     CHECK(chash_jump_assign(NULL, 0, 5, NULL) == CHASH_OK);
 }
 
+/* Guava's Hashing.consistentHash, values printed by Guava 31.1 (Debian's
+ * libguava-java) for these longs (given here as their 64 bits).  The first
+ * is a key where Guava's rounding and the paper's part: the paper's
+ * function sends it to bucket 327679. */
+static void test_jump_guava(void)
+{
+    static const struct {
+        uint64_t key;
+        size_t buckets;
+        uint32_t bucket;
+    } cases[] = {
+        {UINT64_C(12970273959431459788), 459790, 327680},
+        {UINT64_C(10863919174838991), 11, 6},
+        {UINT64_C(2016238256797177309), 11, 3},
+        {UINT64_C(1673758223894951030), 11, 5},
+        {UINT64_MAX, CHASH_JUMP_MAX_BUCKETS, 699554662},
+        {UINT64_C(1) << 63, CHASH_JUMP_MAX_BUCKETS, 1119800965},
+        {UINT64_C(9223372036854775807), 1, 0},
+        {0, 1000000, 0},
+        /* The generator's first top 31 bits all ones: Java's int sum
+         * wraps and the key stays in bucket 0 (the paper's moves it). */
+        {UINT64_C(17068571456203592619), 10, 0},
+        {UINT64_C(18063469494497682072), 1000, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t got = chash_jump_guava(cases[i].key, cases[i].buckets);
+        if (got != cases[i].bucket)
+            printf("  guava(%llu, %zu) = %u, expected %u\n", (unsigned long long)cases[i].key,
+                   cases[i].buckets, got, cases[i].bucket);
+        CHECK(got == cases[i].bucket);
+        CHECK(chash_jump_by(CHASH_JUMP_GUAVA, cases[i].key, cases[i].buckets) == got);
+    }
+    CHECK(chash_jump(UINT64_C(12970273959431459788), 459790) == 327679);
+    CHECK(chash_jump(UINT64_C(17068571456203592619), 10) == 3);
+    CHECK(chash_jump_guava(5, 0) == 0);
+    CHECK(chash_jump_guava(5, (size_t)CHASH_JUMP_MAX_BUCKETS + 1) == 0);
+    CHECK(chash_jump_by((chash_jump_rule)7, 5, 10) == 0);
+
+    /* The same monotonicity as the paper's: growing moves a key to the new
+     * bucket or not at all. */
+    enum { KEYS = 2000, MAX_N = 200 };
+    uint64_t *keys = random_keys(KEYS);
+    int monotone = 1;
+    for (size_t i = 0; i < KEYS; i++) {
+        uint32_t prev = chash_jump_guava(keys[i], 1);
+        monotone &= prev == 0;
+        for (size_t n = 2; n <= MAX_N; n++) {
+            uint32_t b = chash_jump_guava(keys[i], n);
+            monotone &= b == prev || b == n - 1;
+            prev = b;
+        }
+    }
+    CHECK(monotone);
+    free(keys);
+}
+
+/* Preference lists: distinct buckets in range, the first the rule's own,
+ * each next one the rule's jump of the rehashed key over the buckets not
+ * chosen yet (checked against a plain list of the free buckets). */
+static void test_jump_preference(void)
+{
+    enum { KEYS = 500, N = 37 };
+    uint64_t *keys = random_keys(KEYS);
+    int ok = 1;
+    for (int rule = 0; rule < 2; rule++) {
+        for (size_t i = 0; i < KEYS; i++) {
+            uint32_t out[N + 1], free_list[N];
+            size_t found = 99;
+            CHECK(chash_jump_preference((chash_jump_rule)rule, keys[i], N, N + 1, out, &found)
+                  == CHASH_OK);
+            ok &= found == N;
+            for (size_t b = 0; b < N; b++)
+                free_list[b] = (uint32_t)b;
+            size_t nfree = N;
+            for (size_t k = 0; k < found; k++) {
+                uint64_t h = k ? chash_mix64(keys[i] + k) : keys[i];
+                size_t j = chash_jump_by((chash_jump_rule)rule, h, nfree);
+                ok &= out[k] == free_list[j];
+                memmove(free_list + j, free_list + j + 1, (nfree - j - 1) * sizeof *free_list);
+                nfree--;
+            }
+        }
+    }
+    CHECK(ok);
+    free(keys);
+
+    /* A failed bucket's keys spread over all the others: the second
+     * choices of the keys of bucket 0 of 10 reach every other bucket. */
+    enum { SPREAD = 20000, B = 10 };
+    uint64_t *many = random_keys(SPREAD);
+    size_t seconds[B] = {0};
+    for (size_t i = 0; i < SPREAD; i++) {
+        uint32_t out[2];
+        size_t found;
+        CHECK(chash_jump_preference(CHASH_JUMP_LAMPING, many[i], B, 2, out, &found) == CHASH_OK);
+        if (out[0] == 0)
+            seconds[out[1]]++;
+    }
+    CHECK(seconds[0] == 0);
+    for (size_t b = 1; b < B; b++)
+        CHECK(seconds[b] > 2000 / (B - 1) / 2);
+    free(many);
+
+    uint32_t out[4];
+    size_t found = 5;
+    CHECK(chash_jump_preference(CHASH_JUMP_LAMPING, 1, 0, 1, out, &found) == CHASH_EINVAL);
+    CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, (size_t)CHASH_JUMP_MAX_BUCKETS + 1, 1, out,
+                                &found) == CHASH_EINVAL);
+    CHECK(chash_jump_preference((chash_jump_rule)2, 1, 4, 1, out, &found) == CHASH_EINVAL);
+    CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, 4, 0, out, &found) == CHASH_OK && found == 0);
+    CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, 1, 4, out, &found) == CHASH_OK && found == 1
+          && out[0] == 0);
+}
+
 static void test_modulo(void)
 {
     uint64_t keys[] = {0, 1, 2, 3, 10, UINT64_MAX};
@@ -406,6 +520,8 @@ int main(void)
     test_mix64();
     test_jump_known_answers();
     test_jump_properties();
+    test_jump_guava();
+    test_jump_preference();
     test_modulo();
     test_rendezvous();
     test_is_prime();

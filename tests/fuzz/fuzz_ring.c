@@ -1014,7 +1014,7 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
 
 static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", ""};
 static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4, 4,
-                                                        4, 4, 4, 4, 4, 4, 4};
+                                                        4, 4, 4, 4, 4, 4, 4, 32, 16};
 
 static uint32_t fz_be32(const uint8_t *p)
 {
@@ -1272,8 +1272,9 @@ static void fz_op_scheme(fz_in *in)
     size_t na = chash_digest(scheme.hash, keys[0].buf, keys[0].len, seed, a);
     FZ_ASSERT(na == fz_digest_size[scheme.hash]);
     int seeded32 = scheme.hash == CHASH_HASH_MURMUR2 || scheme.hash == CHASH_HASH_MURMUR3
-        || scheme.hash == CHASH_HASH_XXH32;
+        || scheme.hash == CHASH_HASH_XXH32 || scheme.hash == CHASH_HASH_MURMUR3_128;
     int unseeded = scheme.hash == CHASH_HASH_MD5 || scheme.hash == CHASH_HASH_SHA1
+        || scheme.hash == CHASH_HASH_SHA256
         || scheme.hash == CHASH_HASH_FNV1A || scheme.hash == CHASH_HASH_CRC32
         || scheme.hash == CHASH_HASH_ONE_AT_A_TIME
         || (scheme.hash >= CHASH_HASH_SDBM && scheme.hash <= CHASH_HASH_CRC32_AVALANCHE);
@@ -1282,6 +1283,19 @@ static void fz_op_scheme(fz_in *in)
                                  unseeded ? 0 : (uint32_t)seed, b);
         FZ_ASSERT(nb == na && memcmp(a, b, na) == 0);
     }
+    /* The 64-bit key hash of the jump routers: a byte digest's first 8
+     * bytes little-endian, an integer result as itself. */
+    size_t n0 = chash_digest(scheme.hash, keys[0].buf, keys[0].len, 0, a);
+    int bytes = chash_hash_is_bytes(scheme.hash);
+    FZ_ASSERT(bytes == (n0 >= 16));
+    uint64_t want64 = 0;
+    if (bytes)
+        for (size_t i = 8; i-- > 0;)
+            want64 = want64 << 8 | a[i];
+    else
+        for (size_t i = 0; i < n0; i++)
+            want64 = want64 << 8 | a[i];
+    FZ_ASSERT(chash_hash64(scheme.hash, keys[0].buf, keys[0].len) == want64);
     for (int l = 0; l < 4; l++)
         fz_free_id(&keys[l]);
 }

@@ -29,6 +29,10 @@
  *               table's, and the table of an oracle that sorts the hosts
  *               itself and calls the permutation and the fill;
  *   MOD         chash_maglev_mod against % for any m >= 2 and hashes;
+ *   JUMP        chash_jump_guava against Guava's arithmetic written out
+ *               (Java's saturating (int) included), chash_jump_by for both
+ *               rules and a bad one, chash_jump_preference against a plain
+ *               list of the free buckets, any bucket counts and keys;
  *   FAILNEXT    the next allocation fails: a failed build must leave the
  *               ring exactly as it was.
  *
@@ -415,8 +419,69 @@ static void op_mod(fz_in *in)
     FZ_ASSERT(chash_maglev_mod(magic, m, UINT64_MAX) == UINT64_MAX % m);
 }
 
+/* Guava's consistentHash as its Java reads: doubles, and (int) of a
+ * double saturating at 2**31 - 1. */
+static uint32_t m_guava(uint64_t state, size_t buckets)
+{
+    int64_t candidate = 0;
+    for (;;) {
+        state = state * UINT64_C(2862933555777941757) + 1;
+        int32_t top = (int32_t)(state >> 33);
+        /* Java's int sum top + 1, wrapping at 2**31 - 1. */
+        int32_t sum = top == INT32_MAX ? INT32_MIN : top + 1;
+        double r = (double)sum / 2147483648.0;
+        double q = (double)(candidate + 1) / r;
+        int64_t next = q >= 2147483647.0 ? INT32_MAX : q <= -2147483648.0 ? INT32_MIN : (int64_t)q;
+        if (next >= 0 && (uint64_t)next < buckets)
+            candidate = next;
+        else
+            return (uint32_t)candidate;
+    }
+}
+
+static void op_jump(fz_in *in)
+{
+    uint64_t key = fz_u64(in);
+    size_t buckets;
+    switch (fz_u8(in) % 4) {
+    case 0: buckets = fz_u8(in); break; /* 0 and small counts */
+    case 1: buckets = (size_t)(fz_u64(in) % ((uint64_t)CHASH_JUMP_MAX_BUCKETS + 2)); break;
+    case 2: buckets = CHASH_JUMP_MAX_BUCKETS - fz_u8(in) % 2 + fz_u8(in) % 2; break;
+    default: buckets = 1 + fz_u8(in) % 64; break;
+    }
+    int valid = buckets >= 1 && buckets <= CHASH_JUMP_MAX_BUCKETS;
+    uint32_t g = chash_jump_guava(key, buckets), j = chash_jump(key, buckets);
+    FZ_ASSERT(valid ? g < buckets && g == m_guava(key, buckets) : g == 0);
+    FZ_ASSERT(valid ? j < buckets : j == 0);
+    FZ_ASSERT(chash_jump_by(CHASH_JUMP_GUAVA, key, buckets) == g);
+    FZ_ASSERT(chash_jump_by(CHASH_JUMP_LAMPING, key, buckets) == j);
+    FZ_ASSERT(chash_jump_by((chash_jump_rule)(2 + fz_u8(in) % 3), key, buckets) == 0);
+
+    /* Preference lists over small counts: the free list by hand. */
+    chash_jump_rule rule = fz_u8(in) % 2 ? CHASH_JUMP_GUAVA : CHASH_JUMP_LAMPING;
+    size_t n = buckets <= 64 ? buckets : 1 + buckets % 64, want = fz_u8(in) % 70;
+    uint32_t out[70], free_list[64];
+    size_t found = 1000;
+    int status = chash_jump_preference(rule, key, n, want, out, &found);
+    FZ_ASSERT(status == (n ? CHASH_OK : CHASH_EINVAL));
+    if (status != CHASH_OK)
+        return;
+    FZ_ASSERT(found == (want < n ? want : n));
+    for (size_t b = 0; b < n; b++)
+        free_list[b] = (uint32_t)b;
+    size_t nfree = n;
+    for (size_t k = 0; k < found; k++) {
+        uint64_t h = k ? chash_mix64(key + k) : key;
+        size_t at = chash_jump_by(rule, h, nfree);
+        FZ_ASSERT(at < nfree && out[k] == free_list[at]);
+        memmove(free_list + at, free_list + at + 1, (nfree - at - 1) * sizeof *free_list);
+        nfree--;
+    }
+    FZ_ASSERT(chash_jump_preference((chash_jump_rule)2, key, n, want, out, &found) == CHASH_EINVAL);
+}
+
 enum { OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD,
-       OP_COUNT };
+       OP_JUMP, OP_COUNT };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -438,6 +503,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_MAGLEV: op_maglev(&in); break;
         case OP_ENVOY_TABLE: op_envoy_table(&in); break;
         case OP_MOD: op_mod(&in); break;
+        case OP_JUMP: op_jump(&in); break;
         default: fz_countdown = fz_u8(&in) % 5; break; /* FAILNEXT */
         }
         FZ_ASSERT(chash_wide_check(ring) == CHASH_OK);

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus_wide"
-OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD = range(8)
+OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD, OP_JUMP = range(9)
 
 
 def build(points: int, nodes: int, kinds: list[int]) -> bytes:
@@ -65,6 +65,14 @@ def seeds() -> dict[str, bytes]:
         "mod": bytes([OP_MOD]) + (65537).to_bytes(8, "big") + bytes([3]) + bytes(range(24))
                + bytes([OP_MOD]) + (2**64 - 1).to_bytes(8, "big") + bytes([2]) + b"\xff" * 16
                + bytes([OP_MOD]) + bytes(8) + bytes([1]) + b"\x80" + bytes(7),
+        # A long whose first step wraps Guava's int sum, over 10 buckets;
+        # the long where Guava's rounding parts from the paper's; the
+        # largest counts; preference lists of every length.
+        "jump": bytes([OP_JUMP]) + (17068571456203592619).to_bytes(8, "big") + bytes([0, 10, 2, 1, 5])
+                + bytes([OP_JUMP]) + (12970273959431459788).to_bytes(8, "big") + bytes([1])
+                + (459790).to_bytes(8, "big") + bytes([3, 0, 7])
+                + bytes([OP_JUMP]) + b"\xff" * 8 + bytes([2, 1, 0, 0, 1, 69])
+                + bytes([OP_JUMP]) + bytes(8) + bytes([3, 63, 1, 1, 64]),
     }
 
 

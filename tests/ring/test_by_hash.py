@@ -58,3 +58,31 @@ def test_bad_hashes_name_the_problem(bad: object, error: type[Exception], text: 
         router.get_target_nodes_by_hash([1, bad])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="iterable of int"):
         router.get_target_nodes_by_hash(5)  # type: ignore[arg-type]
+
+
+def test_an_array_of_64_bit_words_is_read_as_its_ints() -> None:
+    # array('Q') is read word by word without an int object a hash; the
+    # result and the range check are those of the same hashes as a list.
+    from array import array
+
+    from chash import JumpRouter, MaglevRouter
+
+    nodes = [f"10.0.0.{i}:11211" for i in range(7)]
+    narrow = ConsistentHashRouter()
+    routers = [narrow, ConsistentHashRouter(layout="envoy"), MaglevRouter(251), JumpRouter()]
+    for router in routers:
+        router.add_service_nodes(nodes)
+    small = [0, 1, 2**31, 2**32 - 1, 12345]
+    for router in routers:
+        assert router.get_target_nodes_by_hash(array("Q", small)) == router.get_target_nodes_by_hash(small)
+        assert router.get_target_nodes_by_hash(array("Q")) == []
+    for router in routers[1:]:
+        wide = [2**64 - 1, 2**63, 2**40 + 3]
+        assert router.get_target_nodes_by_hash(array("Q", wide)) == router.get_target_nodes_by_hash(wide)
+    with pytest.raises(ValueError, match="2\\*\\*32 - 1"):
+        narrow.get_target_nodes_by_hash(array("Q", [1, 2**32]))
+    # Other buffers are iterables of ints, as before.
+    assert narrow.get_target_nodes_by_hash(array("I", small[:4])) == narrow.get_target_nodes_by_hash(small[:4])
+    assert narrow.get_target_nodes_by_hash(b"\x01\x02") == narrow.get_target_nodes_by_hash([1, 2])
+    with pytest.raises(TypeError, match="hash must be int"):
+        narrow.get_target_nodes_by_hash(array("d", [1.0]))

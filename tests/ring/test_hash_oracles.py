@@ -1,6 +1,7 @@
 """The C hash functions, through chash._chash._hash, against oracles.
 
-Oracles: hashlib (md5, sha1), zlib.crc32, mmh3 (MurmurHash3 x86_32),
+Oracles: hashlib (md5, sha1, sha256), zlib.crc32, mmh3 (MurmurHash3 x86_32,
+and x64_128 through mmh3.hash_bytes),
 xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
 reference implementations of tests/_support/hashes.py, written from the
 algorithm descriptions; one-at-a-time (over signed chars, as libmemcached)
@@ -8,7 +9,9 @@ likewise, and it is checked against libmemcached itself through pylibmc in
 tests/compat/test_compat_programs.py.
 
 _hash(name, data, seed=0) returns an int: the digest read as a big-endian
-integer for "md5" and "sha1", the hash value itself for the others.
+integer for "md5", "sha1", "sha256" and "murmur3_128" (its 16 bytes, h1
+then h2 little-endian, as mmh3.hash_bytes and Guava's HashCode hold
+them), the hash value itself for the others.
 """
 import random
 
@@ -84,6 +87,9 @@ def test_published_values(name):
         "djb2_avalanche": [(b"user:1234", 3785119323)],
         "wt6_avalanche": [(b"user:1234", 3846189142)],
         "crc32_avalanche": [(b"user:1234", 1371245882)],
+        # FIPS 180-4's example "abc"; MurmurHash3 x64_128 of nothing is 0.
+        "sha256": [(b"abc", 0xBA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD)],
+        "murmur3_128": [(b"", 0)],
     }
     for data, want in known[name]:
         assert _hash(name, data) == want

@@ -520,7 +520,8 @@ def test_layout_defaults_and_properties() -> None:
 def test_module_constants() -> None:
     assert HASHES == ("md5", "sha1", "murmur2", "murmur3", "xxh32", "xxh64", "xxh3", "fnv1a", "crc32",
                       "one_at_a_time", "sdbm", "djb2", "wt6", "sdbm_avalanche", "djb2_avalanche",
-                      "wt6_avalanche", "crc32_avalanche")
+                      "wt6_avalanche", "crc32_avalanche",
+                      "sha256", "murmur3_128")
     assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached", "haproxy")
     assert chash.MAX_VIRTUAL_NODES == 1_000_000
     for name in ["MAX_VIRTUAL_NODES", "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
