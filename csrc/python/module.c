@@ -1,7 +1,8 @@
 /*
  * module.c - chash._chash: the one extension, over one copy of the engine.
  * It holds the ConsistentHashRouter type (router.c, over its families:
- * ring32/, ring64.c), MaglevRouter (maglev.c), chash.Move (diff.c), the
+ * ring32/, ring64.c), MaglevRouter (maglev.c), RendezvousRouter
+ * (rendezvous.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
@@ -13,6 +14,7 @@
 #include "diff.h"
 #include "http_head.h"
 #include "maglev.h"
+#include "rendezvous.h"
 #include "ring32/ring32.h"
 #include "router.h"
 #include "simulate.h"
@@ -86,7 +88,7 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || diff_module_setup(module) < 0)
+        || rendezvous_type_setup(module) < 0 || diff_module_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)
@@ -127,6 +129,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     Py_VISIT(get_state(module)->router_type);
     Py_VISIT(get_state(module)->maglev_type);
+    Py_VISIT(get_state(module)->rendezvous_type);
     Py_VISIT(get_state(module)->move_type);
     return 0;
 }
@@ -135,6 +138,7 @@ static int module_clear(PyObject *module)
 {
     Py_CLEAR(get_state(module)->router_type);
     Py_CLEAR(get_state(module)->maglev_type);
+    Py_CLEAR(get_state(module)->rendezvous_type);
     Py_CLEAR(get_state(module)->move_type);
     return 0;
 }

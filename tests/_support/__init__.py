@@ -23,6 +23,7 @@ One line a module:
 - ``dns_server``: a real dnsmasq on a free loopback port, whose records the test changes;
 - ``redis_server``: a private redis-server, and clients of it;
 - ``redis_topologies``: a real Redis Cluster and a Sentinel setup;
+- ``rendezvous_programs``: a real Caddy and Squid in front of backends that name themselves;
 - ``etcd_server``: real etcd members on free loopback ports;
 - ``membership_async``: the asyncio membership driven from sync test code;
 - ``membership_worker``: one gateway instance in its own process, driven by the membership tests;
