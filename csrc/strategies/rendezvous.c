@@ -67,18 +67,31 @@ static inline uint32_t murmur3_k(uint32_t k)
     return k * 0x1b873593u;
 }
 
+static inline void murmur3_block(murmur3_state *s, uint32_t k)
+{
+    s->h ^= murmur3_k(k);
+    s->h = rotl32(s->h, 13) * 5 + 0xe6546b64u;
+}
+
+/* Bytes into the unfinished block until it is whole, then whole blocks
+ * read little-endian, then the rest into the unfinished block. */
 static void murmur3_feed(murmur3_state *s, const unsigned char *p, size_t n)
 {
+    size_t i = 0;
     s->len += n;
-    for (size_t i = 0; i < n; i++) {
+    for (; s->ntail && i < n; i++) {
         s->tail |= (uint32_t)p[i] << (8 * s->ntail);
         if (++s->ntail == 4) {
-            s->h ^= murmur3_k(s->tail);
-            s->h = rotl32(s->h, 13) * 5 + 0xe6546b64u;
+            murmur3_block(s, s->tail);
             s->tail = 0;
             s->ntail = 0;
         }
     }
+    for (; i + 4 <= n; i += 4)
+        murmur3_block(s, (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16
+                             | (uint32_t)p[i + 3] << 24);
+    for (; i < n; i++)
+        s->tail |= (uint32_t)p[i] << (8 * s->ntail++);
 }
 
 static uint32_t murmur3_final(murmur3_state s)
@@ -410,6 +423,11 @@ static rdv_score score_at(const chash_rdv_set *set, rdv_key *key, size_t k)
             key->carp += rotl32(key->carp, 19) + carp_byte(key->key[i]);
         uint32_t combined = carp_mix(key->carp ^ (uint32_t)node->hash);
         s.primary = (double)combined * node->factor;
+        /* A peer whose load factor carpInit rounds to 0 after another's
+         * can get a NaN multiplier: Squid's `score > high_score` is then
+         * never true, so it never wins; -1 ranks it last, the same way. */
+        if (isnan(s.primary))
+            s.primary = -1.0;
         break;
     }
     default:
@@ -563,7 +581,8 @@ int chash_rdv_check(const chash_rdv_set *set)
     if (ok && set->layout == CHASH_RDV_SQUID) {
         carp_multipliers(set, multipliers);
         for (size_t k = 0; ok && k < n; k++)
-            ok = multipliers[k] == set->nodes[k].factor;
+            ok = multipliers[k] == set->nodes[k].factor
+                 || (isnan(multipliers[k]) && isnan(set->nodes[k].factor));
     } else {
         for (size_t k = 0; ok && k < n; k++)
             ok = set->nodes[k].factor == set->nodes[k].weight;
