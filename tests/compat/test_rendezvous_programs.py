@@ -122,3 +122,26 @@ def test_squid_carp_key_for_key(farm: list[Backend], tmp_path: Path, n: int) -> 
     if n < len(farm):
         changed.append((f"peer{n}.test", farm[n], 9))
     _check_squid(changed, tmp_path / "changed", urls)
+
+
+def test_pymemcache_tie_goes_to_the_larger_name_as_in_pymemcache() -> None:
+    rendezvous = pytest.importorskip("pymemcache.client.rendezvous")
+    from chash._chash import _hash
+
+    key, seen, pair = "tie-key", {}, None
+    for i in range(1 << 20):  # a birthday search: a pair turns up within ~2**17 names
+        node = f"10.9.{i >> 8 & 255}.{i & 255}:{11211 + (i >> 16)}"
+        score = _hash("murmur3", f"{node}-{key}".encode())
+        if score in seen:
+            pair = (seen[score], node)
+            break
+        seen[score] = node
+    assert pair is not None
+    for order in (pair, pair[::-1]):
+        real = rendezvous.RendezvousHash()
+        router = RendezvousRouter(layout="pymemcache")
+        for node in order:
+            real.add_node(node)
+            router.add_service_node(node)
+        assert router.get_target_node(key) == real.get_node(key) == max(pair)
+        assert router.get_preference_list(key, 2) == sorted(pair, reverse=True)

@@ -10,6 +10,7 @@ import pickle
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from chash import RendezvousRouter
 from chash._chash import _hash
@@ -430,3 +431,46 @@ def test_no_leak(layout: str) -> None:
     growth = min(windows[1:])
     assert growth < 20_000, growth
     assert [sys.getrefcount(n) for n in names] == refcounts
+
+
+class RendezvousMachine(RuleBasedStateMachine):
+    """Every change applied to a RendezvousRouter and to a dict of weights;
+    after each, every layout's router routes as its oracle says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrw = RendezvousRouter()
+        self.squid = RendezvousRouter(layout="squid")
+        self.model: dict[str, float] = {}
+
+    @rule(node=st.sampled_from([f"n{i}" for i in range(8)] + ["節點", "é"]),
+          weight=st.integers(min_value=1, max_value=9))
+    def add(self, node: str, weight: int) -> None:
+        self.hrw.add_service_node(node, weight)
+        self.squid.add_service_node(node, weight)
+        self.model[node] = float(weight)
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        if not self.model:
+            return
+        node = data.draw(st.sampled_from(sorted(self.model)))
+        self.hrw.remove_service_node(node)
+        self.squid.discard_service_node(node)
+        del self.model[node]
+
+    @invariant()
+    def routes_as_the_oracles_say(self) -> None:
+        self.hrw._check()
+        self.squid._check()
+        assert self.hrw.weights == self.model == self.squid.weights
+        peers = list(self.model.items())
+        keys = KEYS[::25]
+        want = [hrw_rank(self.model, k)[0] if self.model else None for k in keys]
+        assert self.hrw.get_target_nodes(keys) == want
+        squid_want = [squid_pick([(p, int(w)) for p, w in peers], k.encode()) if peers else None
+                      for k in keys]
+        assert self.squid.get_target_nodes(keys) == squid_want
+
+
+TestRendezvousMachine = RendezvousMachine.TestCase
