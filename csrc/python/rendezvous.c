@@ -5,345 +5,23 @@
  * RendezvousHash), "caddy" (Caddy 2.6's hostByHashing), "squid" (Squid
  * 5.7's CARP).  Part of chash._chash.
  *
- * The router keeps its nodes (a tuple of exact str, in add order), their
- * weights (doubles: hrw's are real numbers, unlike the integer weights of
- * the node list Maglev and the 64-bit ring share) and an index, beside the
- * engine's node set, which holds every node's bytes and what depends on
- * the node alone.  Every change builds a new set aside, then swaps the
- * nodes, weights, index and set in at once (all-or-nothing); lookups run
- * no Python code once the key's bytes are read, so under the GIL a lookup
- * sees the old router or the new one.
+ * Here the type: construction, membership, lookups, views and its tables;
+ * what it holds and the all-or-nothing rebuild are rendezvous_nodes.c's
+ * (rendezvous_nodes.h).  Lookups run no Python code once the key's bytes
+ * are read, so under the GIL a lookup sees the old router or the new one.
  */
 #include "rendezvous.h"
 
 #include "args.h"
 #include "hash/hash.h"
 #include "module.h"
-#include "strategies/rendezvous.h"
+#include "rendezvous_nodes.h"
 
-#include <math.h>
 #include <string.h>
-
-typedef struct {
-    PyObject_HEAD
-    chash_rdv_layout layout;
-    PyObject *nodes;    /* tuple of exact str, in add order */
-    double *weights;    /* PyMem, one a node */
-    PyObject *index;    /* dict: node -> its position in nodes */
-    chash_rdv_set *set; /* the engine's node set, always built */
-} RendezvousObject;
-
-/* Each layout's name, its hash's name, and whether the order nodes were
- * added in takes part in routing (the programs that scan a list). */
-static const struct {
-    const char *name;
-    const char *hash;
-    int ordered;
-} layouts[CHASH_RDV_LAYOUT_COUNT] = {
-    [CHASH_RDV_HRW] = {"hrw", "xxh64", 0},
-    [CHASH_RDV_PYMEMCACHE] = {"pymemcache", "murmur3", 0},
-    [CHASH_RDV_CADDY] = {"caddy", "fnv1a", 1},
-    [CHASH_RDV_SQUID] = {"squid", "carp", 1},
-};
 
 static size_t count_of(const RendezvousObject *self)
 {
     return (size_t)PyTuple_GET_SIZE(self->nodes);
-}
-
-/* ------------------------------------------------------------------ */
-/* Bytes as each layout reads them                                    */
-
-/*
- * The bytes a layout hashes of a str: UTF-8, except pymemcache, whose
- * murmur3 reads the low byte of every code point (ord(c) & 0xFF).  *buf is
- * the str's own storage or a PyMem block put in *owned (the caller frees
- * it); 0 or -1 with an exception.
- */
-static int str_bytes(chash_rdv_layout layout, PyObject *s, const char **buf, Py_ssize_t *len,
-                     char **owned)
-{
-    *owned = NULL;
-    if (layout != CHASH_RDV_PYMEMCACHE) {
-        *buf = PyUnicode_AsUTF8AndSize(s, len);
-        return *buf ? 0 : -1;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    *len = n;
-    if (PyUnicode_KIND(s) == PyUnicode_1BYTE_KIND) {
-        *buf = (const char *)PyUnicode_1BYTE_DATA(s);
-        return 0;
-    }
-    char *copy = PyMem_Malloc(n ? (size_t)n : 1);
-    if (!copy) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    for (Py_ssize_t i = 0; i < n; i++)
-        copy[i] = (char)(unsigned char)(PyUnicode_READ(kind, data, i) & 0xFF);
-    *buf = copy;
-    *owned = copy;
-    return 0;
-}
-
-/* A key's bytes: a str as str_bytes reads it; a bytes key as is, except
- * for pymemcache, which formats any key into f"{node}-{key}" (a bytes key
- * as its str(), b'...'). */
-typedef struct {
-    const char *buf;
-    Py_ssize_t len;
-    char *owned;
-    PyObject *text;
-} key_view;
-
-static int key_view_of(chash_rdv_layout layout, PyObject *key, key_view *v)
-{
-    v->owned = NULL;
-    v->text = NULL;
-    if (!PyUnicode_Check(key) && !PyBytes_Check(key)) {
-        PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
-        return -1;
-    }
-    if (PyBytes_Check(key) && layout != CHASH_RDV_PYMEMCACHE)
-        return chash_py_key_bytes(key, &v->buf, &v->len);
-    PyObject *text = PyUnicode_Check(key) ? Py_NewRef(key) : PyObject_Str(key);
-    if (!text)
-        return -1;
-    if (!PyUnicode_Check(text)) {
-        Py_DECREF(text);
-        PyErr_SetString(PyExc_TypeError, "str() of a bytes key must return str");
-        return -1;
-    }
-    v->text = text;
-    if (str_bytes(layout, text, &v->buf, &v->len, &v->owned) < 0) {
-        Py_CLEAR(v->text);
-        return -1;
-    }
-    return 0;
-}
-
-static void key_view_release(key_view *v)
-{
-    PyMem_Free(v->owned);
-    v->owned = NULL;
-    Py_CLEAR(v->text);
-}
-
-/* ------------------------------------------------------------------ */
-/* Weights                                                            */
-
-static int check_weight(chash_rdv_layout layout, double w)
-{
-    int ok;
-    const char *rule;
-    switch (layout) {
-    case CHASH_RDV_HRW:
-        ok = w > 0.0 && isfinite(w);
-        rule = "weight must be a finite number > 0";
-        break;
-    case CHASH_RDV_SQUID:
-        ok = w >= 1.0 && w <= (double)CHASH_RDV_SQUID_MAX_TOTAL && w == floor(w);
-        rule = "the squid layout takes integer weights from 1 to 2**31 - 1 (cache_peer weight=N)";
-        break;
-    default:
-        ok = w == 1.0;
-        rule = layout == CHASH_RDV_CADDY
-                   ? "the caddy layout has no weights (Caddy's hash policies ignore them): "
-                     "weight must be 1"
-                   : "the pymemcache layout has no weights (RendezvousHash has none): weight "
-                     "must be 1";
-        break;
-    }
-    if (ok)
-        return 0;
-    PyObject *value = PyFloat_FromDouble(w);
-    if (value) {
-        PyErr_Format(PyExc_ValueError, "%s, not %R", rule, value);
-        Py_DECREF(value);
-    }
-    return -1;
-}
-
-static int read_weight(chash_rdv_layout layout, PyObject *obj, double *w)
-{
-    if (parse_weight(obj, w) < 0)
-        return -1;
-    return check_weight(layout, *w);
-}
-
-/* ------------------------------------------------------------------ */
-/* The rebuild                                                        */
-
-/* The engine's set for nodes (a tuple of exact str) at weights: 0 and
- * *out, or -1 with an exception. */
-static int build_set(chash_rdv_layout layout, PyObject *nodes, const double *weights,
-                     chash_rdv_set **out)
-{
-    size_t n = (size_t)PyTuple_GET_SIZE(nodes);
-    const char **ids = PyMem_New(const char *, n ? n : 1);
-    const char **names = PyMem_New(const char *, n ? n : 1);
-    size_t *id_lens = PyMem_New(size_t, n ? n : 1);
-    size_t *name_lens = PyMem_New(size_t, n ? n : 1);
-    char **owned = PyMem_New(char *, n ? n : 1);
-    int result = ids && names && id_lens && name_lens && owned ? 0 : -1;
-    if (result < 0)
-        PyErr_NoMemory();
-    size_t filled = 0;
-    double total = 0.0;
-    for (; result == 0 && filled < n; filled++) {
-        PyObject *node = PyTuple_GET_ITEM(nodes, (Py_ssize_t)filled);
-        Py_ssize_t len;
-        names[filled] = PyUnicode_AsUTF8AndSize(node, &len);
-        name_lens[filled] = (size_t)len;
-        if (!names[filled] || str_bytes(layout, node, &ids[filled], &len, &owned[filled]) < 0) {
-            result = -1;
-            break;
-        }
-        id_lens[filled] = (size_t)len;
-        total += weights[filled];
-    }
-    if (result == 0 && layout == CHASH_RDV_SQUID && total > (double)CHASH_RDV_SQUID_MAX_TOTAL) {
-        PyErr_Format(PyExc_ValueError,
-                     "the sum of the weights (%.0f) exceeds 2**31 - 1, which Squid's CARP sums "
-                     "in a C int",
-                     total);
-        result = -1;
-    }
-    if (result == 0) {
-        int status = chash_rdv_build(layout, n, ids, id_lens, names, name_lens, weights, out);
-        if (status != CHASH_OK) {
-            chash_py_error(status, NULL, "cannot build the rendezvous node set");
-            result = -1;
-        }
-    }
-    for (size_t k = 0; owned && k < filled; k++)
-        PyMem_Free(owned[k]);
-    PyMem_Free(ids);
-    PyMem_Free(names);
-    PyMem_Free(id_lens);
-    PyMem_Free(name_lens);
-    PyMem_Free(owned);
-    return result;
-}
-
-/* Make the router hold nodes (a tuple of distinct exact str, not yet
- * checked against the set's limit) at weights (copied); all-or-nothing. */
-static int router_set(RendezvousObject *self, PyObject *nodes, const double *weights)
-{
-    size_t n = (size_t)PyTuple_GET_SIZE(nodes);
-    if (n > CHASH_RDV_MAX_NODES) {
-        PyErr_Format(PyExc_ValueError, "a RendezvousRouter holds at most %zu nodes",
-                     (size_t)CHASH_RDV_MAX_NODES);
-        return -1;
-    }
-    double *copy = PyMem_New(double, n ? n : 1);
-    PyObject *index = PyDict_New();
-    chash_rdv_set *set = NULL;
-    int result = copy && index ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
-        PyErr_NoMemory();
-    if (result == 0) {
-        if (n)
-            memcpy(copy, weights, n * sizeof *copy);
-        result = build_set(self->layout, nodes, weights, &set);
-    }
-    for (size_t k = 0; result == 0 && k < n; k++) {
-        PyObject *at = PyLong_FromSize_t(k);
-        result = at ? PyDict_SetItem(index, PyTuple_GET_ITEM(nodes, (Py_ssize_t)k), at) : -1;
-        Py_XDECREF(at);
-    }
-    if (result < 0) {
-        chash_rdv_free(set);
-        PyMem_Free(copy);
-        Py_XDECREF(index);
-        return -1;
-    }
-    /* Nothing can fail from here: swap everything in at once. */
-    chash_rdv_set *old_set = self->set;
-    double *old_weights = self->weights;
-    PyObject *old_nodes = self->nodes, *old_index = self->index;
-    self->set = set;
-    self->weights = copy;
-    self->nodes = Py_NewRef(nodes);
-    self->index = index;
-    chash_rdv_free(old_set);
-    PyMem_Free(old_weights);
-    Py_XDECREF(old_nodes);
-    Py_XDECREF(old_index);
-    return 0;
-}
-
-/* The position of a node, or -1 (absent, or not a str; -1 with an
- * exception when a str subclass cannot be copied).  A str subclass is
- * looked up as an exact copy: its own __hash__ / __eq__ could run Python
- * code in the middle of the lookup. */
-static Py_ssize_t position_of(const RendezvousObject *self, PyObject *node)
-{
-    if (!PyUnicode_Check(node))
-        return -1;
-    PyObject *exact = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-    if (!exact)
-        return -1;
-    PyObject *at = PyDict_GetItemWithError(self->index, exact);
-    Py_DECREF(exact);
-    return at ? PyLong_AsSsize_t(at) : -1;
-}
-
-/*
- * The router with each of add[0..nadd) at weights[i] (a present node keeps
- * its place and takes the new weight, a new one goes last, in the order
- * given) and without the node at position drop (or -1).  Every node must
- * already be checked to be a str; 0, or -1 with the router unchanged.
- */
-static int update(RendezvousObject *self, PyObject *const *add, const double *weights,
-                  Py_ssize_t nadd, Py_ssize_t drop)
-{
-    Py_ssize_t old_n = PyTuple_GET_SIZE(self->nodes);
-    PyObject *names = PyList_New(0);
-    PyObject *seen = PyDict_New();
-    double *w = PyMem_New(double, (size_t)(old_n + nadd) + 1);
-    int result = names && seen && w ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
-        PyErr_NoMemory();
-    Py_ssize_t n = 0;
-    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++) {
-        if (k == drop)
-            continue;
-        PyObject *node = PyTuple_GET_ITEM(self->nodes, k);
-        PyObject *at = PyLong_FromSsize_t(n);
-        result = at && PyList_Append(names, node) == 0 && PyDict_SetItem(seen, node, at) == 0 ? 0 : -1;
-        Py_XDECREF(at);
-        w[n++] = self->weights[k];
-    }
-    for (Py_ssize_t i = 0; result == 0 && i < nadd; i++) {
-        PyObject *name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyObject *at = PyDict_GetItemWithError(seen, name);
-        if (at) {
-            w[PyLong_AsSsize_t(at)] = weights[i];
-        } else if (!PyErr_Occurred()) {
-            PyObject *pos = PyLong_FromSsize_t(n);
-            result = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0
-                         ? 0 : -1;
-            Py_XDECREF(pos);
-            w[n++] = weights[i];
-        } else {
-            result = -1;
-        }
-        Py_DECREF(name);
-    }
-    PyObject *tuple = result == 0 ? PyList_AsTuple(names) : NULL;
-    result = tuple ? router_set(self, tuple, w) : -1;
-    Py_XDECREF(tuple);
-    Py_XDECREF(names);
-    Py_XDECREF(seen);
-    PyMem_Free(w);
-    return result;
 }
 
 /* ------------------------------------------------------------------ */
@@ -359,7 +37,7 @@ static int parse_layout(PyObject *layout, chash_rdv_layout *out)
         return -1;
     }
     for (int i = 0; i < CHASH_RDV_LAYOUT_COUNT; i++) {
-        if (PyUnicode_CompareWithASCIIString(layout, layouts[i].name) == 0) {
+        if (PyUnicode_CompareWithASCIIString(layout, rdv_layouts[i].name) == 0) {
             *out = (chash_rdv_layout)i;
             return 0;
         }
@@ -379,10 +57,10 @@ static int check_hash(PyObject *hash, chash_rdv_layout layout)
         PyErr_Format(PyExc_TypeError, "hash must be str or None, not %.200s", Py_TYPE(hash)->tp_name);
         return -1;
     }
-    if (PyUnicode_CompareWithASCIIString(hash, layouts[layout].hash) == 0)
+    if (PyUnicode_CompareWithASCIIString(hash, rdv_layouts[layout].hash) == 0)
         return 0;
-    PyErr_Format(PyExc_ValueError, "the %s layout hashes with '%s', not %R", layouts[layout].name,
-                 layouts[layout].hash, hash);
+    PyErr_Format(PyExc_ValueError, "the %s layout hashes with '%s', not %R", rdv_layouts[layout].name,
+                 rdv_layouts[layout].hash, hash);
     return -1;
 }
 
@@ -401,7 +79,7 @@ static PyObject *rdv_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->layout = layout;
     PyObject *empty = PyTuple_New(0);
-    if (!empty || router_set(self, empty, NULL) < 0) {
+    if (!empty || rdv_router_set(self, empty, NULL) < 0) {
         Py_XDECREF(empty);
         Py_DECREF(self);
         return NULL;
@@ -457,14 +135,14 @@ static PyObject *rdv_add(RendezvousObject *self, PyObject *args, PyObject *kwds)
     const char *id;
     Py_ssize_t len;
     double w;
-    if (node_id(node, &id, &len) < 0 || read_weight(self->layout, weight_obj, &w) < 0)
+    if (node_id(node, &id, &len) < 0 || rdv_read_weight(self->layout, weight_obj, &w) < 0)
         return NULL;
-    Py_ssize_t at = position_of(self, node);
+    Py_ssize_t at = rdv_position_of(self, node);
     if (at < 0 && PyErr_Occurred())
         return NULL;
     if (at >= 0 && self->weights[at] == w)
         Py_RETURN_NONE;
-    return done(update(self, &node, &w, 1, -1));
+    return done(rdv_update(self, &node, &w, 1, -1));
 }
 
 static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *kwds)
@@ -474,7 +152,7 @@ static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
         return NULL;
     double w;
-    if (read_weight(self->layout, weight_obj, &w) < 0)
+    if (rdv_read_weight(self->layout, weight_obj, &w) < 0)
         return NULL;
     if (PyUnicode_Check(nodes) || PyBytes_Check(nodes)) {
         PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str, not a single str");
@@ -495,7 +173,7 @@ static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *
         weights[i] = w;
     }
     if (result == 0)
-        result = update(self, n ? &PyTuple_GET_ITEM(seq, 0) : NULL, weights, n, -1);
+        result = rdv_update(self, n ? &PyTuple_GET_ITEM(seq, 0) : NULL, weights, n, -1);
     PyMem_Free(weights);
     Py_DECREF(seq);
     return done(result);
@@ -503,10 +181,10 @@ static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *
 
 static int remove_node(RendezvousObject *self, PyObject *node)
 {
-    Py_ssize_t at = position_of(self, node);
+    Py_ssize_t at = rdv_position_of(self, node);
     if (at < 0)
         return PyErr_Occurred() ? -1 : 0;
-    return update(self, NULL, NULL, 0, at) < 0 ? -1 : 1;
+    return rdv_update(self, NULL, NULL, 0, at) < 0 ? -1 : 1;
 }
 
 static PyObject *rdv_remove(RendezvousObject *self, PyObject *node)
@@ -525,52 +203,7 @@ static PyObject *rdv_discard(RendezvousObject *self, PyObject *node)
 /* Exactly the (node, weight) pairs of an iterable, in that order. */
 static PyObject *rdv_replace(RendezvousObject *self, PyObject *pairs)
 {
-    PyObject *seq = PySequence_Tuple(pairs);
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    PyObject *nodes = PyTuple_New(n);
-    PyObject *seen = PySet_New(NULL);
-    double *weights = PyMem_New(double, (size_t)n + 1);
-    int result = nodes && seen && weights ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; result == 0 && i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(seq, i);
-        const char *id;
-        Py_ssize_t len;
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
-                         Py_TYPE(pair)->tp_name);
-            result = -1;
-            break;
-        }
-        PyObject *node = PyTuple_GET_ITEM(pair, 0);
-        if (node_id(node, &id, &len) < 0
-            || read_weight(self->layout, PyTuple_GET_ITEM(pair, 1), &weights[i]) < 0) {
-            result = -1;
-            break;
-        }
-        PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyTuple_SET_ITEM(nodes, i, name);
-        int dup = PySet_Contains(seen, name);
-        if (dup == 0)
-            dup = PySet_Add(seen, name) < 0 ? -1 : 0;
-        else if (dup == 1)
-            PyErr_Format(PyExc_ValueError, "node %R is given twice", name);
-        result = dup == 0 ? 0 : -1;
-    }
-    if (result == 0)
-        result = router_set(self, nodes, weights);
-    Py_DECREF(seq);
-    Py_XDECREF(nodes);
-    Py_XDECREF(seen);
-    PyMem_Free(weights);
-    return done(result);
+    return done(rdv_nodes_replace(self, pairs));
 }
 
 /* ------------------------------------------------------------------ */
@@ -589,10 +222,10 @@ static PyObject *owner_of(const RendezvousObject *self, const key_view *v)
 static PyObject *rdv_get(RendezvousObject *self, PyObject *key)
 {
     key_view v;
-    if (key_view_of(self->layout, key, &v) < 0)
+    if (rdv_key_view_of(self->layout, key, &v) < 0)
         return NULL;
     PyObject *result = owner_of(self, &v);
-    key_view_release(&v);
+    rdv_key_view_release(&v);
     return result;
 }
 
@@ -605,12 +238,12 @@ static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
     PyObject *result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++) {
         key_view v;
-        if (key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
+        if (rdv_key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
             Py_CLEAR(result);
             break;
         }
         PyList_SET_ITEM(result, i, owner_of(self, &v));
-        key_view_release(&v);
+        rdv_key_view_release(&v);
     }
     Py_DECREF(seq);
     return result;
@@ -624,7 +257,7 @@ static PyObject *rdv_preference(RendezvousObject *self, PyObject *const *args, P
     }
     size_t want;
     key_view v;
-    if (parse_count(args[1], &want) < 0 || key_view_of(self->layout, args[0], &v) < 0)
+    if (parse_count(args[1], &want) < 0 || rdv_key_view_of(self->layout, args[0], &v) < 0)
         return NULL;
     size_t n = count_of(self);
     want = want < n ? want : n;
@@ -646,7 +279,7 @@ static PyObject *rdv_preference(RendezvousObject *self, PyObject *const *args, P
         }
     }
     PyMem_Free(order);
-    key_view_release(&v);
+    rdv_key_view_release(&v);
     return result;
 }
 
@@ -694,7 +327,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
     int failed = 0;
     for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(seq); i++) {
         key_view v;
-        if (key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
+        if (rdv_key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
             failed = 1;
             break;
         }
@@ -704,7 +337,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
          * changed the router: count only what fits. */
         if (chash_rdv_lookup(self->set, v.buf, (size_t)v.len, &winner) == CHASH_OK && winner < n)
             counts[winner]++;
-        key_view_release(&v);
+        rdv_key_view_release(&v);
     }
     Py_DECREF(seq);
     PyObject *result = NULL;
@@ -728,7 +361,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
 static PyObject *canonical_nodes(const RendezvousObject *self)
 {
     PyObject *list = PySequence_List(self->nodes);
-    if (list && !layouts[self->layout].ordered && PyList_Sort(list) < 0)
+    if (list && !rdv_layouts[self->layout].ordered && PyList_Sort(list) < 0)
         Py_CLEAR(list);
     return list;
 }
@@ -738,11 +371,11 @@ static PyObject *rdv_fingerprint(RendezvousObject *self, PyObject *Py_UNUSED(ign
     PyObject *list = canonical_nodes(self);
     if (!list)
         return NULL;
-    PyObject *text = PyUnicode_FromFormat("rendezvous|%s|%s", layouts[self->layout].name,
-                                          layouts[self->layout].hash);
+    PyObject *text = PyUnicode_FromFormat("rendezvous|%s|%s", rdv_layouts[self->layout].name,
+                                          rdv_layouts[self->layout].hash);
     for (Py_ssize_t i = 0; text && i < PyList_GET_SIZE(list); i++) {
         PyObject *node = PyList_GET_ITEM(list, i);
-        Py_ssize_t at = position_of(self, node);
+        Py_ssize_t at = rdv_position_of(self, node);
         char weight[64];
         PyOS_snprintf(weight, sizeof weight, "%.17g", at >= 0 ? self->weights[at] : 0.0);
         PyObject *part = PyUnicode_FromFormat("\n%U\t%s", node, weight);
@@ -776,7 +409,7 @@ static PyObject *rdv_check(RendezvousObject *self, PyObject *Py_UNUSED(ignored))
              && PyDict_GET_SIZE(self->index) == (Py_ssize_t)n;
     for (size_t k = 0; ok && k < n; k++) {
         PyObject *node = PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)k);
-        ok = PyUnicode_CheckExact(node) && position_of(self, node) == (Py_ssize_t)k;
+        ok = PyUnicode_CheckExact(node) && rdv_position_of(self, node) == (Py_ssize_t)k;
     }
     if (PyErr_Occurred())
         return NULL;
@@ -806,7 +439,7 @@ static PyObject *rdv_reduce(RendezvousObject *self, PyObject *Py_UNUSED(ignored)
     PyObject *rebuild = pairs ? PyObject_GetAttrString((PyObject *)Py_TYPE(self), "_rebuild") : NULL;
     PyObject *result = NULL;
     if (rebuild)
-        result = Py_BuildValue("(O(sO))", rebuild, layouts[self->layout].name, pairs);
+        result = Py_BuildValue("(O(sO))", rebuild, rdv_layouts[self->layout].name, pairs);
     Py_XDECREF(rebuild);
     Py_XDECREF(pairs);
     return result;
@@ -850,12 +483,12 @@ static PyObject *get_weights(RendezvousObject *self, void *Py_UNUSED(closure))
 
 static PyObject *get_hash(RendezvousObject *self, void *Py_UNUSED(closure))
 {
-    return PyUnicode_FromString(layouts[self->layout].hash);
+    return PyUnicode_FromString(rdv_layouts[self->layout].hash);
 }
 
 static PyObject *get_layout(RendezvousObject *self, void *Py_UNUSED(closure))
 {
-    return PyUnicode_FromString(layouts[self->layout].name);
+    return PyUnicode_FromString(rdv_layouts[self->layout].name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -868,7 +501,7 @@ static Py_ssize_t rdv_len(RendezvousObject *self)
 
 static int rdv_contains(RendezvousObject *self, PyObject *node)
 {
-    Py_ssize_t at = position_of(self, node);
+    Py_ssize_t at = rdv_position_of(self, node);
     return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
@@ -883,7 +516,7 @@ static PyObject *rdv_repr(RendezvousObject *self)
     if (!type_name)
         return NULL;
     PyObject *repr = PyUnicode_FromFormat("%U(layout='%s', hash='%s', nodes=%zd)", type_name,
-                                          layouts[self->layout].name, layouts[self->layout].hash,
+                                          rdv_layouts[self->layout].name, rdv_layouts[self->layout].hash,
                                           PyTuple_GET_SIZE(self->nodes));
     Py_DECREF(type_name);
     return repr;
@@ -903,7 +536,7 @@ static PyObject *rdv_richcompare(PyObject *a, PyObject *b, int op)
         Py_XDECREF(wb);
     }
     /* The layouts that scan a list route by its order too. */
-    if (equal == 1 && layouts[x->layout].ordered)
+    if (equal == 1 && rdv_layouts[x->layout].ordered)
         equal = PyObject_RichCompareBool(x->nodes, y->nodes, Py_EQ);
     if (equal < 0)
         return NULL;
