@@ -93,6 +93,7 @@ def squid(peers: Sequence[tuple[str, int, int]], workdir: Path) -> Iterator[int]
         "http_access allow all",
         "never_direct allow all",
         "forwarded_for delete",
+        "pinger_enable off",
     ]
     for name, peer_port, weight in peers:
         lines.append(f"cache_peer 127.0.0.1 parent {peer_port} 0 carp no-query no-digest "
