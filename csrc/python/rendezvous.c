@@ -229,6 +229,23 @@ static PyObject *rdv_get(RendezvousObject *self, PyObject *key)
     return result;
 }
 
+static PyObject *rdv_get_by_hash(RendezvousObject *self, PyObject *hash)
+{
+    if (self->layout != CHASH_RDV_HRW) {
+        PyErr_Format(PyExc_ValueError,
+                     "the %s layout scores the key's bytes, not a hash: use get_target_node",
+                     rdv_layouts[self->layout].name);
+        return NULL;
+    }
+    uint64_t h;
+    if (parse_hash_arg(hash, 64, "hrw", &h) < 0)
+        return NULL;
+    uint32_t winner;
+    if (chash_rdv_lookup_hash(self->set, h, &winner) != CHASH_OK)
+        Py_RETURN_NONE;
+    return Py_NewRef(PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)winner));
+}
+
 static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
 {
     PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
@@ -572,6 +589,12 @@ PyDoc_STRVAR(get_doc,
 "layout's rule; None when there is no node (and, for caddy and squid,\n"
 "when no score beats 0, as those programs then pick none).");
 
+PyDoc_STRVAR(get_by_hash_doc,
+"get_target_node_by_hash($self, hash, /)\n--\n\n"
+"hrw only: the node of a key whose XXH64 (seed 0) is hash, an int from 0\n"
+"to 2**64 - 1; None when there is no node.  The program layouts score the\n"
+"key's bytes themselves (ValueError).");
+
 PyDoc_STRVAR(get_many_doc,
 "get_target_nodes($self, keys, /)\n--\n\n"
 "get_target_node for every key of an iterable, as a list.");
@@ -624,6 +647,7 @@ static PyMethodDef rdv_methods[] = {
     {"discard_service_node", (PyCFunction)rdv_discard, METH_O, discard_doc},
     {"get_target_node", (PyCFunction)rdv_get, METH_O, get_doc},
     {"get_target_nodes", (PyCFunction)rdv_get_many, METH_O, get_many_doc},
+    {"get_target_node_by_hash", (PyCFunction)rdv_get_by_hash, METH_O, get_by_hash_doc},
     {"get_preference_list", (PyCFunction)(void (*)(void))rdv_preference, METH_FASTCALL,
      preference_doc},
     {"ownership", (PyCFunction)rdv_ownership, METH_NOARGS, ownership_doc},

@@ -137,6 +137,20 @@ def test_hrw_matches_its_oracle_and_ranks_every_node() -> None:
         assert router.get_preference_list(key, 2) == rank[:2]
 
 
+def test_hrw_by_hash_is_the_lookup_of_the_keys_xxh64() -> None:
+    router = make("hrw", ["a", "b", "c"], [1.0, 2.0, 3.0])
+    for key in KEYS:
+        assert router.get_target_node_by_hash(_hash("xxh64", key.encode())) == \
+            router.get_target_node(key)
+    assert RendezvousRouter().get_target_node_by_hash(5) is None
+    with pytest.raises(ValueError, match="2\\*\\*64 - 1"):
+        router.get_target_node_by_hash(2**64)
+    with pytest.raises(TypeError):
+        router.get_target_node_by_hash("5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="scores the key's bytes"):
+        make("caddy", ["a"]).get_target_node_by_hash(5)
+
+
 def test_hrw_uniform_weights_take_the_mix_alone() -> None:
     nodes = [f"n{i}" for i in range(9)]
     router = make("hrw", nodes)
