@@ -562,6 +562,16 @@ def jump_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
     rounds as wide_layout_rows times them: single get_target_node, batch
     get_target_nodes and batch get_target_nodes_by_hash.  Jump keeps no
     table and takes O(log n) steps a lookup."""
+def rendezvous_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
+    """RendezvousRouter against pymemcache 4.0's HashClient hasher
+    (pymemcache.client.rendezvous.RendezvousHash.get_node, pure Python),
+    timed in interleaved rounds: single get_target_node and batch
+    get_target_nodes of layout="pymemcache" (the same answers as
+    RendezvousHash, checked) and of layout="hrw" (weighted, all weights 1),
+    against get_node on fewer keys (it scores every node in Python); chash
+    on 2,000 keys a sample, single and batch alike, so that samples are short
+    enough to dodge the scheduler on a loaded machine.
+    Target: RendezvousHash / chash pymemcache >= 200x at 10 nodes."""
     import gc
     import math
     import statistics
@@ -618,6 +628,72 @@ def jump_rows(node_counts: Sequence[int], keys: list[str], repeat: int) -> str:
                          f"{med['mg'][i]:>8.1f} {med['ring'][i]:>8.1f} "
                          f"{med['mg'][i] / med['jump'][i]:>8.2f} "
                          f"{med['ring'][i] / med['jump'][i]:>9.2f}")
+    from chash import RendezvousRouter
+
+    try:
+        from pymemcache.client.rendezvous import RendezvousHash
+    except ImportError as exc:
+        raise SystemExit("the rendezvous rows need pymemcache: pip install pymemcache==4.0.0") from exc
+
+    def timed(call: Any, items: list[str], batch: bool) -> float:
+        """ns a key, the best of 3 back-to-back takes."""
+        best = math.inf
+        for _ in range(3):
+            gc.disable()
+            t0 = time.perf_counter_ns()
+            if batch:
+                call(items)
+            else:
+                for key in items:
+                    call(key)
+            best = min(best, (time.perf_counter_ns() - t0) / len(items))
+            gc.enable()
+        return best
+
+    info = machine_info(["pymemcache"])
+    load = os.getloadavg()[0]
+    lines = [f"chash {info['chash']} ({info['commit']}) · pymemcache {info['pymemcache']} · "
+             f"{info['python']} · {info['cpu']} · {info['cpu_count']} CPUs · load {load:.2f}",
+             f"RendezvousRouter against pymemcache's RendezvousHash.get_node (medians of {repeat} "
+             "interleaved rounds, each sample the best of 3 takes; chash on 2,000 keys, "
+             "pymemcache on max(20, 20000 / nodes))",
+             f"{'nodes':>6} {'pymemcache':>11} {'single':>8} {'batch':>8} {'hrw 1':>8} "
+             f"{'hrw batch':>9} {'pm/single':>10} {'pm/batch':>9}  (ns a key)"]
+    missed = 0
+    for n in node_counts:
+        nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:11211" for i in range(n)]
+        real = RendezvousHash()
+        for node in nodes:
+            real.add_node(node)
+        exact = RendezvousRouter(layout="pymemcache")
+        exact.add_service_nodes(nodes)
+        hrw = RendezvousRouter()
+        hrw.add_service_nodes(nodes)
+        few = keys[:max(20, 20000 // n)]
+        if exact.get_target_nodes(few) != [real.get_node(k) for k in few]:
+            raise SystemExit(f"layout='pymemcache' differs from RendezvousHash at {n} nodes")
+        single = keys[:2000]
+        contenders: list[tuple[str, Any, list[str], bool]] = [
+            ("pm", real.get_node, few, False),
+            ("single", exact.get_target_node, single, False),
+            ("batch", exact.get_target_nodes, single, True),
+            ("hrw", hrw.get_target_node, single, False),
+            ("hrw_batch", hrw.get_target_nodes, single, True),
+        ]
+        samples: dict[str, list[float]] = {tag: [] for tag, _, _, _ in contenders}
+        for r in range(repeat):
+            for tag, call, items, batch in contenders[r % 5:] + contenders[:r % 5]:
+                samples[tag].append(timed(call, items, batch))
+        med = {tag: statistics.median(v) for tag, v in samples.items()}
+        r_single, r_batch = med["pm"] / med["single"], med["pm"] / med["batch"]
+        mark = ""
+        if n == 10:
+            mark = "  >= 200x ✓" if r_single >= 200 else "  >= 200x ✗"
+            missed += r_single < 200
+        lines.append(f"{n:>6} {med['pm']:>11,.0f} {med['single']:>8.1f} {med['batch']:>8.1f} "
+                     f"{med['hrw']:>8.1f} {med['hrw_batch']:>9.1f} {r_single:>9.0f}× "
+                     f"{r_batch:>8.0f}×{mark}")
+    lines.append(f"rendezvous targets missed: {missed}; load {os.getloadavg()[0]:.2f} at the end")
     return "\n".join(lines)
 
 
@@ -640,6 +716,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="only the rows of the 64-bit envoy ring and MaglevRouter")
     parser.add_argument("--jump-only", action="store_true",
                         help="only the rows of JumpRouter (against Maglev and the 64-bit ring)")
+    parser.add_argument("--rendezvous-only", action="store_true",
+                        help="only the rows of RendezvousRouter against pymemcache's hasher "
+                             "(--nodes default 10,100,1000)")
     parser.add_argument("--reference", metavar="GIT_REV",
                         help="only this checkout's engine against the engine built at GIT_REV, "
                              "interleaved (benchmarks/_against_revision.py; --nodes default 100)")
@@ -664,6 +743,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.jump_only:
         print(jump_rows(nodes if "--nodes" in (argv if argv is not None else sys.argv)
                         else [10, 100, 1000], request_keys(args.keys or 20000), repeat))
+    if args.rendezvous_only:
+        given = "--nodes" in (argv if argv is not None else sys.argv)
+        print(rendezvous_rows(nodes if given else [10, 100, 1000],
+                              request_keys(args.keys or 20000), repeat))
         return 0
     if args.reference:
         from _against_revision import report as against_revision

@@ -5,7 +5,8 @@ router (MD5, ``{node}_virtual_{i}``, first point >= the key's hash), only
 faster, and adds weights, other hash functions and layouts, replica lists.
 ``layout="envoy"`` and ``"grpc"`` build Envoy's and gRPC's 64-bit rings, and
 ``MaglevRouter`` is Envoy's Maglev table; ``JumpRouter`` is jump consistent
-hash (and Guava's ``Hashing.consistentHash``).
+hash (and Guava's ``Hashing.consistentHash``); ``RendezvousRouter`` is highest
+random weight, weighted or exactly as pymemcache, Caddy and Squid score.
 """
 from pathlib import Path as _Path
 
@@ -43,6 +44,7 @@ try:
         JumpRouter,
         MaglevRouter,
         Move,
+        RendezvousRouter,
     )
 except ModuleNotFoundError as _exc:
     if _exc.name != "chash._chash":
@@ -63,4 +65,5 @@ __all__ = [
     "MAX_VIRTUAL_NODES",
     "MaglevRouter",
     "Move",
+    "RendezvousRouter",
 ]

@@ -2,7 +2,7 @@
  * module.c - chash._chash: the one extension, over one copy of the engine.
  * It holds the ConsistentHashRouter type (router.c, over its families:
  * ring32/, ring64.c), MaglevRouter (maglev.c), JumpRouter (jump.c),
- * chash.Move (diff.c), the
+ * RendezvousRouter (rendezvous.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
@@ -15,6 +15,7 @@
 #include "http_head.h"
 #include "jump.h"
 #include "maglev.h"
+#include "rendezvous.h"
 #include "ring32/ring32.h"
 #include "router.h"
 #include "simulate.h"
@@ -88,7 +89,8 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || jump_type_setup(module) < 0 || diff_module_setup(module) < 0)
+        || jump_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
+        || diff_module_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)
@@ -129,6 +131,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     Py_VISIT(get_state(module)->router_type);
     Py_VISIT(get_state(module)->maglev_type);
+    Py_VISIT(get_state(module)->rendezvous_type);
     Py_VISIT(get_state(module)->move_type);
     return 0;
 }
@@ -137,6 +140,7 @@ static int module_clear(PyObject *module)
 {
     Py_CLEAR(get_state(module)->router_type);
     Py_CLEAR(get_state(module)->maglev_type);
+    Py_CLEAR(get_state(module)->rendezvous_type);
     Py_CLEAR(get_state(module)->move_type);
     return 0;
 }

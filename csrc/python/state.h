@@ -11,6 +11,7 @@
 typedef struct {
     PyTypeObject *router_type; /* chash.ConsistentHashRouter (router.c) */
     PyTypeObject *maglev_type; /* chash.MaglevRouter (maglev.c) */
+    PyTypeObject *rendezvous_type; /* chash.RendezvousRouter (rendezvous.c) */
     PyObject *move_type;       /* chash.Move, a namedtuple (diff.c) */
 } module_state;
 

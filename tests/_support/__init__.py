@@ -25,6 +25,7 @@ One line a module:
 - ``redis_server``: a private redis-server, and clients of it;
 - ``redis_topologies``: a real Redis Cluster and a Sentinel setup;
 - ``redis_pools``: nutcracker (twemproxy) pools of redis-servers, for the sharded cache clients;
+- ``rendezvous_programs``: a real Caddy and Squid in front of backends that name themselves;
 - ``etcd_server``: real etcd members on free loopback ports;
 - ``membership_async``: the asyncio membership driven from sync test code;
 - ``membership_worker``: one gateway instance in its own process, driven by the membership tests;
