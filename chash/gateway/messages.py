@@ -1,6 +1,7 @@
 """What the gateway writes of its own, without I/O: heads and answers.
 
-The head of a request to a backend (``backend_head``), the head of a
+The request line and Host field of a request to a backend
+(``request_start``), the rest of its head (``backend_head``), the head of a
 response to a client and how its body is framed (``client_head``), and the
 gateway's own plain-text answers (``simple_answer``).  The proxy does the
 I/O.
@@ -13,7 +14,7 @@ import enum
 from chash._chash import _backend_head
 from chash.gateway.heads import RequestHead, ResponseHead
 
-__all__ = ["Body", "backend_head", "client_head", "simple_answer"]
+__all__ = ["Body", "backend_head", "client_head", "request_start", "simple_answer"]
 
 _REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
             413: "Content Too Large", 414: "URI Too Long",
@@ -45,6 +46,12 @@ def simple_answer(status: int, message: str, close: bool) -> bytes:
     return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
             f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
             + ("Connection: close\r\n" if close else "") + "\r\n").encode() + body
+
+
+def request_start(request: RequestHead, authority: bytes) -> bytes:
+    """The request line and Host field of ``request`` sent to the backend
+    at ``authority`` (``host:port``): what ``backend_head`` follows."""
+    return b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (request.method.encode(), request.target, authority)
 
 
 def backend_head(request: RequestHead, remote: str) -> bytes:
