@@ -196,7 +196,9 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser,
             node_header=args.node_header, max_body=args.max_body,
             header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
             tracing=False if args.no_tracing else None, zone=args.zone,
-            slow_start=args.slow_start or 0.0)
+            slow_start=args.slow_start or 0.0, tunnel_idle_timeout=args.tunnel_idle_timeout,
+            max_tunnels=args.max_tunnels, on_ring_change=args.on_ring_change,
+            tunnel_close_grace=args.tunnel_close_grace)
     except ValueError as exc:
         parser.error(str(exc))
     return Plan(config, backends, router, zones, feeds, listen=args.listen,
@@ -360,6 +362,21 @@ def _add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a keep-alive connection may stay idle (default 75)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
+    parser.add_argument("--tunnel-idle-timeout", type=seconds, default=3600.0, metavar="S",
+                        help="seconds a WebSocket tunnel may pass no byte either way before "
+                             "it is closed (default 3600)")
+    parser.add_argument("--max-tunnels", type=int, default=10000, metavar="N",
+                        help="WebSocket tunnels open at once per process (default 10000; 0: "
+                             "no limit); a handshake past the cap is answered 503 with "
+                             "Retry-After")
+    parser.add_argument("--on-ring-change", choices=("keep", "close"), default="keep",
+                        help="WebSocket tunnels whose key gets another owner: keep them on "
+                             "their node (keep, the default) or close them with code 1012, "
+                             "so that their clients reconnect to the new owner (close)")
+    parser.add_argument("--tunnel-close-grace", type=seconds, default=5.0, metavar="S",
+                        help="seconds a tunnel the gateway closes (a ring change, a stop) "
+                             "may take to reach a frame boundary for its close frame "
+                             "(default 5)")
 
 
 def _add_health_arguments(parser: argparse.ArgumentParser) -> None:

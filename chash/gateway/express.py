@@ -182,7 +182,7 @@ class Express:
         whether it went (else nothing was done)."""
         proxy = self._proxy
         config = proxy.config
-        if request.content_length or request.chunked:
+        if request.content_length or request.chunked or request.upgrade is not None:
             return False
         key = proxy.key_rule.extract(request)
         nodes = None if key is None else proxy.router.get_preference_list(key, config.attempts)

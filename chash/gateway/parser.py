@@ -142,8 +142,9 @@ class RequestParser:
         self._partial = None
         self._checked = 0
         kept, self._kept = self._kept, None
-        request, parser = _parse(head, kept)
-        if request.keep_alive and not request.content_length and not request.chunked:
+        request, parser, upgrade = _parse(head, kept)
+        if request.keep_alive and not request.content_length and not request.chunked \
+                and not upgrade:
             self._kept = parser
         return request
 
@@ -181,9 +182,25 @@ def parse_request_head(head: bytes) -> RequestHead:
     return _parse(head, None)[0]
 
 
-def _parse(head: bytes, kept: tuple[Any, _Ends] | None) -> tuple[RequestHead, tuple[Any, _Ends]]:
+def _websocket(request: RequestHead) -> bytes | None:
+    """The ``Upgrade`` value if ``request`` is a WebSocket handshake (RFC
+    6455 §4.1: GET, ``upgrade`` among the Connection tokens, ``websocket``
+    among the Upgrade ones), else None."""
+    if request.method != "GET":
+        return None
+    connection = b",".join(v for n, v in request.fields if n == b"connection")
+    if b"upgrade" not in {t.strip(b" \t").lower() for t in connection.split(b",")}:
+        return None
+    upgrade = b",".join(v for n, v in request.fields if n == b"upgrade")
+    protocols = {t.strip(b" \t").split(b"/", 1)[0].lower() for t in upgrade.split(b",")}
+    return upgrade if b"websocket" in protocols else None
+
+
+def _parse(head: bytes, kept: tuple[Any, _Ends] | None,
+           ) -> tuple[RequestHead, tuple[Any, _Ends], bool]:
     """Parse ``head`` with the parser ``kept`` (a new one if None): the
-    request, and the parser, which may go on to the next head."""
+    request, the parser, and whether llhttp saw an upgrade (then the
+    parser may not go on to the next head)."""
     if kept is None:
         ends = _Ends()
         kept = (_module().HttpRequestParser(ends), ends)
@@ -200,6 +217,8 @@ def _parse(head: bytes, kept: tuple[Any, _Ends] | None) -> tuple[RequestHead, tu
     request = _request_head(head, upgrade, RequestHead)
     if type(request) is tuple:
         raise HttpError(*request)
-    return request, kept
+    if upgrade:
+        request.upgrade = _websocket(request)
+    return request, kept, upgrade
 
 

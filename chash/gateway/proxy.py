@@ -25,11 +25,20 @@ from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
 from chash.gateway.express import CLOSE, Express, Handoff, Refuse, Relayed, Resume, Sent, Serve
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
-from chash.gateway.messages import Body, backend_head, client_head, request_start, simple_answer
+from chash.gateway.messages import (
+    Body,
+    backend_head,
+    client_head,
+    request_start,
+    simple_answer,
+    switching_head,
+    upgrade_head,
+)
 from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
 from chash.gateway.tracing import AttemptTracer
+from chash.gateway.tunnel import Tunnels
 from chash.metrics import RouteCounters
 
 __all__ = ["HealthReports", "Proxy", "Routes", "describe"]
@@ -91,7 +100,8 @@ class Proxy:
 
     def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
-                 health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
+                 health: HealthReports | None, tracer: AttemptTracer | None = None,
+                 tunnels: Tunnels | None = None) -> None:
         self.config = config
         self.key_rule = config.key_rule
         self.router = router
@@ -99,6 +109,8 @@ class Proxy:
         self.counters = counters
         self._health = health
         self._tracer = tracer
+        #: The WebSocket tunnels of this process (``chash.gateway.tunnel``).
+        self.tunnels = tunnels if tunnels is not None else Tunnels(config)
         self.in_flight: dict[str, int] = {}
         #: Set by ``close``: each connection ends after the request it serves.
         self.closing = False
@@ -121,10 +133,13 @@ class Proxy:
     async def close(self, grace: float) -> None:
         """Let requests in flight finish (``grace`` seconds at most), then
         close every client and backend connection."""
-        # Idle keep-alive connections close now; busy ones after their answer.
+        # Idle keep-alive connections close now; busy ones after their
+        # answer; tunnels with a close frame (1001) at a frame boundary.
         self.closing = True
         for channel in list(self._connections):
             channel.finish_if_idle()
+        self.tunnels.close_all()
+        await self.tunnels.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
@@ -278,6 +293,12 @@ class Proxy:
         if not nodes:
             self.counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", has_body)
+        if request.upgrade is not None:
+            if has_body:
+                self.counters.request("rejected")
+                return self._answer(client, request, 400,
+                                    "a WebSocket handshake has no body", True)
+            return await self._upgrade(client, request, key, nodes, remote)
         if request.expect_continue and has_body:
             client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body: bytes | None = b""
@@ -373,6 +394,112 @@ class Proxy:
                                 body is None)
         return self._answer(client, request, 502, f"no backend answered ({detail})",
                             body is None)
+
+    # -- a WebSocket handshake -------------------------------------------------
+
+    async def _upgrade(self, client: Channel, request: RequestHead, key: bytes,
+                       nodes: Sequence[str], remote: str) -> bool:
+        """Route a WebSocket handshake as a request (failing over while no
+        101 has reached the client), then run its tunnel; whether the
+        client connection may go on (only after an answer other than 101)."""
+        tunnels = self.tunnels
+        if tunnels.full:
+            self.counters.routed(nodes[0], "rejected")
+            if client.lost:
+                return False
+            client.write(simple_answer(
+                503, f"{self.config.max_tunnels} WebSocket tunnels are open, the most allowed",
+                not request.keep_alive, retry_after=1))
+            return request.keep_alive
+        config = self.config
+        head = upgrade_head(request, remote)
+        loop = client.loop
+        deadline = loop.time() + config.deadline
+        tried: list[str] = []
+        timed_out = False
+        index: int | None = 0
+        while index is not None:
+            node = nodes[index]
+            if index:
+                self.counters.retry()
+            self.in_flight[node] = self.in_flight.get(node, 0) + 1
+            try:
+                outcome, detail, conn, response = await self._handshake(
+                    request, node, head, deadline)
+            finally:
+                self.in_flight[node] -= 1
+            following = next_attempt(nodes, index, request.method, outcome,
+                                     retry_unsafe=config.retry_unsafe, replayable=True)
+            if conn is not None and response is not None:
+                if outcome is Outcome.ANSWERED or following is None:  # the last node's answer
+                    self.counters.routed(nodes[0], "ok", node)
+                    if response.status == 101:
+                        await tunnels.run(client, conn, node, key, switching_head(
+                            response, b"websocket", self.node_line(node)))
+                        return False
+                    try:
+                        _, keep = await self._relay(client, request, response, conn, node)
+                    except (EOFError, ReadTimeout):
+                        keep = False
+                    conn.close()
+                    return keep and not client.lost
+                conn.close()
+            tried.append(f"{node}: {detail}")
+            timed_out = detail.startswith(("timed out", "connect timed out"))
+            index = following
+            if index is not None and loop.time() >= deadline:
+                tried.append(f"deadline of {config.deadline:g}s passed")
+                timed_out = True
+                break
+        self.counters.routed(nodes[0], "failed")
+        detail = "; ".join(tried)
+        if timed_out:
+            return self._answer(client, request, 504, f"no backend answered in time ({detail})")
+        return self._answer(client, request, 502, f"no backend answered ({detail})")
+
+    async def _handshake(self, request: RequestHead, node: str, head: bytes, deadline: float,
+                         ) -> tuple[Outcome, str, Channel | None, ResponseHead | None]:
+        """Send the handshake to ``node`` on a connection of its own (a
+        tunnel keeps it): ``(outcome, detail, connection, answer)``, the
+        connection and the answer's head when one came (ANSWERED, or
+        RETRY_STATUS for a status to fail over from)."""
+        config = self.config
+        address = self.address_of(node)
+        host, _, port = address.rpartition(":")
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(Channel, host.strip("[]"), int(port)),
+                max(0.001, min(config.connect_timeout, deadline - loop.time())))
+        except (OSError, TimeoutError) as exc:
+            reason = f"connect timed out after {config.connect_timeout:g}s" \
+                if isinstance(exc, TimeoutError) else describe(exc)
+            self._failed(node, reason)
+            return Outcome.NOT_DELIVERED, reason, None, None
+        try:
+            conn.write(request_start(request, address.encode()) + head)
+            wait = max(0.001, min(config.read_timeout, deadline - loop.time()))
+            while True:
+                raw = await conn.read_head(65536, wait, 502)
+                if raw is None:
+                    raise EOFError("disconnected before answering")
+                response = parse_response_head(raw)
+                if response.status >= 200 or response.status == 101:
+                    break
+        except (ReadTimeout, EOFError, ConnectionError, HttpError) as exc:
+            conn.close()
+            reason = f"timed out after {config.read_timeout:g}s" \
+                if isinstance(exc, ReadTimeout) else describe(exc)
+            self._failed(node, reason)
+            return Outcome.FAILED, reason, None, None
+        status = response.status
+        if status in config.fail_on_status:
+            self._failed(node, f"HTTP {status}")
+        else:
+            self.succeeded(node)
+        if status in config.retry_statuses:
+            return Outcome.RETRY_STATUS, f"HTTP {status}", conn, response
+        return Outcome.ANSWERED, "", conn, response
 
     def _failed(self, node: str, reason: str) -> None:
         self.counters.attempt(node, ok=False)
