@@ -67,8 +67,8 @@ class Tunnel:
     """One upgraded connection: the client's, the backend's, and what the
     gateway knows of the stream it relays to the client."""
 
-    __slots__ = ("_timer", "backend", "boundaries", "client", "closing", "key", "last",
-                 "node", "reason")
+    __slots__ = ("_timer", "backend", "boundaries", "client", "closing", "half_closed", "key",
+                 "last", "node", "reason")
 
     def __init__(self, client: Channel, backend: Channel, node: str, key: bytes) -> None:
         self.client = client
@@ -80,6 +80,8 @@ class Tunnel:
         self.closing: int | None = None
         #: Why the tunnel ended (None while it runs).
         self.reason: str | None = None
+        #: The side that closed its sending side first, if one did.
+        self.half_closed: str | None = None
         #: When the last byte went either way (the loop's clock).
         self.last = client.loop.time()
         self._timer: asyncio.TimerHandle | None = None
@@ -196,13 +198,15 @@ class Tunnels:
                     continue
                 if not data:
                     side = "client" if up else "backend"
+                    if tunnel.half_closed is None:
+                        tunnel.half_closed = side
                     if source.lost or sink.lost or sink.transport is None \
                             or not sink.transport.can_write_eof():
                         tunnel.end(side)  # gone, not half-closed
                     else:
                         sink.transport.write_eof()  # the half-close, passed on
                         if sink.peer_closed:  # both sides have closed theirs
-                            tunnel.end(side)
+                            tunnel.end(tunnel.half_closed)
                     return
                 tunnel.last = loop.time()
                 if not up:

@@ -361,13 +361,331 @@ def test_half_closes_are_passed_on() -> None:
                 rest = await asyncio.wait_for(reader.read(), 10)
                 assert rest == b"after-eof" and bytes(got) == b"before-eof"
                 writer.close()
+                await writer.wait_closed()
         finally:
             server.close()
             await server.wait_closed()
     run(main())
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# -- the gateway closing tunnels, and faults ---------------------------------
+
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def _accept(key: bytes) -> bytes:
+    import base64
+    import hashlib
+
+    return base64.b64encode(hashlib.sha1(key + _GUID).digest())
+
+
+async def _raw_101(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Read a handshake and answer it 101, as a server would."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+               if line.lower().startswith(b"sec-websocket-key:"))
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                 b"Upgrade: websocket\r\nSec-WebSocket-Accept: " + _accept(key) + b"\r\n\r\n")
+
+
+async def _users_on(gateway: Gateway, count: int) -> dict[str, Any]:
+    """``count`` users with a tunnel each, their hello read."""
+    tunnels = {}
+    for i in range(count):
+        user = f"user-{i}"
+        ws = await connect(ws_url(gateway), additional_headers={"X-User-Id": user},
+                           ping_interval=None)
+        assert (await hello(ws))["backend"] == gateway.router.get_target_node(user)
+        tunnels[user] = ws
+    return tunnels
+
+
+@pytest.mark.parametrize("mode", ["close", "keep"])
+def test_a_ring_change_closes_only_the_moved_keys_tunnels_with_1012(mode: str) -> None:
+    async def main() -> None:
+        async with ws_cluster("abcd", on_ring_change=mode) as (gateway, _):
+            gateway.router.remove_service_node("d")
+            tunnels = await _users_on(gateway, 40)
+            before = {user: gateway.router.get_target_node(user) for user in tunnels}
+            gateway.router.add_service_node("d")  # some keys move to d
+            moved = {user for user in tunnels if gateway.router.get_target_node(user) == "d"}
+            assert moved and moved != set(tunnels)
+            if mode == "close":
+                for user in moved:
+                    with pytest.raises(ConnectionClosed) as closed:
+                        await asyncio.wait_for(tunnels[user].recv(), 20)
+                    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+                    # The client comes back to the key's new owner.
+                    async with connect(ws_url(gateway),
+                                       additional_headers={"X-User-Id": user}) as again:
+                        assert (await hello(again))["backend"] == "d"
+            else:
+                await asyncio.sleep(1.0)  # a few looks at the ring
+            for user, ws in tunnels.items():
+                if mode == "close" and user in moved:
+                    continue
+                await ws.send(f"still {user}")  # untouched, on the same node
+                assert await asyncio.wait_for(ws.recv(), 10) == f"still {user}"
+            nodes = {t.key.decode(): t.node for t in gateway.tunnels.live}
+            for user in tunnels:
+                if mode == "keep" or user not in moved:
+                    assert nodes[user] == before[user]
+            closed_counts = gateway.tunnels.counts().closed
+            ring_closed = sum(n for (_, r), n in closed_counts.items() if r == "ring_change")
+            assert ring_closed == (len(moved) if mode == "close" else 0)
+            for ws in tunnels.values():
+                await ws.close()
+    run(main(), timeout=120)
+
+
+def test_a_node_leaving_the_ring_ends_its_tunnels_even_with_keep() -> None:
+    async def main() -> None:
+        async with ws_cluster() as (gateway, _):
+            tunnels = await _users_on(gateway, 20)
+            gone = gateway.router.get_target_node("user-0")
+            assert gone is not None
+            on_gone = {user for user in tunnels if gateway.router.get_target_node(user) == gone}
+            gateway.router.remove_service_node(gone)  # what health checks do to a dead node
+            for user in on_gone:
+                with pytest.raises(ConnectionClosed) as closed:
+                    await asyncio.wait_for(tunnels[user].recv(), 20)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+            for user in set(tunnels) - on_gone:
+                await tunnels[user].send("here")
+                assert await asyncio.wait_for(tunnels[user].recv(), 10) == "here"
+            await eventually(lambda: all(t.node != gone for t in gateway.tunnels.live),
+                             "no tunnel left on the node that left")
+            assert any(t.node != gone for t in gateway.tunnels.live)
+            for ws in tunnels.values():
+                await ws.close()
+    run(main(), timeout=120)
+
+
+def test_a_stop_sends_every_client_1001() -> None:
+    async def main() -> None:
+        async with ws_cluster() as (gateway, _):
+            tunnels = await _users_on(gateway, 10)
+            stopping = asyncio.ensure_future(gateway.stop())
+            for ws in tunnels.values():
+                with pytest.raises(ConnectionClosed) as closed:
+                    await asyncio.wait_for(ws.recv(), 20)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+            await asyncio.wait_for(stopping, 30)
+            closed_counts = gateway.tunnels.counts().closed
+            assert sum(n for (_, r), n in closed_counts.items() if r == "stop") == 10
+    run(main())
+
+
+@pytest.mark.parametrize("finish", [True, False])
+def test_the_close_frame_waits_for_a_frame_boundary(finish: bool) -> None:
+    """A backend mid-frame when the gateway stops: the close frame follows
+    the frame's last byte; with no boundary in the grace, no frame at all."""
+    async def main() -> None:
+        released = asyncio.Event()
+
+        async def backend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await _raw_101(reader, writer)
+            payload = b"z" * 1000
+            frame = bytes([0x82, 126]) + len(payload).to_bytes(2, "big") + payload
+            writer.write(frame[:300])  # the frame begun
+            await writer.drain()
+            await released.wait()
+            if finish:
+                writer.write(frame[300:])
+                await writer.drain()
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(backend, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            gateway = Gateway([f"127.0.0.1:{port}"],
+                              GatewayConfig(health=False, tunnel_close_grace=1.0))
+            await gateway.start()
+            host, gport = gateway.url.removeprefix("http://").rsplit(":", 1)
+            reader, writer = await asyncio.open_connection(host, int(gport))
+            writer.write(b"GET / HTTP/1.1\r\nHost: g\r\nConnection: Upgrade\r\n"
+                         b"Upgrade: websocket\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\n"
+                         b"Sec-WebSocket-Version: 13\r\n\r\n")
+            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            await eventually(lambda: gateway.tunnels.live and next(
+                iter(gateway.tunnels.live)).boundaries.at_boundary is False, "mid-frame")
+            stopping = asyncio.ensure_future(gateway.stop())
+            await asyncio.sleep(0.2)
+            released.set()
+            rest = await asyncio.wait_for(reader.read(), 20)
+            await asyncio.wait_for(stopping, 30)
+            if finish:
+                assert len(rest) == 1004 + 4 and rest[1004:] == b"\x88\x02\x03\xe9"
+            else:
+                # What came, and nothing of the gateway's.
+                assert rest == bytes([0x82, 126, 3, 232]) + b"z" * 296
+            writer.close()
+            await writer.wait_closed()
+        finally:
+            server.close()
+            await server.wait_closed()
+    run(main())
+
+
+_KILLED_BACKEND = r"""
+import asyncio, base64, hashlib, sys
+
+async def serve(reader, writer):
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = [l.split(b":", 1)[1].strip() for l in head.split(b"\r\n")
+           if l.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                 b"Upgrade: websocket\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    # A 1 MiB message begun: its header and the first 64 KiB, then nothing.
+    writer.write(bytes([0x82, 127]) + (1 << 20).to_bytes(8, "big") + b"m" * 65536)
+    await writer.drain()
+    print("mid-message", flush=True)
+    await asyncio.sleep(3600)
+
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_a_backend_killed_mid_message_ends_its_tunnel() -> None:
+    import subprocess
+    import sys
+
+    async def main() -> None:
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_BACKEND], stdout=subprocess.PIPE)
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline())
+            async with Gateway([f"127.0.0.1:{port}"], GatewayConfig(health=False)) as gateway:
+                ws = await connect(ws_url(gateway), max_size=None, ping_interval=None)
+                receiving = asyncio.ensure_future(ws.recv())
+                assert await asyncio.to_thread(proc.stdout.readline) == b"mid-message\n"
+                await eventually(lambda: gateway.tunnels.counts().bytes[
+                    "backend_to_client"] >= 65536, "the message begun reached the client")
+                proc.kill()
+                with pytest.raises(ConnectionClosed):
+                    await asyncio.wait_for(receiving, 20)  # never a hang
+                await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
+                closed = gateway.tunnels.counts().closed
+                assert closed == {(f"127.0.0.1:{port}", "backend"): 1}
+                await ws.close()
+        finally:
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+    run(main())
+
+
+def test_a_client_gone_mid_message_ends_its_tunnel() -> None:
+    async def main() -> None:
+        ended = asyncio.Event()
+
+        async def handler(ws: ServerConnection) -> None:
+            with contextlib.suppress(ConnectionClosed):
+                async for _ in ws:
+                    pass
+            ended.set()
+
+        async with serve(handler, "127.0.0.1", 0) as server:
+            host, port = server.sockets[0].getsockname()[:2]
+            async with Gateway([f"{host}:{port}"], GatewayConfig(health=False)) as gateway:
+                ghost, gport = gateway.url.removeprefix("http://").rsplit(":", 1)
+                reader, writer = await asyncio.open_connection(ghost, int(gport))
+                writer.write(b"GET / HTTP/1.1\r\nHost: g\r\nConnection: Upgrade\r\n"
+                             b"Upgrade: websocket\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\n"
+                             b"Sec-WebSocket-Version: 13\r\n\r\n")
+                assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                        ).startswith(b"HTTP/1.1 101")
+                # A masked binary frame of 100 000 bytes begun, then the client is gone.
+                writer.write(bytes([0x82, 0xFF]) + (100000).to_bytes(8, "big") + b"mask"
+                             + b"q" * 5000)
+                await writer.drain()
+                await eventually(lambda: gateway.tunnels.counts().bytes[
+                    "client_to_backend"] >= 5000, "the message begun reached the backend")
+                writer.transport.abort()
+                await writer.wait_closed()
+                await asyncio.wait_for(ended.wait(), 20)
+                await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
+                assert gateway.tunnels.counts().closed == {(f"{host}:{port}", "client"): 1}
+    run(main())
+
+
+def test_a_slow_client_holds_the_backend_back_and_memory_flat() -> None:
+    async def main() -> None:
+        sent = [0]
+
+        async def handler(ws: ServerConnection) -> None:
+            chunk = b"s" * 65536
+            with contextlib.suppress(ConnectionClosed):
+                while sent[0] < 256 << 20:
+                    await ws.send(chunk)
+                    sent[0] += len(chunk)
+
+        async with serve(handler, "127.0.0.1", 0, max_size=None) as server:
+            host, port = server.sockets[0].getsockname()[:2]
+            async with Gateway([f"{host}:{port}"], GatewayConfig(health=False)) as gateway:
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.setblocking(False)
+                ghost, gport = gateway.url.removeprefix("http://").rsplit(":", 1)
+                await asyncio.get_running_loop().sock_connect(sock, (ghost, int(gport)))
+                reader, writer = await asyncio.open_connection(sock=sock)
+                writer.transport.pause_reading()  # a client that reads nothing more
+                writer.write(b"GET / HTTP/1.1\r\nHost: g\r\nConnection: Upgrade\r\n"
+                             b"Upgrade: websocket\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\n"
+                             b"Sec-WebSocket-Version: 13\r\n\r\n")
+                await eventually(lambda: gateway.tunnels.live, "the tunnel is open")
+                tunnel = next(iter(gateway.tunnels.live))
+                samples = []
+                for _ in range(6):
+                    await asyncio.sleep(0.5)
+                    assert tunnel.client.transport is not None
+                    samples.append((sent[0], tunnel.client.transport.get_write_buffer_size(),
+                                    tunnel.backend.buffered))
+                # The backend is held back: what it sent stops growing,
+                # far below what it would send, and the gateway holds at
+                # most a read's worth plus the transport's high-water mark.
+                assert samples[-1][0] == samples[-3][0] < 32 << 20, samples
+                assert all(out <= 4 * 65536 and held <= 2 * 65536 for _, out, held in samples), \
+                    samples
+                writer.transport.abort()
+                await writer.wait_closed()
+                await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
+    run(main())
+
+
+def test_sigterm_sends_1001_through_the_command(chash_env: dict[str, str]) -> None:
+    import subprocess
+    import sys
+
+    async def main() -> None:
+        async with ws_cluster("a") as (_, backends):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "chash", "gateway", "--listen", "127.0.0.1:0",
+                 "--backend", backends["a"].address, "--no-health", "--log-level", "warning"],
+                stdout=subprocess.PIPE, env=chash_env, text=True)
+            try:
+                assert proc.stdout is not None
+                line = await asyncio.to_thread(proc.stdout.readline)
+                url = line.split(" on ", 1)[1].split()[0].replace("http://", "ws://")
+                async with connect(url + "/room", ping_interval=None) as ws:
+                    assert (await hello(ws))["backend"] == "a"
+                    proc.terminate()
+                    with pytest.raises(ConnectionClosed) as closed:
+                        await asyncio.wait_for(ws.recv(), 20)
+                    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+                assert await asyncio.to_thread(proc.wait, 30) == 0
+            finally:
+                proc.kill()
+                proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
+    run(main())

@@ -8,7 +8,6 @@ new parser would.
 from __future__ import annotations
 
 import dataclasses
-
 import random
 
 import pytest
