@@ -7,7 +7,8 @@ close frame between two of the backend's frames, never inside one:
 each frame's header (2 to 14 bytes: the length, and a masking key if the
 mask bit is set) and skipping its payload by count.  It is total: any
 bytes are a stream of frames to it, whatever their opcodes or reserved
-bits say, so it never raises.  No I/O.
+bits say, so it never raises.  It also tells whether a close frame's
+header went by (the backend closing the WebSocket).  No I/O.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ def _payload_length(head: bytes) -> int:
 class FrameBoundaries:
     """The frame boundaries of one byte stream, fed in order (``feed``)."""
 
-    __slots__ = ("_head", "_left")
+    __slots__ = ("_head", "_left", "saw_close")
 
     def __init__(self) -> None:
         self._left = 0  # payload bytes of the current frame still to come
         self._head = b""  # the bytes of a frame header begun
+        #: Whether a close frame's header (opcode 8) was read.
+        self.saw_close = False
 
     @property
     def at_boundary(self) -> bool:
@@ -70,6 +73,8 @@ class FrameBoundaries:
                 self._left, self._head = 0, piece  # the header goes on in the next bytes
                 return first
             size = _header_size(piece)
+            if piece[0] & 0x0F == 0x8:
+                self.saw_close = True
             pos += size - len(head)
             head = b""
             left = _payload_length(piece)

@@ -48,7 +48,7 @@ from chash.gateway.config import GatewayConfig, KeyRule, parse_address
 from chash.gateway.proxy import HealthReports, Proxy, Routes
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tracing import attempt_tracer
-from chash.gateway.tunnel import Tunnels
+from chash.gateway.tunnel import TunnelCounts, Tunnels
 from chash.metrics import RouteCounters
 from chash.zones import LocalFirst
 
@@ -252,6 +252,11 @@ class Gateway:
     def tunnels(self) -> Tunnels:
         """The WebSocket tunnels of this gateway and their counts."""
         return self._tunnels
+
+    @property
+    def tunnel_counts(self) -> TunnelCounts:
+        """The tunnels' counters now (open, opened, closed, bytes)."""
+        return self._tunnels.counts()
 
     @property
     def status_path(self) -> str:

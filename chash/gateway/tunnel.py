@@ -32,14 +32,16 @@ from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
 from chash.gateway.frames import FrameBoundaries, close_frame
 
-__all__ = ["CLOSE_REASONS", "DIRECTIONS", "Tunnel", "TunnelCounts", "Tunnels"]
+__all__ = ["CLOSE_REASONS", "DIRECTIONS", "Tunnel", "TunnelCounts", "Tunnels",
+           "merge_tunnel_counts"]
 
 logger = logging.getLogger("chash.gateway")
 
-#: Why a tunnel ended: the client or the backend closed it or went away,
-#: no byte for the idle timeout, the ring moved its key (or dropped its
-#: node), the gateway stopped.
-CLOSE_REASONS = ("client", "backend", "idle", "ring_change", "stop")
+#: Why a tunnel ended: closed by its ends (the backend's close frame went
+#: by, then both sides closed), the client or the backend went away (lost,
+#: or closed without a close frame from the backend), no byte for the idle
+#: timeout, the ring moved its key (or dropped its node), the gateway stopped.
+CLOSE_REASONS = ("closed", "client", "backend", "idle", "ring_change", "stop")
 #: The two directions of a tunnel's bytes.
 DIRECTIONS = ("client_to_backend", "backend_to_client")
 #: WebSocket close codes (RFC 6455 §7.4.1, IANA registry).
@@ -61,6 +63,19 @@ class TunnelCounts:
     """``{(node, reason): tunnels closed so far}``."""
     bytes: dict[str, int]
     """``{direction: bytes relayed so far}``."""
+
+
+def merge_tunnel_counts(counts: list[TunnelCounts]) -> TunnelCounts:
+    """The sum of ``counts`` (every worker's), counter by counter."""
+    merged = TunnelCounts({}, {}, {}, dict.fromkeys(DIRECTIONS, 0))
+    for part in counts:
+        for total, some in ((merged.open, part.open), (merged.opened, part.opened),
+                            (merged.bytes, part.bytes)):
+            for name, count in some.items():
+                total[name] = total.get(name, 0) + count
+        for pair, count in part.closed.items():
+            merged.closed[pair] = merged.closed.get(pair, 0) + count
+    return merged
 
 
 class Tunnel:
@@ -199,7 +214,9 @@ class Tunnels:
                 if not data:
                     side = "client" if up else "backend"
                     if tunnel.half_closed is None:
-                        tunnel.half_closed = side
+                        # Closing after its close frame, the backend ends
+                        # the WebSocket; without one, it went away.
+                        tunnel.half_closed = "closed" if boundaries.saw_close else side
                     if source.lost or sink.lost or sink.transport is None \
                             or not sink.transport.can_write_eof():
                         tunnel.end(side)  # gone, not half-closed

@@ -113,3 +113,13 @@ def test_close_frames_are_the_protocols() -> None:
     assert close_frame(1001) == b"\x88\x02\x03\xe9"
     with pytest.raises(ValueError, match="1000 to 4999"):
         close_frame(999)
+
+
+def test_a_close_frame_is_noticed() -> None:
+    reader = FrameBoundaries()
+    reader.feed(_encode(0x1, b"hi", True, False) + _encode(0x9, b"", True, False))
+    assert not reader.saw_close
+    reader.feed(close_frame(1000)[:1])
+    assert not reader.saw_close  # its header is not complete yet
+    reader.feed(close_frame(1000)[1:])
+    assert reader.saw_close and reader.at_boundary

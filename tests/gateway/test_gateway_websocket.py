@@ -44,13 +44,15 @@ class WsBackend:
     async def handler(self, ws: ServerConnection) -> None:
         request = ws.request
         assert request is not None
-        await ws.send(json.dumps({"backend": self.name, "key": request.headers.get("X-User-Id"),
-                                  "path": request.path}))
-        async for message in ws:
-            if isinstance(message, str) and message.startswith("close:"):
-                await ws.close(int(message[6:]), "asked")
-                return
-            await ws.send(message)
+        with contextlib.suppress(ConnectionClosed):  # the gateway may close it
+            await ws.send(json.dumps({"backend": self.name,
+                                      "key": request.headers.get("X-User-Id"),
+                                      "path": request.path}))
+            async for message in ws:
+                if isinstance(message, str) and message.startswith("close:"):
+                    await ws.close(int(message[6:]), "asked")
+                    return
+                await ws.send(message)
 
     def process_request(self, ws: ServerConnection, request: Any) -> Any:
         self.handshakes.append(request.headers)
@@ -395,7 +397,7 @@ async def _users_on(gateway: Gateway, count: int) -> dict[str, Any]:
     for i in range(count):
         user = f"user-{i}"
         ws = await connect(ws_url(gateway), additional_headers={"X-User-Id": user},
-                           ping_interval=None)
+                           ping_interval=None, compression=None)
         assert (await hello(ws))["backend"] == gateway.router.get_target_node(user)
         tunnels[user] = ws
     return tunnels
@@ -689,3 +691,97 @@ def test_sigterm_sends_1001_through_the_command(chash_env: dict[str, str]) -> No
                 if proc.stdout is not None:
                     proc.stdout.close()
     run(main())
+
+
+# -- seen from outside ---------------------------------------------------------
+
+def _samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of metric ``name`` in a Prometheus text page, by labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                found[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
+async def _metrics(admin: str) -> str:
+    async with aiohttp.ClientSession() as session, session.get(f"{admin}/metrics") as resp:
+        assert resp.status == 200
+        return await resp.text()
+
+
+def test_metrics_and_status_count_the_tunnels() -> None:
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    from _support.gateway_processes import status
+
+    async def main() -> None:
+        async with ws_cluster(admin_listen=("127.0.0.1", 0)) as (gateway, _):
+            admin = gateway.admin_url
+            assert admin is not None
+            tunnels = await _users_on(gateway, 12)
+            owners = {user: gateway.router.get_target_node(user) for user in tunnels}
+            page = await status(admin)
+            by_node = {entry["node"]: entry["tunnels"] for entry in page["nodes"]}
+            assert by_node == {n: list(owners.values()).count(n) for n in "abc"}
+            assert page["tunnels"]["open"] == 12
+            text = await _metrics(admin)
+            assert _samples(text, "chash_tunnels_open") == {
+                (("node", n),): float(list(owners.values()).count(n)) for n in "abc"}
+            first = next(iter(tunnels))
+            await tunnels[first].send("x" * 1000)
+            assert await tunnels[first].recv() == "x" * 1000
+            await tunnels[first].close()
+            await eventually(lambda: len(gateway.tunnels.live) == 11, "one tunnel closed")
+            text = await _metrics(admin)
+            assert sum(_samples(text, "chash_tunnels_opened_total").values()) == 12
+            assert _samples(text, "chash_tunnels_closed_total") == {
+                (("node", owners[first]), ("reason", "closed")): 1.0}
+            moved = _samples(text, "chash_tunnel_bytes_total")
+            # A masked 1000-byte frame up (8 bytes of header), the hellos and
+            # the echo down; the close frames both ways.
+            assert moved[(("direction", "client_to_backend"),)] >= 1008
+            assert moved[(("direction", "backend_to_client"),)] >= 1004 + 12 * 40
+            for ws in list(tunnels.values())[1:]:
+                await ws.close()
+    run(main())
+
+
+def test_metrics_cover_every_worker() -> None:
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    from _support.gateway_processes import gateway_process, status
+
+    async def main() -> None:
+        async with ws_cluster("ab") as (_, backends):
+            spec = ",".join(f"{n}={b.address}" for n, b in backends.items())
+            async with gateway_process("--backend", spec, "--workers", "2", "--no-health",
+                                       "--admin-listen", "127.0.0.1:0") as (url, admin, _):
+                assert admin is not None
+                wsurl = url.replace("http://", "ws://") + "/room"
+                # Each on a new connection: the kernel spreads them over both workers.
+                tunnels = [await connect(wsurl, additional_headers={"X-User-Id": f"u{i}"},
+                                         ping_interval=None) for i in range(30)]
+                for ws in tunnels:
+                    await hello(ws)
+
+                async def counted() -> bool:
+                    page = await status(admin)
+                    return page["tunnels"]["open"] == 30 and all(
+                        w["tunnels"] > 0 for w in page["workers"])
+
+                for _ in range(100):
+                    if await counted():
+                        break
+                    await asyncio.sleep(0.1)
+                page = await status(admin)
+                assert page["tunnels"]["open"] == 30, page["tunnels"]
+                assert sum(w["tunnels"] for w in page["workers"]) == 30
+                assert all(w["tunnels"] > 0 for w in page["workers"]), page["workers"]
+                text = await _metrics(admin)
+                assert sum(_samples(text, "chash_tunnels_open").values()) == 30
+                assert sum(_samples(text, "chash_tunnels_opened_total").values()) == 30
+                for ws in tunnels:
+                    await ws.close()
+    run(main(), timeout=120)
