@@ -45,6 +45,7 @@ class Channel(asyncio.Protocol):
         "busy",
         "fast",
         "loop",
+        "on_writable",
         "peer_closed",
         "transport",
     )
@@ -73,6 +74,9 @@ class Channel(asyncio.Protocol):
         #: Set by the proxy while a request of this client is being
         #: served: ``finish_if_idle`` leaves the connection alone then.
         self.busy = False
+        #: Called when the peer, having fallen behind (``write_paused``),
+        #: takes what was written: a tunnel resumes reading its other side.
+        self.on_writable: Callable[[], None] | None = None
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -123,6 +127,14 @@ class Channel(asyncio.Protocol):
         drain, self._drain = self._drain, None
         if drain is not None and not drain.done():
             drain.set_result(None)
+        if self.on_writable is not None:
+            self.on_writable()
+
+    @property
+    def write_paused(self) -> bool:
+        """Whether the peer has fallen behind what was written (the
+        transport's buffer is over its high-water mark)."""
+        return self._write_paused
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None

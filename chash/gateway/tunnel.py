@@ -3,10 +3,11 @@
 Once a backend has answered a WebSocket handshake with ``101 Switching
 Protocols`` (the proxy routes and fails over the handshake like any
 request), ``Tunnels.run`` relays the bytes both ways unchanged until either
-side closes.  A half-close is passed on.  Each direction reads at most
-``BLOCK`` bytes at a time and waits for the other side to take them before
-reading more (``Channel.drain``): a slow reader pauses the other side,
-and the memory of a tunnel stays bounded whatever its traffic.
+side closes, from the connections' callbacks (``Tunnel``).  A half-close
+is passed on.  Whatever arrives is written to the other side at once; when
+that side falls behind (its transport's buffer over the high-water mark),
+reading from the other pauses until it catches up: a slow reader holds the
+sender back, and the memory of a tunnel stays bounded whatever its traffic.
 
 A tunnel with no byte either way for ``tunnel_idle_timeout`` seconds is
 closed.  The gateway closes tunnels itself in two more cases, with a
@@ -28,7 +29,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chash.gateway.channel import BLOCK, Channel, ReadTimeout
+from chash.gateway.channel import Channel
 from chash.gateway.config import GatewayConfig
 from chash.gateway.frames import FrameBoundaries, close_frame
 
@@ -80,12 +81,19 @@ def merge_tunnel_counts(counts: list[TunnelCounts]) -> TunnelCounts:
 
 class Tunnel:
     """One upgraded connection: the client's, the backend's, and what the
-    gateway knows of the stream it relays to the client."""
+    gateway knows of the stream it relays to the client.
 
-    __slots__ = ("_timer", "backend", "boundaries", "client", "closing", "half_closed", "key",
-                 "last", "node", "reason")
+    The bytes are relayed from the channels' callbacks (``Channel.fast``):
+    what arrives on one side is written to the other at once, with no task
+    step per read.  When a side falls behind (its transport's buffer over
+    the high-water mark), reading from the other side pauses until it has
+    caught up (``Channel.on_writable``)."""
 
-    def __init__(self, client: Channel, backend: Channel, node: str, key: bytes) -> None:
+    __slots__ = ("_bytes", "_done", "_idle", "_timer", "backend", "boundaries", "client",
+                 "closing", "half_closed", "key", "last", "node", "reason")
+
+    def __init__(self, client: Channel, backend: Channel, node: str, key: bytes,
+                 counts: dict[str, int], idle: float) -> None:
         self.client = client
         self.backend = backend
         self.node = node
@@ -99,7 +107,108 @@ class Tunnel:
         self.half_closed: str | None = None
         #: When the last byte went either way (the loop's clock).
         self.last = client.loop.time()
+        self._bytes = counts
+        self._idle = idle
         self._timer: asyncio.TimerHandle | None = None
+        self._done: asyncio.Future[None] = client.loop.create_future()
+
+    # -- running ---------------------------------------------------------------
+
+    def start(self) -> asyncio.Future[None]:
+        """Relay from the callbacks (bytes already buffered first); a
+        future done when the tunnel has ended."""
+        client, backend = self.client, self.backend
+        client.fast, backend.fast = self._from_client, self._from_backend
+        client.on_writable, backend.on_writable = self._client_writable, self._backend_writable
+        self._arm(self._idle)
+        self._from_backend(backend)
+        if self.reason is None or self.closing is not None:
+            self._from_client(client)
+        return self._done
+
+    def _from_client(self, client: Channel) -> None:
+        backend = self.backend
+        if client.buffered:
+            data = client.take(client.buffered)
+            self.last = client.loop.time()
+            self._bytes[DIRECTIONS[0]] += len(data)
+            if backend.lost:
+                self.end("backend")
+                return
+            assert backend.transport is not None
+            backend.transport.write(data)
+            if backend.write_paused and not client.lost:
+                assert client.transport is not None
+                client.transport.pause_reading()  # until the backend catches up
+        if client.peer_closed:
+            self._closed_by("client", client, backend)
+
+    def _from_backend(self, backend: Channel) -> None:
+        client = self.client
+        if backend.buffered:
+            data = backend.take(backend.buffered)
+            self.last = backend.loop.time()
+            first = self.boundaries.feed(data)
+            if self.closing is not None and first >= 0:
+                self._bytes[DIRECTIONS[1]] += first
+                if not client.lost:
+                    client.write(data[:first])
+                self._send_close(self.closing)
+                return
+            self._bytes[DIRECTIONS[1]] += len(data)
+            if client.lost:
+                self.end("client")
+                return
+            assert client.transport is not None
+            client.transport.write(data)
+            if client.write_paused and not backend.lost:
+                assert backend.transport is not None
+                backend.transport.pause_reading()  # until the client catches up
+        if backend.peer_closed:
+            self._closed_by("backend", backend, client)
+
+    def _client_writable(self) -> None:
+        backend = self.backend
+        if self.reason is None and backend.transport is not None and not backend.lost:
+            backend.transport.resume_reading()
+
+    def _backend_writable(self) -> None:
+        client = self.client
+        if self.reason is None and client.transport is not None and not client.lost:
+            client.transport.resume_reading()
+
+    def _closed_by(self, side: str, source: Channel, sink: Channel) -> None:
+        """``source`` sent its end (or went away): pass the half-close on,
+        or end the tunnel when both sides have closed (or one is gone)."""
+        if self._done.done():
+            return
+        if self.half_closed is None:
+            # Closing after its close frame, the backend ends the
+            # WebSocket; without one, it went away.
+            self.half_closed = "closed" if self.boundaries.saw_close else side
+        source.fast = None  # nothing more comes from it
+        if source.lost or sink.lost or sink.transport is None \
+                or not sink.transport.can_write_eof():
+            self.end(side)  # gone, not half-closed
+        elif sink.peer_closed:  # both sides have closed theirs
+            self.end(self.half_closed)
+        else:
+            sink.transport.write_eof()  # the half-close, passed on
+
+    def _arm(self, delay: float) -> None:
+        self._timer = self.client.loop.call_later(delay, self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._timer = None
+        if self._done.done():
+            return
+        left = self.last + self._idle - self.client.loop.time()
+        if left <= 0:
+            self.end("idle")
+        else:
+            self._arm(left)
+
+    # -- ending ----------------------------------------------------------------
 
     def end(self, reason: str) -> None:
         """Close both sides now (the first reason given is kept)."""
@@ -109,8 +218,13 @@ class Tunnel:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.client.close()
-        self.backend.close()
+        client, backend = self.client, self.backend
+        client.fast = backend.fast = None
+        client.on_writable = backend.on_writable = None
+        client.close()
+        backend.close()
+        if not self._done.done():
+            self._done.set_result(None)
 
     def close(self, code: int, reason: str, grace: float) -> None:
         """Send the client a close frame with ``code`` at the next frame
@@ -125,6 +239,8 @@ class Tunnel:
             self._send_close(code)
             return
         self.closing = code
+        if self._timer is not None:
+            self._timer.cancel()
         self._timer = self.client.loop.call_later(grace, self.end, reason)
 
     def _send_close(self, code: int) -> None:
@@ -172,19 +288,17 @@ class Tunnels:
                   head: bytes) -> None:
         """Send the client ``head`` (the backend's 101), then relay bytes
         both ways until the tunnel ends; both connections are closed after."""
-        tunnel = Tunnel(client, backend, node, key)
+        tunnel = Tunnel(client, backend, node, key, self._bytes,
+                        self._config.tunnel_idle_timeout)
         self.live.add(tunnel)
         self._open[node] = self._open.get(node, 0) + 1
         self._opened[node] = self._opened.get(node, 0) + 1
         self._start_watch()
-        down = client.loop.create_task(self._pump(tunnel, backend, client, False))
         try:
             client.write(head)
-            await self._pump(tunnel, client, backend, True)
-            await down
+            await tunnel.start()
         except BaseException:
             tunnel.end("stop")
-            down.cancel()
             raise
         finally:
             tunnel.end("client")  # a no-op for the reason when one was given
@@ -192,52 +306,6 @@ class Tunnels:
             self._open[node] -= 1
             reason = tunnel.reason or "client"
             self._closed[node, reason] = self._closed.get((node, reason), 0) + 1
-
-    async def _pump(self, tunnel: Tunnel, source: Channel, sink: Channel, up: bool) -> None:
-        """Relay ``source`` to ``sink`` until ``source`` ends (then pass
-        the half-close on) or the tunnel does.  ``up``: client to backend;
-        else backend to client, where frame boundaries are followed."""
-        idle = self._config.tunnel_idle_timeout
-        loop = source.loop
-        direction = DIRECTIONS[0] if up else DIRECTIONS[1]
-        boundaries = tunnel.boundaries
-        try:
-            while tunnel.reason is None or tunnel.closing is not None:
-                try:
-                    data = await source.read_some(BLOCK, max(tunnel.last + idle - loop.time(),
-                                                             0.001))
-                except ReadTimeout:
-                    if loop.time() - tunnel.last >= idle:
-                        tunnel.end("idle")
-                        return
-                    continue
-                if not data:
-                    side = "client" if up else "backend"
-                    if tunnel.half_closed is None:
-                        # Closing after its close frame, the backend ends
-                        # the WebSocket; without one, it went away.
-                        tunnel.half_closed = "closed" if boundaries.saw_close else side
-                    if source.lost or sink.lost or sink.transport is None \
-                            or not sink.transport.can_write_eof():
-                        tunnel.end(side)  # gone, not half-closed
-                    else:
-                        sink.transport.write_eof()  # the half-close, passed on
-                        if sink.peer_closed:  # both sides have closed theirs
-                            tunnel.end(tunnel.half_closed)
-                    return
-                tunnel.last = loop.time()
-                if not up:
-                    first = boundaries.feed(data)
-                    if tunnel.closing is not None and first >= 0:
-                        sink.write(data[:first])
-                        self._bytes[direction] += first
-                        tunnel._send_close(tunnel.closing)
-                        return
-                self._bytes[direction] += len(data)
-                sink.write(data)
-                await sink.drain()
-        except ConnectionError:
-            tunnel.end("backend" if up else "client")  # the sink went away
 
     # -- closing by the gateway ------------------------------------------------
 
