@@ -68,16 +68,34 @@ class FrameBoundaries:
                     first = pos
             if pos >= end:
                 break
-            piece = head + data[pos:pos + 14 - len(head)]
-            if len(piece) < 2 or len(piece) < _header_size(piece):
-                self._left, self._head = 0, piece  # the header goes on in the next bytes
-                return first
-            size = _header_size(piece)
-            if piece[0] & 0x0F == 0x8:
-                self.saw_close = True
-            pos += size - len(head)
-            head = b""
-            left = _payload_length(piece)
+            if not head and end - pos >= 14:
+                # A whole header is in ``data`` (at most 14 bytes): read in place.
+                b1 = data[pos + 1]
+                if data[pos] & 0x0F == 0x8:
+                    self.saw_close = True
+                left = b1 & 0x7F
+                if left < 126:
+                    pos += 2
+                elif left == 126:
+                    left = data[pos + 2] << 8 | data[pos + 3]
+                    pos += 4
+                else:
+                    left = int.from_bytes(data[pos + 2:pos + 10], "big")
+                    pos += 10
+                if b1 & 0x80:
+                    pos += 4
+            else:
+                # A header cut by the end of a piece: gathered across pieces.
+                piece = head + data[pos:pos + 14 - len(head)]
+                if len(piece) < 2 or len(piece) < _header_size(piece):
+                    self._left, self._head = 0, piece  # it goes on in the next bytes
+                    return first
+                size = _header_size(piece)
+                if piece[0] & 0x0F == 0x8:
+                    self.saw_close = True
+                pos += size - len(head)
+                head = b""
+                left = _payload_length(piece)
             if not left and first < 0:
                 first = pos
         self._left, self._head = 0, b""

@@ -89,11 +89,11 @@ class Tunnel:
     the high-water mark), reading from the other side pauses until it has
     caught up (``Channel.on_writable``)."""
 
-    __slots__ = ("_bytes", "_done", "_idle", "_timer", "backend", "boundaries", "client",
-                 "closing", "half_closed", "key", "last", "node", "reason")
+    __slots__ = ("_done", "_idle", "_timer", "backend", "boundaries", "client", "closing",
+                 "down", "half_closed", "key", "last", "node", "reason", "up")
 
     def __init__(self, client: Channel, backend: Channel, node: str, key: bytes,
-                 counts: dict[str, int], idle: float) -> None:
+                 idle: float) -> None:
         self.client = client
         self.backend = backend
         self.node = node
@@ -107,7 +107,8 @@ class Tunnel:
         self.half_closed: str | None = None
         #: When the last byte went either way (the loop's clock).
         self.last = client.loop.time()
-        self._bytes = counts
+        #: Bytes relayed so far: client to backend, backend to client.
+        self.up = self.down = 0
         self._idle = idle
         self._timer: asyncio.TimerHandle | None = None
         self._done: asyncio.Future[None] = client.loop.create_future()
@@ -131,7 +132,7 @@ class Tunnel:
         if client.buffered:
             data = client.take(client.buffered)
             self.last = client.loop.time()
-            self._bytes[DIRECTIONS[0]] += len(data)
+            self.up += len(data)
             if backend.lost:
                 self.end("backend")
                 return
@@ -150,12 +151,12 @@ class Tunnel:
             self.last = backend.loop.time()
             first = self.boundaries.feed(data)
             if self.closing is not None and first >= 0:
-                self._bytes[DIRECTIONS[1]] += first
+                self.down += first
                 if not client.lost:
                     client.write(data[:first])
                 self._send_close(self.closing)
                 return
-            self._bytes[DIRECTIONS[1]] += len(data)
+            self.down += len(data)
             if client.lost:
                 self.end("client")
                 return
@@ -281,15 +282,17 @@ class Tunnels:
 
     def counts(self) -> TunnelCounts:
         """The counters now."""
-        return TunnelCounts(dict(self._open), dict(self._opened), dict(self._closed),
-                            dict(self._bytes))
+        moved = dict(self._bytes)  # the tunnels ended; the live ones' bytes added
+        for tunnel in self.live:
+            moved[DIRECTIONS[0]] += tunnel.up
+            moved[DIRECTIONS[1]] += tunnel.down
+        return TunnelCounts(dict(self._open), dict(self._opened), dict(self._closed), moved)
 
     async def run(self, client: Channel, backend: Channel, node: str, key: bytes,
                   head: bytes) -> None:
         """Send the client ``head`` (the backend's 101), then relay bytes
         both ways until the tunnel ends; both connections are closed after."""
-        tunnel = Tunnel(client, backend, node, key, self._bytes,
-                        self._config.tunnel_idle_timeout)
+        tunnel = Tunnel(client, backend, node, key, self._config.tunnel_idle_timeout)
         self.live.add(tunnel)
         self._open[node] = self._open.get(node, 0) + 1
         self._opened[node] = self._opened.get(node, 0) + 1
@@ -303,6 +306,8 @@ class Tunnels:
         finally:
             tunnel.end("client")  # a no-op for the reason when one was given
             self.live.discard(tunnel)
+            self._bytes[DIRECTIONS[0]] += tunnel.up
+            self._bytes[DIRECTIONS[1]] += tunnel.down
             self._open[node] -= 1
             reason = tunnel.reason or "client"
             self._closed[node, reason] = self._closed.get((node, reason), 0) + 1
