@@ -785,3 +785,30 @@ def test_metrics_cover_every_worker() -> None:
                 for ws in tunnels:
                     await ws.close()
     run(main(), timeout=120)
+
+
+def test_a_handshake_the_owner_never_answers_fails_over_and_is_reported() -> None:
+    async def main() -> None:
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()  # reads the handshake, answers nothing
+            writer.close()
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        second = await WsBackend("second").start()
+        try:
+            backends = {"silent": f"127.0.0.1:{port}", "second": second.address}
+            async with Gateway(backends, GatewayConfig(health=False, read_timeout=0.5)) \
+                    as gateway:
+                user = next(u for u in (f"u{i}" for i in range(100))
+                            if gateway.router.get_target_node(u) == "silent")
+                async with connect(ws_url(gateway), additional_headers={"X-User-Id": user}
+                                   ) as ws:
+                    assert (await hello(ws))["backend"] == "second"
+                snap = gateway.counters.snapshot()
+                assert snap.upstream_errors.get("silent") == 1 and snap.retries == 1
+        finally:
+            server.close()
+            await second.stop()
+            await server.wait_closed()
+    run(main())
