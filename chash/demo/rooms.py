@@ -195,10 +195,10 @@ async def _talk(ws: Any, player: Player, stop: asyncio.Event, rng: random.Random
 async def run_rooms_demo(duration: float = 30.0, players: int = 60,
                          out: Callable[[str], None] | None = print) -> RoomsResult:
     """Run the rooms demo for about ``duration`` seconds with ``players``
-    players, ``PER_ROOM`` to a room, printing the timeline through ``out``
-    (None: silent)."""
-    if not duration > 0 or players < PER_ROOM:
-        raise ValueError(f"duration must be positive and players at least {PER_ROOM}")
+    players, ``PER_ROOM`` to a room (at least three rooms), printing the
+    timeline through ``out`` (None: silent)."""
+    if not duration > 0 or players < len(BACKENDS):
+        raise ValueError("duration must be positive and players at least 3")
     return await _RoomsRun(duration, players, out).run()
 
 
@@ -236,9 +236,11 @@ class _RoomsRun:
                 for i, player in enumerate(self.players):
                     self.tasks.append(asyncio.create_task(_play(
                         session, url, player, self.say.now, self.stop, random.Random(i))))
+                sizes = {len(names) for names in self.result.rooms.values()}
                 self.say(f"{plural(len(self.players), 'player')} join "
-                         f"{plural(len(self.result.rooms), 'room')} over WebSocket "
-                         f"({PER_ROOM} to a room), each saying something every "
+                         f"{plural(len(self.result.rooms), 'room')} over WebSocket ("
+                         + ("" if len(sizes) == 1 else "up to ")
+                         + f"{max(sizes)} to a room), each saying something every "
                          f"{TALK[0]:g}-{TALK[1]:g} s")
                 await self._together(gateway)
                 await self._death(gateway)
@@ -326,10 +328,14 @@ class _RoomsRun:
         for room in result.expected:
             nodes = result.moved.get(room, [])
             spread = [t for p in self._in([room]) for t, _ in p.joins if died_at < t <= end]
-            took = (f", {min(spread) - died_at:.1f} to {max(spread) - died_at:.1f} s after "
-                    f"{DIED} died") if spread else ""
-            self.say(f"{room}: its {plural(len(self._in([room])), 'player')} joined again on "
-                     + (" and ".join(nodes) or "nothing") + f" together{took}")
+            first, last = (f"{min(spread) - died_at:.1f}", f"{max(spread) - died_at:.1f}") \
+                if spread else ("", "")
+            took = "" if not spread else f", {first} s after {DIED} died" if first == last \
+                else f", {first} to {last} s after {DIED} died"
+            count = len(self._in([room]))
+            self.say(f"{room}: its {plural(count, 'player')} joined again on "
+                     + (" and ".join(nodes) or "nothing") + (" together" if count > 1 else "")
+                     + took)
         others = len(result.rooms) - len(result.moved)
         self.say(f"while {DIED} was dead {plural(len(result.moved), 'room')} moved"
                  + (f", exactly {DIED}'s {len(result.expected)}"

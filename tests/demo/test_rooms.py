@@ -61,7 +61,7 @@ def test_rooms_demo_claims_hold_against_an_independent_ring() -> None:
 
 
 def test_rooms_demo_rejects_bad_arguments() -> None:
-    for duration, players in ((0.0, 10), (5.0, 2)):
+    for duration, players in ((0.0, 10), (5.0, 2), (float("nan"), 10)):
         with pytest.raises(ValueError):
             asyncio.run(run_rooms_demo(duration, players, out=None))
 
