@@ -359,13 +359,17 @@ class _RoomsRun:
         end = self.say.now()
         for room in result.expected:
             players = self._in([room])
-            restarted = all(any(t > back and code == 1012 for t, code in p.closes)
+            # Closed by the gateway once the ring had the backend again
+            # (which may be before this run's poll saw it there).
+            restarted = all(any(t > restarted_at and code == 1012 for t, code in p.closes)
                             for p in players)
             if restarted and all(p.node_at(end) == DIED for p in players):
                 result.returned.append(room)
         others = [p for p in self.players if p.room not in result.expected]
         result.disturbed = sorted({p.room for p in others if p.closes or len(p.joins) != 1})
-        rejoined = [t - back for p in lost for t, node in p.joins if t > back and node == DIED]
+        base = back if result.back_at is None else result.back_at
+        rejoined = [max(0.0, t - base) for p in lost for t, node in p.joins
+                    if t > restarted_at and node == DIED]
         when = (f" {min(rejoined):.1f} to {max(rejoined):.1f} s after it was back"
                 if rejoined else "")
         self.say(f"the gateway closed the tunnels of {DIED}'s rooms with 1012: "
