@@ -423,11 +423,13 @@ class Proxy:
             if index:
                 self.counters.retry()
             self.in_flight[node] = self.in_flight.get(node, 0) + 1
+            tunnels.pending += 1  # counted against the cap while under way
             try:
                 outcome, detail, conn, response = await self._handshake(
                     request, node, head, deadline)
             finally:
                 self.in_flight[node] -= 1
+                tunnels.pending -= 1
             following = next_attempt(nodes, index, request.method, outcome,
                                      retry_unsafe=config.retry_unsafe, replayable=True)
             if conn is not None and response is not None:

@@ -273,12 +273,15 @@ class Tunnels:
         self._closed: dict[tuple[str, str], int] = {}
         self._bytes = dict.fromkeys(DIRECTIONS, 0)
         self._watch: asyncio.Task[None] | None = None
+        #: Handshakes under way (kept by the proxy), which count against the cap.
+        self.pending = 0
 
     @property
     def full(self) -> bool:
-        """Whether ``max_tunnels`` are open (a handshake is answered 503)."""
+        """Whether ``max_tunnels`` are open or being opened (a handshake is
+        answered 503)."""
         most = self._config.max_tunnels
-        return bool(most) and len(self.live) >= most
+        return bool(most) and len(self.live) + self.pending >= most
 
     def counts(self) -> TunnelCounts:
         """The counters now."""

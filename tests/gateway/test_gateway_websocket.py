@@ -812,3 +812,25 @@ def test_a_handshake_the_owner_never_answers_fails_over_and_is_reported() -> Non
             await second.stop()
             await server.wait_closed()
     run(main())
+
+
+def test_handshakes_at_once_never_pass_the_cap() -> None:
+    async def main() -> None:
+        async with ws_cluster(max_tunnels=3) as (gateway, _):
+            async def one(i: int) -> int:
+                try:
+                    ws = await connect(ws_url(gateway), additional_headers={"X-User-Id": f"u{i}"})
+                except InvalidStatus as exc:
+                    return int(exc.response.status_code)
+                await hello(ws)
+                await opened.wait()
+                await ws.close()
+                return 101
+
+            opened = asyncio.Event()
+            tasks = [asyncio.ensure_future(one(i)) for i in range(12)]
+            await eventually(lambda: sum(t.done() for t in tasks) == 9, "9 refused", timeout=30)
+            assert len(gateway.tunnels.live) == 3
+            opened.set()
+            assert sorted(await asyncio.gather(*tasks)) == [101] * 3 + [503] * 9
+    run(main())
