@@ -303,6 +303,8 @@ class Tunnels:
         try:
             client.write(head)
             await tunnel.start()
+        except ConnectionError:
+            tunnel.end("client")  # gone before its 101 could be written
         except BaseException:
             tunnel.end("stop")
             raise
