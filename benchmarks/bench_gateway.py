@@ -14,8 +14,14 @@ nginx and haproxy for comparison).
     python benchmarks/bench_gateway.py                    # about 3 minutes
     python benchmarks/bench_gateway.py --quick            # about 1 minute
     python benchmarks/bench_gateway.py --json out.json --repeat 5 --duration 8
+    python benchmarks/bench_gateway.py --websocket        # about a minute
 
 Needs nginx, haproxy and wrk on PATH (Debian packages of those names).
+
+``--websocket`` measures WebSocket instead (``benchmarks/_websocket.py``):
+messages per second through chash and through nginx in front of one echo
+backend, ``--tunnels`` tunnels (default 64) of ``--message-size`` byte
+messages (default 1024), interleaved rounds; it needs nginx alone.
 """
 
 from __future__ import annotations
@@ -428,10 +434,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure chash gateway as of this revision (1 process)")
     parser.add_argument("--quick", action="store_true", help="3 rounds of 3 s")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--websocket", action="store_true",
+                        help="WebSocket messages through chash and nginx instead")
+    parser.add_argument("--tunnels", type=int, default=64, help="with --websocket (default 64)")
+    parser.add_argument("--message-size", type=int, default=1024,
+                        help="with --websocket: bytes a message (default 1024)")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",")]
     if args.quick:
         args.repeat, args.duration = 3, 3.0
+    if args.websocket:
+        if subprocess.run(["which", "nginx"], capture_output=True).returncode:
+            parser.error("nginx is not on PATH (apt-get install nginx)")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import _websocket
+
+        return _websocket.run(args, sys.modules[__name__])
     for tool in ("nginx", "haproxy", "wrk"):
         if subprocess.run(["which", tool], capture_output=True).returncode:
             parser.error(f"{tool} is not on PATH (apt-get install {tool})")

@@ -15,7 +15,7 @@ from typing import Any
 
 from chash._optional import MissingExtra, require
 from chash.cli.args import int_between, seconds_between
-from chash.demo import render_figures, run_demo
+from chash.demo import render_figures, render_rooms, run_demo, run_rooms_demo
 
 __all__ = ["register", "run"]
 
@@ -35,6 +35,19 @@ def run(args: argparse.Namespace) -> int:
     def out(line: str) -> None:
         print(line, flush=True)
 
+    if args.rooms:
+        if not args.json:
+            out(f"chash demo --rooms: 3 chat servers keeping their rooms in memory, a sticky "
+                f"gateway in front, {args.users} players in rooms over WebSocket;\nbackend b "
+                f"dies mid-run and comes back. Everything runs on 127.0.0.1 for about "
+                f"{args.duration:g} s.\n")
+        rooms = asyncio.run(run_rooms_demo(args.duration, args.users,
+                                           out=None if args.json else out))
+        if args.json:
+            print(json.dumps(rooms.as_dict(), indent=2))
+        else:
+            out(render_rooms(rooms))
+        return 0 if rooms.ok else 1
     if not args.json:
         out(f"chash demo: 3 backends keeping per-user sessions, a sticky gateway in front, "
             f"{args.users} users browsing;\nbackend b stops mid-run and comes back. "
@@ -60,6 +73,11 @@ def register(subparsers: Any) -> None:
                              f"{MIN_DURATION:g})")
     parser.add_argument("--users", type=int_between(3, MAX_USERS), default=60, metavar="N",
                         help="simulated users (default 60)")
+    parser.add_argument("--rooms", action="store_true",
+                        help="game rooms instead: players join chat rooms over WebSocket "
+                             "through the gateway (--users players, 5 to a room); backend b "
+                             "dies and comes back; its rooms move to one node each, together, "
+                             "and return with close code 1012")
     parser.add_argument("--json", action="store_true",
                         help="print the result as JSON instead of the timeline")
     parser.set_defaults(func=run)

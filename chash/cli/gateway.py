@@ -16,16 +16,9 @@ SRV record set, and follows it.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import logging
-import multiprocessing
-import multiprocessing.connection
-import signal
-import socket
 import sys
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from chash._optional import MissingExtra, require
@@ -34,13 +27,31 @@ from chash.cli.env import check_environment, with_environment
 
 # chash.gateway and chash.membership are imported where used: the other
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
+# Running the program (one process or --workers N) is
+# chash.gateway.supervisor's; this module only parses arguments into its Plan.
 if TYPE_CHECKING:
     from chash.gateway import Gateway
-    from chash.gateway.workers import Follower, Leader
+    from chash.gateway.supervisor import Plan
     from chash.membership.sync_driver import SyncDriver
 
 
 __all__ = ["register", "run", "serve"]
+
+
+async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None,
+                **options: Any) -> None:
+    """``chash.gateway.supervisor.serve``: run ``gateway`` on ``host:port``
+    until SIGINT/SIGTERM or ``duration`` seconds."""
+    from chash.gateway.supervisor import serve as serve_gateway
+
+    await serve_gateway(gateway, host, port, duration, **options)
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """``chash.gateway.supervisor.run_loop``: on uvloop when installed."""
+    from chash.gateway.supervisor import run_loop
+
+    run_loop(main)
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -113,127 +124,6 @@ def _size(text: str) -> int:
     return int(number) * unit
 
 
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop when it is installed, else on asyncio's loop.
-
-    uvloop only makes the gateway faster: without it the command runs all
-    the same, and says nothing."""
-    try:
-        uvloop = require("uvloop", user="chash gateway", extra="gateway")
-    except ImportError:  # not installed, or installed but not importable here
-        asyncio.run(main)
-        return
-    uvloop.run(main)
-
-
-def _banner(gateway: Gateway, workers: int, leader: Leader | None = None) -> str:
-    nodes = ", ".join(f"{node}={address}" if node != address else node
-                      for node, address in gateway.addresses.items())
-    url = gateway.url
-    shown: Gateway | Leader = gateway if leader is None else leader  # who serves the admin
-    admin = shown.admin_url
-    lines = [f"chash gateway listening on {url}"
-             + (f" ({workers} worker processes)" if workers > 1 else ""),
-             f"  key {gateway.key_rule}; backends {nodes}"]
-    if admin is None:
-        lines.append("  no admin listener (status page and metrics: --admin-listen HOST:PORT)")
-    else:
-        lines.append(f"  status {admin}{gateway.status_path}, "
-                     + (f"metrics {admin}{gateway.metrics_path}" if shown.registry is not None
-                        else str(shown.metrics_off)))
-    return "\n".join(lines)
-
-
-async def serve(gateway: Gateway, host: str, port: int, duration: float | None = None, *,
-                reuse_port: bool = False, ready: Callable[[Gateway], None] | None = None,
-                membership: Any = None, role: Leader | Follower | None = None) -> None:
-    """Run ``gateway`` on ``host:port`` until SIGINT/SIGTERM or ``duration``
-    seconds.  ``ready(gateway)`` is called once it listens (by default: print
-    where).  ``membership``, if given, is started first and stopped last;
-    ``role``, a worker's part in ``--workers N``, starts once the gateway
-    listens and stops before it."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    handled = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-            handled.append(signum)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
-            pass
-    try:
-        if membership is not None:
-            await asyncio.to_thread(membership.start)
-        try:
-            await gateway.start(host, port, reuse_port=reuse_port)
-            try:
-                if role is not None:
-                    await role.start(gateway)
-                if ready is None:
-                    print(_banner(gateway, 1), flush=True)
-                else:
-                    ready(gateway)
-                # Everything built so far (modules, the ring, the app) lives
-                # as long as the process: kept out of the cyclic collector,
-                # whose full collections would otherwise scan all of it
-                # while requests wait (a tail-latency cost).
-                gc.freeze()
-                try:
-                    await asyncio.wait_for(stop.wait(), duration)
-                except TimeoutError:
-                    pass
-                finally:
-                    gc.unfreeze()
-                if ready is None:
-                    print("chash gateway stopping", flush=True)
-            finally:
-                if role is not None:
-                    await role.stop()
-                await gateway.stop()
-        finally:
-            if membership is not None:
-                await asyncio.to_thread(membership.stop)
-    finally:
-        for signum in handled:
-            loop.remove_signal_handler(signum)
-
-
-class StartRefused(Exception):
-    """The store of the shared ring refused this gateway at start (its
-    user, password or permissions), or holds the ring with other shared
-    router settings: the gateway exits saying so."""
-
-
-class _Feeds:
-    """The shared ring and the record set a gateway follows, started and
-    stopped as one (``serve()``'s ``membership``): the membership first, so
-    that the discovery writes into a synced ring, and stopped last."""
-
-    def __init__(self, membership: SyncDriver | None, discovery: Any) -> None:
-        self.membership = membership
-        self.discovery = discovery
-
-    def start(self) -> None:
-        """Start both; StartRefused if the store refuses this gateway."""
-        membership = self.membership
-        if membership is not None:
-            try:
-                membership.start()
-            except Exception as exc:
-                if isinstance(exc, ValueError) or membership.is_refusal(exc):
-                    raise StartRefused(
-                        f"cannot join the shared ring {membership.name!r}: {exc}") from exc
-                raise
-        if self.discovery is not None:
-            self.discovery.start()
-
-    def stop(self) -> None:
-        if self.discovery is not None:
-            self.discovery.stop()
-        if self.membership is not None:
-            self.membership.stop()
-
-
 def _membership(args: argparse.Namespace, router: Any) -> SyncDriver | None:
     """The membership ``--redis`` or ``--etcd`` asks for, or None."""
     vote_ttl, resync_interval = _timings(args)
@@ -271,167 +161,48 @@ def _timings(args: argparse.Namespace) -> tuple[float, float]:
     return vote_ttl, resync
 
 
-def _build(args: argparse.Namespace, parser: argparse.ArgumentParser,
-           backends: dict[str, str], worker: int,
-           links: list[tuple[socket.socket, socket.socket]] | None = None,
-           ) -> tuple[Gateway, _Feeds | None, Leader | Follower | None]:
-    """The gateway of one process, what feeds its ring (or None), and its
-    part in ``--workers N`` (None for a single process).  ``links``: the
-    socket pairs between worker 0 and each other worker."""
-    from chash.gateway import Gateway, GatewayConfig
+def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser,
+          backends: dict[str, str]) -> Plan:
+    """The gateway program the arguments describe (parser.error if its
+    settings are wrong)."""
+    from chash.gateway import GatewayConfig
+    from chash.gateway.supervisor import Feeds, Plan
 
     zones: dict[str, str] = args.backend_zones
-    router = build_router(parser, args, list(backends), zones)
-    membership = _membership(args, router)
-    discovery = None
-    if args.dns_srv:
-        from chash.discovery import DnsSrvDiscovery
 
-        require("dns.resolver", user="--dns-srv", extra="dns", package="dnspython")
-        discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
-        discovery.follow(membership if membership is not None else router)
-    feeds = _Feeds(membership, discovery) if membership or discovery else None
-    role: Leader | Follower | None = None
-    verdicts: Any = membership  # where worker 0's checker applies its verdicts
-    counters = reports = ramp = None
-    # Slow start ramps this process's ring, or with --workers N worker 0's,
-    # which sends each weight to the other workers (they ramp nothing).
-    slow_start = args.slow_start or 0.0
-    if links is not None:
-        from chash.gateway.workers import Follower, Leader
+    def router() -> Any:
+        return build_router(parser, args, list(backends), zones)
 
-        if worker == 0:
-            role = Leader(router, [ours for ours, _ in links], share_verdicts=membership is None,
-                          admin_listen=args.admin_listen)
-            counters = role.counters
-            if membership is None:
-                verdicts = role
-            if slow_start:
-                from chash.gateway.slow_start import WeightRamp
+    def feeds(ring: Any) -> Feeds | None:
+        membership = _membership(args, ring)
+        discovery = None
+        if args.dns_srv:
+            from chash.discovery import DnsSrvDiscovery
 
-                ramp = WeightRamp(router, slow_start, apply=role.set_weight)
-        else:
-            slow_start = 0.0
-            role = Follower(router, links[worker - 1][1])
-            if membership is None:  # worker 0 alone probes; failures go to it
-                reports = role
-    probes = not args.no_health and (worker == 0 or membership is not None or links is None)
-    config = GatewayConfig(
-        key=args.key, missing_key=args.missing_key, attempts=args.attempts,
-        connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
-        deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
-        fail_on_status=args.fail_on_status, health=probes,
-        health_path=args.health_path, health_interval=args.health_interval,
-        health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
-        metrics=False if args.no_metrics else None,
-        admin_listen=args.admin_listen if links is None else None,
-        node_header=args.node_header, max_body=args.max_body,
-        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-        tracing=False if args.no_tracing else None, zone=args.zone, slow_start=slow_start)
-    gateway = Gateway(backends, config, router=router, zones=zones, membership=verdicts,
-                      counters=counters, health_reports=reports, ramp=ramp)
-    return gateway, feeds, role
+            require("dns.resolver", user="--dns-srv", extra="dns", package="dnspython")
+            discovery = DnsSrvDiscovery(args.dns_srv, nameservers=args.nameserver or None)
+            discovery.follow(membership if membership is not None else ring)
+        return Feeds(membership, discovery) if membership or discovery else None
 
-
-def _worker(args: argparse.Namespace, parser: argparse.ArgumentParser,
-            backends: dict[str, str], index: int, pipe: Any,
-            links: list[tuple[socket.socket, socket.socket]]) -> None:
-    """One worker process of ``--workers N``: serve until SIGTERM."""
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
-                        format=f"%(asctime)s worker {index} %(name)s %(levelname)s %(message)s")
-    for number, (ours, theirs) in enumerate(links, start=1):  # keep only this worker's ends
-        if index != 0:
-            ours.close()
-        if index != number:
-            theirs.close()
     try:
-        gateway, membership, role = _build(args, parser, backends, index, links)
-        host, port = args.listen
-
-        from chash.gateway.workers import Leader
-
-        def ready(gateway: Gateway) -> None:
-            leader = role if isinstance(role, Leader) else None
-            pipe.send(("ready", _banner(gateway, args.workers, leader)))
-
-        _run_loop(serve(gateway, host, port, None, reuse_port=True, ready=ready,
-                        membership=membership, role=role))
-    except (ImportError, OSError, ValueError, StartRefused) as exc:
-        pipe.send(("error", str(getattr(exc, "strerror", None) or exc)))
-        sys.exit(1)
-
-
-def _supervise(args: argparse.Namespace, parser: argparse.ArgumentParser,
-               backends: dict[str, str]) -> int:
-    """Run ``args.workers`` processes on one port (SO_REUSEPORT)."""
-    host, port = args.listen
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    reserve = socket.socket(family, socket.SOCK_STREAM)
-    reserve.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        reserve.bind((host, port))  # holds the port (not listening) until all listen
-    except OSError as exc:
-        print(f"chash gateway: cannot listen on {host}:{port}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
-    args.listen = (host, reserve.getsockname()[1])
-    context = multiprocessing.get_context("fork")
-    stopping = []
-    previous = {signum: signal.signal(signum, lambda s, f: stopping.append(s))
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    workers = []
-    # Worker 0 talks with each other worker over a socket pair of its own
-    # (chash.gateway.workers): one health verdict, one metrics view.
-    links = [socket.socketpair() for _ in range(args.workers - 1)]
-    try:
-        pipes = []
-        for index in range(args.workers):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_worker, name=f"chash-gateway-{index}",
-                                      args=(args, parser, backends, index, theirs, links))
-            process.start()
-            workers.append(process)
-            pipes.append(ours)
-        for pair in links:
-            for end in pair:
-                end.close()
-        banners = []
-        for ours in pipes:
-            if not ours.poll(60):
-                print("chash gateway: a worker did not start within 60 s", file=sys.stderr)
-                return 1
-            kind, text = ours.recv()
-            if kind == "error":
-                print(f"chash gateway: {text}", file=sys.stderr)
-                return 1
-            banners.append(text)
-        reserve.close()
-        print(banners[0], flush=True)  # worker 0 serves the admin listener
-        deadline = None if args.duration is None else time.monotonic() + args.duration
-        while not stopping:
-            if any(not p.is_alive() for p in workers):
-                print("chash gateway: a worker process exited; stopping", file=sys.stderr)
-                return 1
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            multiprocessing.connection.wait([p.sentinel for p in workers], timeout=0.2)
-        print("chash gateway stopping", flush=True)
-        return 0
-    finally:
-        reserve.close()
-        for pair in links:
-            for end in pair:
-                end.close()
-        for process in workers:
-            if process.is_alive():
-                process.terminate()
-        for process in workers:
-            process.join(15)
-            if process.is_alive():
-                process.kill()
-                process.join()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        config = GatewayConfig(
+            key=args.key, missing_key=args.missing_key, attempts=args.attempts,
+            connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
+            deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
+            fail_on_status=args.fail_on_status, health=not args.no_health,
+            health_path=args.health_path, health_interval=args.health_interval,
+            health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
+            metrics=False if args.no_metrics else None, admin_listen=args.admin_listen,
+            node_header=args.node_header, max_body=args.max_body,
+            header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+            tracing=False if args.no_tracing else None, zone=args.zone,
+            slow_start=args.slow_start or 0.0, tunnel_idle_timeout=args.tunnel_idle_timeout,
+            max_tunnels=args.max_tunnels, on_ring_change=args.on_ring_change,
+            tunnel_close_grace=args.tunnel_close_grace)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return Plan(config, backends, router, zones, feeds, listen=args.listen,
+                duration=args.duration, workers=args.workers, log_level=args.log_level)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -473,27 +244,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from chash.gateway.supervisor import build, supervise
+    from chash.gateway.supervisor import run as run_plan
+
+    plan = _plan(args, parser, backends)
     try:
-        gateway, membership, _ = _build(args, parser, backends, 0)
+        built = build(plan)  # built here once, so that a wrong setting is told at once
     except ImportError as exc:
         print(f"chash gateway: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         parser.error(str(exc))
     if args.workers > 1:
-        del gateway, membership  # each worker builds its own after the fork
-        return _supervise(args, parser, backends)
-    host, port = args.listen
-    try:
-        _run_loop(serve(gateway, host, port, args.duration, membership=membership))
-    except StartRefused as exc:
-        print(f"chash gateway: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"chash gateway: cannot listen on {host}:{port}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
-    return 0
+        del built  # each worker builds its own after the fork
+        return supervise(plan)
+    return run_plan(plan, built)
 
 
 def register(subparsers: Any) -> None:
@@ -597,6 +362,21 @@ def _add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a keep-alive connection may stay idle (default 75)")
     parser.add_argument("--retry-unsafe", action="store_true",
                         help="also retry POST/PATCH requests that may have reached a backend")
+    parser.add_argument("--tunnel-idle-timeout", type=seconds, default=3600.0, metavar="S",
+                        help="seconds a WebSocket tunnel may pass no byte either way before "
+                             "it is closed (default 3600)")
+    parser.add_argument("--max-tunnels", type=int, default=10000, metavar="N",
+                        help="WebSocket tunnels open at once per process (default 10000; 0: "
+                             "no limit); a handshake past the cap is answered 503 with "
+                             "Retry-After")
+    parser.add_argument("--on-ring-change", choices=("keep", "close"), default="keep",
+                        help="WebSocket tunnels whose key gets another owner: keep them on "
+                             "their node (keep, the default) or close them with code 1012, "
+                             "so that their clients reconnect to the new owner (close)")
+    parser.add_argument("--tunnel-close-grace", type=seconds, default=5.0, metavar="S",
+                        help="seconds a tunnel the gateway closes (a ring change, a stop) "
+                             "may take to reach a frame boundary for its close frame "
+                             "(default 5)")
 
 
 def _add_health_arguments(parser: argparse.ArgumentParser) -> None:

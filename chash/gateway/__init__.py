@@ -12,14 +12,23 @@ The package, from the bottom up:
 * ``config``: the settings (``GatewayConfig``, ``KeyRule``,
   ``parse_address``); a leaf.
 * ``retry``: the retry policy (``next_attempt``, ``Outcome``,
-  ``IDEMPOTENT_METHODS``); a pure leaf that any transport may share.
-* ``heads``: request and response heads, parsed strictly without I/O.
+  ``IDEMPOTENT_METHODS``), re-exported from ``chash.routing.retry``.
+* ``heads``: parsed request heads and backend response heads, without
+  I/O; ``parser``: client request heads (llhttp through httptools, the
+  gateway's policy on top, in C), read one way
+  (``RequestParser.next_request``).
 * ``channel``, ``pool``: a buffered connection and per-backend keep-alive
   pools; ``bodies``: bodies of known length and the chunked coding.
 * ``messages``: the heads and answers the gateway writes itself.
-* ``proxy``: the proxy path; ``view`` and ``admin``: the admin listener,
-  which reads the gateway through the ``GatewayView`` protocol.
-* ``server``: the ``Gateway``, which owns the rest.
+* ``express``: plain requests served from the connections' callbacks,
+  everything else handed to the connection's task as data (``Handoff``);
+  ``proxy``: the connection's task and the general path.
+* ``view`` and ``admin``: the admin listener, which reads the gateway
+  through the ``GatewayView`` protocol; ``tracing``: spans per attempt;
+  ``slow_start``: a recovered node's weight ramped up.
+* ``server``: the ``Gateway``, which owns the rest; ``workers``: the
+  processes of ``--workers N`` as one gateway; ``supervisor``: the gateway
+  as a program (one process, or N supervised), from a built ``Plan``.
 
 Importing the package needs no extra; building a ``Gateway`` needs
 aiohttp (``pip install 'chash-router[gateway]'``).

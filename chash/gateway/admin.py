@@ -63,7 +63,47 @@ def make_registry(gateway: GatewayView, metrics: bool | None,
     if registry is None:
         registry = prometheus_client.CollectorRegistry()
     registry.register(collector)
+    registry.register(_TunnelCollector(gateway, prometheus_client))
     return registry, None
+
+
+class _TunnelCollector:
+    """The WebSocket tunnels' metrics, read from the view at each scrape:
+    ``chash_tunnels_open{node}``, ``chash_tunnels_opened_total{node}``,
+    ``chash_tunnels_closed_total{node,reason}``,
+    ``chash_tunnel_bytes_total{direction}``."""
+
+    def __init__(self, gateway: GatewayView, prometheus_client: Any) -> None:
+        self._gateway = gateway
+        self._metrics = prometheus_client.core
+
+    def collect(self) -> Any:
+        """The four families, as prometheus_client collects them."""
+        core = self._metrics
+        counts = self._gateway.tunnel_counts
+        nodes = dict.fromkeys([*self._gateway.addresses, *counts.open, *counts.opened])
+        open_ = core.GaugeMetricFamily("chash_tunnels_open", "WebSocket tunnels open, by node",
+                                       labels=["node"])
+        opened = core.CounterMetricFamily("chash_tunnels_opened",
+                                          "WebSocket tunnels opened, by node", labels=["node"])
+        for node in nodes:
+            open_.add_metric([node], counts.open.get(node, 0))
+            opened.add_metric([node], counts.opened.get(node, 0))
+        closed = core.CounterMetricFamily("chash_tunnels_closed",
+                                          "WebSocket tunnels closed, by node and reason",
+                                          labels=["node", "reason"])
+        for (node, reason), count in sorted(counts.closed.items()):
+            closed.add_metric([node, reason], count)
+        moved = core.CounterMetricFamily("chash_tunnel_bytes",
+                                         "Bytes relayed by WebSocket tunnels, by direction",
+                                         labels=["direction"])
+        for direction, count in counts.bytes.items():
+            moved.add_metric([direction], count)
+        return [open_, opened, closed, moved]
+
+    def describe(self) -> list[Any]:
+        """Nothing up front: the families are built at each scrape."""
+        return []
 
 
 def status(gateway: GatewayView) -> dict[str, Any]:
@@ -80,6 +120,7 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         shared = {name: getattr(membership, name, None)
                   for name in ("name", "version", "connected", "reporter")}
     points = router.points
+    tunnels = gateway.tunnel_counts
     return {
         "key": str(config.key_rule),
         "missing_key": config.missing_key,
@@ -105,6 +146,12 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         "nodes": _nodes(gateway, health, snap),
         "requests": dict(snap.requests),
         "retries": snap.retries,
+        "tunnels": {
+            "open": sum(tunnels.open.values()),
+            "opened": sum(tunnels.opened.values()),
+            "closed": _by_reason(tunnels.closed),
+            "bytes": dict(tunnels.bytes),
+        },
         # Each worker's own counts, when the view gathers several processes
         # (chash.gateway.workers.GroupView); absent for a single process.
         **({"workers": workers} if (workers := getattr(gateway, "workers", None)) is not None
@@ -123,6 +170,7 @@ def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
     loads = gateway.loads
     hints = gateway.hints
     zones = gateway.zones
+    tunnels = gateway.tunnel_counts
     nodes = []
     for node in dict.fromkeys([*gateway.addresses, *router.nodes, *health]):
         node_status = health.get(node)
@@ -135,6 +183,7 @@ def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
             "points": points.get(node, 0),
             "ownership": ownership.get(node, 0.0),
             "in_flight": loads.get(node, 0),
+            "tunnels": tunnels.open.get(node, 0),
             "lookups": snap.lookups.get(node, 0),
             "upstream_ok": snap.upstream_ok.get(node, 0),
             "upstream_errors": snap.upstream_errors.get(node, 0),
@@ -144,6 +193,14 @@ def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
             entry["hint"] = hints[node]
         nodes.append(entry)
     return nodes
+
+
+def _by_reason(closed: dict[tuple[str, str], int]) -> dict[str, int]:
+    """Tunnels closed, by reason (all nodes)."""
+    reasons: dict[str, int] = {}
+    for (_, reason), count in closed.items():
+        reasons[reason] = reasons.get(reason, 0) + count
+    return reasons
 
 
 def _health(node: str, node_status: NodeStatus, snap: CountersSnapshot) -> dict[str, Any]:

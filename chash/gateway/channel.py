@@ -45,6 +45,7 @@ class Channel(asyncio.Protocol):
         "busy",
         "fast",
         "loop",
+        "on_writable",
         "peer_closed",
         "transport",
     )
@@ -73,6 +74,9 @@ class Channel(asyncio.Protocol):
         #: Set by the proxy while a request of this client is being
         #: served: ``finish_if_idle`` leaves the connection alone then.
         self.busy = False
+        #: Called when the peer, having fallen behind (``write_paused``),
+        #: takes what was written: a tunnel resumes reading its other side.
+        self.on_writable: Callable[[], None] | None = None
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -123,6 +127,14 @@ class Channel(asyncio.Protocol):
         drain, self._drain = self._drain, None
         if drain is not None and not drain.done():
             drain.set_result(None)
+        if self.on_writable is not None:
+            self.on_writable()
+
+    @property
+    def write_paused(self) -> bool:
+        """Whether the peer has fallen behind what was written (the
+        transport's buffer is over its high-water mark)."""
+        return self._write_paused
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -136,8 +148,9 @@ class Channel(asyncio.Protocol):
 
     def park(self, timeout: float) -> asyncio.Future[None]:
         """Something to await until ``wake`` (or, without ``fast``, bytes
-        or the end arriving); ReadTimeout once ``timeout`` s pass (see
-        ``extend``).  Bytes already buffered do not end it."""
+        beyond those buffered or the end arriving: the rest of a head);
+        ReadTimeout once ``timeout`` s pass (see ``extend``).  Bytes
+        already buffered do not end it."""
         return self._more(timeout)
 
     def extend(self, timeout: float) -> None:
@@ -192,39 +205,26 @@ class Channel(asyncio.Protocol):
         end = self._buf.find(b"\r\n\r\n")
         return end + 4 if end >= 0 else -1
 
-    def take_head(self, limit: int) -> bytes | None:
-        """A complete head of at most ``limit`` bytes if one is buffered
-        already, taken; else None and nothing is taken (``read_head`` then
-        waits for the rest or refuses what is there)."""
+    def next_head(self, limit: int) -> bytes | None:
+        """A complete head of at most ``limit`` bytes if one is buffered,
+        taken; else None and nothing is taken.  (A request head is read
+        through ``chash.gateway.parser.RequestParser.next_request``.)"""
         end = self._buf.find(b"\r\n\r\n")
         if end < 0 or end + 4 > limit:
             return None
-        return self._take(end + 4)
-
-    def next_head(self, limit: int) -> bytes | None:
-        """``take_head`` for a caller that also needs to know why there is
-        no head: the head, taken; None when nothing is buffered; b"" when
-        a head is begun and not complete, or over ``limit``."""
-        buf = self._buf
-        if not buf:
-            return None
-        end = buf.find(b"\r\n\r\n")
-        if end < 0 or end + 4 > limit:
-            return b""
         return self._take(end + 4)
 
     def peek(self, size: int) -> bytes:
         """The first ``size`` buffered bytes, left in the buffer."""
         return bytes(self._buf[:size])
 
+    def peek_from(self, start: int) -> bytes:
+        """The buffered bytes from offset ``start`` on, left in the buffer."""
+        return bytes(self._buf[start:])
+
     def take(self, size: int) -> bytes:
         """The first ``size`` buffered bytes (all there are, if fewer), taken."""
         return self._take(size)
-
-    def more(self, timeout: float) -> asyncio.Future[None]:
-        """Something to await until bytes beyond those buffered arrive (or
-        EOF); ReadTimeout after ``timeout`` s."""
-        return self._more(timeout)
 
     def _take(self, size: int) -> bytes:
         buf = self._buf
@@ -239,16 +239,12 @@ class Channel(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
-    async def read_head(self, limit: int, timeout: float, status: int,
-                        check: Callable[[bytes], None] | None = None) -> bytes | None:
-        """Bytes up to and including the first empty line; None on EOF before
-        any byte.  HttpError(status) above ``limit`` bytes or on EOF mid-head;
-        ReadTimeout when ``timeout`` s pass without the head complete.
-        ``check``, if given, is called with each new piece of a head not
-        complete yet (the bytes after those it was given before), so that
-        it can refuse a malformed head at once by raising HttpError."""
+    async def read_head(self, limit: int, timeout: float, status: int) -> bytes | None:
+        """Bytes up to and including the first empty line (a backend's
+        response head); None on EOF before any byte.  HttpError(status)
+        above ``limit`` bytes or on EOF mid-head; ReadTimeout when
+        ``timeout`` s pass without the head complete."""
         start = 0
-        checked = 0
         deadline = self.loop.time() + timeout
         while True:
             end = self._buf.find(b"\r\n\r\n", start)
@@ -256,9 +252,6 @@ class Channel(asyncio.Protocol):
                 if end + 4 > limit:
                     raise HttpError(status if status != 400 else 431, "head too large")
                 return self._take(end + 4)
-            if check is not None and len(self._buf) > checked:
-                check(bytes(self._buf[checked:]))
-                checked = len(self._buf)
             if len(self._buf) > limit:
                 raise HttpError(status if status != 400 else 431, "head too large")
             if self.peer_closed:

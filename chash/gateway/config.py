@@ -112,6 +112,20 @@ class GatewayConfig:
     clockwise from it, and fails over within the zone before leaving it
     (``chash.zones.LocalFirst``; the nodes' zones are given to ``Gateway``).
     None (the default): every node alike."""
+    tunnel_idle_timeout: float = 3600.0
+    """Seconds a WebSocket tunnel may pass no byte either way before the
+    gateway closes it."""
+    max_tunnels: int = 10000
+    """WebSocket tunnels open at once (0: no limit); a handshake past the
+    cap is answered 503 with ``Retry-After``."""
+    on_ring_change: str = "keep"
+    """``"keep"`` (the default): a tunnel stays on its node whatever the
+    ring does; ``"close"``: a tunnel whose key's owner changed is closed
+    with WebSocket close code 1012 (Service Restart), so that its client
+    reconnects to the key's new owner."""
+    tunnel_close_grace: float = 5.0
+    """Seconds a tunnel the gateway closes (a ring change, a stop) may take
+    to reach a frame boundary for its close frame; closed without it after."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -121,9 +135,13 @@ class GatewayConfig:
                              f"{self.missing_key!r}")
         _count("attempts", self.attempts, 1)
         for name in ("connect_timeout", "read_timeout", "deadline", "health_interval",
-                     "health_timeout", "header_timeout", "idle_timeout", "body_timeout"):
+                     "health_timeout", "header_timeout", "idle_timeout", "body_timeout",
+                     "tunnel_idle_timeout", "tunnel_close_grace"):
             _positive(name, getattr(self, name))
-        for name in ("pool_size", "max_body", "buffer_body"):
+        if self.on_ring_change not in ("keep", "close"):
+            raise ValueError(f"on_ring_change must be 'keep' or 'close', not "
+                             f"{self.on_ring_change!r}")
+        for name in ("pool_size", "max_body", "buffer_body", "max_tunnels"):
             _count(name, getattr(self, name), 0)
         _count("max_header_size", self.max_header_size, 256)
         _count("fall", self.fall, 1)

@@ -21,19 +21,71 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Sequence
-from typing import Literal, Protocol
+from dataclasses import dataclass
+from typing import Final, Protocol
 
-from chash.gateway.channel import Channel, ReadTimeout
+from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
-from chash.gateway.heads import HttpError, RequestHead
-from chash.gateway.messages import backend_head
-from chash.gateway.parser import RequestParser
+from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
+from chash.gateway.messages import Body, backend_head, client_head, request_start
+from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import Pool
 from chash.metrics import RouteCounters
 from chash.routing.keys import KeyRule
 
-__all__ = ["Express", "ExpressHost"]
+__all__ = ["CLOSE", "Express", "ExpressHost", "Handoff", "Refuse", "Relayed", "Resume",
+           "Sent", "Serve", "plain_answer"]
+
+#: A request sent already on the one-pass path: (the pooled connection it
+#: went on, when the wait for its answer ends, how long that wait is).
+Sent = tuple[Channel, float, float]
+#: What ``plain_answer`` remembers of a backend's head: the client's head,
+#: its body's framing, whether the client connection goes on, the parsed head.
+Relayed = tuple[bytes, Body, bool, ResponseHead]
+#: Response heads remembered by ``plain_answer`` (then forgotten at once).
+_MEMO = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Serve:
+    """Hand-off: a parsed request for the general path."""
+
+    request: RequestHead
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Hand-off: a request sent on the one-pass path whose answer the
+    general path reads (and fails over from)."""
+
+    request: RequestHead
+    key: bytes
+    nodes: list[str]
+    upstream_head: bytes
+    deadline: float
+    sent: Sent
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Hand-off: a head to refuse with ``status``, then close."""
+
+    status: int
+    reason: str
+
+
+class _Close:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "CLOSE"
+
+
+#: Hand-off: answered; the connection ends.
+CLOSE: Final = _Close()
+#: What the task is to do next (``Express.take_over``); None: read the
+#: next request itself.
+Handoff = Serve | Resume | Refuse | _Close | None
 
 
 class _Routes(Protocol):
@@ -52,25 +104,15 @@ class ExpressHost(Protocol):
     counters: RouteCounters
     closing: bool
     """Set when the gateway stops: a connection ends after its request."""
+    relayed: dict[tuple[bytes, str, bytes, bool, str], Relayed]
+    """``plain_answer``'s memo of backend heads, shared by the connections."""
 
-    def plain_answer(self, client: Channel, request: RequestHead, node: str, conn: Channel,
-                     end: int) -> tuple[bool, bool] | None:
-        """Relay a plain answer buffered on ``conn``; see ``Proxy.plain_answer``."""
+    def node_line(self, node: str) -> bytes | None:
+        """The header line naming the node that answered, if configured."""
 
     def succeeded(self, node: str) -> None:
         """Report a request ``node`` answered."""
 
-    def forward(self, client: Channel, request: RequestHead, key: bytes, nodes: Sequence[str],
-                body: bytes | None, upstream_head: bytes, deadline: float,
-                first: tuple[Channel, float, float] | None = None) -> Awaitable[bool]:
-        """The general path from an attempt begun; see ``Proxy.forward``."""
-
-    def serve_request(self, client: Channel, request: RequestHead,
-                      remote: str) -> Awaitable[bool]:
-        """The general path for a parsed request; see ``Proxy.serve_request``."""
-
-    def send_last(self, client: Channel, status: int, message: str) -> None:
-        """Answer with the gateway's own message before closing."""
 
 logger = logging.getLogger("chash.gateway")
 
@@ -112,11 +154,10 @@ class Express:
         """Whether a request is in progress here (the task must not read)."""
         return self._state is not _State.IDLE
 
-    async def park(self, idle_timeout: float) -> Awaitable[bool] | Literal[False] | None:
+    async def park(self, idle_timeout: float) -> Handoff:
         """Let the callbacks serve the connection until they need the task;
-        then what the task is to do: None to read the next request itself,
-        False to end the connection, or an awaitable giving whether it may
-        go on.  ReadTimeout after ``idle_timeout`` s without a request."""
+        then what the task is to do (``Handoff``).  ReadTimeout after
+        ``idle_timeout`` s without a request."""
         client = self._client
         if not self.busy and (client.peer_closed or client.lost):
             return None  # the task reads the end
@@ -141,7 +182,7 @@ class Express:
         whether it went (else nothing was done)."""
         proxy = self._proxy
         config = proxy.config
-        if request.content_length or request.chunked:
+        if request.content_length or request.chunked or request.upgrade is not None:
             return False
         key = proxy.key_rule.extract(request)
         nodes = None if key is None else proxy.router.get_preference_list(key, config.attempts)
@@ -164,41 +205,37 @@ class Express:
         self._deadline, self._wait, self._wait_end = now + config.deadline, wait, now + wait
         proxy.in_flight[node] = proxy.in_flight.get(node, 0) + 1
         # take_idle found the connection sound: the transport's own write.
-        conn.transport.write(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s" % (
-            request.method.encode(), request.target, pool.authority, upstream_head))
+        conn.transport.write(request_start(request, pool.authority) + upstream_head)
         conn.fast = self._on_backend
         conn.expect(wait)
         # The client's idle time does not run while its request is served.
         client.extend(wait + config.idle_timeout)
         return True
 
-    def take_over(self) -> Awaitable[bool] | Literal[False] | None:
+    def take_over(self) -> Handoff:
         """What the task does with the connection as the callbacks left it
         (see ``park``); the path is idle afterwards."""
         state, self._state = self._state, _State.IDLE
-        proxy, client = self._proxy, self._client
         if state is _State.SENT:
             conn, request = self._conn, self._request
             assert conn is not None and request is not None
             conn.fast = None
-            proxy.in_flight[self._node] -= 1
-            first = (conn, self._wait_end, self._wait)
-            key, nodes, upstream_head = self._key, self._nodes, self._upstream_head
+            self._proxy.in_flight[self._node] -= 1
+            handoff: Handoff = Resume(request, self._key, self._nodes, self._upstream_head,
+                                      self._deadline, (conn, self._wait_end, self._wait))
             self._forget()
-            return proxy.forward(client, request, key, nodes, b"", upstream_head,
-                                 self._deadline, first)
+            return handoff
         if state is _State.PARSED:
             request = self._request
             assert request is not None
             self._forget()
-            return proxy.serve_request(client, request, self._remote)
+            return Serve(request)
         if state is _State.REFUSED:
             error, self._error = self._error, None
             assert error is not None
-            proxy.send_last(client, error.status, error.reason)
-            return False
+            return Refuse(error.status, error.reason)
         if state is _State.CLOSE:
-            return False
+            return CLOSE
         return None
 
     # -- callbacks ---------------------------------------------------------
@@ -214,18 +251,18 @@ class Express:
     def _serve_buffered(self) -> None:
         """Start the next buffered request, or hand over to the task."""
         client = self._client
-        head = client.next_head(self._proxy.config.max_header_size)
-        if head is None:
-            return
-        if not head:  # a head still arriving, or too large: the task's
-            client.wake()
-            return
         try:
-            request = self._parser.parse(head)
+            request = self._parser.next_request(client, self._proxy.config.max_header_size)
         except HttpError as exc:
             self._state, self._error = _State.REFUSED, exc
             client.wake()
             return
+        if request is None:
+            return
+        if request is PENDING:  # a head still arriving: the task's, with its timeout
+            client.wake()
+            return
+        assert isinstance(request, RequestHead)
         try:
             if self.start(request):
                 return
@@ -249,7 +286,7 @@ class Express:
         request, pool = self._request, self._pool
         assert request is not None and pool is not None
         try:
-            answered = proxy.plain_answer(client, request, node, conn, end)
+            answered = plain_answer(proxy, client, request, node, conn, end)
         except (ReadTimeout, HttpError, ConnectionError):
             answered = None  # the general path reads it again and says why
         except Exception:
@@ -291,3 +328,45 @@ class Express:
         self._request = self._pool = self._conn = None
         self._nodes = []
         self._upstream_head = self._key = b""
+
+
+def plain_answer(host: ExpressHost, client: Channel, request: RequestHead, node: str,
+                 conn: Channel, end: int) -> tuple[bool, bool] | None:
+    """Relay the answer buffered on ``conn`` (its head ``end`` bytes
+    long) if it is a plain one: ``(reuse the backend connection, keep
+    the client connection)``; else None, and nothing was read."""
+    config = host.config
+    if end < 0 or end > BLOCK or client.peer_closed or client.lost:
+        return None
+    assert client.transport is not None
+    raw = conn.peek(end)
+    # Backends repeat their heads (they differ by a Date field a second
+    # or so): what the client gets is a function of the head's bytes,
+    # the request's method, version and keep-alive and the node, so it
+    # is remembered rather than parsed and built again.
+    memo_key = (raw, request.method, request.version, request.keep_alive, node)
+    memo = host.relayed
+    relayed = memo.get(memo_key)
+    if relayed is None:
+        response = parse_response_head(raw)
+        status = response.status
+        if status < 200 or status in config.fail_on_status or \
+                status in config.retry_statuses:
+            return None
+        relayed = (*client_head(request, response, host.node_line(node)), response)
+        if len(memo) >= _MEMO:
+            memo.clear()
+        memo[memo_key] = relayed
+    head, body, keep, response = relayed
+    if body is Body.LENGTH:
+        length = response.content_length
+        assert length is not None
+        if length > BLOCK or conn.buffered < end + length:
+            return None
+        client.transport.write(head + conn.take(end + length)[end:])
+    elif body is Body.NONE:
+        conn.take(end)
+        client.transport.write(head)
+    else:
+        return None
+    return response.keep_alive, keep

@@ -54,6 +54,11 @@ class RequestHead:
     chunked: bool
     keep_alive: bool
     expect_continue: bool
+    upgrade: bytes | None = None
+    """The ``Upgrade`` value of a WebSocket handshake (RFC 6455 §4.1:
+    ``GET``, ``Connection: Upgrade``, ``Upgrade: websocket``), else None:
+    a request asking for another protocol is served as a plain one, its
+    ``Upgrade`` left behind."""
 
     def get(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower-case), or None."""

@@ -1,6 +1,7 @@
 """What the gateway writes of its own, without I/O: heads and answers.
 
-The head of a request to a backend (``backend_head``), the head of a
+The request line and Host field of a request to a backend
+(``request_start``), the rest of its head (``backend_head``), the head of a
 response to a client and how its body is framed (``client_head``), and the
 gateway's own plain-text answers (``simple_answer``).  The proxy does the
 I/O.
@@ -13,7 +14,8 @@ import enum
 from chash._chash import _backend_head
 from chash.gateway.heads import RequestHead, ResponseHead
 
-__all__ = ["Body", "backend_head", "client_head", "simple_answer"]
+__all__ = ["Body", "backend_head", "client_head", "request_start", "simple_answer",
+           "switching_head", "upgrade_head"]
 
 _REASONS = {400: "Bad Request", 404: "Not Found", 408: "Request Timeout",
             413: "Content Too Large", 414: "URI Too Long",
@@ -39,12 +41,21 @@ class Body(enum.Enum):
     """Neither length nor chunks: the body ends when the backend closes."""
 
 
-def simple_answer(status: int, message: str, close: bool) -> bytes:
-    """A whole plain-text answer of the gateway's own: ``chash gateway: MESSAGE``."""
+def simple_answer(status: int, message: str, close: bool,
+                  retry_after: int | None = None) -> bytes:
+    """A whole plain-text answer of the gateway's own: ``chash gateway:
+    MESSAGE`` (with ``Retry-After: SECONDS`` if ``retry_after`` is given)."""
     body = f"chash gateway: {message}\n".encode()
     return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
             f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+            + ("" if retry_after is None else f"Retry-After: {retry_after}\r\n")
             + ("Connection: close\r\n" if close else "") + "\r\n").encode() + body
+
+
+def request_start(request: RequestHead, authority: bytes) -> bytes:
+    """The request line and Host field of ``request`` sent to the backend
+    at ``authority`` (``host:port``): what ``backend_head`` follows."""
+    return b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (request.method.encode(), request.target, authority)
 
 
 def backend_head(request: RequestHead, remote: str) -> bytes:
@@ -56,6 +67,27 @@ def backend_head(request: RequestHead, remote: str) -> bytes:
     return _backend_head(request.fields, request.lines, remote, request.host,
                          request.chunked, request.content_length,
                          request.method == "GET" or request.method == "HEAD")
+
+
+def upgrade_head(request: RequestHead, remote: str) -> bytes:
+    """``backend_head`` for a WebSocket handshake: the hop-by-hop
+    ``Connection`` and ``Upgrade`` fields, which the gateway passes on for
+    this one protocol, written again (the ``Sec-WebSocket-*`` fields are
+    end-to-end, and went with the others)."""
+    assert request.upgrade is not None
+    head = backend_head(request, remote)
+    return head[:-2] + b"Connection: Upgrade\r\nUpgrade: " + request.upgrade + b"\r\n\r\n"
+
+
+def switching_head(response: ResponseHead, upgrade: bytes, extra: bytes | None = None) -> bytes:
+    """The head of a backend's ``101 Switching Protocols`` as the client
+    gets it: its end-to-end fields (``Sec-WebSocket-Accept``, ...), the
+    ``Connection`` and ``Upgrade`` fields of the switch, and ``extra``."""
+    lines = [b"HTTP/1.1 101 %s" % (response.reason or b"Switching Protocols"), *response.relay,
+             b"Connection: Upgrade", b"Upgrade: " + upgrade]
+    if extra is not None:
+        lines.append(extra)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 def client_head(request: RequestHead, response: ResponseHead,

@@ -10,13 +10,16 @@ request, obsolete line folding, a request line with other than two single
 spaces, a missing or repeated ``Host``, and versions other than HTTP/1.0
 and HTTP/1.1 (505).
 
-Each client connection has one ``RequestParser``.  ``check`` feeds the
-bytes of a head still arriving, so that a malformed one is refused as soon
-as its first wrong byte is in, never left waiting for the header timeout
-(a head whose lines end in a bare CR or a bare LF is such a head: llhttp
-refuses both).  ``parse`` parses a complete head and checks that llhttp
-saw it end exactly where the gateway did, so that the two never frame a
-message differently.
+Each client connection has one ``RequestParser``, and its next request
+head is read one way, ``RequestParser.next_request``, by the one-pass path
+in the connection's callbacks and by the connection's task alike: a
+complete head is taken and parsed; the bytes of a head still arriving are
+checked (``check``), so that a malformed one is refused as soon as its
+first wrong byte is in, never left waiting for the header timeout (a head
+whose lines end in a bare CR or a bare LF is such a head: llhttp refuses
+both).  ``parse`` parses a complete head and checks that llhttp saw it
+end exactly where the gateway did, so that the two never frame a message
+differently.
 
 The policy itself is in C (``chash._chash._request_head``, over
 ``csrc/http/request_head.c``): once llhttp has accepted a head, one call
@@ -28,13 +31,13 @@ from one request to the next while its messages have no body.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final, Protocol
 
 from chash._chash import _request_head
 from chash._optional import require
 from chash.gateway.heads import HttpError, RequestHead
 
-__all__ = ["RequestParser", "parse_request_head"]
+__all__ = ["PENDING", "HeadBuffer", "RequestParser", "parse_request_head"]
 
 _VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
 _HTTP10 = b"HTTP/1.0"
@@ -48,6 +51,35 @@ def _module() -> Any:
     if _httptools is None:
         _httptools = require("httptools", user="chash.gateway", extra="gateway")
     return _httptools
+
+
+class _Pending:
+    """The type of ``PENDING``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+#: What ``RequestParser.next_request`` gives for a head begun and not
+#: complete yet (its bytes so far are valid).
+PENDING: Final = _Pending()
+
+
+class HeadBuffer(Protocol):
+    """Where request heads are read from: a client connection's buffer
+    (``chash.gateway.channel.Channel``)."""
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not read yet."""
+
+    def next_head(self, limit: int) -> bytes | None:
+        """A complete head of at most ``limit`` bytes, taken; else None."""
+
+    def peek_from(self, start: int) -> bytes:
+        """The buffered bytes from offset ``start`` on, left in the buffer."""
 
 
 class _Ends:
@@ -66,14 +98,33 @@ class _Ends:
 class RequestParser:
     """The request heads of one client connection (see the module docstring)."""
 
-    __slots__ = ("_kept", "_partial")
+    __slots__ = ("_checked", "_kept", "_partial")
 
     def __init__(self) -> None:
         _module()
         self._partial: Any = None
+        self._checked = 0  # bytes of the head still arriving fed to ``check``
         # The parser of the last head, ready for the next one: only after a
         # message that ended with its head (no body, no upgrade, kept alive).
         self._kept: tuple[Any, _Ends] | None = None
+
+    def next_request(self, buffer: HeadBuffer, limit: int) -> RequestHead | _Pending | None:
+        """The next request head in ``buffer``, taken and parsed; PENDING
+        when a head is begun and not complete (its new bytes checked);
+        None when nothing is buffered.  HttpError as ``parse`` and
+        ``check`` raise it, and 431 for a head over ``limit`` bytes."""
+        head = buffer.next_head(limit)
+        if head is not None:
+            return self.parse(head)
+        size = buffer.buffered
+        if not size:
+            return None
+        if size > limit:
+            raise HttpError(431, "head too large")
+        if size > self._checked:
+            self.check(buffer.peek_from(self._checked))
+            self._checked = size
+        return PENDING
 
     def check(self, data: bytes) -> None:
         """Feed ``data``, the next bytes of a head not complete yet;
@@ -89,9 +140,11 @@ class RequestParser:
         chunked or a CONNECT, 505 for a version other than HTTP/1.0 and
         HTTP/1.1."""
         self._partial = None
+        self._checked = 0
         kept, self._kept = self._kept, None
-        request, parser = _parse(head, kept)
-        if request.keep_alive and not request.content_length and not request.chunked:
+        request, parser, upgrade = _parse(head, kept)
+        if request.keep_alive and not request.content_length and not request.chunked \
+                and not upgrade:
             self._kept = parser
         return request
 
@@ -129,9 +182,25 @@ def parse_request_head(head: bytes) -> RequestHead:
     return _parse(head, None)[0]
 
 
-def _parse(head: bytes, kept: tuple[Any, _Ends] | None) -> tuple[RequestHead, tuple[Any, _Ends]]:
+def _websocket(request: RequestHead) -> bytes | None:
+    """The ``Upgrade`` value if ``request`` is a WebSocket handshake (RFC
+    6455 §4.1: GET, ``upgrade`` among the Connection tokens, ``websocket``
+    among the Upgrade ones), else None."""
+    if request.method != "GET":
+        return None
+    connection = b",".join(v for n, v in request.fields if n == b"connection")
+    if b"upgrade" not in {t.strip(b" \t").lower() for t in connection.split(b",")}:
+        return None
+    upgrade = b",".join(v for n, v in request.fields if n == b"upgrade")
+    protocols = {t.strip(b" \t").split(b"/", 1)[0].lower() for t in upgrade.split(b",")}
+    return upgrade if b"websocket" in protocols else None
+
+
+def _parse(head: bytes, kept: tuple[Any, _Ends] | None,
+           ) -> tuple[RequestHead, tuple[Any, _Ends], bool]:
     """Parse ``head`` with the parser ``kept`` (a new one if None): the
-    request, and the parser, which may go on to the next head."""
+    request, the parser, and whether llhttp saw an upgrade (then the
+    parser may not go on to the next head)."""
     if kept is None:
         ends = _Ends()
         kept = (_module().HttpRequestParser(ends), ends)
@@ -148,6 +217,8 @@ def _parse(head: bytes, kept: tuple[Any, _Ends] | None) -> tuple[RequestHead, tu
     request = _request_head(head, upgrade, RequestHead)
     if type(request) is tuple:
         raise HttpError(*request)
-    return request, kept
+    if upgrade:
+        request.upgrade = _websocket(request)
+    return request, kept, upgrade
 
 

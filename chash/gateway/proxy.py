@@ -23,13 +23,22 @@ from typing import Protocol
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
-from chash.gateway.express import Express
+from chash.gateway.express import CLOSE, Express, Handoff, Refuse, Relayed, Resume, Sent, Serve
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
-from chash.gateway.messages import Body, backend_head, client_head, simple_answer
-from chash.gateway.parser import RequestParser
+from chash.gateway.messages import (
+    Body,
+    backend_head,
+    client_head,
+    request_start,
+    simple_answer,
+    switching_head,
+    upgrade_head,
+)
+from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
 from chash.gateway.tracing import AttemptTracer
+from chash.gateway.tunnel import Tunnels
 from chash.metrics import RouteCounters
 
 __all__ = ["HealthReports", "Proxy", "Routes", "describe"]
@@ -38,13 +47,6 @@ logger = logging.getLogger("chash.gateway")
 
 #: An attempt's result: (outcome, detail, keep); see ``Proxy._attempt``.
 Attempt = tuple[Outcome, str, bool]
-#: Response heads remembered by ``Proxy.plain_answer`` (then forgotten at once).
-_MEMO = 512
-
-#: A request sent already on the one-pass path (``Express``): (the pooled
-#: connection it went on, when the wait for its answer ends, how long that
-#: wait is).
-Sent = tuple[Channel, float, float]
 
 
 class HealthReports(Protocol):
@@ -92,12 +94,14 @@ class Proxy:
     """Serves client connections for one gateway; see the module docstring.
 
     ``config``, ``key_rule``, ``router``, ``pools``, ``in_flight``,
-    ``counters`` and ``closing`` are public for ``chash.gateway.express``,
-    which serves plain requests on the proxy's behalf (``ExpressHost``)."""
+    ``counters``, ``closing``, ``relayed`` and ``node_line`` are public for
+    ``chash.gateway.express``, which serves plain requests on the proxy's
+    behalf (``ExpressHost``)."""
 
     def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
-                 health: HealthReports | None, tracer: AttemptTracer | None = None) -> None:
+                 health: HealthReports | None, tracer: AttemptTracer | None = None,
+                 tunnels: Tunnels | None = None) -> None:
         self.config = config
         self.key_rule = config.key_rule
         self.router = router
@@ -105,6 +109,8 @@ class Proxy:
         self.counters = counters
         self._health = health
         self._tracer = tracer
+        #: The WebSocket tunnels of this process (``chash.gateway.tunnel``).
+        self.tunnels = tunnels if tunnels is not None else Tunnels(config)
         self.in_flight: dict[str, int] = {}
         #: Set by ``close``: each connection ends after the request it serves.
         self.closing = False
@@ -112,8 +118,7 @@ class Proxy:
         self._connections: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._node_lines: dict[str, bytes] = {}
-        self._relayed: dict[tuple[bytes, str, bytes, bool, str],
-                            tuple[bytes, Body, bool, ResponseHead]] = {}
+        self.relayed: dict[tuple[bytes, str, bytes, bool, str], Relayed] = {}
 
     @property
     def loads(self) -> dict[str, int]:
@@ -128,10 +133,13 @@ class Proxy:
     async def close(self, grace: float) -> None:
         """Let requests in flight finish (``grace`` seconds at most), then
         close every client and backend connection."""
-        # Idle keep-alive connections close now; busy ones after their answer.
+        # Idle keep-alive connections close now; busy ones after their
+        # answer; tunnels with a close frame (1001) at a frame boundary.
         self.closing = True
         for channel in list(self._connections):
             channel.finish_if_idle()
+        self.tunnels.close_all()
+        await self.tunnels.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
@@ -170,37 +178,16 @@ class Proxy:
                 if express is not None and (express.busy or not (
                         client.buffered or client.peer_closed)):
                     try:
-                        then = await express.park(config.idle_timeout)
+                        handoff = await express.park(config.idle_timeout)
                     except ReadTimeout:
                         break
-                    if then is False:
-                        break
-                    if then is not None:
-                        client.busy = True
-                        keep = await then
-                        client.busy = False
-                        if not keep:
+                    if handoff is not None:
+                        if not await self._take_over(client, handoff, remote):
                             break
                         continue
-                elif not client.buffered:
-                    try:
-                        await client.wait_data(config.idle_timeout)
-                    except ReadTimeout:
-                        break
-                # A head wholly buffered is parsed here; one still arriving
-                # (or refused, or the end of the connection) is left to
-                # _next_request, with its timeouts and early refusal.
-                head = client.take_head(config.max_header_size)
-                if head is None:
-                    request = await self._next_request(client, remote, parser)
-                    if request is None:
-                        break
-                else:
-                    try:
-                        request = parser.parse(head)
-                    except HttpError as exc:
-                        self.send_last(client, exc.status, exc.reason)
-                        break
+                request = await self._next_request(client, remote, parser)
+                if request is None:
+                    break
                 if express is not None and express.start(request):
                     continue
                 client.busy = True
@@ -217,17 +204,46 @@ class Proxy:
             self._connections.discard(client)
             client.close()
 
+    async def _take_over(self, client: Channel, handoff: Handoff, remote: str) -> bool:
+        """Carry out what the one-pass path handed over; whether the
+        connection may go on."""
+        if handoff is CLOSE:
+            return False
+        if isinstance(handoff, Refuse):
+            self.send_last(client, handoff.status, handoff.reason)
+            return False
+        client.busy = True
+        if isinstance(handoff, Resume):
+            keep = await self.forward(client, handoff.request, handoff.key, handoff.nodes, b"",
+                                      handoff.upstream_head, handoff.deadline, handoff.sent)
+        else:
+            assert isinstance(handoff, Serve)
+            keep = await self.serve_request(client, handoff.request, remote)
+        client.busy = False
+        return keep
+
     async def _next_request(self, client: Channel, remote: str,
                             parser: RequestParser) -> RequestHead | None:
         """The client's next request head; None when the connection is to
         end (closed, idle too long, or a bad head, answered already)."""
         config = self.config
+        deadline = None
         try:
-            if not client.buffered:
-                await client.wait_data(config.idle_timeout)
-            head = await client.read_head(config.max_header_size, config.header_timeout, 400,
-                                          parser.check)
-            return None if head is None else parser.parse(head)
+            while True:
+                request = parser.next_request(client, config.max_header_size)
+                if request is None:  # nothing buffered
+                    if client.peer_closed:
+                        return None
+                    await client.wait_data(config.idle_timeout)
+                    continue
+                if request is not PENDING:
+                    assert isinstance(request, RequestHead)
+                    return request
+                if client.peer_closed:
+                    raise HttpError(400, "connection closed mid-head")
+                if deadline is None:
+                    deadline = client.loop.time() + config.header_timeout
+                await client.park(deadline - client.loop.time())  # the rest of the head
         except ReadTimeout:
             if client.buffered:  # a head begun and not finished
                 logger.info("client %s sent no complete request head in %gs; closing",
@@ -238,6 +254,7 @@ class Proxy:
         return None
 
     def send_last(self, client: Channel, status: int, message: str) -> None:
+        """Answer with the gateway's own message before closing."""
         if not client.lost:
             client.write(simple_answer(status, message, close=True))
 
@@ -276,6 +293,12 @@ class Proxy:
         if not nodes:
             self.counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", has_body)
+        if request.upgrade is not None:
+            if has_body:
+                self.counters.request("rejected")
+                return self._answer(client, request, 400,
+                                    "a WebSocket handshake has no body", True)
+            return await self._upgrade(client, request, key, nodes, remote)
         if request.expect_continue and has_body:
             client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body: bytes | None = b""
@@ -291,47 +314,7 @@ class Proxy:
         return await self.forward(client, request, key, nodes, body,
                                    backend_head(request, remote), deadline)
 
-    def plain_answer(self, client: Channel, request: RequestHead, node: str, conn: Channel,
-                      end: int) -> tuple[bool, bool] | None:
-        """Relay the answer buffered on ``conn`` (its head ``end`` bytes
-        long) if it is a plain one: ``(reuse the backend connection, keep
-        the client connection)``; else None, and nothing was read."""
-        config = self.config
-        if end < 0 or end > BLOCK or client.peer_closed or client.lost:
-            return None
-        assert client.transport is not None
-        raw = conn.peek(end)
-        # Backends repeat their heads (they differ by a Date field a second
-        # or so): what the client gets is a function of the head's bytes,
-        # the request's method, version and keep-alive and the node, so it
-        # is remembered rather than parsed and built again.
-        memo_key = (raw, request.method, request.version, request.keep_alive, node)
-        relayed = self._relayed.get(memo_key)
-        if relayed is None:
-            response = parse_response_head(raw)
-            status = response.status
-            if status < 200 or status in config.fail_on_status or \
-                    status in config.retry_statuses:
-                return None
-            relayed = (*client_head(request, response, self._node_line(node)), response)
-            if len(self._relayed) >= _MEMO:
-                self._relayed.clear()
-            self._relayed[memo_key] = relayed
-        head, body, keep, response = relayed
-        if body is Body.LENGTH:
-            length = response.content_length
-            assert length is not None
-            if length > BLOCK or conn.buffered < end + length:
-                return None
-            client.transport.write(head + conn.take(end + length)[end:])
-        elif body is Body.NONE:
-            conn.take(end)
-            client.transport.write(head)
-        else:
-            return None
-        return response.keep_alive, keep
-
-    def _node_line(self, node: str) -> bytes | None:
+    def node_line(self, node: str) -> bytes | None:
         """The header line naming the node that answered, if configured."""
         line = self._node_lines.get(node)
         if line is None:
@@ -412,6 +395,114 @@ class Proxy:
         return self._answer(client, request, 502, f"no backend answered ({detail})",
                             body is None)
 
+    # -- a WebSocket handshake -------------------------------------------------
+
+    async def _upgrade(self, client: Channel, request: RequestHead, key: bytes,
+                       nodes: Sequence[str], remote: str) -> bool:
+        """Route a WebSocket handshake as a request (failing over while no
+        101 has reached the client), then run its tunnel; whether the
+        client connection may go on (only after an answer other than 101)."""
+        tunnels = self.tunnels
+        if tunnels.full:
+            self.counters.routed(nodes[0], "rejected")
+            if client.lost:
+                return False
+            client.write(simple_answer(
+                503, f"{self.config.max_tunnels} WebSocket tunnels are open, the most allowed",
+                not request.keep_alive, retry_after=1))
+            return request.keep_alive
+        config = self.config
+        head = upgrade_head(request, remote)
+        loop = client.loop
+        deadline = loop.time() + config.deadline
+        tried: list[str] = []
+        timed_out = False
+        index: int | None = 0
+        while index is not None:
+            node = nodes[index]
+            if index:
+                self.counters.retry()
+            self.in_flight[node] = self.in_flight.get(node, 0) + 1
+            tunnels.pending += 1  # counted against the cap while under way
+            try:
+                outcome, detail, conn, response = await self._handshake(
+                    request, node, head, deadline)
+            finally:
+                self.in_flight[node] -= 1
+                tunnels.pending -= 1
+            following = next_attempt(nodes, index, request.method, outcome,
+                                     retry_unsafe=config.retry_unsafe, replayable=True)
+            if conn is not None and response is not None:
+                if outcome is Outcome.ANSWERED or following is None:  # the last node's answer
+                    self.counters.routed(nodes[0], "ok", node)
+                    if response.status == 101:
+                        await tunnels.run(client, conn, node, key, switching_head(
+                            response, b"websocket", self.node_line(node)))
+                        return False
+                    try:
+                        _, keep = await self._relay(client, request, response, conn, node)
+                    except (EOFError, ReadTimeout):
+                        keep = False
+                    conn.close()
+                    return keep and not client.lost
+                conn.close()
+            tried.append(f"{node}: {detail}")
+            timed_out = detail.startswith(("timed out", "connect timed out"))
+            index = following
+            if index is not None and loop.time() >= deadline:
+                tried.append(f"deadline of {config.deadline:g}s passed")
+                timed_out = True
+                break
+        self.counters.routed(nodes[0], "failed")
+        detail = "; ".join(tried)
+        if timed_out:
+            return self._answer(client, request, 504, f"no backend answered in time ({detail})")
+        return self._answer(client, request, 502, f"no backend answered ({detail})")
+
+    async def _handshake(self, request: RequestHead, node: str, head: bytes, deadline: float,
+                         ) -> tuple[Outcome, str, Channel | None, ResponseHead | None]:
+        """Send the handshake to ``node`` on a connection of its own (a
+        tunnel keeps it): ``(outcome, detail, connection, answer)``, the
+        connection and the answer's head when one came (ANSWERED, or
+        RETRY_STATUS for a status to fail over from)."""
+        config = self.config
+        address = self.address_of(node)
+        host, _, port = address.rpartition(":")
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(Channel, host.strip("[]"), int(port)),
+                max(0.001, min(config.connect_timeout, deadline - loop.time())))
+        except (OSError, TimeoutError) as exc:
+            reason = f"connect timed out after {config.connect_timeout:g}s" \
+                if isinstance(exc, TimeoutError) else describe(exc)
+            self._failed(node, reason)
+            return Outcome.NOT_DELIVERED, reason, None, None
+        try:
+            conn.write(request_start(request, address.encode()) + head)
+            wait = max(0.001, min(config.read_timeout, deadline - loop.time()))
+            while True:
+                raw = await conn.read_head(65536, wait, 502)
+                if raw is None:
+                    raise EOFError("disconnected before answering")
+                response = parse_response_head(raw)
+                if response.status >= 200 or response.status == 101:
+                    break
+        except (ReadTimeout, EOFError, ConnectionError, HttpError) as exc:
+            conn.close()
+            reason = f"timed out after {config.read_timeout:g}s" \
+                if isinstance(exc, ReadTimeout) else describe(exc)
+            self._failed(node, reason)
+            return Outcome.FAILED, reason, None, None
+        status = response.status
+        if status in config.fail_on_status:
+            self._failed(node, f"HTTP {status}")
+        else:
+            self.succeeded(node)
+        if status in config.retry_statuses:
+            return Outcome.RETRY_STATUS, f"HTTP {status}", conn, response
+        return Outcome.ANSWERED, "", conn, response
+
     def _failed(self, node: str, reason: str) -> None:
         self.counters.attempt(node, ok=False)
         logger.warning("backend %s failed: %s", node, reason, extra={"node": node})
@@ -462,8 +553,9 @@ class Proxy:
             else:  # what is left of the wait the first pass began
                 wait, left = first[2], first[1] - now
             try:
-                response = await self._exchange(client, request, conn, node, upstream_head,
-                                                body, max(left, 0.001), first is not None)
+                response = await self._exchange(client, request, conn, pool.authority,
+                                                upstream_head, body, max(left, 0.001),
+                                                first is not None)
             except _ClientBodyCut:
                 return Outcome.ANSWERED, "client", False
             except ReadTimeout:
@@ -505,21 +597,19 @@ class Proxy:
             pool.release(conn, reuse)
 
     async def _exchange(self, client: Channel, request: RequestHead, conn: Channel,
-                        node: str, upstream_head: bytes, body: bytes | None,
+                        authority: bytes, upstream_head: bytes, body: bytes | None,
                         wait: float, sent: bool = False) -> ResponseHead:
         """Send the request on ``conn`` (``body``, or the client's streamed
         one when None; nothing if ``sent`` already) and read the backend's
         final response head (1xx interim answers are dropped), waiting
         ``wait`` seconds at most.  _ClientBodyCut when the client's
         streamed body failed."""
-        head = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (
-            request.method.encode(), request.target, self.address_of(node).encode())
         if sent:
             pass
         elif body is not None:
-            conn.write(head + upstream_head + body)
+            conn.write(request_start(request, authority) + upstream_head + body)
         else:
-            conn.write(head + upstream_head)
+            conn.write(request_start(request, authority) + upstream_head)
             await self._stream_body(client, request, conn)
         while True:
             raw = await conn.read_head(65536, wait, 502)
@@ -555,7 +645,7 @@ class Proxy:
         """Send ``response`` and its body to the client: ``(reuse the backend
         connection, keep the client connection)``.  EOFError or ReadTimeout
         while nothing has reached the client yet (a failed attempt)."""
-        head, body, keep = client_head(request, response, self._node_line(node))
+        head, body, keep = client_head(request, response, self.node_line(node))
         length = response.content_length
         try:
             if client.peer_closed:  # the client closed its side: nobody will read this

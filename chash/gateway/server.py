@@ -48,6 +48,7 @@ from chash.gateway.config import GatewayConfig, KeyRule, parse_address
 from chash.gateway.proxy import HealthReports, Proxy, Routes
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tracing import attempt_tracer
+from chash.gateway.tunnel import TunnelCounts, Tunnels
 from chash.metrics import RouteCounters
 from chash.zones import LocalFirst
 
@@ -184,9 +185,14 @@ class Gateway:
         self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
+        def owner(key: bytes) -> str | None:
+            nodes = routes.get_preference_list(key, 1)
+            return nodes[0] if nodes else None
+
+        self._tunnels = Tunnels(config, owner, router.__contains__, router.fingerprint)
         self._proxy = Proxy(config, routes, addresses, self._counters,
                             health if health is not None else health_reports,
-                            attempt_tracer(config.tracing, tracer_provider))
+                            attempt_tracer(config.tracing, tracer_provider), self._tunnels)
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
 
@@ -241,6 +247,16 @@ class Gateway:
     def loads(self) -> dict[str, int]:
         """``{node: requests in flight}`` for every configured backend."""
         return self._proxy.loads
+
+    @property
+    def tunnels(self) -> Tunnels:
+        """The WebSocket tunnels of this gateway and their counts."""
+        return self._tunnels
+
+    @property
+    def tunnel_counts(self) -> TunnelCounts:
+        """The tunnels' counters now (open, opened, closed, bytes)."""
+        return self._tunnels.counts()
 
     @property
     def status_path(self) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from chash._chash import ConsistentHashRouter
     from chash.gateway.config import GatewayConfig
+    from chash.gateway.tunnel import TunnelCounts
     from chash.health import AsyncHealthChecker
     from chash.metrics import RouteCounters
 
@@ -61,6 +62,10 @@ class GatewayView(Protocol):
     @property
     def loads(self) -> dict[str, int]:
         """``{node: requests in flight}``."""
+
+    @property
+    def tunnel_counts(self) -> TunnelCounts:
+        """The WebSocket tunnels: open, opened, closed, bytes relayed."""
 
     @property
     def hints(self) -> dict[str, str]:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chash.gateway.admin import make_registry, start_admin
+from chash.gateway.tunnel import TunnelCounts, merge_tunnel_counts
 from chash.health.membership import LocalMembership
 from chash.metrics import OUTCOMES, CountersSnapshot, RouteCounters
 from chash.weights import set_weight
@@ -118,6 +119,8 @@ class WorkerReport:
     """The fingerprint of the worker's ring (``ConsistentHashRouter.fingerprint``)."""
     ring_changes: int = 0
     """The changes of the leader's (verdicts, weights) applied to that ring."""
+    tunnels: TunnelCounts | None = None
+    """The worker's WebSocket tunnels (open, opened, closed, bytes)."""
 
 
 def merge_snapshots(snapshots: list[CountersSnapshot]) -> CountersSnapshot:
@@ -271,7 +274,8 @@ class Leader:
         own = []
         if self._gateway is not None:
             own = [WorkerReport(0, os.getpid(), self.counters.own(), self._gateway.loads,
-                                self._gateway.router.fingerprint(), self._changes)]
+                                self._gateway.router.fingerprint(), self._changes,
+                                self._gateway.tunnel_counts)]
         return own + [self._reports[i] for i in sorted(self._reports)]
 
     # -- lifecycle -----------------------------------------------------------
@@ -358,7 +362,7 @@ class Follower:
         assert self._gateway is not None
         gateway = self._gateway
         message = ("report", os.getpid(), gateway.counters.snapshot(), gateway.loads,
-                   gateway.router.fingerprint(), self._changes)
+                   gateway.router.fingerprint(), self._changes, gateway.tunnel_counts)
         if message != last:
             self._link.send(message)
         return message
@@ -449,6 +453,12 @@ class GroupView:
         return total
 
     @property
+    def tunnel_counts(self) -> TunnelCounts:
+        """The WebSocket tunnels of every worker, summed."""
+        return merge_tunnel_counts([r.tunnels for r in self._leader.reports
+                                    if r.tunnels is not None])
+
+    @property
     def registry(self) -> Any:
         """The Prometheus registry of the admin listener, or None."""
         return self._leader.registry
@@ -464,5 +474,6 @@ class GroupView:
         fingerprint, and the number of the leader's changes it applied)."""
         return [{"worker": r.worker, "pid": r.pid, "requests": dict(r.counters.requests),
                  "retries": r.counters.retries, "in_flight": sum(r.loads.values()),
+                 "tunnels": 0 if r.tunnels is None else sum(r.tunnels.open.values()),
                  "fingerprint": r.fingerprint, "ring_changes": r.ring_changes}
                 for r in self._leader.reports]

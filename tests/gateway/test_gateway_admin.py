@@ -21,6 +21,7 @@ from chash import ConsistentHashRouter  # noqa: E402
 from chash._optional import MissingExtra  # noqa: E402
 from chash.gateway import GatewayConfig  # noqa: E402
 from chash.gateway.admin import make_registry, start_admin, status  # noqa: E402
+from chash.gateway.tunnel import DIRECTIONS, TunnelCounts  # noqa: E402
 from chash.gateway.view import GatewayView  # noqa: E402
 from chash.health import AsyncHealthChecker  # noqa: E402
 from chash.metrics import RouteCounters  # noqa: E402
@@ -42,6 +43,8 @@ class View:
     started_at: float | None = 1795962530.5
     registry: Any = None
     metrics_off: str | None = "metrics are turned off"
+    tunnel_counts: TunnelCounts = field(default_factory=lambda: TunnelCounts(
+        {}, {}, {}, dict.fromkeys(DIRECTIONS, 0)))
 
     def address_of(self, node: str) -> str:
         return self.addresses.get(node, node)
@@ -107,7 +110,7 @@ def test_the_status_page_reports_the_ring_the_nodes_and_the_counts() -> None:
     assert [entry["node"] for entry in page["nodes"]] == ["a", "b", "c", "x"]
     assert nodes["a"] == {
         "node": "a", "address": "10.0.0.1:90", "zone": "eu", "in_ring": True, "weight": 1.0,
-        "points": 50, "ownership": gateway.router.ownership()["a"], "in_flight": 2,
+        "points": 50, "ownership": gateway.router.ownership()["a"], "in_flight": 2, "tunnels": 0,
         "lookups": 2, "upstream_ok": 1, "upstream_errors": 0, "health": None}
     assert nodes["b"]["upstream_errors"] == 1 and nodes["b"]["lookups"] == 1
     assert nodes["c"]["hint"] == "c answers 404 on /health" and "hint" not in nodes["a"]

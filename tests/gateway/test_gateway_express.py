@@ -124,3 +124,24 @@ def test_a_refused_head_on_a_kept_connection_is_answered_and_closes_it() -> None
             assert split(first)[0] == 200
             assert b"malformed request target" in rest
     run(main())
+
+
+def test_a_websocket_handshake_is_handed_to_the_general_path(
+        general_path_calls: list[str]) -> None:
+    async def main() -> None:
+        async with cluster(health=False) as (gateway, backends, session):
+            for user in ("u1", "u2", "u3"):  # pooled connections: plain requests go one pass
+                await get(session, gateway, user)
+            general_path_calls.clear()
+            # A keep-alive connection: a plain request, then the handshake.
+            answer = await raw(gateway.url,
+                               b"GET /first HTTP/1.1\r\nHost: g\r\nX-User-Id: u1\r\n\r\n"
+                               b"GET /room HTTP/1.1\r\nHost: g\r\nX-User-Id: u1\r\n"
+                               b"Connection: Upgrade, close\r\nUpgrade: websocket\r\n"
+                               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                               b"Sec-WebSocket-Version: 13\r\n\r\n")
+            # The echo backends speak no WebSocket: their plain answer to the
+            # handshake is passed on, and the handshake went the general way.
+            assert answer.count(b"HTTP/1.1 200 ") == 2
+            assert general_path_calls == ["GET /room"]
+    run(main())

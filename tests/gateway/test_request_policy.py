@@ -7,6 +7,7 @@ new parser would.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -53,10 +54,15 @@ def generated(rng: random.Random) -> bytes:
 
 
 def verdict(parse, head: bytes) -> RequestHead | tuple[int, str]:
+    """The policy's verdict: the head as read, or the refusal.  Whether a
+    request is a WebSocket handshake is read on top of the policy, in
+    Python (``RequestHead.upgrade``; tests/gateway/test_gateway_parser.py),
+    so it is left aside here."""
     try:
-        return parse(head)
+        request = parse(head)
     except HttpError as exc:
         return exc.status, exc.reason
+    return dataclasses.replace(request, upgrade=None)
 
 
 def test_the_c_policy_reads_every_head_llhttp_accepts_as_the_reference_does() -> None:
@@ -164,3 +170,30 @@ def test_many_connection_tokens_cost_one_pass() -> None:
     request = parse_request_head(head)
     assert backend_head(request, "10.0.0.1") == reference_backend_head(request, "10.0.0.1")
     assert b"x-f1:" not in backend_head(request, "10.0.0.1")
+
+
+@pytest.mark.parametrize("fields, upgrade", [
+    (b"Connection: Upgrade\r\nUpgrade: websocket\r\n", b"websocket"),
+    (b"Connection: keep-alive, Upgrade\r\nUpgrade: WebSocket\r\n", b"WebSocket"),
+    (b"Connection: upgrade\r\nUpgrade: h2c, websocket/13\r\n", b"h2c, websocket/13"),
+    (b"Connection: Upgrade\r\nUpgrade: h2c\r\n", None),
+    (b"Upgrade: websocket\r\n", None),  # Connection does not name it
+    (b"Connection: close\r\nUpgrade: websocket\r\n", None),
+    (b"Connection: Upgrade\r\n", None),
+])
+def test_a_websocket_handshake_is_told_from_other_upgrades(fields: bytes,
+                                                           upgrade: bytes | None) -> None:
+    head = b"GET /room HTTP/1.1\r\nHost: h\r\n" + fields + b"\r\n"
+    assert parse_request_head(head).upgrade == upgrade
+    # Only GET opens one (RFC 6455 §4.1).
+    post = b"POST /room HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n" + fields + b"\r\n"
+    assert parse_request_head(post).upgrade is None
+
+
+def test_a_parser_after_an_upgrade_reads_the_next_head_afresh() -> None:
+    parser = RequestParser()
+    first = parser.parse(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\n"
+                         b"Upgrade: websocket\r\n\r\n")
+    assert first.upgrade == b"websocket"
+    second = parser.parse(b"GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert (second.target, second.upgrade) == (b"/next", None)

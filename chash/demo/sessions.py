@@ -21,26 +21,23 @@ as a ``DemoResult``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from chash._optional import require
 from chash._text import plural
+from chash.demo.backends import SessionBackend, aiohttp_module
+from chash.demo.timeline import FailureLog, Timeline, until
 
 if TYPE_CHECKING:
     import aiohttp
-    from aiohttp import web
 
     from chash.gateway import Gateway
 
-__all__ = ["DemoResult", "SessionBackend", "Visit", "render_figures", "run_demo"]
+__all__ = ["DemoResult", "Visit", "render_figures", "run_demo"]
 
 #: The backends' node names; the one stopped mid-run.
 BACKENDS = ("a", "b", "c")
@@ -48,97 +45,6 @@ STOPPED = "b"
 #: Health checks in the demo: fast, so that the timeline is short.
 HEALTH_INTERVAL = 0.5
 HEALTH_TIMEOUT = 1.0
-
-
-def _aiohttp() -> ModuleType:
-    """aiohttp (the gateway extra); ImportError naming the extra without it."""
-    return require("aiohttp", user="chash.demo", extra="gateway")
-
-
-def _web() -> ModuleType:
-    """aiohttp.web, as ``_aiohttp()``."""
-    return require("aiohttp.web", user="chash.demo", extra="gateway", package="aiohttp")
-
-
-class SessionBackend:
-    """A small HTTP backend keeping per-user sessions in memory.
-
-    ``GET /health`` answers ``ok``; any other request with an ``X-User-Id``
-    header answers JSON ``{"backend", "user", "session", "visits"}``: the
-    user's session on this backend (created on the first visit) and how
-    many requests it has served.  Stopping the backend loses every session,
-    as a restarted process would.
-    """
-
-    def __init__(self, name: str) -> None:
-        """A backend called ``name``; ``await start()`` to listen."""
-        self.name = name
-        self.port = 0
-        self._sessions: dict[str, tuple[str, int]] = {}
-        self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the backend is listening."""
-        return self._runner is not None
-
-    @property
-    def sessions(self) -> int:
-        """How many sessions the backend holds."""
-        return len(self._sessions)
-
-    async def start(self) -> SessionBackend:
-        """Listen on 127.0.0.1, on the same port as before if restarted."""
-        web_ = _web()
-        if self._runner is not None:
-            return self
-        app = web_.Application()
-        app.router.add_get("/health", self._health)
-        app.router.add_route("*", "/{tail:.*}", self._visit)
-        runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            # On a restart the old port may be briefly taken by an outgoing
-            # connection's ephemeral port: wait for it a little.
-            for attempt in itertools.count():
-                try:
-                    await web_.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
-                    break
-                except OSError:
-                    if self.port == 0 or attempt >= 50:
-                        raise
-                    await asyncio.sleep(0.1)
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self.port = int(runner.addresses[0][1])
-        self._runner = runner
-        return self
-
-    async def stop(self) -> None:
-        """Stop listening and forget every session."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-        self._sessions.clear()
-
-    async def _health(self, request: web.Request) -> web.Response:
-        response: web.Response = _web().Response(text="ok\n")
-        return response
-
-    async def _visit(self, request: web.Request) -> web.Response:
-        user = request.headers.get("X-User-Id", "")
-        session, visits = self._sessions.get(user) or (f"{self.name}-{next(self._ids)}", 0)
-        self._sessions[user] = (session, visits + 1)
-        response: web.Response = _web().json_response(
-            {"backend": self.name, "user": user, "session": session, "visits": visits + 1})
-        return response
 
 
 @dataclass(frozen=True)
@@ -246,51 +152,11 @@ class DemoResult:
         }
 
 
-class _Timeline:
-    """Timestamped events, printed as they happen."""
-
-    def __init__(self, result: DemoResult, out: Callable[[str], None] | None) -> None:
-        self._result = result
-        self._out = out
-        self._t0 = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self._t0
-
-    def __call__(self, text: str) -> float:
-        t = self.now()
-        self._result.timeline.append((t, text))
-        if self._out is not None:
-            self._out(f"{t:6.1f} s  {text}")
-        return t
-
-
-class _FailureLog(logging.Handler):
-    """Turns the gateway's first failed request to a backend into an event."""
-
-    def __init__(self, timeline: _Timeline) -> None:
-        super().__init__(logging.WARNING)
-        self._timeline = timeline
-        self._seen: set[str] = set()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        node = getattr(record, "node", None)
-        # The gateway package logs as "chash.gateway" or one of its children.
-        from_gateway = record.name == "chash.gateway" or record.name.startswith("chash.gateway.")
-        if not from_gateway or node is None or node in self._seen:
-            return
-        self._seen.add(node)
-        reason = record.args[1] if isinstance(record.args, tuple) and len(record.args) > 1 \
-            else record.getMessage()
-        self._timeline(f"gateway: a request to {node} failed ({reason}); "
-                       "retried on the user's next node")
-
-
 async def _browse(session: aiohttp.ClientSession, url: str, user: str, log: list[Visit],
                   clock: Callable[[], float], stop: asyncio.Event, pause: tuple[float, float],
                   rng: random.Random) -> None:
     """One user: a request, a pause, until ``stop`` is set."""
-    client_error = _aiohttp().ClientError
+    client_error = aiohttp_module().ClientError
     while not stop.is_set():
         started = clock()
         try:
@@ -306,16 +172,6 @@ async def _browse(session: aiohttp.ClientSession, url: str, user: str, log: list
             await asyncio.wait_for(stop.wait(), rng.uniform(*pause))
         except TimeoutError:
             pass
-
-
-async def _until(predicate: Callable[[], bool], timeout: float) -> bool:
-    """Poll ``predicate`` every 50 ms for up to ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def run_demo(duration: float = 30.0, users: int = 60,
@@ -337,7 +193,7 @@ class _DemoRun:
         self.grace = max(10.0, duration)
         self.backends = {name: SessionBackend(name) for name in BACKENDS}
         self.result = DemoResult(users=users, backends={}, ownership={})
-        self.say = _Timeline(self.result, out)
+        self.say = Timeline(self.result, out)
         self.logs: dict[str, list[Visit]] = {f"user-{i:03d}": [] for i in range(1, users + 1)}
         self.gateway: Gateway | None = None
         self.stop = asyncio.Event()
@@ -345,8 +201,8 @@ class _DemoRun:
 
     async def run(self) -> DemoResult:
         """Start everything, run the three phases, shut down, tally."""
-        aiohttp = _aiohttp()
-        failure_log = _FailureLog(self.say)
+        aiohttp = aiohttp_module()
+        failure_log = FailureLog(self.say)
         chash_logger = logging.getLogger("chash")
         chash_logger.addHandler(failure_log)
         try:
@@ -416,14 +272,14 @@ class _DemoRun:
     async def _served_everyone_since(self, since: float) -> None:
         """Wait (up to the grace time) until every user has sent a request
         after ``since``."""
-        await _until(lambda: all(any(v.started > since for v in log)
+        await until(lambda: all(any(v.started > since for v in log)
                                  for log in self.logs.values()), self.grace)
 
     async def _before_the_stop(self) -> None:
         """Phase 1: everyone on their own backend."""
         result, logs = self.result, self.logs
         await asyncio.sleep(self.warm)
-        await _until(lambda: all(any(v.backend for v in log) for log in logs.values()),
+        await until(lambda: all(any(v.backend for v in log) for log in logs.values()),
                      self.grace)
         before = self.say.now()
         result.sticky = True
@@ -471,7 +327,7 @@ class _DemoRun:
         await self.backends[STOPPED].start()
         restarted_at = result.restarted_at = self.say(
             f"backend {STOPPED} restarts on the same port, with empty memory")
-        came_back = await _until(lambda: STOPPED in gateway.router, self.grace)
+        came_back = await until(lambda: STOPPED in gateway.router, self.grace)
         back = self.say.now()
         if not came_back:
             self.say(f"{STOPPED} was not back in the ring after {self.grace:g} s")

@@ -1,0 +1,366 @@
+"""WebSocket tunnels: the bytes of an upgraded connection, both ways.
+
+Once a backend has answered a WebSocket handshake with ``101 Switching
+Protocols`` (the proxy routes and fails over the handshake like any
+request), ``Tunnels.run`` relays the bytes both ways unchanged until either
+side closes, from the connections' callbacks (``Tunnel``).  A half-close
+is passed on.  Whatever arrives is written to the other side at once; when
+that side falls behind (its transport's buffer over the high-water mark),
+reading from the other pauses until it catches up: a slow reader holds the
+sender back, and the memory of a tunnel stays bounded whatever its traffic.
+
+A tunnel with no byte either way for ``tunnel_idle_timeout`` seconds is
+closed.  The gateway closes tunnels itself in two more cases, with a
+WebSocket close frame sent to the client between two of the backend's
+frames (``chash.gateway.frames``): 1012 (Service Restart) when the ring
+gives the tunnel's key another owner (``on_ring_change="close"``) or its
+node left the ring, and 1001 (Going Away) when the gateway stops.  A
+tunnel that reaches no frame boundary within ``tunnel_close_grace``
+seconds is closed without the frame.
+
+``Tunnels`` also keeps the counts the admin listener shows: tunnels open
+by node, opened by node, closed by node and reason, bytes by direction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chash.gateway.channel import Channel
+from chash.gateway.config import GatewayConfig
+from chash.gateway.frames import FrameBoundaries, close_frame
+
+__all__ = ["CLOSE_REASONS", "DIRECTIONS", "Tunnel", "TunnelCounts", "Tunnels",
+           "merge_tunnel_counts"]
+
+logger = logging.getLogger("chash.gateway")
+
+#: Why a tunnel ended: closed by its ends (the backend's close frame went
+#: by, then both sides closed), the client or the backend went away (lost,
+#: or closed without a close frame from the backend), no byte for the idle
+#: timeout, the ring moved its key (or dropped its node), the gateway stopped.
+CLOSE_REASONS = ("closed", "client", "backend", "idle", "ring_change", "stop")
+#: The two directions of a tunnel's bytes.
+DIRECTIONS = ("client_to_backend", "backend_to_client")
+#: WebSocket close codes (RFC 6455 §7.4.1, IANA registry).
+GOING_AWAY = 1001
+SERVICE_RESTART = 1012
+#: Seconds between two looks at the ring for tunnels to close.
+RING_POLL = 0.2
+
+
+@dataclass(frozen=True)
+class TunnelCounts:
+    """The tunnels' counters at one moment (what ``/metrics`` shows)."""
+
+    open: dict[str, int]
+    """``{node: tunnels open}``."""
+    opened: dict[str, int]
+    """``{node: tunnels opened so far}``."""
+    closed: dict[tuple[str, str], int]
+    """``{(node, reason): tunnels closed so far}``."""
+    bytes: dict[str, int]
+    """``{direction: bytes relayed so far}``."""
+
+
+def merge_tunnel_counts(counts: list[TunnelCounts]) -> TunnelCounts:
+    """The sum of ``counts`` (every worker's), counter by counter."""
+    merged = TunnelCounts({}, {}, {}, dict.fromkeys(DIRECTIONS, 0))
+    for part in counts:
+        for total, some in ((merged.open, part.open), (merged.opened, part.opened),
+                            (merged.bytes, part.bytes)):
+            for name, count in some.items():
+                total[name] = total.get(name, 0) + count
+        for pair, count in part.closed.items():
+            merged.closed[pair] = merged.closed.get(pair, 0) + count
+    return merged
+
+
+class Tunnel:
+    """One upgraded connection: the client's, the backend's, and what the
+    gateway knows of the stream it relays to the client.
+
+    The bytes are relayed from the channels' callbacks (``Channel.fast``):
+    what arrives on one side is written to the other at once, with no task
+    step per read.  When a side falls behind (its transport's buffer over
+    the high-water mark), reading from the other side pauses until it has
+    caught up (``Channel.on_writable``)."""
+
+    __slots__ = ("_done", "_idle", "_timer", "backend", "boundaries", "client", "closing",
+                 "down", "half_closed", "key", "last", "node", "reason", "up")
+
+    def __init__(self, client: Channel, backend: Channel, node: str, key: bytes,
+                 idle: float) -> None:
+        self.client = client
+        self.backend = backend
+        self.node = node
+        self.key = key
+        self.boundaries = FrameBoundaries()
+        #: The close code to send the client at the next frame boundary.
+        self.closing: int | None = None
+        #: Why the tunnel ended (None while it runs).
+        self.reason: str | None = None
+        #: The side that closed its sending side first, if one did.
+        self.half_closed: str | None = None
+        #: When the last byte went either way (the loop's clock).
+        self.last = client.loop.time()
+        #: Bytes relayed so far: client to backend, backend to client.
+        self.up = self.down = 0
+        self._idle = idle
+        self._timer: asyncio.TimerHandle | None = None
+        self._done: asyncio.Future[None] = client.loop.create_future()
+
+    # -- running ---------------------------------------------------------------
+
+    def start(self) -> asyncio.Future[None]:
+        """Relay from the callbacks (bytes already buffered first); a
+        future done when the tunnel has ended."""
+        client, backend = self.client, self.backend
+        client.fast, backend.fast = self._from_client, self._from_backend
+        client.on_writable, backend.on_writable = self._client_writable, self._backend_writable
+        self._arm(self._idle)
+        self._from_backend(backend)
+        if self.reason is None or self.closing is not None:
+            self._from_client(client)
+        return self._done
+
+    def _from_client(self, client: Channel) -> None:
+        backend = self.backend
+        if client.buffered:
+            data = client.take(client.buffered)
+            self.last = client.loop.time()
+            self.up += len(data)
+            if backend.lost:
+                self.end("backend")
+                return
+            assert backend.transport is not None
+            backend.transport.write(data)
+            if backend.write_paused and not client.lost:
+                assert client.transport is not None
+                client.transport.pause_reading()  # until the backend catches up
+        if client.peer_closed:
+            self._closed_by("client", client, backend)
+
+    def _from_backend(self, backend: Channel) -> None:
+        client = self.client
+        if backend.buffered:
+            data = backend.take(backend.buffered)
+            self.last = backend.loop.time()
+            first = self.boundaries.feed(data)
+            if self.closing is not None and first >= 0:
+                self.down += first
+                if not client.lost:
+                    client.write(data[:first])
+                self._send_close(self.closing)
+                return
+            self.down += len(data)
+            if client.lost:
+                self.end("client")
+                return
+            assert client.transport is not None
+            client.transport.write(data)
+            if client.write_paused and not backend.lost:
+                assert backend.transport is not None
+                backend.transport.pause_reading()  # until the client catches up
+        if backend.peer_closed:
+            self._closed_by("backend", backend, client)
+
+    def _client_writable(self) -> None:
+        backend = self.backend
+        if self.reason is None and backend.transport is not None and not backend.lost:
+            backend.transport.resume_reading()
+
+    def _backend_writable(self) -> None:
+        client = self.client
+        if self.reason is None and client.transport is not None and not client.lost:
+            client.transport.resume_reading()
+
+    def _closed_by(self, side: str, source: Channel, sink: Channel) -> None:
+        """``source`` sent its end (or went away): pass the half-close on,
+        or end the tunnel when both sides have closed (or one is gone)."""
+        if self._done.done():
+            return
+        if self.half_closed is None:
+            # Closing after its close frame, the backend ends the
+            # WebSocket; without one, it went away.
+            self.half_closed = "closed" if self.boundaries.saw_close else side
+        source.fast = None  # nothing more comes from it
+        if source.lost or sink.lost or sink.transport is None \
+                or not sink.transport.can_write_eof():
+            self.end(side)  # gone, not half-closed
+        elif sink.peer_closed:  # both sides have closed theirs
+            self.end(self.half_closed)
+        else:
+            sink.transport.write_eof()  # the half-close, passed on
+
+    def _arm(self, delay: float) -> None:
+        self._timer = self.client.loop.call_later(delay, self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._timer = None
+        if self._done.done():
+            return
+        left = self.last + self._idle - self.client.loop.time()
+        if left <= 0:
+            self.end("idle")
+        else:
+            self._arm(left)
+
+    # -- ending ----------------------------------------------------------------
+
+    def end(self, reason: str) -> None:
+        """Close both sides now (the first reason given is kept)."""
+        if self.reason is None:
+            self.reason = reason
+        self.closing = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        client, backend = self.client, self.backend
+        client.fast = backend.fast = None
+        client.on_writable = backend.on_writable = None
+        client.close()
+        backend.close()
+        if not self._done.done():
+            self._done.set_result(None)
+
+    def close(self, code: int, reason: str, grace: float) -> None:
+        """Send the client a close frame with ``code`` at the next frame
+        boundary of the backend's stream, then close both sides; after
+        ``grace`` seconds without a boundary, close without the frame."""
+        if self.reason is not None or self.closing is not None:
+            return
+        self.reason = reason
+        if self.boundaries.at_boundary:
+            # Whatever the backend sent has been written whole: the frame
+            # goes between two of its frames.
+            self._send_close(code)
+            return
+        self.closing = code
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.client.loop.call_later(grace, self.end, reason)
+
+    def _send_close(self, code: int) -> None:
+        try:
+            self.client.write(close_frame(code))
+        except ConnectionError:
+            pass
+        self.end(self.reason or "stop")
+
+
+class Tunnels:
+    """Every tunnel of one gateway process: how they run, and their counts."""
+
+    def __init__(self, config: GatewayConfig,
+                 owner: Callable[[bytes], str | None] | None = None,
+                 in_ring: Callable[[str], bool] | None = None,
+                 fingerprint: Callable[[], object] | None = None) -> None:
+        """``owner(key)``: the node the ring gives ``key`` now (None: no
+        node); ``in_ring(node)``: whether ``node`` is in the ring;
+        ``fingerprint()``: something that changes when the ring does.
+        Without all three, tunnels ignore the ring."""
+        self._config = config
+        self._owner = owner
+        self._in_ring = in_ring
+        self._fingerprint = fingerprint
+        self.live: set[Tunnel] = set()
+        self._open: dict[str, int] = {}
+        self._opened: dict[str, int] = {}
+        self._closed: dict[tuple[str, str], int] = {}
+        self._bytes = dict.fromkeys(DIRECTIONS, 0)
+        self._watch: asyncio.Task[None] | None = None
+        #: Handshakes under way (kept by the proxy), which count against the cap.
+        self.pending = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether ``max_tunnels`` are open or being opened (a handshake is
+        answered 503)."""
+        most = self._config.max_tunnels
+        return bool(most) and len(self.live) + self.pending >= most
+
+    def counts(self) -> TunnelCounts:
+        """The counters now."""
+        moved = dict(self._bytes)  # the tunnels ended; the live ones' bytes added
+        for tunnel in self.live:
+            moved[DIRECTIONS[0]] += tunnel.up
+            moved[DIRECTIONS[1]] += tunnel.down
+        return TunnelCounts(dict(self._open), dict(self._opened), dict(self._closed), moved)
+
+    async def run(self, client: Channel, backend: Channel, node: str, key: bytes,
+                  head: bytes) -> None:
+        """Send the client ``head`` (the backend's 101), then relay bytes
+        both ways until the tunnel ends; both connections are closed after."""
+        tunnel = Tunnel(client, backend, node, key, self._config.tunnel_idle_timeout)
+        self.live.add(tunnel)
+        self._open[node] = self._open.get(node, 0) + 1
+        self._opened[node] = self._opened.get(node, 0) + 1
+        self._start_watch()
+        try:
+            client.write(head)
+            await tunnel.start()
+        except ConnectionError:
+            tunnel.end("client")  # gone before its 101 could be written
+        except BaseException:
+            tunnel.end("stop")
+            raise
+        finally:
+            tunnel.end("client")  # a no-op for the reason when one was given
+            self.live.discard(tunnel)
+            self._bytes[DIRECTIONS[0]] += tunnel.up
+            self._bytes[DIRECTIONS[1]] += tunnel.down
+            self._open[node] -= 1
+            reason = tunnel.reason or "client"
+            self._closed[node, reason] = self._closed.get((node, reason), 0) + 1
+
+    # -- closing by the gateway ------------------------------------------------
+
+    def close_all(self, code: int = GOING_AWAY, reason: str = "stop") -> None:
+        """Close every tunnel with ``code`` at a frame boundary (a stop)."""
+        for tunnel in list(self.live):
+            tunnel.close(code, reason, self._config.tunnel_close_grace)
+
+    def ring_changed(self) -> None:
+        """Close the tunnels the ring moved: with ``on_ring_change="close"``
+        those whose key has another owner, always those whose node left
+        the ring (1012, so that their clients reconnect)."""
+        owner, in_ring = self._owner, self._in_ring
+        if owner is None or in_ring is None:
+            return
+        move = self._config.on_ring_change == "close"
+        for tunnel in list(self.live):
+            if (move and owner(tunnel.key) != tunnel.node) or not in_ring(tunnel.node):
+                tunnel.close(SERVICE_RESTART, "ring_change", self._config.tunnel_close_grace)
+
+    def _start_watch(self) -> None:
+        if self._watch is None and self._fingerprint is not None and self._owner is not None \
+                and self._in_ring is not None:
+            self._watch = asyncio.get_running_loop().create_task(self._follow_ring())
+
+    async def _follow_ring(self) -> None:
+        """Look at the ring's fingerprint a few times a second while
+        tunnels are open; on a change, close those it moved."""
+        assert self._fingerprint is not None
+        seen = self._fingerprint()
+        try:
+            while self.live:
+                await asyncio.sleep(RING_POLL)
+                now = self._fingerprint()
+                if now != seen:
+                    seen = now
+                    self.ring_changed()
+        except Exception:
+            logger.exception("following the ring for the tunnels failed")
+        finally:
+            self._watch = None
+
+    async def stop(self) -> None:
+        """Stop following the ring."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+            await asyncio.wait([watch])
