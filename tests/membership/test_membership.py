@@ -411,8 +411,9 @@ def _holds_add_order(memberships: list[RedisMembership], order: list[str],
     expected = _nginx_router(order).fingerprint()
     owners = _owners(order, shared)
     for m in memberships:
-        wait_until(lambda m=m: m.router.nodes == order, what)
-        assert m.router.fingerprint() == expected
+        # The order can be right while a later weight change is still on its
+        # way: wait for the whole ring, not only the order.
+        wait_until(lambda m=m: m.router.nodes == order and m.router.fingerprint() == expected, what)
         for point, owner in owners.items():
             assert m.router.node_map[point] == owner
 
