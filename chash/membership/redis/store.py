@@ -1,7 +1,7 @@
 """A shared ring in Redis: the store the Redis drivers hand their operations to.
 
 Each operation of the protocol runs as the Lua script written for it
-(``chash.membership.redis.scripts``) on the ring's six keys, its ``ARGV``
+(``chash.membership.redis.scripts``) on the ring's seven keys, its ``ARGV``
 and reply translated by ``chash.membership.redis.codec``; changes are
 announced on the ring's channel and arrive by pub/sub (sharded,
 ``SSUBSCRIBE``, where the server has it).  ``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 #: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
 #: scripts take them.
-KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order")
+KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order", "history")
 
 
 def import_redis() -> types.ModuleType:
