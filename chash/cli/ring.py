@@ -8,7 +8,8 @@ operation of the store, announced to every instance.
 
 Exit codes: 0 when the change was committed (its version is printed) or
 the read succeeded; 1 when it could not be committed or read (the store
-unreachable, no quorum, no replica acknowledged it, a refusal); 2 for bad
+unreachable, no quorum, too few replicas acknowledged it: ``--redis-min-replicas``,
+a refusal); 2 for bad
 input (an unknown node, a weight that is not a positive number, a store
 that holds no chash ring of that name), with nothing changed.
 """
@@ -170,7 +171,8 @@ def open_ring(args: argparse.Namespace) -> Iterator[_Ring]:
             config = _stored_config(RedisStore(client, _store_settings(args)), args, where)
             router, quorum, vote_ttl = router_settings(config)
             membership = RedisMembership(router, client, name=args.ring, quorum=quorum,
-                                         vote_ttl=vote_ttl)
+                                         vote_ttl=vote_ttl, min_replicas=args.redis_min_replicas,
+                                         replica_timeout=args.timeout / 2)
         except BaseException:
             client.close()
             raise
@@ -345,6 +347,10 @@ def run(args: argparse.Namespace) -> int:
         print("chash ring: error: give --redis URL or --etcd URL[,URL...] (one of them)",
               file=sys.stderr)
         return 2
+    if args.etcd and args.redis_min_replicas is not None:
+        print("chash ring: error: --redis-min-replicas is for --redis (etcd commits on a "
+              "majority of its members)", file=sys.stderr)
+        return 2
     try:
         with open_ring(args) as ring:
             return _RUN[args.action](ring, args)
@@ -361,6 +367,10 @@ def _store_arguments() -> argparse.ArgumentParser:
                         help="the ring is in etcd (every member's client URL)")
     parent.add_argument("--ring", metavar="NAME", default="default",
                         help="the shared ring's name (default 'default')")
+    parent.add_argument("--redis-min-replicas", type=_count, default=None, metavar="N",
+                        help="with --redis: a change counts as committed only once N replicas "
+                             "acknowledged it (Redis WAIT, half of --timeout); default 1 when "
+                             "the primary shows replicas connected, else 0")
     parent.add_argument("--timeout", type=_seconds, default=2.0, metavar="S",
                         help="seconds the store is given to answer each call (default 2)")
     return parent
@@ -370,6 +380,12 @@ def _seconds(text: str) -> float:
     from chash.cli.args import seconds
 
     return seconds(text)
+
+
+def _count(text: str) -> int:
+    from chash.cli.args import int_between
+
+    return int_between(0)(text)
 
 
 def _non_negative_seconds(text: str) -> float:

@@ -103,6 +103,8 @@ class Steps(Generic[T]):
     def replied(self, reply: Any) -> None:
         """The store answered the call."""
         self._end_call()
+        if self._core is not None:
+            self._core.answered()
         self._reply = reply
 
     def failed(self, error: BaseException) -> None:

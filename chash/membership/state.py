@@ -18,9 +18,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Change", "HealthVerdict", "MembershipState", "NoRing", "NoSuchNode", "OtherConfig", "Outcome",
-           "Position", "Refused", "RingHead", "RingMissingError", "StoredRing", "change_entry",
-           "read_change", "text"]
+__all__ = ["Change", "HealthVerdict", "MembershipState", "NoRing", "NoSuchNode",
+           "NotReplicatedError", "OtherConfig", "Outcome", "Position", "Refused", "RingHead",
+           "RingMissingError", "StoredRing", "change_entry", "read_change", "text"]
 
 Position = tuple[str | None, int]
 
@@ -29,6 +29,19 @@ class RingMissingError(RuntimeError):
     """The ring is missing (or damaged) in the store, and this instance may
     not create it: it never synced and was not told to bootstrap.  An
     instance that holds the ring restores it."""
+
+
+class NotReplicatedError(RuntimeError):
+    """The store's primary applied a change, but fewer of its replicas
+    than required acknowledged it in time (``acknowledged`` of
+    ``required``): a failover could lose it, so it is not reported
+    committed.  It may still be in the ring if the primary stays; the
+    ring's history tells."""
+
+    def __init__(self, message: str, acknowledged: int, required: int) -> None:
+        super().__init__(message)
+        self.acknowledged = acknowledged
+        self.required = required
 
 
 def text(value: object) -> str:
