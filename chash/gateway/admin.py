@@ -63,7 +63,31 @@ def make_registry(gateway: GatewayView, metrics: bool | None,
     if registry is None:
         registry = prometheus_client.CollectorRegistry()
     registry.register(collector)
+    registry.register(_StaleCollector(gateway))
     return registry, None
+
+
+class _StaleCollector:
+    """``chash_membership_stale_seconds{ring}``: how old the shared ring the
+    gateway routes on may be (0 while its store answers); nothing without
+    a shared ring."""
+
+    def __init__(self, gateway: GatewayView) -> None:
+        self._gateway = gateway
+
+    def collect(self) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        membership = self._gateway.membership
+        stale = getattr(membership, "stale_seconds", None)
+        if stale is None:
+            return
+        family = GaugeMetricFamily(
+            "chash_membership_stale_seconds",
+            "Seconds since the shared ring's store last answered, while it does not (0 while "
+            "it does): routing goes on with the last ring", labels=["ring"])
+        family.add_metric([str(getattr(membership, "name", ""))], float(stale))
+        yield family
 
 
 def status(gateway: GatewayView) -> dict[str, Any]:
@@ -78,7 +102,8 @@ def status(gateway: GatewayView) -> dict[str, Any]:
     shared = None
     if membership is not None:
         shared = {name: getattr(membership, name, None)
-                  for name in ("name", "version", "connected", "reporter")}
+                  for name in ("name", "version", "connected", "reporter", "stale_seconds",
+                               "stale_since")}
     points = router.points
     return {
         "key": str(config.key_rule),
