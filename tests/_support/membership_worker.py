@@ -8,7 +8,8 @@ Reads one JSON command per line on stdin and answers one JSON object per
 line on stdout:
 
 ``{"op": "status"}``                 fingerprint, version, epoch, connected,
-                                     weights, lookups, failures
+                                     weights, stale_seconds, stale_since,
+                                     lookups, failures
 ``{"op": "add", "node", "weight"}``  and ``remove``, ``disable``,
                                      ``enable`` (each with ``force``),
                                      ``mark_down``, ``mark_up``, ``flush``,
@@ -237,6 +238,8 @@ def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any
         return {"fingerprint": router.fingerprint(), "version": membership.version,
                 "epoch": None if state is None else state.epoch,
                 "connected": membership.connected, "weights": router.weights,
+                "stale_seconds": membership.stale_seconds,
+                "stale_since": membership.stale_since,
                 "lookups": lookups.count, "failures": lookups.failures[:10]}
     if op == "when":
         return when(instance, command)

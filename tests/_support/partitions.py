@@ -1,0 +1,194 @@
+"""What the partition scenarios run on a ``netns.Network``: etcd members,
+gateway processes and the operator's ``chash ring``, each on a host of its
+own, and the history checker that judges a run.
+
+* ``EtcdMembers(network, hosts)``: one etcd member per host (client port
+  2379, peer port 2380 on the host's address), fast elections;
+* ``start_gateway(network, host, endpoints, ...)``: a gateway process
+  (tests/_support/membership_worker.py, routing without pause) on a host,
+  driven over its pipes;
+* ``Operator(host, endpoints)``: ``chash ring ...`` run on a host, every
+  change recorded in the ``History``;
+* ``History``: every change attempted with its outcome (committed at
+  version v, failed, nothing to change) and every gateway's fingerprint
+  over time; ``check()`` fails the run on a committed change the final
+  ring lost, a ring that went empty, gateways that disagree after heal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _support.compat_programs import program_env
+from _support.etcd_server import etcd_executable
+from _support.membership_procs import CHASH_ROOT, Worker
+from _support.netns import Host, Network
+
+__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "start_gateway"]
+
+
+def _env() -> dict[str, str]:
+    """The environment of a process started on a host: the chash under test."""
+    return dict(program_env(), PYTHONPATH=os.pathsep.join(
+        filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
+
+
+class EtcdMembers:
+    """An etcd cluster, one member on each host."""
+
+    def __init__(self, network: Network, hosts: list[Host], version: str = "3.4") -> None:
+        self.network = network
+        self.hosts = hosts
+        self.executable = etcd_executable(version)
+        cluster = ",".join(f"{h.name}=http://{h.address}:2380" for h in hosts)
+        for host in hosts:
+            url, peer = f"http://{host.address}:2379", f"http://{host.address}:2380"
+            host.spawn([self.executable, "--name", host.name,
+                        "--data-dir", network.path(f"{host.name}.etcd"),
+                        "--listen-client-urls", url, "--advertise-client-urls", url,
+                        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                        "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                        "--initial-cluster-token", network.tag,
+                        "--heartbeat-interval", "100", "--election-timeout", "1000",
+                        "--logger", "zap", "--log-level", "error"],
+                       log=f"{host.name}.etcd.log",
+                       env={**program_env(), "ETCD_UNSUPPORTED_ARCH": os.environ.get(
+                           "ETCD_UNSUPPORTED_ARCH", "")})
+
+    def endpoints(self, *hosts: Host) -> str:
+        """The client URLs of ``hosts`` (every member's by default)."""
+        return ",".join(f"http://{h.address}:2379" for h in (hosts or self.hosts))
+
+    def log(self) -> str:
+        return "\n".join(Path(self.network.path(f"{h.name}.etcd.log")).read_text()[-2000:]
+                         for h in self.hosts if os.path.exists(self.network.path(
+                             f"{h.name}.etcd.log")))
+
+
+def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
+                  bootstrap: bool = False, ring: str = "shop") -> Worker:
+    """A gateway process on ``host`` sharing ``ring`` through etcd at
+    ``endpoints``; ready (its first sync tried) when this returns."""
+    options = ("--etcd", endpoints) + (() if bootstrap else ("--no-bootstrap",))
+    worker = Worker(0, ring, reporter, Path(network.workdir), options=options,
+                    prefix=tuple(host.command([])))
+    network.processes.append(worker.process)
+    first = worker.answer(deadline=60)
+    assert first.get("ready"), f"{first}\n{worker.log()}"
+    return worker
+
+
+@dataclass
+class Attempt:
+    """One change the operator attempted, and what came of it."""
+
+    argv: list[str]
+    code: int
+    version: int | None
+    """The version it was committed at (None unless committed)."""
+    out: str
+    err: str
+    at: float = field(default_factory=time.time)
+
+    @property
+    def committed(self) -> bool:
+        return self.code == 0 and self.version is not None
+
+
+class History:
+    """Every change attempted, and every gateway's fingerprint over time."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = []
+        self.samples: list[tuple[float, str, str, int, int]] = []
+        """(time, gateway, fingerprint, version, nodes)"""
+
+    def sample(self, gateways: dict[str, Worker]) -> dict[str, dict[str, Any]]:
+        """Every gateway's status now, recorded; the statuses."""
+        statuses = {}
+        for name, gateway in gateways.items():
+            status = gateway.status()
+            statuses[name] = status
+            self.samples.append((time.time(), name, status["fingerprint"], status["version"],
+                                 len(status["weights"])))
+        return statuses
+
+    def committed(self) -> list[Attempt]:
+        return [a for a in self.attempts if a.committed]
+
+    def check(self, final: dict[str, dict[str, Any]], stored: list[dict[str, Any]],
+              shown: dict[str, Any]) -> None:
+        """Fail on a lost committed change, a ring that went empty, or
+        gateways that disagree.  ``final``: every gateway's status after
+        heal; ``stored``: ``chash ring history --json``; ``shown``: ``chash
+        ring show --json``."""
+        by_version = {entry["version"]: entry for entry in stored}
+        for attempt in self.committed():
+            entry = by_version.get(attempt.version)  # type: ignore[arg-type]
+            assert entry is not None and entry["node"] == attempt.argv[1], \
+                f"committed {attempt.argv} at version {attempt.version} is not in the " \
+                f"ring's history: {stored}"
+        # One ring: every gateway holds the ring the store holds.
+        fingerprints = {status["fingerprint"] for status in final.values()}
+        assert fingerprints == {shown["fingerprint"]}, \
+            f"gateways disagree after heal: {fingerprints} against {shown['fingerprint']}"
+        held = {node["node"]: node["weight"] for node in shown["nodes"]
+                if node["state"] == "in service"}
+        for status in final.values():
+            assert status["weights"] == held
+        last: dict[str, Attempt] = {}
+        for attempt in self.attempts:
+            if attempt.argv[0] in ("add", "remove", "weight"):
+                last[attempt.argv[1]] = attempt
+        for node, attempt in last.items():
+            if not attempt.committed:
+                continue  # a failed change may or may not have landed
+            if attempt.argv[0] == "remove":
+                assert node not in held, f"{node} was removed at {attempt.version}, yet held"
+            else:
+                assert node in held, f"{node} committed at {attempt.version} is lost"
+        empty = [sample for sample in self.samples if sample[4] == 0]
+        assert not empty, f"a gateway's ring went empty: {empty[:3]}"
+        for status in final.values():
+            assert not status["failures"], status["failures"]
+
+
+class Operator:
+    """``chash ring`` run on a host, each change recorded in ``history``."""
+
+    def __init__(self, host: Host, endpoints: str, history: History,
+                 ring: str = "shop") -> None:
+        self.host = host
+        self.endpoints = endpoints
+        self.history = history
+        self.ring = ring
+
+    def run(self, *argv: str, endpoints: str | None = None,
+            timeout: float = 60.0) -> tuple[int, str, str]:
+        done = self.host.run([sys.executable, "-m", "chash", "ring", *argv, "--etcd",
+                              endpoints or self.endpoints, "--ring", self.ring,
+                              "--timeout", "1"], timeout=timeout, env=_env())
+        return done.returncode, done.stdout, done.stderr
+
+    def change(self, *argv: str, endpoints: str | None = None) -> Attempt:
+        """A change (``add NODE``, ``weight NODE W``, ``remove NODE``),
+        recorded with its outcome."""
+        code, out, err = self.run(*argv, endpoints=endpoints)
+        found = re.findall(r"committed at version (\d+)", out)
+        attempt = Attempt(list(argv), code, int(found[-1]) if found else None, out, err)
+        self.history.attempts.append(attempt)
+        return attempt
+
+    def read(self, what: str) -> Any:
+        """``show`` or ``history``, as JSON (the command must succeed)."""
+        code, out, err = self.run(what, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
