@@ -159,7 +159,9 @@ def client_for(args: argparse.Namespace, use_asyncio: bool) -> Any:
     common: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 1.0,
                               "username": args.username, "password": args.password}
     if args.sentinel:
-        addresses = [("127.0.0.1", int(port)) for port in args.sentinel.split(",")]
+        # PORT (on 127.0.0.1) or HOST:PORT (a host of the partition tests)
+        addresses = [(host or "127.0.0.1", int(port)) for host, _, port in
+                     (item.rpartition(":") for item in args.sentinel.split(","))]
         module: Any = redis.asyncio.sentinel if use_asyncio else redis.sentinel
         # The sentinels' own client retries as slowly as redis-py's default
         # unless told otherwise.
@@ -261,7 +263,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--driver", choices=("sync", "async"), default="sync")
     parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false")
     parser.add_argument("--cluster", action="store_true", help="PORT is a cluster node")
-    parser.add_argument("--sentinel", help="comma-separated sentinel ports")
+    parser.add_argument("--sentinel", help="comma-separated sentinel ports (or HOST:PORT)")
     parser.add_argument("--service", default="mymaster", help="the sentinel's service name")
     parser.add_argument("--username")
     parser.add_argument("--password")

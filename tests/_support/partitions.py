@@ -20,18 +20,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _support.compat_programs import program_env
 from _support.etcd_server import etcd_executable
 from _support.membership_procs import CHASH_ROOT, Worker
 from _support.netns import Host, Network
 
-__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "start_gateway"]
+__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "SentinelSetup", "start_gateway"]
 
 
 def _env() -> dict[str, str]:
@@ -72,11 +75,63 @@ class EtcdMembers:
                              f"{h.name}.etcd.log")))
 
 
+class SentinelSetup:
+    """A Redis primary and its replica, and a sentinel on each of three
+    hosts watching them as ``mymaster`` (port 6379 for the servers, 26379
+    for the sentinels, on the hosts' addresses)."""
+
+    service = "mymaster"
+
+    def __init__(self, network: Network, primary: Host, replica: Host,
+                 sentinels: list[Host]) -> None:
+        self.network = network
+        self.primary, self.replica, self.sentinel_hosts = primary, replica, sentinels
+        server = shutil.which("redis-server")
+        sentinel = shutil.which("redis-sentinel")
+        if server is None or sentinel is None:
+            pytest.skip("redis-server and redis-sentinel needed: apt-get install redis-server "
+                        "redis-sentinel")
+        for host in (primary, replica):
+            extra = [] if host is primary else ["--replicaof", primary.address, "6379"]
+            host.spawn([server, "--port", "6379", "--bind", host.address, "--save", "",
+                        "--appendonly", "no", "--protected-mode", "no",
+                        "--repl-diskless-sync-delay", "0", "--dir", network.workdir,
+                        "--dbfilename", f"{host.name}.rdb", *extra],
+                       log=f"{host.name}.redis.log")
+        for host in sentinels:
+            config = network.path(f"{host.name}.sentinel.conf")
+            with open(config, "w") as out:
+                out.write(f"port 26379\nbind {host.address}\nprotected-mode no\n"
+                          f"sentinel monitor {self.service} {primary.address} 6379 2\n"
+                          f"sentinel down-after-milliseconds {self.service} 1000\n"
+                          f"sentinel failover-timeout {self.service} 5000\n")
+            host.spawn([sentinel, config], log=f"{host.name}.sentinel.log")
+
+    @property
+    def sentinels(self) -> str:
+        """The sentinels, as the gateways' ``--sentinel`` takes them."""
+        return ",".join(f"{host.address}:26379" for host in self.sentinel_hosts)
+
+    def ask(self, host: Host, target: Host, port: int, *command: str) -> str:
+        """``redis-cli`` run on ``host`` against ``target:port``; its output."""
+        done = host.run(["redis-cli", "-h", target.address, "-p", str(port), *command],
+                        timeout=10)
+        return done.stdout.strip()
+
+    def master_seen(self, host: Host) -> str:
+        """The primary's address as the sentinel on ``host`` names it."""
+        return self.ask(host, host, 26379, "SENTINEL", "get-master-addr-by-name",
+                        self.service).split("\n")[0]
+
+
 def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
-                  bootstrap: bool = False, ring: str = "shop") -> Worker:
+                  bootstrap: bool = False, ring: str = "shop",
+                  sentinels: str | None = None) -> Worker:
     """A gateway process on ``host`` sharing ``ring`` through etcd at
-    ``endpoints``; ready (its first sync tried) when this returns."""
-    options = ("--etcd", endpoints) + (() if bootstrap else ("--no-bootstrap",))
+    ``endpoints`` (or through Redis behind ``sentinels``); ready (its first
+    sync tried) when this returns."""
+    store = ("--sentinel", sentinels) if sentinels else ("--etcd", endpoints)
+    options = store + (() if bootstrap else ("--no-bootstrap",))
     worker = Worker(0, ring, reporter, Path(network.workdir), options=options,
                     prefix=tuple(host.command([])))
     network.processes.append(worker.process)
@@ -164,15 +219,18 @@ class Operator:
     """``chash ring`` run on a host, each change recorded in ``history``."""
 
     def __init__(self, host: Host, endpoints: str, history: History,
-                 ring: str = "shop") -> None:
+                 ring: str = "shop", store: str = "--etcd") -> None:
+        """``store``: ``--etcd`` (``endpoints`` its URLs) or ``--redis``
+        (``endpoints`` a redis:// URL)."""
         self.host = host
         self.endpoints = endpoints
         self.history = history
         self.ring = ring
+        self.store = store
 
     def run(self, *argv: str, endpoints: str | None = None,
             timeout: float = 60.0) -> tuple[int, str, str]:
-        done = self.host.run([sys.executable, "-m", "chash", "ring", *argv, "--etcd",
+        done = self.host.run([sys.executable, "-m", "chash", "ring", *argv, self.store,
                               endpoints or self.endpoints, "--ring", self.ring,
                               "--timeout", "1"], timeout=timeout, env=_env())
         return done.returncode, done.stdout, done.stderr
