@@ -29,4 +29,5 @@ One line a module:
 - ``membership_procs``: those processes started and the tests' handle on them.
 - ``netns``: a network of namespaces (hosts on a bridge) whose links the partition tests cut and mend;
 - ``partitions``: etcd members, gateways and ``chash ring`` on those hosts, and the history checker;
+- ``relays``: a TCP relay that delays and loses, for slow links (the kernel has no netem);
 """

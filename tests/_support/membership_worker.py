@@ -24,6 +24,9 @@ line on stdout:
                                      holds (polling every ``interval``
                                      seconds, default 0.001);
                                      answers ``{"at": wall time, "ok"}``
+``{"op": "probe", "node", "address", "port"}``  a TCP health check of
+                                     ``node`` from here, voted and flushed;
+                                     answers ``{"reachable": bool}``
 ``{"op": "quit"}``                   stop and exit
 
 The first line is ``{"ready": true}`` once ``start()`` returned, or
@@ -230,6 +233,24 @@ OPERATIONS: dict[str, Callable[[Instance, dict[str, Any]], Any]] = {
 }
 
 
+def probe(instance: Instance, node: str, address: str, port: int) -> bool:
+    """A health check of ``node`` from this process (a TCP connect within
+    half a second), voted and sent at once; whether it answered."""
+    import socket
+
+    try:
+        socket.create_connection((address, port), 0.5).close()
+        reachable = True
+    except OSError:
+        reachable = False
+    if reachable:
+        instance.call("mark_up", node)
+    else:
+        instance.call("mark_down", node, f"no connection to {address}:{port}")
+    instance.call("flush")
+    return reachable
+
+
 def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any:
     """Run one command; return the JSON-able answer."""
     op = command["op"]
@@ -243,6 +264,9 @@ def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any
                 "stale_seconds": membership.stale_seconds,
                 "stale_since": membership.stale_since,
                 "lookups": lookups.count, "failures": lookups.failures[:10]}
+    if op == "probe":
+        return {"reachable": probe(instance, command["node"], command["address"],
+                                   int(command["port"]))}
     if op == "when":
         return when(instance, command)
     if op == "burst":

@@ -34,7 +34,8 @@ from _support.etcd_server import etcd_executable
 from _support.membership_procs import CHASH_ROOT, Worker
 from _support.netns import Host, Network
 
-__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "SentinelSetup", "start_gateway"]
+__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "SentinelSetup", "start_backend",
+           "start_gateway", "start_relay"]
 
 
 def _env() -> dict[str, str]:
@@ -122,6 +123,37 @@ class SentinelSetup:
         """The primary's address as the sentinel on ``host`` names it."""
         return self.ask(host, host, 26379, "SENTINEL", "get-master-addr-by-name",
                         self.service).split("\n")[0]
+
+
+#: A backend: accepts connections on ADDRESS:7000 and closes them.
+BACKEND = ("import socket, sys\n"
+           "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+           "s.bind((sys.argv[1], 7000)); s.listen(64)\n"
+           "while True:\n"
+           "    s.accept()[0].close()\n")
+
+
+def start_backend(host: Host) -> str:
+    """A backend on ``host``; its node name, ADDRESS:7000."""
+    host.spawn([sys.executable, "-c", BACKEND, host.address], log=f"{host.name}.backend.log")
+    return f"{host.address}:7000"
+
+
+RELAY = Path(__file__).with_name("relays.py")
+
+
+def start_relay(host: Host, port: int, target: Host, target_port: int, delay: float,
+                loss: float, seed: int) -> str:
+    """A delaying, losing relay (tests/_support/relays.py) on ``host``'s
+    loopback ``port`` to ``target:target_port``; its address, listening."""
+    process = host.spawn([sys.executable, str(RELAY), f"127.0.0.1:{port}",
+                          f"{target.address}:{target_port}", "--delay", str(delay),
+                          "--loss", str(loss), "--seed", str(seed)], pipes=True,
+                         log=f"{host.name}.relay{port}.log")
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    assert line == "ready", f"the relay on {host.name} did not start: {line!r}"
+    return f"127.0.0.1:{port}"
 
 
 def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
@@ -244,9 +276,14 @@ class Operator:
         self.history.attempts.append(attempt)
         return attempt
 
-    def read(self, what: str) -> Any:
-        """``show`` or ``history``, as JSON (the command must succeed)."""
-        code, out, err = self.run(what, "--json")
-        assert code == 0, err
-        return json.loads(out)
+    def read(self, what: str, deadline: float = 30.0) -> Any:
+        """``show`` or ``history``, as JSON, once the command succeeds
+        (right after a heal the store may still be electing a leader)."""
+        until = time.monotonic() + deadline
+        while True:
+            code, out, err = self.run(what, "--json")
+            if code == 0:
+                return json.loads(out)
+            assert time.monotonic() < until, err
+            time.sleep(0.5)
 
