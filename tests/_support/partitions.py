@@ -9,6 +9,8 @@ own, and the history checker that judges a run.
   driven over its pipes;
 * ``Operator(host, endpoints)``: ``chash ring ...`` run on a host, every
   change recorded in the ``History``;
+* ``EtcdSetup(network)``: all of it for the etcd scenarios: three
+  members, three gateways, the operator, a history;
 * ``History``: every change attempted with its outcome (committed at
   version v, failed, nothing to change) and every gateway's fingerprint
   over time; ``check()`` fails the run on a committed change the final
@@ -32,10 +34,12 @@ import pytest
 from _support.compat_programs import program_env
 from _support.etcd_server import etcd_executable
 from _support.membership_procs import CHASH_ROOT, Worker
+from _support.membership_worker import RESYNC_INTERVAL
 from _support.netns import Host, Network
+from _support.waiting import wait_until
 
-__all__ = ["Attempt", "EtcdMembers", "History", "Operator", "SentinelSetup", "start_backend",
-           "start_gateway", "start_relay"]
+__all__ = ["HEAL_DEADLINE", "Attempt", "EtcdMembers", "EtcdSetup", "History", "Operator",
+           "SentinelSetup", "start_backend", "start_gateway", "start_relay"]
 
 
 def _env() -> dict[str, str]:
@@ -163,7 +167,7 @@ def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
     ``endpoints`` (or through Redis behind ``sentinels``); ready (its first
     sync tried) when this returns."""
     store = ("--sentinel", sentinels) if sentinels else ("--etcd", endpoints)
-    options = store + (() if bootstrap else ("--no-bootstrap",))
+    options = store + ("--calm",) + (() if bootstrap else ("--no-bootstrap",))
     worker = Worker(0, ring, reporter, Path(network.workdir), options=options,
                     prefix=tuple(host.command([])))
     network.processes.append(worker.process)
@@ -287,3 +291,70 @@ class Operator:
             assert time.monotonic() < until, err
             time.sleep(0.5)
 
+
+#: How long a healed gateway gets to hold the stored ring again: two resync
+#: intervals, as promised, plus room for TCP to reconnect on a loaded
+#: machine (the test reports how long it took).
+HEAL_DEADLINE = 2 * RESYNC_INTERVAL + 15.0
+
+
+class EtcdSetup:
+    """Three etcd members, three gateways, an operator, a history.
+    ``slow``: (delay, loss) of a relay between every gateway (and the
+    operator) and every member."""
+
+    def __init__(self, network: Network, gateway_endpoints: dict[str, str] | None = None,
+                 slow: tuple[float, float] | None = None) -> None:
+        self.network = network
+        self.members = [network.host(f"e{i}") for i in (1, 2, 3)]
+        self.hosts = {name: network.host(name) for name in ("g1", "g2", "g3")}
+        self.op = network.host("op")
+        self.etcd = EtcdMembers(network, self.members)
+        self.history = History()
+        endpoints = dict(gateway_endpoints or {})
+        op_endpoints = self.etcd.endpoints()
+        if slow is not None:
+            seed = 0
+            for name, host in [*self.hosts.items(), ("op", self.op)]:
+                relayed = []
+                for i, member in enumerate(self.members):
+                    seed += 1
+                    relayed.append("http://" + start_relay(host, 23790 + i, member, 2379,
+                                                           slow[0], slow[1], seed))
+                endpoints[name] = ",".join(relayed)
+            op_endpoints = endpoints.pop("op")
+        self.operator = Operator(self.op, op_endpoints, self.history)
+        self.gateways: dict[str, Worker] = {}
+        for name, host in self.hosts.items():
+            self.gateways[name] = start_gateway(
+                network, host, endpoints.get(name, self.etcd.endpoints()), name,
+                bootstrap=name == "g1")
+        wait_until(lambda: self.operator.run("show")[0] == 0,
+                   "etcd elected a leader and g1 created the ring", timeout=60)
+
+    def change(self, *argv: str, endpoints: str | None = None) -> Any:
+        attempt = self.operator.change(*argv, endpoints=endpoints)
+        return attempt
+
+    def agree(self, what: str, deadline: float = HEAL_DEADLINE) -> float:
+        """Wait until every gateway holds the stored ring; seconds it took."""
+        started = time.monotonic()
+        shown = self.operator.read("show")
+
+        def same() -> bool:
+            statuses = self.history.sample(self.gateways)
+            return {s["fingerprint"] for s in statuses.values()} == {shown["fingerprint"]}
+        wait_until(same, what, timeout=deadline, interval=0.1)
+        return time.monotonic() - started
+
+    def finish(self) -> None:
+        """Every promise, judged on the whole run."""
+        # In step, every gateway hears from the store (on slow links a call
+        # may stall past the watchdog for a moment: not for long).
+        wait_until(lambda: all((s["stale_seconds"], s["stale_since"]) == (0.0, None)
+                               for s in self.history.sample(self.gateways).values()),
+                   "every gateway hears from its store", timeout=HEAL_DEADLINE)
+        final = self.history.sample(self.gateways)
+        self.history.check(final, self.operator.read("history"), self.operator.read("show"))
+        for gateway in self.gateways.values():
+            assert gateway.close() == [], f"{gateway.reporter} failed lookups"

@@ -12,89 +12,16 @@ member refusing writes with a message naming the cause.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
-from _support.membership_procs import Worker
-from _support.membership_worker import RESYNC_INTERVAL, VOTE_TTL
+from _support.membership_worker import VOTE_TTL
 from _support.netns import Network
-from _support.partitions import (
-    EtcdMembers,
-    History,
-    Operator,
-    start_backend,
-    start_gateway,
-    start_relay,
-)
+from _support.partitions import EtcdSetup as Setup
+from _support.partitions import start_backend
 from _support.waiting import wait_until
 
 pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-router[etcd]'")
-
-#: How long a healed gateway gets to hold the stored ring again: two resync
-#: intervals, as promised, plus room for TCP to reconnect on a loaded
-#: machine (the test reports how long it took).
-HEAL_DEADLINE = 2 * RESYNC_INTERVAL + 15.0
-
-
-class Setup:
-    """Three etcd members, three gateways, an operator, a history.
-    ``slow``: (delay, loss) of a relay between every gateway (and the
-    operator) and every member."""
-
-    def __init__(self, network: Network, gateway_endpoints: dict[str, str] | None = None,
-                 slow: tuple[float, float] | None = None) -> None:
-        self.network = network
-        self.members = [network.host(f"e{i}") for i in (1, 2, 3)]
-        self.hosts = {name: network.host(name) for name in ("g1", "g2", "g3")}
-        self.op = network.host("op")
-        self.etcd = EtcdMembers(network, self.members)
-        self.history = History()
-        endpoints = dict(gateway_endpoints or {})
-        op_endpoints = self.etcd.endpoints()
-        if slow is not None:
-            seed = 0
-            for name, host in [*self.hosts.items(), ("op", self.op)]:
-                relayed = []
-                for i, member in enumerate(self.members):
-                    seed += 1
-                    relayed.append("http://" + start_relay(host, 23790 + i, member, 2379,
-                                                           slow[0], slow[1], seed))
-                endpoints[name] = ",".join(relayed)
-            op_endpoints = endpoints.pop("op")
-        self.operator = Operator(self.op, op_endpoints, self.history)
-        self.gateways: dict[str, Worker] = {}
-        for name, host in self.hosts.items():
-            self.gateways[name] = start_gateway(
-                network, host, endpoints.get(name, self.etcd.endpoints()), name,
-                bootstrap=name == "g1")
-        wait_until(lambda: self.operator.run("show")[0] == 0,
-                   "etcd elected a leader and g1 created the ring", timeout=60)
-
-    def change(self, *argv: str, endpoints: str | None = None) -> Any:
-        attempt = self.operator.change(*argv, endpoints=endpoints)
-        return attempt
-
-    def agree(self, what: str, deadline: float = HEAL_DEADLINE) -> float:
-        """Wait until every gateway holds the stored ring; seconds it took."""
-        started = time.monotonic()
-        shown = self.operator.read("show")
-
-        def same() -> bool:
-            statuses = self.history.sample(self.gateways)
-            return {s["fingerprint"] for s in statuses.values()} == {shown["fingerprint"]}
-        wait_until(same, what, timeout=deadline, interval=0.1)
-        return time.monotonic() - started
-
-    def finish(self) -> None:
-        """Every promise, judged on the whole run."""
-        final = self.history.sample(self.gateways)
-        self.history.check(final, self.operator.read("history"), self.operator.read("show"))
-        for status in final.values():
-            assert (status["stale_seconds"], status["stale_since"]) == (0.0, None)
-        for gateway in self.gateways.values():
-            assert gateway.close() == [], f"{gateway.reporter} failed lookups"
-
 
 def test_a_gateway_isolated_longer_than_every_ttl_then_healed(network: Network) -> None:
     setup = Setup(network)
