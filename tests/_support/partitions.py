@@ -74,6 +74,28 @@ class EtcdMembers:
         """The client URLs of ``hosts`` (every member's by default)."""
         return ",".join(f"http://{h.address}:2379" for h in (hosts or self.hosts))
 
+    def leader(self, asker: Host) -> Host:
+        """The member that leads now, as the members tell ``asker``."""
+        probe = ("import json, sys, urllib.request\n"
+                 "for url in sys.argv[1:]:\n"
+                 "    try:\n"
+                 "        request = urllib.request.Request(url + '/v3/maintenance/status',\n"
+                 "                                         data=b'{}', method='POST')\n"
+                 "        reply = json.load(urllib.request.urlopen(request, timeout=1))\n"
+                 "    except OSError:\n"
+                 "        continue\n"
+                 "    if reply.get('leader') and reply['leader'] == reply['header']"
+                 "['member_id']:\n"
+                 "        print(url)\n")
+        urls = [f"http://{h.address}:2379" for h in self.hosts]
+        until = time.monotonic() + 30
+        while True:
+            found = asker.run([sys.executable, "-c", probe, *urls]).stdout.split()
+            if len(found) == 1:
+                return self.hosts[urls.index(found[0])]
+            assert time.monotonic() < until, f"no single leader: {found}"
+            time.sleep(0.2)
+
     def log(self) -> str:
         return "\n".join(Path(self.network.path(f"{h.name}.etcd.log")).read_text()[-2000:]
                          for h in self.hosts if os.path.exists(self.network.path(

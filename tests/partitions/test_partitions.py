@@ -88,6 +88,27 @@ def test_an_etcd_member_on_the_minority_side(network: Network) -> None:
     setup.finish()
 
 
+def test_the_etcd_leader_isolated(network: Network) -> None:
+    """The leader cut off from everyone: the other two elect another and
+    commit; the gateways (each given every member) move to them; the
+    healed old leader follows."""
+    setup = Setup(network)
+    assert setup.change("add", "a:1").committed and setup.change("add", "b:1").committed
+    setup.agree("the three gateways hold a, b")
+    leader = setup.etcd.leader(setup.op)
+    network.isolate(leader)
+    others = [member for member in setup.members if member is not leader]
+    assert setup.etcd.leader(setup.op) in others  # a new one, on the majority side
+    for argv in (("add", "c:1"), ("weight", "a:1", "2")):
+        attempt = setup.change(*argv, endpoints=setup.etcd.endpoints(*others))
+        assert attempt.committed, attempt
+    setup.agree("the gateways follow the new leader")
+    network.rejoin(leader)
+    took = setup.agree("one ring once the old leader is back")
+    print(f"one ring {took:.1f}s after heal")
+    setup.finish()
+
+
 def test_one_gateway_cut_off_from_one_backend_only(network: Network) -> None:
     """Promise 4: a partial view is not a verdict.  Each gateway checks every
     backend over the real network and votes; one gateway that cannot reach
