@@ -88,6 +88,30 @@ def test_an_etcd_member_on_the_minority_side(network: Network) -> None:
     setup.finish()
 
 
+def test_a_two_one_split_of_gateways_and_members(network: Network) -> None:
+    """e3 and g3 on one side, e1, e2, g1, g2 and the operator on the other:
+    the majority side commits, g3 (given every member, reaching only e3)
+    routes on its last ring and says so, one ring after heal."""
+    setup = Setup(network)
+    e1, e2, e3 = setup.members
+    assert setup.change("add", "a:1").committed and setup.change("add", "b:1").committed
+    setup.agree("the three gateways hold a, b")
+    g3 = setup.gateways["g3"]
+    before = g3.status()
+    network.split([e3, setup.hosts["g3"]])
+    wait_until(lambda: not g3.status()["connected"], "g3 finds no quorum on its side",
+               timeout=30)
+    for argv in (("add", "c:1"), ("remove", "a:1")):
+        attempt = setup.change(*argv)
+        assert attempt.committed, attempt
+    away = setup.history.sample({"g3": g3})["g3"]
+    assert away["weights"] == before["weights"] and away["stale_seconds"] > 0
+    network.heal()
+    took = setup.agree("one ring after the split heals")
+    print(f"one ring {took:.1f}s after heal")
+    setup.finish()
+
+
 def test_the_etcd_leader_isolated(network: Network) -> None:
     """The leader cut off from everyone: the other two elect another and
     commit; the gateways (each given every member) move to them; the
