@@ -370,7 +370,7 @@ def _store_arguments() -> argparse.ArgumentParser:
     parent.add_argument("--redis-min-replicas", type=_count, default=None, metavar="N",
                         help="with --redis: a change counts as committed only once N replicas "
                              "acknowledged it (Redis WAIT, half of --timeout); default 1 when "
-                             "the primary shows replicas connected, else 0")
+                             "the primary shows a replica connected, else 0")
     parent.add_argument("--timeout", type=_seconds, default=2.0, metavar="S",
                         help="seconds the store is given to answer each call (default 2)")
     return parent
