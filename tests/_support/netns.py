@@ -38,6 +38,8 @@ from typing import IO, Any
 
 import pytest
 
+from _support.compat_programs import program_env
+
 __all__ = ["SUBNET", "Host", "Network", "leftovers", "require_netns"]
 
 #: The hosts' addresses: SUBNET.1, SUBNET.2, ... inside their namespaces only.
@@ -50,7 +52,7 @@ _counter = itertools.count()
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check,
-                          timeout=30)
+                          timeout=30, env=program_env())
 
 
 def require_netns() -> None:

@@ -43,8 +43,10 @@ __all__ = ["HEAL_DEADLINE", "Attempt", "EtcdMembers", "EtcdSetup", "History", "O
 
 
 def _env() -> dict[str, str]:
-    """The environment of a process started on a host: the chash under test."""
-    return dict(program_env(), PYTHONPATH=os.pathsep.join(
+    """The environment of a Python process started on a host: the chash under
+    test (and the sanitizer runtime a sanitized run preloads, which its
+    extension needs)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
 
 
@@ -124,7 +126,7 @@ class SentinelSetup:
                         "--appendonly", "no", "--protected-mode", "no",
                         "--repl-diskless-sync-delay", "0", "--dir", network.workdir,
                         "--dbfilename", f"{host.name}.rdb", *extra],
-                       log=f"{host.name}.redis.log")
+                       log=f"{host.name}.redis.log", env=program_env())
         for host in sentinels:
             config = network.path(f"{host.name}.sentinel.conf")
             with open(config, "w") as out:
@@ -132,7 +134,7 @@ class SentinelSetup:
                           f"sentinel monitor {self.service} {primary.address} 6379 2\n"
                           f"sentinel down-after-milliseconds {self.service} 1000\n"
                           f"sentinel failover-timeout {self.service} 5000\n")
-            host.spawn([sentinel, config], log=f"{host.name}.sentinel.log")
+            host.spawn([sentinel, config], log=f"{host.name}.sentinel.log", env=program_env())
 
     @property
     def sentinels(self) -> str:
@@ -142,7 +144,7 @@ class SentinelSetup:
     def ask(self, host: Host, target: Host, port: int, *command: str) -> str:
         """``redis-cli`` run on ``host`` against ``target:port``; its output."""
         done = host.run(["redis-cli", "-h", target.address, "-p", str(port), *command],
-                        timeout=10)
+                        timeout=10, env=program_env())
         return done.stdout.strip()
 
     def master_seen(self, host: Host) -> str:
