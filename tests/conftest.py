@@ -85,4 +85,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="replay the randomized partition run with this seed (it prints the "
                          "seed of every run; default: a new one)")
     group.addoption("--partitions-seconds", type=float, default=60.0, metavar="S",
-                    help="how long the randomized partition run lasts (default 60)")
+                    help="how long the randomized partition run lasts, half with each store "
+                         "(default 60)")

@@ -147,6 +147,31 @@ class SentinelSetup:
                         timeout=10, env=program_env())
         return done.stdout.strip()
 
+    def ready(self, asker: Host, deadline: float = 45.0) -> None:
+        """Wait until the replica is in sync and every sentinel knows the
+        others and the replica (asked from ``asker``)."""
+        def fields(text: str) -> dict[str, str]:
+            lines = text.split("\n")
+            return dict(zip(lines[::2], lines[1::2], strict=False))
+
+        wait_until(lambda: all(self.master_seen(host) == self.primary.address
+                               for host in self.sentinel_hosts),
+                   "every sentinel names the primary", timeout=deadline)
+        wait_until(lambda: "master_link_status:up" in self.ask(asker, self.replica, 6379,
+                                                               "INFO", "replication"),
+                   "the replica is in sync", timeout=deadline)
+
+        def known(host: Host) -> bool:
+            seen = fields(self.ask(asker, host, 26379, "SENTINEL", "master", self.service))
+            return seen.get("num-other-sentinels") == "2" and seen.get("num-slaves") == "1"
+        wait_until(lambda: all(known(host) for host in self.sentinel_hosts),
+                   "the sentinels know each other and the replica", timeout=deadline)
+
+    def swap(self) -> None:
+        """After a failover: the replica is the primary now, and the old
+        primary (once healed) its replica."""
+        self.primary, self.replica = self.replica, self.primary
+
     def master_seen(self, host: Host) -> str:
         """The primary's address as the sentinel on ``host`` names it."""
         return self.ask(host, host, 26379, "SENTINEL", "get-master-addr-by-name",
@@ -279,20 +304,23 @@ class Operator:
     """``chash ring`` run on a host, each change recorded in ``history``."""
 
     def __init__(self, host: Host, endpoints: str, history: History,
-                 ring: str = "shop", store: str = "--etcd") -> None:
+                 ring: str = "shop", store: str = "--etcd",
+                 extra: tuple[str, ...] = ()) -> None:
         """``store``: ``--etcd`` (``endpoints`` its URLs) or ``--redis``
-        (``endpoints`` a redis:// URL)."""
+        (``endpoints`` a redis:// URL); ``extra``: more options of every
+        command."""
         self.host = host
         self.endpoints = endpoints
         self.history = history
         self.ring = ring
         self.store = store
+        self.extra = extra
 
     def run(self, *argv: str, endpoints: str | None = None,
             timeout: float = 60.0) -> tuple[int, str, str]:
         done = self.host.run([sys.executable, "-m", "chash", "ring", *argv, self.store,
                               endpoints or self.endpoints, "--ring", self.ring,
-                              "--timeout", "1"], timeout=timeout, env=_env())
+                              "--timeout", "1", *self.extra], timeout=timeout, env=_env())
         return done.returncode, done.stdout, done.stderr
 
     def change(self, *argv: str, endpoints: str | None = None) -> Attempt:
