@@ -75,3 +75,15 @@ def backends() -> Iterator[Callable[..., Backend]]:
     yield make
     for backend in made:
         backend.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The randomized partition run's replay and length
+    (tests/partitions/test_randomized.py)."""
+    group = parser.getgroup("chash partitions")
+    group.addoption("--partitions-seed", type=int, default=None, metavar="SEED",
+                    help="replay the randomized partition run with this seed (it prints the "
+                         "seed of every run; default: a new one)")
+    group.addoption("--partitions-seconds", type=float, default=60.0, metavar="S",
+                    help="how long the randomized partition run lasts, half with each store "
+                         "(default 60)")

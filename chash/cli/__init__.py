@@ -1,7 +1,7 @@
 """The ``chash`` command: the entry point, with one subcommand per module.
 
 Each subcommand lives in its own module ``chash.cli.<name>`` (``demo``,
-``gateway``, ``route``, ``simulate``, ``spread``) defining
+``gateway``, ``ring``, ``route``, ``simulate``, ``spread``) defining
 ``register(subparsers)``, which adds its parser and sets ``func`` (a
 callable taking the parsed arguments and returning the exit code); the
 argument types they share are in ``chash.cli.args``.  Without a
@@ -26,14 +26,15 @@ from chash._version import __version__
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommands in the order ``chash --help`` lists them.
-SUBCOMMANDS = ("demo", "gateway", "route", "simulate", "spread")
+SUBCOMMANDS = ("demo", "gateway", "ring", "route", "simulate", "spread")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="chash",
-        description="Consistent-hash routing for gateways: demo, gateway, route, simulate, spread.",
+        description="Consistent-hash routing for gateways: demo, gateway, ring, route, simulate, "
+                    "spread.",
     )
     parser.add_argument("--version", action="version", version=f"chash {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -64,6 +64,7 @@ def make_registry(gateway: GatewayView, metrics: bool | None,
         registry = prometheus_client.CollectorRegistry()
     registry.register(collector)
     registry.register(_TunnelCollector(gateway, prometheus_client))
+    registry.register(_StaleCollector(gateway))
     return registry, None
 
 
@@ -106,6 +107,29 @@ class _TunnelCollector:
         return []
 
 
+class _StaleCollector:
+    """``chash_membership_stale_seconds{ring}``: how old the shared ring the
+    gateway routes on may be (0 while its store answers); nothing without
+    a shared ring."""
+
+    def __init__(self, gateway: GatewayView) -> None:
+        self._gateway = gateway
+
+    def collect(self) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        membership = self._gateway.membership
+        stale = getattr(membership, "stale_seconds", None)
+        if stale is None:
+            return
+        family = GaugeMetricFamily(
+            "chash_membership_stale_seconds",
+            "Seconds since the shared ring's store last answered, while it does not (0 while "
+            "it does): routing goes on with the last ring", labels=["ring"])
+        family.add_metric([str(getattr(membership, "name", ""))], float(stale))
+        yield family
+
+
 def status(gateway: GatewayView) -> dict[str, Any]:
     """The status page as a JSON-ready dict: the key rule, the ring, the
     membership, the health settings, each node, and the request counts."""
@@ -118,7 +142,8 @@ def status(gateway: GatewayView) -> dict[str, Any]:
     shared = None
     if membership is not None:
         shared = {name: getattr(membership, name, None)
-                  for name in ("name", "version", "connected", "reporter")}
+                  for name in ("name", "version", "connected", "reporter", "stale_seconds",
+                               "stale_since")}
     points = router.points
     tunnels = gateway.tunnel_counts
     return {

@@ -54,7 +54,12 @@ See docs/membership.md for the design.
 
 from chash.membership.etcd.membership import AsyncEtcdMembership, EtcdMembership
 from chash.membership.redis.membership import AsyncRedisMembership, RedisMembership
-from chash.membership.state import HealthVerdict, MembershipState, RingMissingError
+from chash.membership.state import (
+    HealthVerdict,
+    MembershipState,
+    NotReplicatedError,
+    RingMissingError,
+)
 
 __all__ = ["AsyncEtcdMembership", "AsyncRedisMembership", "EtcdMembership", "HealthVerdict",
-           "MembershipState", "RedisMembership", "RingMissingError"]
+           "MembershipState", "NotReplicatedError", "RedisMembership", "RingMissingError"]

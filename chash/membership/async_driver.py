@@ -22,7 +22,7 @@ from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
 from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
 from chash.membership.protocol import Exchange
 from chash.membership.settings import MembershipSettings
-from chash.membership.state import MembershipState
+from chash.membership.state import Change, MembershipState
 from chash.membership.store import AsyncStore, AsyncSubscription, NoPubSub
 
 __all__ = ["AsyncDriver"]
@@ -149,23 +149,27 @@ class AsyncDriver(MembershipDriver):
         async with self._lock():
             await self._run(protocol.send_votes(self._core))
 
-    async def add_node(self, node: str, weight: float = 1.0) -> None:
+    async def history(self) -> list[Change]:
+        """As ``RedisMembership.history``."""
+        return list(await self._run(protocol.history(self._core)))
+
+    async def add_node(self, node: str, weight: float = 1.0) -> int:
         """As ``RedisMembership.add_node``."""
-        await self._run(protocol.write(self._core, "add", node,
+        return await self._run(protocol.write(self._core, "add", node,
                                        self._core.weight_arg(node, weight)))
 
-    async def remove_node(self, node: str, *, force: bool = False) -> None:
+    async def remove_node(self, node: str, *, force: bool = False) -> int:
         """As ``RedisMembership.remove_node``."""
-        await self._run(protocol.write(self._core, "remove", node, force=force))
+        return await self._run(protocol.write(self._core, "remove", node, force=force))
 
     async def disable_node(self, node: str, reason: str = "disabled by an operator", *,
-                           force: bool = False) -> None:
+                           force: bool = False) -> int:
         """As ``RedisMembership.disable_node``."""
-        await self._run(protocol.write(self._core, "disable", node, reason, force=force))
+        return await self._run(protocol.write(self._core, "disable", node, reason, force=force))
 
-    async def enable_node(self, node: str) -> None:
+    async def enable_node(self, node: str) -> int:
         """As ``RedisMembership.enable_node``."""
-        await self._run(protocol.write(self._core, "enable", node))
+        return await self._run(protocol.write(self._core, "enable", node))
 
     # -- tasks --------------------------------------------------------------
 

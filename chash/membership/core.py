@@ -65,13 +65,15 @@ class MembershipCore:
     store is unreachable, ``auth_errors`` those that mean it refused us
     (both given by the store, which knows the client library), ``store_name``
     what log texts call the store; ``clock`` is
-    the monotonic clock the outage watchdog reads."""
+    the monotonic clock the outage watchdog reads, ``wall`` the wall clock
+    ``stale_since`` is told in."""
 
     def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings, *,
                  outage_errors: tuple[type[BaseException], ...] = (OSError,),
                  auth_errors: tuple[type[BaseException], ...] = (),
                  store_name: str = "the store",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
         """TypeError if ``router`` is not a ``ConsistentHashRouter``; the
         settings were validated when they were made."""
         check_router(router)
@@ -89,6 +91,10 @@ class MembershipCore:
         #: The store's name in log texts and errors ("Redis", "etcd").
         self.store_name = store_name
         self.clock = clock
+        self.wall = wall
+        #: When the store last answered (monotonic, wall); when this core
+        #: was made until it first does.
+        self._answered = (clock(), wall())
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
         hash_ = router.hash
@@ -500,6 +506,27 @@ class MembershipCore:
             self._next_exchange += 1
             self._inflight[ticket] = self.clock()
         return ticket
+
+    def answered(self) -> None:
+        """Note that the store answered a call (whatever it said)."""
+        self._answered = (self.clock(), self.wall())
+
+    @property
+    def stale_seconds(self) -> float:
+        """0.0 while the store is reachable; else seconds since it last
+        answered (since this instance started, if it never did): how old
+        the ring routed on may be."""
+        if self.connected:
+            return 0.0
+        return max(0.0, self.clock() - self._answered[0])
+
+    @property
+    def stale_since(self) -> float | None:
+        """None while the store is reachable; else when it last answered,
+        in seconds since the epoch (the wall clock)."""
+        if self.connected:
+            return None
+        return self._answered[1]
 
     def exchange_ended(self, ticket: int) -> None:
         """Note an exchange ending, whatever its outcome."""

@@ -86,6 +86,20 @@ class MembershipDriver:
         than twice ``resync_interval`` (at least 2 s)."""
         return self._core.connected
 
+    @property
+    def stale_seconds(self) -> float:
+        """0.0 while the store is reachable (``connected``); else how many
+        seconds ago it last answered (since this instance was made, if it
+        never did): routing goes on with the ring known then."""
+        return self._core.stale_seconds
+
+    @property
+    def stale_since(self) -> float | None:
+        """None while the store is reachable; else when it last answered,
+        in seconds since the epoch (wall clock; this instance's creation
+        if it never did)."""
+        return self._core.stale_since
+
     def watched_nodes(self) -> dict[str, float]:
         """Every node to health-check (all but the disabled ones), with its
         weight, from the last state applied; no I/O."""

@@ -34,6 +34,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from chash.membership.core import MembershipCore
 from chash.membership.state import (
+    Change,
     MembershipState,
     NoRing,
     NoSuchNode,
@@ -41,10 +42,10 @@ from chash.membership.state import (
     Position,
     Refused,
 )
-from chash.membership.store import Operation, ReadHead, ReadRing, Reepoch, Stamp
+from chash.membership.store import History, Operation, ReadHead, ReadRing, Reepoch, Stamp
 
-__all__ = ["Exchange", "Steps", "ask", "check", "pull", "refresh", "start", "sweep", "send_votes",
-           "tick", "withdraw", "write"]
+__all__ = ["Exchange", "Steps", "ask", "check", "history", "pull", "refresh", "start", "sweep",
+           "send_votes", "tick", "withdraw", "write"]
 
 logger = logging.getLogger("chash.membership")
 
@@ -102,6 +103,8 @@ class Steps(Generic[T]):
     def replied(self, reply: Any) -> None:
         """The store answered the call."""
         self._end_call()
+        if self._core is not None:
+            self._core.answered()
         self._reply = reply
 
     def failed(self, error: BaseException) -> None:
@@ -213,10 +216,11 @@ def refresh(core: MembershipCore) -> Exchange[MembershipState | None]:
 
 
 def write(core: MembershipCore, op: str, node: str, value: str = "",
-          force: bool = False) -> Exchange[None]:
-    """An operator's change; the local router has it on return.  Raises
-    before writing (KeyError, ValueError, RingMissingError, store errors),
-    never after the write committed."""
+          force: bool = False) -> Exchange[int]:
+    """An operator's change; the local router has it on return.  Returns
+    the version it was committed at (the ring's version, if it changed
+    nothing).  Raises before writing (KeyError, ValueError,
+    RingMissingError, store errors), never after the write committed."""
     if not isinstance(node, str) or not isinstance(value, str):
         raise TypeError("node and reason must be str")
     for _ in range(2):
@@ -242,8 +246,17 @@ def write(core: MembershipCore, op: str, node: str, value: str = "",
                                "failed (%s: %s); the next check applies it", core.name, op,
                                node, reply.position[1], type(exc).__name__, exc,
                                extra={"ring": core.name})
-        return
+        return reply.position[1]
     raise RuntimeError(f"ring {core.name!r} vanished from {core.store_name} twice in a row")
+
+
+def history(core: MembershipCore) -> Exchange[tuple[Change, ...]]:
+    """The ring's last changes, oldest first; RingMissingError if the store
+    holds no ring (or a damaged one)."""
+    changes = yield from ask(History())
+    if isinstance(changes, NoRing):
+        raise core.missing_error(changes.damage)
+    return changes
 
 
 def send_votes(core: MembershipCore) -> Exchange[None]:

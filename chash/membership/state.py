@@ -5,7 +5,8 @@
 are the replies every store gives to the protocol's operations
 (``chash.membership.store``), as records the core reads: ``StoredRing``
 (the whole ring, each entry as the text stored), ``RingHead`` (its
-position and digest), ``Outcome`` (what a change did), and the answers
+position and digest), ``Outcome`` (what a change did), ``Change`` (one
+entry of the ring's history of changes), and the answers
 that refuse one: ``NoRing``, ``NoSuchNode``, ``Refused``, ``OtherConfig``.
 How a store encodes them is its own (the Redis store's Lua replies are
 read in ``chash.membership.redis.codec``).
@@ -13,11 +14,13 @@ read in ``chash.membership.redis.codec``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["HealthVerdict", "MembershipState", "NoRing", "NoSuchNode", "OtherConfig", "Outcome",
-           "Position", "Refused", "RingHead", "RingMissingError", "StoredRing", "text"]
+__all__ = ["Change", "HealthVerdict", "MembershipState", "NoRing", "NoSuchNode",
+           "NotReplicatedError", "OtherConfig", "Outcome", "Position", "Refused", "RingHead",
+           "RingMissingError", "StoredRing", "change_entry", "read_change", "text"]
 
 Position = tuple[str | None, int]
 
@@ -26,6 +29,19 @@ class RingMissingError(RuntimeError):
     """The ring is missing (or damaged) in the store, and this instance may
     not create it: it never synced and was not told to bootstrap.  An
     instance that holds the ring restores it."""
+
+
+class NotReplicatedError(RuntimeError):
+    """The store's primary applied a change, but fewer of its replicas
+    than required acknowledged it in time (``acknowledged`` of
+    ``required``): a failover could lose it, so it is not reported
+    committed.  It may still be in the ring if the primary stays; the
+    ring's history tells."""
+
+    def __init__(self, message: str, acknowledged: int, required: int) -> None:
+        super().__init__(message)
+        self.acknowledged = acknowledged
+        self.required = required
 
 
 def text(value: object) -> str:
@@ -135,6 +151,55 @@ class Outcome:
     skipped: tuple[tuple[str, str, str], ...] = ()
     in_service: int = 0
     removed: int = 0
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change of a shared ring, as its history keeps it: the position
+    it was committed at and what it did.  ``ReadHistory`` replies with the
+    last ones, oldest first.
+
+    ``action`` is an operator's ``add`` (a new node, or a new weight:
+    ``value`` is the weight as stored), ``remove``, ``disable`` (``value``
+    the reason) or ``enable``; the health verdicts' ``down`` (``value`` the
+    reason) and ``up``; ``seed`` (the ring created or restored, ``value``
+    the count of nodes, ``node`` empty) or ``reepoch`` (a new epoch, the
+    store seen going back).  Entries a store cannot read are skipped."""
+
+    epoch: str
+    version: int
+    action: str
+    node: str = ""
+    value: str = ""
+    at: float = 0.0
+    """When it was committed, in seconds since the epoch: the Redis
+    server's clock, or the etcd writer's."""
+
+
+def change_entry(epoch: str, version: int, action: str, node: str, value: str,
+                 ms: int) -> str:
+    """A history entry as the etcd store writes it (the Redis scripts write
+    the same JSON): ``{e, v, a, n, w, t}``, ``t`` in milliseconds."""
+    return json.dumps({"e": epoch, "v": version, "a": action, "n": node, "w": value, "t": ms},
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def read_change(raw: str) -> Change | None:
+    """A history entry ``{e, v, a, n, w, t}`` (as both stores write it,
+    ``change_entry``),
+    or None if it is not one."""
+    try:
+        entry = json.loads(raw)
+        if not isinstance(entry, dict) or not isinstance(entry.get("a"), str):
+            return None
+        version = entry.get("v")
+        if not isinstance(version, int) or isinstance(version, bool):
+            return None
+        return Change(epoch=str(entry.get("e", "")), version=version, action=entry["a"],
+                      node=str(entry.get("n", "")), value=str(entry.get("w", "")),
+                      at=float(entry.get("t", 0)) / 1000.0)
+    except (ValueError, TypeError):
+        return None
 
 
 @dataclass(frozen=True)

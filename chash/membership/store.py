@@ -19,13 +19,18 @@ operation      does                                             replies
                                                                 or ``OtherConfig``
 ``Vote``       one reporter's health verdicts                   ``Outcome`` or ``NoRing``
 ``Sweep``      expires votes (withdrawing one reporter's)       ``Outcome`` or ``NoRing``
+``History``    reads the last changes, oldest first             a tuple of ``Change``, or
+                                                                ``NoRing``
 =============  ===============================================  ==============================
 
 A store performs each one atomically: it checks the whole ring before it
 writes (a damaged one is reported, ``NoRing``, never written to), skips
 unreadable entries and names them in the reply, and bumps the version and
 announces every change of what the ring holds, and only those (a vote
-that tips nothing bumps nothing).  How is the store's own: the Redis store runs a Lua script per operation
+that tips nothing bumps nothing).  With each change (and each seed and
+new epoch) it keeps a ``Change`` in the ring's history, in the same
+atomic step, and keeps the last ``HISTORY_LENGTH`` of them.  How is
+the store's own: the Redis store runs a Lua script per operation
 (``chash.membership.redis``), the etcd store a transaction
 (``chash.membership.etcd``).  A store also delivers the ring's
 announcements (``subscribe``), and names the exceptions of its client that
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from chash.membership.state import (
+    Change,
     HealthVerdict,
     NoRing,
     NoSuchNode,
@@ -53,12 +59,15 @@ from chash.membership.state import (
     StoredRing,
 )
 
-__all__ = ["Announcement", "AsyncStore", "AsyncSubscription", "NoPubSub", "Notice",
-           "Operation", "ReadHead", "ReadRing", "Reepoch", "Seed", "Stamp", "Store",
+__all__ = ["HISTORY_LENGTH", "Announcement", "AsyncStore", "AsyncSubscription", "History",
+           "NoPubSub", "Notice", "Operation", "ReadHead", "ReadRing", "Reepoch", "Seed", "Stamp", "Store",
            "Subscription", "SubscriptionLost", "Sweep", "Vote", "Write"]
 
 R = TypeVar("R", covariant=True)
 T = TypeVar("T")
+
+#: How many changes a ring's history keeps (the newest).
+HISTORY_LENGTH = 100
 
 
 class Operation(Generic[R]):
@@ -157,6 +166,13 @@ class Sweep(Operation[Outcome | NoRing]):
     ttl_ms: int
     quorum: str
     withdraw: str | None = None
+
+
+@dataclass(frozen=True)
+class History(Operation[tuple[Change, ...] | NoRing]):
+    """Read the ring's last changes (at most ``HISTORY_LENGTH``), oldest
+    first.  Changes written by instances of a version that kept no
+    history are missing from it; the versions tell where."""
 
 
 @dataclass(frozen=True)

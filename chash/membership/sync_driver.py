@@ -23,7 +23,7 @@ from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
 from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
 from chash.membership.protocol import Exchange
 from chash.membership.settings import MembershipSettings
-from chash.membership.state import MembershipState
+from chash.membership.state import Change, MembershipState
 from chash.membership.store import NoPubSub, Store, Subscription
 
 __all__ = ["SyncDriver"]
@@ -139,38 +139,46 @@ class SyncDriver(MembershipDriver):
             raise self._core.missing_error(None)
         return state
 
+    def history(self) -> list[Change]:
+        """The ring's last changes (at most 100), oldest first, each with
+        the version it was committed at.  Raises on store errors, and
+        RingMissingError if the store holds no ring."""
+        return list(self._run(protocol.history(self._core)))
+
     def flush(self) -> None:
         """Send the health votes waiting, now; raises on store errors."""
         with self._vote_lock:
             self._run(protocol.send_votes(self._core))
 
-    def add_node(self, node: str, weight: float = 1.0) -> None:
-        """Add ``node`` to the shared ring, or give it a new weight.
+    def add_node(self, node: str, weight: float = 1.0) -> int:
+        """Add ``node`` to the shared ring, or give it a new weight; returns
+        the version the change was committed at (as every operator call
+        does; the ring's version if it changed nothing).
 
         The local router has it when this returns, every other instance a
         moment later.  TypeError / ValueError as the router would raise;
         RingMissingError if the store holds no ring and this instance may
         not create one (see ``bootstrap``).
         """
-        self._run(protocol.write(self._core, "add", node, self._core.weight_arg(node, weight)))
+        return self._run(protocol.write(self._core, "add", node, self._core.weight_arg(node, weight)))
 
-    def remove_node(self, node: str, *, force: bool = False) -> None:
+    def remove_node(self, node: str, *, force: bool = False) -> int:
         """Remove ``node`` from the shared ring, in whatever state it is;
         KeyError if the store does not hold it.  ValueError (logged) if that
         would take more than half of the nodes in service out, unless
         ``force``."""
-        self._run(protocol.write(self._core, "remove", node, force=force))
+        return self._run(protocol.write(self._core, "remove", node, force=force))
 
     def disable_node(self, node: str, reason: str = "disabled by an operator", *,
-                     force: bool = False) -> None:
+                     force: bool = False) -> int:
         """Take ``node`` out of service, keeping its weight, until
         ``enable_node``; health checks stop watching it.  KeyError if the
         store does not hold it; ValueError as ``remove_node``."""
-        self._run(protocol.write(self._core, "disable", node, reason, force=force))
+        return self._run(protocol.write(self._core, "disable", node, reason, force=force))
 
-    def enable_node(self, node: str) -> None:
+    def enable_node(self, node: str) -> int:
         """Undo ``disable_node``; KeyError if the store does not hold the node."""
-        self._run(protocol.write(self._core, "enable", node))
+        return self._run(protocol.write(self._core, "enable", node))
 
     # -- threads ------------------------------------------------------------
 

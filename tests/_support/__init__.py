@@ -30,4 +30,7 @@ One line a module:
 - ``membership_async``: the asyncio membership driven from sync test code;
 - ``membership_worker``: one gateway instance in its own process, driven by the membership tests;
 - ``membership_procs``: those processes started and the tests' handle on them.
+- ``netns``: a network of namespaces (hosts on a bridge) whose links the partition tests cut and mend;
+- ``partitions``: etcd members, gateways and ``chash ring`` on those hosts, and the history checker;
+- ``relays``: a TCP relay that delays and loses, for slow links (the kernel has no netem);
 """

@@ -47,7 +47,10 @@ class Worker:
     """A gateway instance in its own process (tests/_support/membership_worker.py)."""
 
     def __init__(self, port: int, name: str, reporter: str, log_dir: Path,
-                 quorum: str = "majority", options: tuple[str, ...] = ()) -> None:
+                 quorum: str = "majority", options: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()) -> None:
+        """``prefix`` goes before the command (``ip netns exec NS``, to run
+        it inside a network namespace)."""
         self.reporter = reporter
         self.log_path = log_dir / f"{reporter}.log"
         self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the worker's life
@@ -55,7 +58,8 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(port), name, reporter, quorum, *options],
+            [*prefix, sys.executable, str(WORKER), str(port), name, reporter, quorum,
+             *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             text=True, cwd=REPO, env=env)
         self._lines: queue.Queue[str | None] = queue.Queue()

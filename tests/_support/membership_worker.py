@@ -8,7 +8,8 @@ Reads one JSON command per line on stdin and answers one JSON object per
 line on stdout:
 
 ``{"op": "status"}``                 fingerprint, version, epoch, connected,
-                                     weights, lookups, failures
+                                     weights, stale_seconds, stale_since,
+                                     lookups, failures
 ``{"op": "add", "node", "weight"}``  and ``remove``, ``disable``,
                                      ``enable`` (each with ``force``),
                                      ``mark_down``, ``mark_up``, ``flush``,
@@ -23,6 +24,9 @@ line on stdout:
                                      holds (polling every ``interval``
                                      seconds, default 0.001);
                                      answers ``{"at": wall time, "ok"}``
+``{"op": "probe", "node", "address", "port"}``  a TCP health check of
+                                     ``node`` from here, voted and flushed;
+                                     answers ``{"reachable": bool}``
 ``{"op": "quit"}``                   stop and exit
 
 The first line is ``{"ready": true}`` once ``start()`` returned, or
@@ -65,9 +69,13 @@ VOTE_TTL = 3.0
 class Lookups(threading.Thread):
     """Routes keys through the router until stopped."""
 
-    def __init__(self, router: ConsistentHashRouter) -> None:
+    def __init__(self, router: ConsistentHashRouter, calm: bool = False) -> None:
         super().__init__(name="lookups", daemon=True)
         self.router = router
+        #: Pause 5 ms every 100 lookups instead of 1 ms every 500 (a few
+        #: thousand a second: enough to notice an empty ring, and several
+        #: processes leave the machine's cores to the stores).
+        self.every, self.pause = (100, 0.005) if calm else (500, 0.001)
         self.count = 0
         self.failures: list[str] = []
         self.done = threading.Event()
@@ -85,8 +93,8 @@ class Lookups(threading.Thread):
                 self.failures.append(f"{type(exc).__name__}: {exc}")
             self.count += 1
             i += 1
-            if i % 500 == 0:
-                time.sleep(0.001)  # leave the CPU to the membership threads
+            if i % self.every == 0:
+                time.sleep(self.pause)  # leave the CPU to the membership threads
 
 
 class Instance:
@@ -158,7 +166,9 @@ def client_for(args: argparse.Namespace, use_asyncio: bool) -> Any:
     common: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 1.0,
                               "username": args.username, "password": args.password}
     if args.sentinel:
-        addresses = [("127.0.0.1", int(port)) for port in args.sentinel.split(",")]
+        # PORT (on 127.0.0.1) or HOST:PORT (a host of the partition tests)
+        addresses = [(host or "127.0.0.1", int(port)) for host, _, port in
+                     (item.rpartition(":") for item in args.sentinel.split(","))]
         module: Any = redis.asyncio.sentinel if use_asyncio else redis.sentinel
         # The sentinels' own client retries as slowly as redis-py's default
         # unless told otherwise.
@@ -227,6 +237,24 @@ OPERATIONS: dict[str, Callable[[Instance, dict[str, Any]], Any]] = {
 }
 
 
+def probe(instance: Instance, node: str, address: str, port: int) -> bool:
+    """A health check of ``node`` from this process (a TCP connect within
+    half a second), voted and sent at once; whether it answered."""
+    import socket
+
+    try:
+        socket.create_connection((address, port), 0.5).close()
+        reachable = True
+    except OSError:
+        reachable = False
+    if reachable:
+        instance.call("mark_up", node)
+    else:
+        instance.call("mark_down", node, f"no connection to {address}:{port}")
+    instance.call("flush")
+    return reachable
+
+
 def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any:
     """Run one command; return the JSON-able answer."""
     op = command["op"]
@@ -237,7 +265,12 @@ def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any
         return {"fingerprint": router.fingerprint(), "version": membership.version,
                 "epoch": None if state is None else state.epoch,
                 "connected": membership.connected, "weights": router.weights,
+                "stale_seconds": membership.stale_seconds,
+                "stale_since": membership.stale_since,
                 "lookups": lookups.count, "failures": lookups.failures[:10]}
+    if op == "probe":
+        return {"reachable": probe(instance, command["node"], command["address"],
+                                   int(command["port"]))}
     if op == "when":
         return when(instance, command)
     if op == "burst":
@@ -258,7 +291,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--driver", choices=("sync", "async"), default="sync")
     parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false")
     parser.add_argument("--cluster", action="store_true", help="PORT is a cluster node")
-    parser.add_argument("--sentinel", help="comma-separated sentinel ports")
+    parser.add_argument("--calm", action="store_true",
+                        help="route fewer keys a second (the partition tests run many processes)")
+    parser.add_argument("--sentinel", help="comma-separated sentinel ports (or HOST:PORT)")
     parser.add_argument("--service", default="mymaster", help="the sentinel's service name")
     parser.add_argument("--username")
     parser.add_argument("--password")
@@ -274,7 +309,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"{args.reporter} %(threadName)s %(levelname)s %(message)s")
     instance = Instance(args)
-    lookups = Lookups(instance.router)
+    lookups = Lookups(instance.router, calm=args.calm)
     try:
         instance.call("start")
     except Exception as exc:

@@ -58,6 +58,8 @@ class Shared:
     version: int = 7
     connected: bool = True
     reporter: str = "gw-1"
+    stale_seconds: float = 0.0
+    stale_since: float | None = None
 
 
 async def answering_health() -> tuple[web.AppRunner, str]:
@@ -135,7 +137,8 @@ def test_the_status_page_shows_health_and_the_shared_ring() -> None:
             await healthy[0].cleanup()
         page = status(gateway)
         assert page["membership"] == {"name": "shop", "version": 7, "connected": True,
-                                      "reporter": "gw-1"}
+                                      "reporter": "gw-1", "stale_seconds": 0.0,
+                                      "stale_since": None}
         assert page["health"] == {"interval": 5.0, "timeout": 2.0, "fall": 1, "rise": 2,
                                   "panicking": False}
         assert page["metrics"] == "/metrics"
@@ -199,7 +202,23 @@ def test_metrics_are_served_from_the_registry() -> None:
         assert "chash_ring_nodes 3.0" in lines
         assert 'chash_node_in_flight{node="b"} 3.0' in lines
         assert 'chash_requests_total{outcome="ok"} 1.0' in lines
+        assert not any(line.startswith("chash_membership_stale") for line in lines)
     run(main())
+
+
+def test_a_shared_ring_cut_off_from_its_store_says_so() -> None:
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    stale = Shared()
+    stale.connected, stale.stale_seconds, stale.stale_since = False, 12.5, 1_700_000_000.0
+    gateway = view(membership=stale)
+    registry, _ = make_registry(gateway, True, CollectorRegistry())
+    lines = generate_latest(registry).decode().splitlines()
+    assert 'chash_membership_stale_seconds{ring="shop"} 12.5' in lines
+    page = status(gateway)["membership"]
+    assert (page["connected"], page["stale_seconds"], page["stale_since"]) \
+        == (False, 12.5, 1_700_000_000.0)
 
 
 def test_metrics_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:

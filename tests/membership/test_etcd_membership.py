@@ -358,3 +358,18 @@ def test_an_async_watch_from_a_compacted_revision_asks_for_a_full_read(
         assert revision == 0
     finally:
         writer.close()
+
+
+def test_operator_calls_return_their_version_and_the_history_keeps_it(make: Make) -> None:
+    a = make(seeded_router("n1", "n2"), bootstrap=True)
+    b = make()
+    agree(a, b)
+    first = a.add_node("n3", 2.0)
+    assert first == a.version
+    second = b.disable_node("n1", "maintenance")
+    assert second == first + 1 == b.version
+    assert a.add_node("n3", 2.0) == second  # nothing to change: the ring's version
+    changes = b.history()
+    assert [(c.version, c.action, c.node, c.value) for c in changes] == [
+        (1, "seed", "", "2"), (first, "add", "n3", "2.0"), (second, "disable", "n1",
+                                                             "maintenance")]

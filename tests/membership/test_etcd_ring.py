@@ -14,17 +14,26 @@ from typing import Any
 
 from chash.membership.etcd.ring import RingKeys, perform
 from chash.membership.etcd.wire import Request, b64, unb64
-from chash.membership.state import HealthVerdict, NoRing, OtherConfig, Outcome, RingHead, StoredRing
-from chash.membership.store import Operation, ReadHead, ReadRing, Seed, Vote, Write
+from chash.membership.state import (
+    Change,
+    HealthVerdict,
+    NoRing,
+    OtherConfig,
+    Outcome,
+    RingHead,
+    StoredRing,
+)
+from chash.membership.store import HISTORY_LENGTH, History, Operation, ReadHead, ReadRing, Seed, Vote, Write
 
 KEYS = RingKeys("chash", "t")
 NOW = 1_000
 
 
 def read(doc: dict[str, Any] | str | None, votes: dict[str, str] | None = None,
-         revision: int = 9, mod: int = 4) -> dict[str, Any]:
+         revision: int = 9, mod: int = 4, history: str | None = None) -> dict[str, Any]:
     """etcd's reply to the read transaction: the ring key (absent if None),
-    and the vote keys if ``votes`` is given."""
+    the vote keys if ``votes`` is given, and the history key if
+    ``history`` is."""
     ring = [] if doc is None else [{
         "key": b64(KEYS.ring), "mod_revision": str(mod),
         "value": b64(doc if isinstance(doc, str) else json.dumps(doc))}]
@@ -33,6 +42,9 @@ def read(doc: dict[str, Any] | str | None, votes: dict[str, str] | None = None,
         responses.append({"response_range": {"kvs": [
             {"key": b64(key), "value": b64(value), "mod_revision": "3"}
             for key, value in votes.items()]}})
+    if history is not None:
+        responses.append({"response_range": {"kvs": [
+            {"key": b64(KEYS.history), "value": b64(history), "mod_revision": "5"}]}})
     return {"header": {"revision": str(revision)}, "responses": responses}
 
 
@@ -72,7 +84,8 @@ def test_seed_writes_the_ring_document_earlier_versions_wrote() -> None:
     assert puts(requests[1]) == [(KEYS.ring, (
         '{"epoch":"e2","version":5,"config":"cfg","seq":2,"nodes":{"b":"2.0","a":"1.0"},'
         '"order":{"b":1,"a":2},"disabled":{"b":"maintenance"},'
-        '"down":{"a":{"r":"refused","n":2,"l":3,"t":1000,"s":1}}}'), None)]
+        '"down":{"a":{"r":"refused","n":2,"l":3,"t":1000,"s":1}}}'), None),
+        (KEYS.history, '[{"e":"e2","v":5,"a":"seed","n":"","w":"2","t":1000}]', None)]
     # A sound ring is left alone; a damaged one replaced only to restore it.
     assert drive(seed, read(RING))[1] == Outcome(False, ("e1", 3))
     assert drive(seed, read("{broken"))[1] == NoRing("the ring key is not JSON")
@@ -83,7 +96,8 @@ def test_a_write_bumps_the_version_and_forgets_the_digest() -> None:
     assert outcome == Outcome(True, ("e1", 4))
     assert puts(requests[1]) == [(KEYS.ring, (
         '{"epoch":"e1","version":4,"config":"cfg","seq":3,"nodes":{"a":"1.0","b":"2.0",'
-        '"c":"3.0"},"order":{"a":1,"b":2,"c":3},"disabled":{},"down":{}}'), None)]
+        '"c":"3.0"},"order":{"a":1,"b":2,"c":3},"disabled":{},"down":{}}'), None),
+        (KEYS.history, '[{"e":"e1","v":4,"a":"add","n":"c","w":"3.0","t":1000}]', None)]
     assert drive(Write("add", "c", "other", "3.0"), read(RING))[1] == OtherConfig("cfg")
     assert drive(Write("add", "a", "cfg", "1.0"), read(RING))[1] == Outcome(False, ("e1", 3))
 
@@ -101,7 +115,8 @@ def test_a_vote_is_a_leased_key_and_a_verdict_in_the_ring() -> None:
         (f"{KEYS.votes}{me}/b", '[0, 1000, ""]', "77"),
         (KEYS.ring, '{"epoch":"e1","version":4,"config":"cfg","seq":2,'
                     '"nodes":{"a":"1.0","b":"2.0"},"order":{"a":1,"b":2},"disabled":{},'
-                    '"down":{"a":{"r":"boom","n":1,"l":1,"t":1000}}}', None)]
+                    '"down":{"a":{"r":"boom","n":1,"l":1,"t":1000}}}', None),
+        (KEYS.history, '[{"e":"e1","v":4,"a":"down","n":"a","w":"boom","t":1000}]', None)]
 
 
 def test_reads_give_every_entry_as_its_stored_text() -> None:
@@ -116,3 +131,24 @@ def test_reads_give_every_entry_as_its_stored_text() -> None:
     assert drive(ReadRing(), read(None))[1] == NoRing()
     assert drive(ReadHead(), read({**RING, "version": -1}))[1] \
         == NoRing("ring.version is not a count: -1")
+
+
+def test_the_history_grows_in_the_transaction_of_the_change_and_is_capped() -> None:
+    old = [{"e": "e1", "v": v, "a": "add", "n": "x", "w": "1.0", "t": 5}
+           for v in range(1, HISTORY_LENGTH + 1)]
+    requests, outcome = drive(Write("remove", "b", "cfg", force=True),
+                              read(RING, history=json.dumps(old)), COMMITTED)
+    assert outcome == Outcome(True, ("e1", 4), in_service=2, removed=1)
+    assert requests[1].body["compare"] == [
+        {"key": b64(KEYS.ring), "target": "MOD", "result": "EQUAL", "mod_revision": "4"}]
+    kept = json.loads(dict((key, value) for key, value, _ in puts(requests[1]))[KEYS.history])
+    assert len(kept) == HISTORY_LENGTH and kept[0]["v"] == 2
+    assert kept[-1] == {"e": "e1", "v": 4, "a": "remove", "n": "b", "w": "", "t": NOW}
+    # Read back oldest first; an unreadable entry is skipped, an unreadable
+    # key holds none.
+    text = json.dumps([old[0], "junk", {"e": "e1", "v": True, "a": "add"}, kept[-1]])
+    assert drive(History(), read(RING, history=text))[1] == (
+        Change("e1", 1, "add", "x", "1.0", 0.005), Change("e1", 4, "remove", "b", "", 1.0))
+    assert drive(History(), read(RING, history="{"))[1] == ()
+    assert drive(History(), read(RING))[1] == ()
+    assert drive(History(), read(None))[1] == NoRing()

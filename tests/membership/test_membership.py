@@ -147,8 +147,8 @@ def test_public_names_are_documented() -> None:
 
     assert sorted(module.__all__) == ["AsyncEtcdMembership", "AsyncRedisMembership",
                                       "EtcdMembership", "HealthVerdict",
-                                      "MembershipState", "RedisMembership",
-                                      "RingMissingError"]
+                                      "MembershipState", "NotReplicatedError",
+                                      "RedisMembership", "RingMissingError"]
     for name in module.__all__:
         obj = getattr(module, name)
         assert obj.__doc__, name

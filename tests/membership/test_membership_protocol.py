@@ -298,6 +298,11 @@ class Exchanges:
     def exchange_ended(self, ticket: int) -> None:
         self.open.remove(ticket)
 
+    answers = 0
+
+    def answered(self) -> None:
+        self.answers += 1
+
 
 def two_calls() -> Generator[Operation[Any], Any, str]:
     first = yield ReadHead()
@@ -310,7 +315,7 @@ def two_calls() -> Generator[Operation[Any], Any, str]:
 
 def test_steps_hands_out_each_call_and_returns_the_result() -> None:
     core = Exchanges()
-    steps = Steps(two_calls(), core)  # type: ignore[arg-type]  # the two methods Steps uses
+    steps = Steps(two_calls(), core)  # type: ignore[arg-type]  # the methods Steps uses
     assert steps.next_call() == ReadHead()
     assert core.open == {1}
     steps.replied("a")
@@ -319,7 +324,7 @@ def test_steps_hands_out_each_call_and_returns_the_result() -> None:
     steps.replied("b")
     assert steps.next_call() is None
     assert steps.result == "a+b"
-    assert (core.started, core.open) == (2, set())
+    assert (core.started, core.open, core.answers) == (2, set(), 2)
 
 
 def test_steps_throws_a_failure_in_at_the_yield() -> None:
@@ -329,7 +334,7 @@ def test_steps_throws_a_failure_in_at_the_yield() -> None:
     steps.replied("a")
     steps.next_call()
     steps.failed(ConnectionError("gone"))
-    assert core.open == set()
+    assert core.open == set() and core.answers == 1  # a failure is no answer
     assert steps.next_call() is None
     assert steps.result == "failed: gone"
 

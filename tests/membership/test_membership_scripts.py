@@ -24,6 +24,7 @@ from chash.membership.redis.scripts import SCRIPTS
 from chash.membership.redis.store import KEY_PARTS, RedisStore, ring_channel, ring_keys
 from chash.membership.settings import MembershipSettings
 from chash.membership.state import (
+    Change,
     HealthVerdict,
     NoRing,
     NoSuchNode,
@@ -34,6 +35,8 @@ from chash.membership.state import (
     StoredRing,
 )
 from chash.membership.store import (
+    HISTORY_LENGTH,
+    History,
     Operation,
     ReadHead,
     ReadRing,
@@ -102,6 +105,7 @@ EXAMPLES: dict[type[Operation[Any]], Example] = {
                   script="VOTE",
                   argv=[CHANNEL, "r1", 30_000, "majority", "a", 1, "boom", "b", 0, ""]),
     Sweep: Example(30_000, "2", "r1", script="SWEEP", argv=[CHANNEL, 30_000, "2", "r1"]),
+    History: Example(script="HISTORY", argv=[]),
 }
 
 
@@ -264,3 +268,54 @@ def test_changes_are_announced(store: RedisStore, text_client: Any) -> None:
         assert pubsub.get_sharded_message(timeout=0.3) is None
     finally:
         pubsub.close()
+
+
+def _changes(store: RedisStore) -> list[tuple[str, int, str, str, str]]:
+    reply = store.run(History())
+    assert isinstance(reply, tuple)
+    return [(c.epoch, c.version, c.action, c.node, c.value) for c in reply]
+
+
+def test_the_history_keeps_every_change_with_its_version(store: RedisStore) -> None:
+    assert store.run(History()) == NoRing()
+    seed(store, ("a", 1.0), ("b", 1.0), ("c", 1.0))
+    assert store.run(write("add", "d", "2.0")) == Outcome(True, position(2))
+    store.run(write("add", "d", "2.0"))  # changes nothing: no entry
+    store.run(write("disable", "a", "maintenance"))
+    store.run(write("enable", "a"))
+    store.run(write("remove", "d"))
+    store.run(vote("r1", b=(True, "boom")))
+    store.run(Sweep(30_000, "majority", "r1"))
+    store.run(Reepoch("e1", 7, "e2", 9))
+    assert _changes(store) == [
+        ("e1", 1, "seed", "", "3"), ("e1", 2, "add", "d", "2.0"),
+        ("e1", 3, "disable", "a", "maintenance"), ("e1", 4, "enable", "a", ""),
+        ("e1", 5, "remove", "d", ""), ("e1", 6, "down", "b", "boom"), ("e1", 7, "up", "b", ""),
+        ("e2", 9, "reepoch", "", "")]
+    changes = store.run(History())
+    assert isinstance(changes, tuple) and all(isinstance(c, Change) and c.at > 1e9 for c in changes)
+
+
+def test_the_history_keeps_the_last_changes_only(store: RedisStore, text_client: Any) -> None:
+    seed(store, ("a", 1.0))
+    for weight in range(2, HISTORY_LENGTH + 12):
+        store.run(write("add", "a", repr(float(weight))))
+    changes = _changes(store)
+    assert len(changes) == HISTORY_LENGTH == text_client.llen("chash:{known}:history")
+    # the seed at version 1, then versions 2 to 111: the last hundred kept
+    assert changes[-1][1] == HISTORY_LENGTH + 11 and changes[0][1] == 12
+    assert [c[1] for c in changes] == sorted(c[1] for c in changes)
+
+
+def test_a_writer_without_history_shares_the_ring(store: RedisStore, text_client: Any) -> None:
+    """An instance of a version that passed six keys still changes the
+    ring; its change is missing from the history, which the versions show,
+    and an unreadable entry is skipped."""
+    seed(store, ("a", 1.0))
+    _, argv = script_call(write("add", "b", "1.0"), CHANNEL)
+    text_client.eval(SCRIPTS["WRITE"], 6, *ring_keys(SETTINGS)[:6], *argv)
+    text_client.lpush("chash:{known}:history", "not json")
+    store.run(write("add", "c", "1.0"))
+    assert _changes(store) == [("e1", 1, "seed", "", "1"), ("e1", 3, "add", "c", "1.0")]
+    ring = store.run(ReadRing())
+    assert isinstance(ring, StoredRing) and set(ring.nodes) == {"a", "b", "c"}

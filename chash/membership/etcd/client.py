@@ -71,6 +71,12 @@ def _expired(exc: EtcdError) -> bool:
     return isinstance(exc, EtcdAuthError) and "invalid auth token" in str(exc)
 
 
+#: Sent with every request: a member that lost its leader (a minority after a
+#: partition) answers "etcdserver: no leader" at once instead of waiting for
+#: one until the request times out, and cancels its watches (etcd reads it
+#: as the gRPC metadata ``hasleader``, which its JSON gateway passes on).
+REQUIRE_LEADER = {"Grpc-Metadata-hasleader": "true"}
+
 class _Cluster:
     """Endpoints tried in turn from the last one that answered, and the
     credentials: the part both clients share."""
@@ -95,7 +101,9 @@ class _Cluster:
         return [(start + i) % len(self.urls) for i in range(len(self.urls))]
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": self.token} if self.token else {}
+        if self.token:
+            return {**REQUIRE_LEADER, "Authorization": self.token}
+        return dict(REQUIRE_LEADER)
 
     def auth_request(self) -> Request:
         return Request("/v3/auth/authenticate",

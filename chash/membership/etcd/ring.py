@@ -1,8 +1,8 @@
 """The shared ring's operations on etcd, without I/O.
 
-The protocol asks a store for the eight operations of the store contract
+The protocol asks a store for the nine operations of the store contract
 (``chash.membership.store``: ``ReadRing``, ``ReadHead``, ``Stamp``,
-``Reepoch``, ``Seed``, ``Write``, ``Vote``, ``Sweep``), each replying with
+``Reepoch``, ``Seed``, ``Write``, ``Vote``, ``Sweep``, ``History``), each replying with
 a record of ``chash.membership.state``.  Each is written here as a
 generator that yields the etcd requests it needs
 (``chash.membership.etcd.wire``), receives their replies and returns the
@@ -14,6 +14,12 @@ writers never interleave; a transaction that lost the race reads again.
 
 Keys under ``{prefix}/{name}/``:
 
+``history``  JSON list of the ring's last changes, oldest first, each ``{e:
+          epoch, v: version, a: action, n: node, w: value, t: ms}``
+          (``chash.membership.state.Change``), put in the transaction that
+          makes the change and kept to ``HISTORY_LENGTH`` entries (added
+          after the other keys: an instance of a version without it writes
+          none, and its changes are simply not in the list);
 ``ring``  JSON ``{epoch, version, config, seq, digest?, nodes: {node:
           weight}, order: {node: add sequence}, disabled: {node: reason},
           down: {node: {r, n, l, t, s?}}}``: everything the ring holds, so a
@@ -49,6 +55,7 @@ from chash.membership.etcd.wire import (
     txn,
 )
 from chash.membership.state import (
+    Change,
     NoRing,
     NoSuchNode,
     OtherConfig,
@@ -56,8 +63,12 @@ from chash.membership.state import (
     Refused,
     RingHead,
     StoredRing,
+    change_entry,
+    read_change,
 )
 from chash.membership.store import (
+    HISTORY_LENGTH,
+    History,
     Operation,
     ReadHead,
     ReadRing,
@@ -87,6 +98,7 @@ class RingKeys:
         self.base = f"{prefix}/{name}/"
         self.ring = self.base + "ring"
         self.votes = self.base + "votes/"
+        self.history = self.base + "history"
 
     def vote(self, reporter: str, node: str) -> str:
         """The key of ``reporter``'s vote on ``node``."""
@@ -96,7 +108,8 @@ class RingKeys:
 class _Read:
     """The ring (and its votes) as read at one revision."""
 
-    def __init__(self, keys: RingKeys, reply: dict[str, Any]) -> None:
+    def __init__(self, keys: RingKeys, reply: dict[str, Any], votes: bool = False,
+                 history: bool = False) -> None:
         responses = reply.get("responses", [])
         ring = kvs(responses[0].get("response_range", {}))
         self.revision = revision(reply)
@@ -108,10 +121,17 @@ class _Read:
             self.doc, self.damage = _load(raw)
         #: node -> {reporter hex: (vote or None if unreadable, raw, key)}
         self.votes: dict[str, dict[str, tuple[list[Any] | None, str, str]]] = {}
-        if len(responses) > 1:
+        if votes and len(responses) > 1:
             for key, raw, _mod in kvs(responses[1].get("response_range", {})):
                 reporter, _, node = key[len(keys.votes):].partition("/")
                 self.votes.setdefault(node, {})[reporter] = (_vote(raw), raw, key)
+        #: The history entries as stored (JSON texts), oldest first.
+        self.history: list[str] = []
+        at = 2 if votes else 1
+        if history and len(responses) > at:
+            held = kvs(responses[at].get("response_range", {}))
+            if held:
+                self.history = _entries(held[0][1])
 
     @property
     def missing(self) -> bool:
@@ -146,6 +166,28 @@ def _load(raw: str) -> tuple[dict[str, Any] | None, str | None]:
         if not isinstance(doc.setdefault(name, {}), dict):
             return None, f"ring.{name} is not a JSON object"
     return doc, None
+
+
+def _entries(raw: str) -> list[str]:
+    """The history key's entries, each as its JSON text; an unreadable key
+    holds none (the next change starts it again)."""
+    try:
+        entries = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [json.dumps(entry, separators=(",", ":"), ensure_ascii=False) for entry in entries]
+
+
+def _kept(keys: RingKeys, read: _Read, doc: dict[str, Any], now: int,
+          *changes: tuple[str, str, str]) -> dict[str, Any]:
+    """The put of the history with ``changes`` (action, node, value), made
+    at the version ``doc`` is at, after those read; the last
+    ``HISTORY_LENGTH`` kept."""
+    entries = read.history + [change_entry(doc["epoch"], doc["version"], action, node, value,
+                                           now) for action, node, value in changes]
+    return put(keys.history, "[" + ",".join(entries[-HISTORY_LENGTH:]) + "]")
 
 
 def _vote(raw: str) -> list[Any] | None:
@@ -187,12 +229,15 @@ def _encode(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
-def _read(keys: RingKeys, votes: bool = False) -> Generator[Request, Any, _Read]:
-    """Read the ring (and every vote) at one revision."""
+def _read(keys: RingKeys, votes: bool = False,
+          history: bool = False) -> Generator[Request, Any, _Read]:
+    """Read the ring (and every vote, and the history) at one revision."""
     ops: list[dict[str, Any]] = [{"request_range": range_(keys.ring).body}]
     if votes:
         ops.append({"request_range": range_(keys.votes, prefix=True).body})
-    return _Read(keys, (yield txn([], ops)))
+    if history:
+        ops.append({"request_range": range_(keys.history).body})
+    return _Read(keys, (yield txn([], ops)), votes, history)
 
 
 def _commit(compare: list[dict[str, Any]], success: list[dict[str, Any]]) -> Ops[bool]:
@@ -214,9 +259,10 @@ def _quorum_met(downs: int, live: int, quorum: str) -> bool:
 
 
 def _settle(doc: dict[str, Any], node: str, record: dict[str, list[Any]], now: int, ttl: int,
-            quorum: str) -> bool:
+            quorum: str, changes: list[tuple[str, str, str]]) -> bool:
     """Decide from the live votes whether ``node`` is down (as the Redis
-    scripts' ``settle``); whether it went down or came back."""
+    scripts' ``settle``); whether it went down or came back (noted in
+    ``changes``)."""
     live = len(record)
     downs = [vote for vote in record.values() if vote[0] == 1]
     current = doc["down"].get(node)
@@ -228,9 +274,11 @@ def _settle(doc: dict[str, Any], node: str, record: dict[str, list[Any]], now: i
     if out and current is None:
         reason = max(downs, key=lambda vote: vote[1])[2] if downs else ""
         doc["down"][node] = {"r": reason, "n": len(downs), "l": live, "t": now}
+        changes.append(("down", node, reason))
         return True
     if current is not None and not out:
         del doc["down"][node]
+        changes.append(("up", node, ""))
         return True
     return False
 
@@ -280,7 +328,7 @@ def stamp(keys: RingKeys, operation: Stamp, now: int) -> Ops[bool]:
 
 def reepoch(keys: RingKeys, operation: Reepoch, now: int) -> Ops[Outcome | NoRing]:
     for _ in range(ATTEMPTS):
-        read = yield from _read(keys)
+        read = yield from _read(keys, history=True)
         problem = read.problem()
         if problem is not None:
             return problem
@@ -291,7 +339,8 @@ def reepoch(keys: RingKeys, operation: Reepoch, now: int) -> Ops[Outcome | NoRin
         doc["epoch"], doc["version"] = operation.epoch, operation.version
         doc.pop("digest", None)
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
-                               [put(keys.ring, _encode(doc))])):
+                               [put(keys.ring, _encode(doc)),
+                                _kept(keys, read, doc, now, ("reepoch", "", ""))])):
             return _outcome(True, doc)
     raise _contended(keys)
 
@@ -303,7 +352,7 @@ def seed(keys: RingKeys, operation: Seed, now: int) -> Ops[Outcome | NoRing]:
                                    "l": verdict.reporters, "t": now, "s": 1}
                             for node, verdict in operation.down.items()}
     for _ in range(ATTEMPTS):
-        read = yield from _read(keys)
+        read = yield from _read(keys, history=True)
         if read.problem() is None:
             assert read.doc is not None
             return _outcome(False, read.doc)
@@ -314,7 +363,9 @@ def seed(keys: RingKeys, operation: Seed, now: int) -> Ops[Outcome | NoRing]:
                "disabled": dict(operation.disabled), "down": down}
         guard = compare_absent(keys.ring) if read.missing else compare_mod(keys.ring, read.mod)
         if (yield from _commit([guard], [put(keys.ring, _encode(doc)),
-                                         delete_prefix(keys.votes)])):
+                                         delete_prefix(keys.votes),
+                                         _kept(keys, read, doc, now,
+                                               ("seed", "", str(len(nodes))))])):
             return _outcome(True, doc)
     raise _contended(keys)
 
@@ -325,7 +376,7 @@ def write(keys: RingKeys, operation: Write,
     if op not in ("add", "remove", "disable", "enable"):
         raise ValueError(f"unknown operation {op}")
     for _ in range(ATTEMPTS):
-        read = yield from _read(keys)
+        read = yield from _read(keys, history=True)
         problem = read.problem()
         if problem is not None:
             return problem
@@ -361,6 +412,7 @@ def write(keys: RingKeys, operation: Write,
         elif doc["disabled"].pop(node, None) is None:
             return _outcome(False, doc)
         _bump(doc)
+        extra.append(_kept(keys, read, doc, now, (op, node, value)))
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc)), *extra])):
             return _outcome(True, doc, in_service=in_service, removed=removed)
@@ -377,7 +429,7 @@ def vote(keys: RingKeys, operation: Vote, now: int) -> Ops[Outcome | NoRing]:
     me = reporter.encode("utf-8", "surrogateescape").hex()
     lease: str | None = None
     for _ in range(ATTEMPTS):
-        read = yield from _read(keys, votes=True)
+        read = yield from _read(keys, votes=True, history=True)
         problem = read.problem()
         if problem is not None:
             return problem
@@ -385,6 +437,7 @@ def vote(keys: RingKeys, operation: Vote, now: int) -> Ops[Outcome | NoRing]:
         assert doc is not None
         skipped: list[tuple[str, str, str]] = []
         puts: list[dict[str, Any]] = []
+        changes: list[tuple[str, str, str]] = []
         changed = False
         wanted = [(node, down, reason) for node, (down, reason) in operation.votes.items()
                   if node in doc["nodes"]]
@@ -401,10 +454,10 @@ def vote(keys: RingKeys, operation: Vote, now: int) -> Ops[Outcome | NoRing]:
                 record[who] = held
             record[me] = [1 if down else 0, now, reason]
             puts.append(put(keys.vote(reporter, node), json.dumps(record[me]), lease))
-            changed = _settle(doc, node, record, now, ttl, quorum) or changed
+            changed = _settle(doc, node, record, now, ttl, quorum, changes) or changed
         if changed:
             _bump(doc)
-            puts.append(put(keys.ring, _encode(doc)))
+            puts += [put(keys.ring, _encode(doc)), _kept(keys, read, doc, now, *changes)]
         if not puts:
             return _outcome(False, doc, tuple(skipped))
         if (yield from _commit(_unchanged_since(keys, read), puts)):
@@ -416,7 +469,7 @@ def sweep(keys: RingKeys, operation: Sweep, now: int) -> Ops[Outcome | NoRing]:
     ttl, quorum, gone = operation.ttl_ms, operation.quorum, operation.withdraw
     gone_hex = gone.encode("utf-8", "surrogateescape").hex() if gone else None
     for _ in range(ATTEMPTS):
-        read = yield from _read(keys, votes=True)
+        read = yield from _read(keys, votes=True, history=True)
         problem = read.problem()
         if problem is not None:
             return problem
@@ -424,12 +477,14 @@ def sweep(keys: RingKeys, operation: Sweep, now: int) -> Ops[Outcome | NoRing]:
         assert doc is not None
         skipped: list[tuple[str, str, str]] = []
         ops: list[dict[str, Any]] = []
+        changes: list[tuple[str, str, str]] = []
         changed = False
         for node, held in read.votes.items():
             if node not in doc["nodes"]:
                 ops += [delete(key) for _, _, key in held.values()]
         for node in [node for node in doc["down"] if node not in doc["nodes"]]:
             del doc["down"][node]
+            changes.append(("up", node, ""))
             changed = True
         for node in doc["nodes"]:
             held = read.votes.get(node, {})
@@ -443,15 +498,23 @@ def sweep(keys: RingKeys, operation: Sweep, now: int) -> Ops[Outcome | NoRing]:
                     skipped.append(("votes", node, raw))
                 else:
                     record[who] = vote_
-            changed = _settle(doc, node, record, now, ttl, quorum) or changed
+            changed = _settle(doc, node, record, now, ttl, quorum, changes) or changed
         if changed:
             _bump(doc)
-            ops.append(put(keys.ring, _encode(doc)))
+            ops += [put(keys.ring, _encode(doc)), _kept(keys, read, doc, now, *changes)]
         if not ops:
             return _outcome(False, doc, tuple(skipped))
         if (yield from _commit(_unchanged_since(keys, read), ops)):
             return _outcome(changed, doc, tuple(skipped))
     raise _contended(keys)
+
+
+def history(keys: RingKeys, operation: History, now: int) -> Ops[tuple[Change, ...] | NoRing]:
+    read = yield from _read(keys, history=True)
+    problem = read.problem()
+    if problem is not None:
+        return problem
+    return tuple(change for change in map(read_change, read.history) if change is not None)
 
 
 def _unchanged_since(keys: RingKeys, read: _Read) -> list[dict[str, Any]]:
@@ -468,7 +531,7 @@ def _contended(keys: RingKeys) -> EtcdUnavailable:
 
 _OPERATIONS: dict[type[Operation[Any]], Callable[[RingKeys, Any, int], Ops[Any]]] = {
     ReadRing: read_ring, ReadHead: read_head, Stamp: stamp, Reepoch: reepoch, Seed: seed,
-    Write: write, Vote: vote, Sweep: sweep,
+    Write: write, Vote: vote, Sweep: sweep, History: history,
 }
 
 

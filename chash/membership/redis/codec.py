@@ -1,7 +1,7 @@
 """The store contract in the Redis store's own terms, without I/O.
 
 Each operation of the protocol (``chash.membership.store``) runs as the
-Lua script of ``scripts`` written for it, on the ring's six keys; here is
+Lua script of ``scripts`` written for it, on the ring's seven keys; here is
 which script that is, the ``ARGV`` it takes (``script_call``), and how its
 reply, an array whose first item is a status, becomes the record the
 protocol reads (``read_reply``: ``chash.membership.state``).  The scripts
@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from chash.membership.state import (
+    Change,
     NoRing,
     NoSuchNode,
     OtherConfig,
@@ -25,9 +26,11 @@ from chash.membership.state import (
     Refused,
     RingHead,
     StoredRing,
+    read_change,
     text,
 )
 from chash.membership.store import (
+    History,
     Operation,
     ReadHead,
     ReadRing,
@@ -168,6 +171,20 @@ def _outcome(reply: Sequence[Any]) -> Outcome | NoRing | NoSuchNode | Refused | 
                    removed)
 
 
+def _history(reply: Sequence[Any]) -> tuple[Change, ...] | NoRing:
+    """``HISTORY``: ``{1, entries}``, newest first, each JSON ``{e, v, a, n,
+    w, t}``; oldest first here, unreadable entries skipped."""
+    no_ring = _no_ring(reply)
+    if no_ring is not None:
+        return no_ring
+    changes = []
+    for raw in reversed(list(reply[1])):
+        change = read_change(text(raw))
+        if change is not None:
+            changes.append(change)
+    return tuple(changes)
+
+
 #: Each operation: its script's name, its ARGV, its reply read.
 _CODECS: dict[type[Operation[Any]],
               tuple[str, Callable[[Any, str], Argv], Callable[[Any], Any]]] = {
@@ -179,6 +196,7 @@ _CODECS: dict[type[Operation[Any]],
     Write: ("WRITE", _write_argv, _outcome),
     Vote: ("VOTE", _vote_argv, _outcome),
     Sweep: ("SWEEP", _sweep_argv, _outcome),
+    History: ("HISTORY", _no_argv, _history),
 }
 
 

@@ -53,12 +53,22 @@ class RedisMembership(SyncDriver):
             that join an existing ring: if Redis lost the ring, the
             instances that hold it restore it, and a fresh one must not
             replace it with its own (maybe empty) router.
+        min_replicas: how many replicas must acknowledge an operator's
+            change within ``replica_timeout`` seconds (Redis ``WAIT``) for
+            it to be reported committed; otherwise the call raises
+            ``NotReplicatedError`` (an isolated primary can accept a write
+            that a failover then discards).  None: 1 if the primary shows
+            a replica connected when a change is made, or showed one to
+            this instance before, else 0.  Not with a
+            cluster client.  Keep the client's ``socket_timeout`` above
+            ``replica_timeout``.
 
     ``start()`` syncs with Redis and starts the threads; ``stop()`` stops
     them and withdraws this instance's votes.  Operator calls
     (``add_node``...) work with or without ``start()``: they change Redis,
     then the local router, and raise on Redis errors, but never after their
-    write committed.
+    write committed (with ``min_replicas``, committed means acknowledged by
+    that many replicas).
     """
 
     def __init__(
@@ -73,6 +83,8 @@ class RedisMembership(SyncDriver):
         reporter: str | None = None,
         prefix: str = "chash",
         bootstrap: bool = False,
+        min_replicas: int | None = None,
+        replica_timeout: float = 0.5,
     ) -> None:
         """See the class docstring; ImportError without redis-py."""
         sync_client(client)
@@ -81,7 +93,9 @@ class RedisMembership(SyncDriver):
                                       resync_interval=resync_interval, reporter=reporter,
                                       prefix=prefix, bootstrap=bootstrap)
         self._client: redis.Redis = client
-        super().__init__(router, settings, RedisStore(client, settings))
+        store = RedisStore(client, settings, min_replicas=min_replicas,
+                      replica_timeout=replica_timeout)
+        super().__init__(router, settings, store)
 
     @property
     def client(self) -> redis.Redis:
@@ -115,6 +129,8 @@ class AsyncRedisMembership(AsyncDriver):
         reporter: str | None = None,
         prefix: str = "chash",
         bootstrap: bool = False,
+        min_replicas: int | None = None,
+        replica_timeout: float = 0.5,
     ) -> None:
         """See ``RedisMembership``; ImportError without redis-py."""
         async_client(client)
@@ -123,7 +139,9 @@ class AsyncRedisMembership(AsyncDriver):
                                       resync_interval=resync_interval, reporter=reporter,
                                       prefix=prefix, bootstrap=bootstrap)
         self._client: redis.asyncio.Redis = client
-        super().__init__(router, settings, AsyncRedisStore(client, settings))
+        store = AsyncRedisStore(client, settings, min_replicas=min_replicas,
+                      replica_timeout=replica_timeout)
+        super().__init__(router, settings, store)
 
     @property
     def client(self) -> redis.asyncio.Redis:

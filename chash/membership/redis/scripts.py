@@ -40,6 +40,12 @@ Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
               the health verdicts took out
 ``votes``     hash: node -> JSON ``{reporter: [1 if down else 0, ms,
               reason]}``, the latest verdict of each reporter
+``history``   list: the ring's last changes, newest first, each JSON ``{e:
+              epoch, v: version, a: action, n: node, w: value, t: ms}``
+              (``chash.membership.state.Change``), pushed by the script that
+              makes the change and trimmed to ``HISTORY_LENGTH``.  Added
+              after the other keys: an instance of a version without it
+              passes six keys, and its changes are simply not in the list
 
 Times are the Redis server's clock (``TIME``), in milliseconds, so gateway
 clocks never need to agree.  Announcements use sharded pub/sub
@@ -61,13 +67,20 @@ precede writes).
 
 from __future__ import annotations
 
-__all__ = ["HEAD", "REEPOCH", "SCRIPTS", "SEED", "SNAPSHOT", "STAMP", "SWEEP", "VOTE",
+from chash.membership.store import HISTORY_LENGTH
+
+__all__ = ["HEAD", "HISTORY", "REEPOCH", "SCRIPTS", "SEED", "SNAPSHOT", "STAMP", "SWEEP", "VOTE",
            "WRITE"]
 
-# KEYS: meta, nodes, disabled, down, votes, order (the same six for every script).
+# KEYS: meta, nodes, disabled, down, votes, order, history (the same seven for
+# every script).
 _COMMON = r"""
 local meta, nodes, disabled, down, votes, order = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
   KEYS[6]
+local history = KEYS[7]
+local HISTORY_LENGTH = @HISTORY_LENGTH@
+-- the changes this script makes, {action, node, value}, for the history
+local changes = {}
 local SHARDED = redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070000
 
 local function now_ms()
@@ -109,14 +122,33 @@ local function damage()
   return nil
 end
 
+-- Note a change for the history.
+local function note(action, node, value)
+  changes[#changes + 1] = {action, node or '', value or ''}
+end
+
+-- Keep the changes noted in the history, at epoch:version.
+local function keep(epoch, version)
+  if not history or #changes == 0 then return end
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for _, change in ipairs(changes) do
+    redis.call('LPUSH', history, cjson.encode({e = epoch, v = tonumber(version), a = change[1],
+                                               n = change[2], w = change[3], t = ms}))
+  end
+  redis.call('LTRIM', history, 0, HISTORY_LENGTH - 1)
+end
+
 -- Announce a change: record the counts, forget the digest of the old
--- ring, bump the version and publish epoch:version.
+-- ring, bump the version, keep the changes noted in the history and
+-- publish epoch:version.
 local function bump(channel)
   redis.call('HSET', meta, 'count', redis.call('HLEN', nodes),
              'ndisabled', redis.call('HLEN', disabled), 'norder', redis.call('HLEN', order))
   redis.call('HDEL', meta, 'digest')
   local epoch = redis.call('HGET', meta, 'epoch')
   local version = redis.call('HINCRBY', meta, 'version', 1)
+  keep(epoch, version)
   announce(channel, epoch .. ':' .. version)
 end
 
@@ -201,15 +233,19 @@ local function settle(node, record, current, now, ttl, quorum)
   end
   if out and not current then
     redis.call('HSET', down, node, cjson.encode({r = reason, n = downs, l = live, t = now}))
+    note('down', node, reason)
     return true
   end
   if current and not out then
     redis.call('HDEL', down, node)
+    note('up', node, '')
     return true
   end
   return false
 end
 """
+
+_COMMON = _COMMON.replace("@HISTORY_LENGTH@", str(HISTORY_LENGTH))
 
 #: Read the whole ring: ``{1, epoch, version, config, nodes, disabled,
 #: down, digest or false, 1 if announcements are sharded else 0, order}``
@@ -255,6 +291,8 @@ local m = redis.call('HMGET', meta, 'epoch', 'version')
 if m[1] ~= ARGV[2] or tonumber(m[2]) ~= tonumber(ARGV[3]) then return reply(0) end
 redis.call('HSET', meta, 'epoch', ARGV[4], 'version', ARGV[5])
 redis.call('HDEL', meta, 'digest')
+note('reepoch', '', '')
+keep(ARGV[4], ARGV[5])
 announce(ARGV[1], ARGV[4] .. ':' .. ARGV[5])
 return reply(1)
 """
@@ -304,6 +342,8 @@ end
 redis.call('HSET', meta, 'epoch', ARGV[2], 'version', ARGV[3], 'config', ARGV[4],
            'count', redis.call('HLEN', nodes), 'ndisabled', redis.call('HLEN', disabled),
            'norder', redis.call('HLEN', order), 'seq', n_nodes)
+note('seed', '', tostring(n_nodes))
+keep(ARGV[2], ARGV[3])
 announce(ARGV[1], ARGV[2] .. ':' .. ARGV[3])
 return reply(1)
 """
@@ -357,6 +397,7 @@ elseif op == 'disable' then
 elseif op == 'enable' then
   if redis.call('HDEL', disabled, node) == 0 then return reply(0) end
 end
+note(op, node, value)
 bump(channel)
 local r = reply(1)
 r[5], r[6] = in_service, removed
@@ -449,6 +490,7 @@ local changed = false
 for _, node in ipairs(orphans) do redis.call('HDEL', votes, node) end
 for _, node in ipairs(stale) do
   redis.call('HDEL', down, node)
+  note('up', node, '')
   changed = true
 end
 for _, item in ipairs(work) do
@@ -461,6 +503,15 @@ if changed then bump(channel) end
 return reply(changed and 1 or 0, skipped)
 """
 
+#: The ring's last changes: ``{1, entries}``, the history list as stored
+#: (newest first), ``{-1}`` or ``{-3, why}``.
+HISTORY = _COMMON + r"""
+local d = damage()
+if d then return d end
+if not history then return {1, {}} end
+return {1, redis.call('LRANGE', history, 0, -1)}
+"""
+
 #: Every script by name, as ``codec`` names them.
 SCRIPTS = {"SNAPSHOT": SNAPSHOT, "HEAD": HEAD, "STAMP": STAMP, "REEPOCH": REEPOCH,
-           "SEED": SEED, "WRITE": WRITE, "VOTE": VOTE, "SWEEP": SWEEP}
+           "SEED": SEED, "WRITE": WRITE, "VOTE": VOTE, "SWEEP": SWEEP, "HISTORY": HISTORY}

@@ -1,10 +1,19 @@
 """A shared ring in Redis: the store the Redis drivers hand their operations to.
 
 Each operation of the protocol runs as the Lua script written for it
-(``chash.membership.redis.scripts``) on the ring's six keys, its ``ARGV``
+(``chash.membership.redis.scripts``) on the ring's seven keys, its ``ARGV``
 and reply translated by ``chash.membership.redis.codec``; changes are
 announced on the ring's channel and arrive by pub/sub (sharded,
-``SSUBSCRIBE``, where the server has it).  ``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
+``SSUBSCRIBE``, where the server has it).
+
+With replicas, an operator's change (``Write``) can be made to wait for
+them: the script and a ``WAIT`` go down one connection in one round
+trip, and a change fewer replicas than ``min_replicas`` acknowledged
+within ``replica_timeout`` raises ``NotReplicatedError`` instead of being
+reported committed (an isolated primary may accept a write that the
+failover on the other side then discards).
+
+``RedisStore`` works with a ``redis.Redis`` (also a Sentinel's
 ``master_for``) or a ``redis.cluster.RedisCluster``; ``AsyncRedisStore``
 with their ``redis.asyncio`` twins.  redis-py is imported through
 ``chash._optional.require``, only when a store is made.
@@ -20,16 +29,24 @@ from chash._optional import require
 from chash.membership.redis.codec import read_reply, script_call
 from chash.membership.redis.scripts import SCRIPTS
 from chash.membership.settings import MembershipSettings
-from chash.membership.store import Announcement, NoPubSub, Notice, Operation, SubscriptionLost
+from chash.membership.state import NotReplicatedError, Outcome
+from chash.membership.store import (
+    Announcement,
+    NoPubSub,
+    Notice,
+    Operation,
+    SubscriptionLost,
+    Write,
+)
 
-__all__ = ["KEY_PARTS", "AsyncRedisStore", "RedisStore", "async_client", "import_redis",
-           "ring_channel", "ring_keys", "sync_client"]
+__all__ = ["KEY_PARTS", "AsyncRedisStore", "RedisStore", "async_client", "check_replicas",
+           "import_redis", "replicas_seen", "ring_channel", "ring_keys", "sync_client"]
 
 T = TypeVar("T")
 
 #: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
 #: scripts take them.
-KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order")
+KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order", "history")
 
 
 def import_redis() -> types.ModuleType:
@@ -163,25 +180,121 @@ class _AsyncSubscription:
             pass
 
 
+def check_replicas(min_replicas: int | None, replica_timeout: float) -> None:
+    """ValueError unless ``min_replicas`` is None or a count >= 0 and
+    ``replica_timeout`` a positive number of seconds."""
+    if min_replicas is not None and (not isinstance(min_replicas, int)
+                                     or isinstance(min_replicas, bool) or min_replicas < 0):
+        raise ValueError(f"min_replicas must be None or a count >= 0, not {min_replicas!r}")
+    if not isinstance(replica_timeout, (int, float)) or not 0 < replica_timeout < float("inf"):
+        raise ValueError(f"replica_timeout must be a positive number of seconds, not "
+                         f"{replica_timeout!r}")
+
+
+def replicas_seen(info: Any) -> int:
+    """How many replicas ``INFO replication`` shows connected to a primary."""
+    try:
+        return int(info.get("connected_slaves", 0))
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+class _ReplicaMemory:
+    """Which primaries (by replication id) showed this store a replica."""
+
+    def __init__(self) -> None:
+        self._had: set[str] = set()
+
+    def required(self, info: Any) -> int:
+        """1 if the primary ``INFO replication`` describes has a replica
+        connected, or had one when asked before; else 0."""
+        replid = str(info.get("master_replid", "")) if isinstance(info, dict) else ""
+        if replicas_seen(info) > 0:
+            self._had.add(replid)
+            return 1
+        return 1 if replid and replid in self._had else 0
+
+
+#: The operations whose loss in a failover would lose an operator's change
+#: (a seed restores what the instances hold, and they restore it again).
+_WAITED = (Write,)
+
+
+def _not_replicated(operation: Operation[Any], acknowledged: int, required: int,
+                    timeout: float) -> NotReplicatedError:
+    what = f"{operation.action} {operation.node!r}" if isinstance(operation, Write) else "change"
+    return NotReplicatedError(
+        f"{what} reached {acknowledged} of the {required} Redis replicas required within "
+        f"{timeout:g}s: not committed (a failover could lose it; the ring's history tells "
+        "whether the primary kept it)", acknowledged, required)
+
+
 class RedisStore:
     """The ring ``settings`` names in Redis, through a blocking redis-py
-    client (a ``chash.membership.store.Store``)."""
+    client (a ``chash.membership.store.Store``).
+
+    ``min_replicas``: how many replicas must acknowledge an operator's
+    change within ``replica_timeout`` seconds (Redis ``WAIT``) for it to
+    count as committed; None asks for 1 if the primary shows a replica
+    connected when a change is made, or showed one to this store before
+    (so that a primary cut off from its replicas, which drops them after
+    ``repl-timeout``, keeps failing the changes it cannot replicate), else
+    0.  Keep the
+    client's ``socket_timeout`` above ``replica_timeout``."""
 
     name = "Redis"
 
-    def __init__(self, client: Any, settings: MembershipSettings) -> None:
+    def __init__(self, client: Any, settings: MembershipSettings, *,
+                 min_replicas: int | None = 0, replica_timeout: float = 0.5) -> None:
         """Registers the scripts (no I/O: they load on first use);
-        ImportError without redis-py, TypeError for an asyncio client."""
+        ImportError without redis-py, TypeError for an asyncio client,
+        ValueError for bad replica settings or ``min_replicas`` with a
+        cluster client."""
         self.client = sync_client(client)
         self.outage_errors, self.auth_errors = _errors(import_redis())
         self.keys = ring_keys(settings)
         self.channel = ring_channel(settings)
+        check_replicas(min_replicas, replica_timeout)
+        if min_replicas and not hasattr(client, "connection_pool"):
+            raise ValueError("min_replicas needs a redis.Redis (one server, or a Sentinel's "
+                             "master_for), not a cluster client")
+        self.min_replicas = min_replicas
+        self.replica_timeout = float(replica_timeout)
+        self._had_replicas = _ReplicaMemory()
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
 
+    def required_replicas(self) -> int:
+        """``min_replicas``; if None, 1 when the primary shows a replica
+        connected now or did before (asked before each change; a new
+        primary after a failover starts without that memory), else 0."""
+        if self.min_replicas is not None:
+            return self.min_replicas
+        if not hasattr(self.client, "connection_pool"):
+            return 0  # a cluster client: WAIT would go to any node
+        try:
+            info = self.client.info("replication")
+        except self.outage_errors:
+            raise
+        except Exception:  # INFO not allowed, or not a plain server: no wait
+            return 0
+        return self._had_replicas.required(info)
+
     def run(self, operation: Operation[T]) -> T:
-        """Run the script of ``operation`` on the ring's keys; its reply."""
+        """Run the script of ``operation`` on the ring's keys; its reply.
+        A change waiting for replicas that too few acknowledged raises
+        NotReplicatedError."""
         name, args = script_call(operation, self.channel)
-        return read_reply(operation, self._scripts[name](keys=self.keys, args=args))
+        required = self.required_replicas() if isinstance(operation, _WAITED) else 0
+        if not required:
+            return read_reply(operation, self._scripts[name](keys=self.keys, args=args))
+        with self.client.pipeline(transaction=False) as pipe:
+            self._scripts[name](keys=self.keys, args=args, client=pipe)
+            pipe.execute_command("WAIT", required, max(1, round(self.replica_timeout * 1000)))
+            raw, acknowledged = pipe.execute()
+        reply = read_reply(operation, raw)
+        if isinstance(reply, Outcome) and reply.changed and int(acknowledged) < required:
+            raise _not_replicated(operation, int(acknowledged), required, self.replica_timeout)
+        return reply
 
     def subscribe(self, sharded: bool) -> _Subscription:
         """Subscribe to the ring's channel; NoPubSub if this client cannot."""
@@ -200,19 +313,51 @@ class AsyncRedisStore:
 
     name = "Redis"
 
-    def __init__(self, client: Any, settings: MembershipSettings) -> None:
+    def __init__(self, client: Any, settings: MembershipSettings, *,
+                 min_replicas: int | None = 0, replica_timeout: float = 0.5) -> None:
         """As ``RedisStore``, for a ``redis.asyncio`` client; TypeError for a
         blocking one."""
         self.client = async_client(client)
         self.outage_errors, self.auth_errors = _errors(import_redis())
         self.keys = ring_keys(settings)
         self.channel = ring_channel(settings)
+        check_replicas(min_replicas, replica_timeout)
+        if min_replicas and not hasattr(client, "connection_pool"):
+            raise ValueError("min_replicas needs a redis.asyncio.Redis (one server, or a "
+                             "Sentinel's master_for), not a cluster client")
+        self.min_replicas = min_replicas
+        self.replica_timeout = float(replica_timeout)
+        self._had_replicas = _ReplicaMemory()
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
 
+    async def required_replicas(self) -> int:
+        """As ``RedisStore.required_replicas``."""
+        if self.min_replicas is not None:
+            return self.min_replicas
+        if not hasattr(self.client, "connection_pool"):
+            return 0  # a cluster client: WAIT would go to any node
+        try:
+            info = await self.client.info("replication")
+        except self.outage_errors:
+            raise
+        except Exception:  # INFO not allowed, or not a plain server: no wait
+            return 0
+        return self._had_replicas.required(info)
+
     async def run(self, operation: Operation[T]) -> T:
-        """Run the script of ``operation`` on the ring's keys; its reply."""
+        """As ``RedisStore.run``."""
         name, args = script_call(operation, self.channel)
-        return read_reply(operation, await self._scripts[name](keys=self.keys, args=args))
+        required = await self.required_replicas() if isinstance(operation, _WAITED) else 0
+        if not required:
+            return read_reply(operation, await self._scripts[name](keys=self.keys, args=args))
+        async with self.client.pipeline(transaction=False) as pipe:
+            await self._scripts[name](keys=self.keys, args=args, client=pipe)
+            pipe.execute_command("WAIT", required, max(1, round(self.replica_timeout * 1000)))
+            raw, acknowledged = await pipe.execute()
+        reply = read_reply(operation, raw)
+        if isinstance(reply, Outcome) and reply.changed and int(acknowledged) < required:
+            raise _not_replicated(operation, int(acknowledged), required, self.replica_timeout)
+        return reply
 
     async def subscribe(self, sharded: bool) -> _AsyncSubscription:
         """Subscribe to the ring's channel; NoPubSub if this client cannot."""
