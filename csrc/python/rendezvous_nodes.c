@@ -163,10 +163,15 @@ static int rdv_build_set(chash_rdv_layout layout, PyObject *nodes, const double 
         total += weights[filled];
     }
     if (result == 0 && layout == CHASH_RDV_SQUID && total > (double)CHASH_RDV_SQUID_MAX_TOTAL) {
-        PyErr_Format(PyExc_ValueError,
-                     "the sum of the weights (%.0f) exceeds 2**31 - 1, which Squid's CARP sums "
-                     "in a C int",
-                     total);
+        /* PyErr_Format has no %f: the sum goes through a float object. */
+        PyObject *sum = PyFloat_FromDouble(total);
+        if (sum) {
+            PyErr_Format(PyExc_ValueError,
+                         "the sum of the weights (%R) exceeds 2**31 - 1, which Squid's CARP sums "
+                         "in a C int",
+                         sum);
+            Py_DECREF(sum);
+        }
         result = -1;
     }
     if (result == 0) {
