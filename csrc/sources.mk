@@ -15,9 +15,10 @@ RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c engine/sort
 WIDE_SOURCES := engine/wide.c engine/envoy.c
 # The arcs that change owner between two rings (csrc/engine/diff.c).
 DIFF_SOURCES := engine/diff.c
-# How keys and node ids become ring points (csrc/engine/scheme.c), over the
+# How keys and node ids become ring points (csrc/engine/scheme.c; HAProxy's
+# points of a server id and nghttpx's of an address beside it), over the
 # hash functions (csrc/hash/, one file per function or family).
-SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c
+SCHEME_SOURCES := engine/scheme.c engine/scheme_haproxy.c engine/scheme_nghttpx.c
 # The haproxy layout's server ids and HAProxy's numbering of them
 # (csrc/engine/haproxy_ids.c).
 HAPROXY_ID_SOURCES := engine/haproxy_ids.c
@@ -43,5 +44,5 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/zones.c 
                    python/ring32/ketama.c python/ring32/haproxy.c python/ring32/build.c \
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_list.c python/ring64.c python/maglev.c python/jump.c \
-                   python/rendezvous.c python/rendezvous_nodes.c \
+                   python/rendezvous.c python/rendezvous_nodes.c python/bounded.c \
                    python/simulate.c python/http_head.c

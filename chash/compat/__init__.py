@@ -14,14 +14,18 @@ what this package gives:
   pool (``distribution: ketama``, ``hash: md5``);
 - :func:`haproxy_backend`: a ready router from an HAProxy 2.6 backend with
   ``hash-type consistent`` (``balance``, ``hash-type`` and ``server``
-  lines; layout ``haproxy``).
+  lines; layout ``haproxy``);
+- :func:`varnish_key`: Varnish's shard director ``key()`` of a string
+  (layout ``varnish``);
+- :func:`nghttpx_id`: an nghttpx backend's node name, with or without its
+  ``dns`` flag (layout ``nghttpx``).
 
 Configuration errors raise :class:`ConfigError` (a ``ValueError``) naming
 the line.  No dependency: the small subsets of nginx's configuration
 syntax, of HAProxy's and of YAML these files use are read here.
 
 One module a program's grammar: ``nginx``, ``twemproxy`` (with the YAML
-subset it reads), ``haproxy``; beside them ``node_ids`` (the ketama
+subset it reads), ``haproxy``, ``varnish``, ``nghttpx``; beside them ``node_ids`` (the ketama
 programs' node names) and ``errors``.  Import every name from
 ``chash.compat``; the modules are how it is laid out inside.
 """
@@ -35,11 +39,13 @@ from chash.compat.haproxy import (
     haproxy_backend_config,
     haproxy_servers,
 )
+from chash.compat.nghttpx import nghttpx_id
 from chash.compat.nginx import NginxServer, nginx_servers, nginx_upstream
 from chash.compat.node_ids import KETAMA_DEFAULT_PORT, libmemcached_id, twemproxy_id
 from chash.compat.twemproxy import TwemproxyServer, twemproxy_pool, twemproxy_servers
+from chash.compat.varnish import varnish_key
 
 __all__ = ["KETAMA_DEFAULT_PORT", "ConfigError", "HaproxyBackend", "HaproxyServer", "NginxServer",
            "TwemproxyServer", "haproxy_backend", "haproxy_backend_config", "haproxy_servers",
-           "libmemcached_id", "nginx_servers", "nginx_upstream", "twemproxy_id", "twemproxy_pool",
-           "twemproxy_servers"]
+           "libmemcached_id", "nghttpx_id", "nginx_servers", "nginx_upstream", "twemproxy_id",
+           "twemproxy_pool", "twemproxy_servers", "varnish_key"]

@@ -8,7 +8,11 @@
  * CHASH_RULE_NEAREST, to the owner of the point nearest the hash in either
  * direction, a tie going to the point before it (the nearest rule of
  * HAProxy's consistent hashing; it lives in one place too,
- * chash_ring_nearest(), beside the successor).
+ * chash_ring_nearest(), beside the successor), or, in a ring set to
+ * CHASH_RULE_VARNISH, to the point Varnish's shard director finds
+ * (chash_ring_varnish(), beside them: the successor but for a hash above
+ * the last point, which stays at the last point, and an exact hit on a
+ * value shared by several points, which lands where its bisection does).
  *
  * The engine is plain C11 and knows nothing of Python: nodes are byte
  * strings (their ids) carrying an opaque pointer that the caller owns.  How
@@ -73,7 +77,8 @@ typedef enum chash_ties {
  * ownership follows the ring's rule). */
 typedef enum chash_rule {
     CHASH_RULE_SUCCESSOR = 0, /* the first point >= hash, wrapping */
-    CHASH_RULE_NEAREST = 1    /* the nearest point either way; a tie goes to the one before */
+    CHASH_RULE_NEAREST = 1,   /* the nearest point either way; a tie goes to the one before */
+    CHASH_RULE_VARNISH = 2    /* Varnish 7.1's shard_lookup(): chash_ring_varnish() */
 } chash_rule;
 
 /* A node as the engine sees it; valid until the next mutation. */
@@ -214,8 +219,21 @@ size_t chash_ring_successor(const chash_ring *ring, uint32_t hash);
  */
 size_t chash_ring_nearest(const chash_ring *ring, uint32_t hash);
 
-/* The point a hash is routed to under the ring's rule: chash_ring_successor
- * or chash_ring_nearest.  The ring must not be empty. */
+/*
+ * Varnish 7.1's shard director lookup (shard_lookup() in
+ * vmod_directors_shard_dir.c), over the points in the order Varnish sorts
+ * them (by value, then backend order: CHASH_TIES_BY_ORDER): a bisection
+ * over [0, n) that stops at a point equal to hash (so, on a run of equal
+ * values, at the run's point it probes first), at i + 1 when point i <
+ * hash <= point i + 1, at 0 when hash is below every point, and at the
+ * last point n - 1 when hash is above every point: no wrap to 0.  (A ring
+ * of exactly two points sends every hash to the second: the first probe is
+ * the last point.)  The ring must not be empty.
+ */
+size_t chash_ring_varnish(const chash_ring *ring, uint32_t hash);
+
+/* The point a hash is routed to under the ring's rule: chash_ring_successor,
+ * chash_ring_nearest or chash_ring_varnish.  The ring must not be empty. */
 size_t chash_ring_route(const chash_ring *ring, uint32_t hash);
 
 /*
@@ -252,7 +270,11 @@ int chash_ring_preference(const chash_ring *ring, uint32_t hash, size_t n, size_
  * (room for the node count).  Under the successor rule a value v belongs
  * to the owner of its successor, so the arc (previous point, point] goes
  * to that point's owner; under the nearest rule each gap between two
- * neighbouring point values is split at its middle, as the rule splits it.
+ * neighbouring point values is split at its middle, as the rule splits it;
+ * under the varnish rule the arcs are the successor's but for the values
+ * above the last point, which go to the last point's owner (an exact hit
+ * on a shared value, 1 / 2**32 of the space, is counted with its run's
+ * first point; a ring of two points is all the second's).
  */
 void chash_ring_ownership(const chash_ring *ring, double *share);
 

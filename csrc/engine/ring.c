@@ -17,14 +17,14 @@
  * the points is given back after removals.
  *
  * The id index lives in ring_index.c, the bulk path (adding many nodes,
- * recounting many) in ring_bulk.c, the radix sort in sort.c; ring_impl.h
+ * recounting many) in ring_bulk.c, the radix sort in sort.c; ring_repr.h
  * holds the representation they share.  ring.c calls the index and the
  * sort, never the bulk path (which calls ring.c).
  *
  * The allocator can be replaced at compile time (CHASH_MALLOC, CHASH_REALLOC,
  * CHASH_FREE), which the C tests use to make allocations fail on purpose.
  */
-#include "ring_impl.h"
+#include "ring_repr.h"
 
 /* About eight points a bucket: the index costs half a byte a point and stays
  * in the cache, and a search inside a bucket reads one or two lines. */
@@ -135,7 +135,8 @@ chash_ties chash_ring_ties(const chash_ring *ring) { return ring->ties; }
 
 int chash_ring_set_rule(chash_ring *ring, chash_rule rule)
 {
-    if (ring->nnodes || (rule != CHASH_RULE_SUCCESSOR && rule != CHASH_RULE_NEAREST))
+    if (ring->nnodes
+        || (rule != CHASH_RULE_SUCCESSOR && rule != CHASH_RULE_NEAREST && rule != CHASH_RULE_VARNISH))
         return CHASH_EINVAL;
     ring->rule = rule;
     return CHASH_OK;
@@ -581,10 +582,40 @@ size_t chash_ring_nearest(const chash_ring *ring, uint32_t hash)
     return dp <= dn ? prev : next;
 }
 
+size_t chash_ring_varnish(const chash_ring *ring, uint32_t hash)
+{
+    const chash_pair *pt = ring->pt;
+    size_t n = ring->npoints, lo = 0, hi = n;
+    /* Varnish's own bisection, step for step: its stops decide which of
+     * several equal points an exact hit starts from.  Each turn either
+     * stops or strictly narrows [lo, hi) around the answer (lo only moves
+     * to a point < hash whose next point is < hash too, hi only to a
+     * point > hash), so it ends within log2(n) + 1 turns. */
+    for (;;) {
+        size_t i = lo + (hi - lo) / 2;
+        if (pt[i].value == hash)
+            return i;
+        if (i == n - 1)
+            return n - 1; /* above every point: the last one, no wrap */
+        if (pt[i].value < hash && pt[i + 1].value >= hash)
+            return i + 1;
+        if (pt[i].value > hash) {
+            if (i == 0)
+                return 0;
+            hi = i;
+        } else {
+            lo = i;
+        }
+    }
+}
+
 size_t chash_ring_route(const chash_ring *ring, uint32_t hash)
 {
-    return ring->rule == CHASH_RULE_NEAREST ? chash_ring_nearest(ring, hash)
-                                            : chash_ring_successor(ring, hash);
+    switch (ring->rule) {
+    case CHASH_RULE_NEAREST: return chash_ring_nearest(ring, hash);
+    case CHASH_RULE_VARNISH: return chash_ring_varnish(ring, hash);
+    default: return chash_ring_successor(ring, hash);
+    }
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -687,10 +718,20 @@ void chash_ring_ownership(const chash_ring *ring, double *share)
         nearest_ownership(ring, share);
         return;
     }
+    if (n == 2 && ring->rule == CHASH_RULE_VARNISH) {
+        share[ring->pt[1].owner] = 1.0; /* chash_ring_varnish(): every hash */
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         /* Arc (previous point, this point]; the first point's arc wraps. */
         uint64_t prev = i ? ring->pt[i - 1].value : (uint64_t)ring->pt[n - 1].value;
         uint64_t arc = i ? ring->pt[i].value - prev : ring->pt[0].value + ((uint64_t)1 << 32) - prev;
+        if (i == 0 && ring->rule == CHASH_RULE_VARNISH) {
+            /* [0, first] to the first point, (last, 2**32) to the last. */
+            uint64_t above = UINT32_MAX - prev;
+            share[ring->pt[n - 1].owner] += (double)above / 4294967296.0;
+            arc -= above;
+        }
         share[ring->pt[i].owner] += (double)arc / 4294967296.0;
     }
 }
@@ -734,7 +775,8 @@ int chash_ring_check(const chash_ring *ring)
     }
     if (declared != ring->npoints || ring->nnodes > ring->node_cap || ring->npoints > ring->point_cap
         || (ring->ties != CHASH_TIES_BY_ID && ring->ties != CHASH_TIES_BY_ORDER)
-        || (ring->rule != CHASH_RULE_SUCCESSOR && ring->rule != CHASH_RULE_NEAREST))
+        || (ring->rule != CHASH_RULE_SUCCESSOR && ring->rule != CHASH_RULE_NEAREST
+            && ring->rule != CHASH_RULE_VARNISH))
         status = CHASH_ECORRUPT;
     for (size_t i = 0; i < ring->npoints && status == CHASH_OK; i++) {
         if (ring->pt[i].owner >= ring->nnodes) {

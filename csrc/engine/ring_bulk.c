@@ -2,11 +2,11 @@
  * ring_bulk.c - the ring's bulk path: adding many nodes in one sort and
  * one merge, and recounting many nodes' points in one compacting pass and
  * one merge.  Every call is all-or-nothing: all memory is asked for before
- * the ring changes.  Representation in ring_impl.h; the sort is sort.c's.
+ * the ring changes.  Representation in ring_repr.h; the sort is sort.c's.
  * Above the ring: it calls ring.c, ring_index.c and sort.c, and none of
  * them calls it.
  */
-#include "ring_impl.h"
+#include "ring_repr.h"
 
 static int compare_spec_ids(const void *pa, const void *pb)
 {

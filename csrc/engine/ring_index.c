@@ -2,9 +2,9 @@
  * ring_index.c - the ring's id index: an open-addressing table
  * (linear probing, backward-shift deletion) from a node's id to its
  * position in insertion order, so finding a node costs O(1) expected
- * whatever the node count.  Representation in ring_impl.h.
+ * whatever the node count.  Representation in ring_repr.h.
  */
-#include "ring_impl.h"
+#include "ring_repr.h"
 
 /* Smallest id index for this many nodes: a power of two, at least twice
  * as many slots as nodes (probe runs stay short), at least 8. */

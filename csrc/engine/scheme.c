@@ -19,14 +19,16 @@ static const char *const hash_names[CHASH_HASH_COUNT] = {
 };
 
 static const char *const layout_names[CHASH_LAYOUT_COUNT] = {
-    "python", "node", "ketama", "nginx", "libmemcached", "haproxy",
+    "python", "node", "ketama", "nginx", "libmemcached", "haproxy", "varnish", "nghttpx",
 };
 
 /* Virtual-key infixes: "{node}{infix}{i}" (nginx has no virtual keys). */
-static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", ""};
+static const char *const layout_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", "",
+                                                            "", ""};
 
 static const size_t layout_points[CHASH_LAYOUT_COUNT] = {100, 150, 160, 160, 100,
-                                                               CHASH_HAPROXY_WEIGHT_SCALE};
+                                                               CHASH_HAPROXY_WEIGHT_SCALE, 67,
+                                                               CHASH_NGHTTPX_POINTS};
 
 /* libketama takes four points out of each MD5 digest. */
 #define KETAMA_POINTS_PER_DIGEST 4
@@ -74,6 +76,8 @@ chash_hash_id chash_layout_default_hash(chash_layout_id layout)
     case CHASH_LAYOUT_NGINX: return CHASH_HASH_CRC32;
     case CHASH_LAYOUT_LIBMEMCACHED: return CHASH_HASH_ONE_AT_A_TIME;
     case CHASH_LAYOUT_HAPROXY: return CHASH_HASH_SDBM_AVALANCHE;
+    case CHASH_LAYOUT_VARNISH:
+    case CHASH_LAYOUT_NGHTTPX: return CHASH_HASH_SHA256;
     default: return CHASH_HASH_MD5;
     }
 }
@@ -81,12 +85,15 @@ chash_hash_id chash_layout_default_hash(chash_layout_id layout)
 int chash_layout_ties(chash_layout_id layout)
 {
     return layout == CHASH_LAYOUT_KETAMA || layout == CHASH_LAYOUT_NGINX
-        || layout == CHASH_LAYOUT_LIBMEMCACHED || layout == CHASH_LAYOUT_HAPROXY;
+        || layout == CHASH_LAYOUT_LIBMEMCACHED || layout == CHASH_LAYOUT_HAPROXY
+        || layout == CHASH_LAYOUT_VARNISH || layout == CHASH_LAYOUT_NGHTTPX;
 }
 
 int chash_layout_rule(chash_layout_id layout)
 {
-    return layout == CHASH_LAYOUT_HAPROXY ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+    if (layout == CHASH_LAYOUT_HAPROXY)
+        return CHASH_RULE_NEAREST;
+    return layout == CHASH_LAYOUT_VARNISH ? CHASH_RULE_VARNISH : CHASH_RULE_SUCCESSOR;
 }
 
 /* The key hashes HAProxy's hash-type offers. */
@@ -107,6 +114,9 @@ int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_i
         && hash != CHASH_HASH_MD5)
         return CHASH_EINVAL;
     if (layout == CHASH_LAYOUT_HAPROXY && !is_haproxy_hash(hash))
+        return CHASH_EINVAL;
+    if ((layout == CHASH_LAYOUT_VARNISH || layout == CHASH_LAYOUT_NGHTTPX)
+        && hash != CHASH_HASH_SHA256)
         return CHASH_EINVAL;
     scheme->layout = layout;
     scheme->hash = hash;
@@ -194,7 +204,9 @@ uint64_t chash_hash64(chash_hash_id hash, const void *data, size_t len)
 static uint32_t cut(const chash_scheme *scheme, const uint8_t *digest, size_t size, size_t group)
 {
     switch (scheme->layout) {
-    case CHASH_LAYOUT_NODE: return load_be32(digest);
+    case CHASH_LAYOUT_NODE:
+    case CHASH_LAYOUT_NGHTTPX: return load_be32(digest);
+    case CHASH_LAYOUT_VARNISH: return load_le32(digest + size - 4); /* VRT_HashStrands32 */
     case CHASH_LAYOUT_KETAMA: return load_le32(digest + 4 * group);
     case CHASH_LAYOUT_LIBMEMCACHED:
         /* libmemcached reads an MD5 digest's first 4 bytes little-endian. */
@@ -269,8 +281,9 @@ static size_t put_decimal(size_t v, char *buf)
 size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_len,
                          size_t index, char *buf, size_t cap)
 {
-    if (scheme->layout == CHASH_LAYOUT_NGINX || scheme->layout == CHASH_LAYOUT_HAPROXY)
-        return 0; /* chained points, or points of a puid: no virtual keys */
+    if (scheme->layout == CHASH_LAYOUT_NGINX || scheme->layout == CHASH_LAYOUT_HAPROXY
+        || scheme->layout == CHASH_LAYOUT_NGHTTPX)
+        return 0; /* chained points, points of a puid or of an address: no virtual keys */
     size_t infix_len = strlen(layout_infix[scheme->layout]);
     char digits[20];
     size_t ndigits = format_decimal(vkey_number(scheme, index), digits + sizeof digits);
@@ -413,6 +426,8 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
 {
     if (scheme->layout == CHASH_LAYOUT_HAPROXY)
         return CHASH_EINVAL; /* points of a puid: chash_haproxy_points() */
+    if (scheme->layout == CHASH_LAYOUT_NGHTTPX)
+        return chash_nghttpx_points(id, id_len, first, count, out);
     /* Room for four virtual keys: the id, the longest infix, 20 digits. */
     char stack[4 * 128];
     size_t cap = id_len + 40;
@@ -447,6 +462,19 @@ int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_le
     }
     if (buf != stack)
         CHASH_FREE(buf);
+    return CHASH_OK;
+}
+
+int chash_varnish_points_for_weight(size_t replicas, double weight, size_t max_points,
+                                    size_t *out)
+{
+    if (!(weight >= 1.0) || !isfinite(weight))
+        return CHASH_EINVAL;
+    double want = trunc((double)replicas * weight); /* (uint32_t)(replicas * weight) */
+    /* Compared as a size only once it fits one (as chash_points_for_weight). */
+    if (!(want < 18446744073709551616.0) || (size_t)want > max_points)
+        return CHASH_EINVAL;
+    *out = (size_t)want;
     return CHASH_OK;
 }
 

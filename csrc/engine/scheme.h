@@ -30,6 +30,18 @@
  *           function's value (sdbm, djb2, wt6, crc32, with or without
  *           avalanche), and its rings use the nearest-point lookup rule
  *           (chash_layout_rule()).
+ *   varnish Varnish 7.1's shard director: "{node}{i}" (the backend's ident,
+ *           then i in decimal), SHA-256 only, point = last 4 digest bytes
+ *           little-endian (VRT_HashStrands32); a key's hash is the same
+ *           cut (the director's key()).  67 points at weight 1 (its
+ *           replicas), trunc(replicas * weight) at weight >= 1.  Its rings
+ *           use the shard director's own lookup (CHASH_RULE_VARNISH);
+ *   nghttpx nghttpx 1.52's affinity ring: SHA-256 only, 160 points from
+ *           the backend's address as nghttpx encodes it
+ *           (chash_nghttpx_points(), scheme_nghttpx.h): 20 digests of the
+ *           address bytes followed by one byte 0..19, each cut into 8
+ *           big-endian words; a key's hash is the first 4 digest bytes
+ *           big-endian (nghttpx's affinity=ip over the client's address).
  *
  * Point i of a node depends only on (node, i) (and, for nginx, on the
  * points before it), so a node with more points owns a superset of the
@@ -45,6 +57,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "scheme_nghttpx.h"
 
 typedef enum chash_hash_id {
     CHASH_HASH_MD5,
@@ -80,6 +94,8 @@ typedef enum chash_layout_id {
     CHASH_LAYOUT_NGINX,
     CHASH_LAYOUT_LIBMEMCACHED,
     CHASH_LAYOUT_HAPROXY,
+    CHASH_LAYOUT_VARNISH,
+    CHASH_LAYOUT_NGHTTPX,
     CHASH_LAYOUT_COUNT
 } chash_layout_id;
 
@@ -99,15 +115,17 @@ const char *chash_layout_name(chash_layout_id layout);
 
 /* Points per node at weight 1 that match the reference implementation of
  * each layout: python 100, node 150, ketama 160 (40 digests x 4), nginx
- * 160, libmemcached 100. */
+ * 160, libmemcached 100, haproxy 16, varnish 67, nghttpx 160. */
 size_t chash_layout_default_points(chash_layout_id layout);
 
 /* The hash a layout uses when none is named: nginx crc32, libmemcached
- * one_at_a_time, the others md5. */
+ * one_at_a_time, haproxy sdbm_avalanche, varnish and nghttpx sha256, the
+ * others md5. */
 chash_hash_id chash_layout_default_hash(chash_layout_id layout);
 
 /* The lookup rule of this layout's rings: CHASH_RULE_NEAREST for haproxy,
- * CHASH_RULE_SUCCESSOR for the others (an int: chash_rule is chash.h's). */
+ * CHASH_RULE_VARNISH for varnish, CHASH_RULE_SUCCESSOR for the others (an
+ * int: chash_rule is chash.h's). */
 int chash_layout_rule(chash_layout_id layout);
 
 /* HAProxy's points per unit of weight (BE_WEIGHT_SCALE) and the puid
@@ -125,12 +143,14 @@ int chash_layout_rule(chash_layout_id layout);
 int chash_haproxy_points(uint32_t puid, size_t first, size_t count, uint32_t *out);
 
 /* 1 when rings of this layout give a shared point to the node added first
- * (nginx, ketama, libmemcached), 0 when to the smallest id (python, node). */
+ * (nginx, ketama, libmemcached, haproxy, varnish, nghttpx), 0 when to the
+ * smallest id (python, node). */
 int chash_layout_ties(chash_layout_id layout);
 
 /* 0, or CHASH_EINVAL for an unknown id or a layout/hash pair that does not
  * exist (ketama is defined over MD5 only, nginx over CRC-32, libmemcached
- * over one_at_a_time and MD5, haproxy over its eight key hashes). */
+ * over one_at_a_time and MD5, haproxy over its eight key hashes, varnish
+ * and nghttpx over SHA-256). */
 int chash_scheme_init(chash_scheme *scheme, chash_layout_id layout, chash_hash_id hash);
 
 /* Writes the digest of data (big-endian bytes) to out; returns its size.
@@ -181,10 +201,20 @@ size_t chash_scheme_vkey(const chash_scheme *scheme, const char *id, size_t id_l
  * for the nginx layout, whose points are chained from point 0,
  * CHASH_EINVAL when first + count exceeds CHASH_MAX_NODE_POINTS; always
  * CHASH_EINVAL for the haproxy layout (its points come from a puid:
- * chash_haproxy_points()).
+ * chash_haproxy_points()); the nghttpx layout's are chash_nghttpx_points()'s,
+ * with its errors.
  */
 int chash_scheme_points(const chash_scheme *scheme, const char *id, size_t id_len,
                         size_t first, size_t count, uint32_t *out);
+
+/*
+ * Points a varnish-layout backend of this weight owns: replicas * weight
+ * truncated, as the shard director counts them (it takes weights >= 1
+ * only).  Returns 0, or CHASH_EINVAL when weight is not a finite number
+ * >= 1 or the count exceeds max_points.
+ */
+int chash_varnish_points_for_weight(size_t replicas, double weight, size_t max_points,
+                                    size_t *out);
 
 /*
  * Points a node of this weight owns: round-half-even(base * weight), at

@@ -4,7 +4,7 @@
  *
  * A leaf: sort.c calls nothing of the ring, so the ring (ring.c), its
  * index (ring_index.c) and its bulk path (ring_bulk.c) all sort through
- * it without calling each other in a circle.  ring_impl.h, which the ring's
+ * it without calling each other in a circle.  ring_repr.h, which the ring's
  * files share, includes this header.
  */
 #ifndef CHASH_SORT_H

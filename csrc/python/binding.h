@@ -71,6 +71,17 @@ static inline int chash_py_key_bytes(PyObject *key, const char **buf, Py_ssize_t
     return -1;
 }
 
+/* 1 when obj's type, or a base of it, was made with this tp_dealloc: an
+ * object of one of this extension's types or of a subclass (whose own
+ * dealloc is CPython's), told apart without the module's state. */
+static inline int chash_py_made_by(PyObject *obj, void *dealloc)
+{
+    for (PyTypeObject *t = Py_TYPE(obj); t; t = t->tp_base)
+        if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && PyType_GetSlot(t, Py_tp_dealloc) == dealloc)
+            return 1;
+    return 0;
+}
+
 /* Hashes the four keys data[0..4) (lens bytes each) into results at..at+3. */
 typedef void (*chash_py_hash4)(void *ctx, const void *const data[4], const size_t lens[4],
                                size_t at);

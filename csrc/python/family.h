@@ -5,7 +5,8 @@
  * the functions that differ between
  *
  *   ring32_family  the 32-bit ring changed in place (ring32/): the python,
- *                  node, ketama, nginx, libmemcached and haproxy layouts;
+ *                  node, ketama, nginx, libmemcached, haproxy, varnish and
+ *                  nghttpx layouts;
  *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): the envoy and
  *                  grpc layouts.
  *
@@ -61,6 +62,7 @@ typedef struct {
     PyObject_HEAD
     const router_family *family;
     PyObject *zones; /* dict node -> zone (zones.c), or NULL */
+    uint64_t changes; /* membership changes made (router.c): bounded loads re-read weights */
     union {
         Ring32State r32;
         Ring64State r64;

@@ -102,6 +102,7 @@ static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     }
     zones_keep(&undo);
+    self->changes++;
     Py_RETURN_NONE;
 }
 
@@ -114,6 +115,7 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
     double weight;
     if (parse_weight(weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
         return NULL;
+    self->changes++;
     Py_RETURN_NONE;
 }
 
@@ -124,10 +126,12 @@ static int remove_node(RouterObject *self, PyObject *node)
     if (zones_key(self, node, &key) < 0)
         return -1;
     int removed = self->family->remove(self, node);
-    if (removed == 1)
+    if (removed == 1) {
         zones_forget(self, key);
-    else
+        self->changes++;
+    } else {
         Py_XDECREF(key);
+    }
     return removed;
 }
 
@@ -150,7 +154,10 @@ static PyObject *router_discard(RouterObject *self, PyObject *node)
 
 static PyObject *router_replace(RouterObject *self, PyObject *pairs)
 {
-    if (self->family->replace(self, pairs) < 0 || zones_prune(self) < 0)
+    /* The ring may have changed even when pruning the zones failed. */
+    int failed = self->family->replace(self, pairs) < 0;
+    self->changes++;
+    if (failed || zones_prune(self) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -263,6 +270,13 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
 static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
     return zones_reduce(self, self->family->reduce(self));
+}
+
+const uint64_t *router_changes(PyObject *obj)
+{
+    if (!chash_py_made_by(obj, (void *)router_dealloc))
+        return NULL;
+    return &((RouterObject *)obj)->changes;
 }
 
 static PyObject *router_setstate(RouterObject *self, PyObject *state)
@@ -416,8 +430,9 @@ PyDoc_STRVAR(discard_doc,
 PyDoc_STRVAR(get_doc,
 "get_target_node($self, request_key, /)\n--\n\n"
 "The node owning the first ring point >= the key's hash, wrapping around\n"
-"(the nearest point either way for the haproxy layout); None when the ring\n"
-"is empty.  request_key is a str or bytes; the envoy and grpc layouts hash\n"
+"(the nearest point either way for the haproxy layout; Varnish's own\n"
+"lookup for the varnish layout, which keeps a hash above the last point at\n"
+"the last point); None when the ring is empty.  request_key is a str or bytes; the envoy and grpc layouts hash\n"
 "it with XXH64, as Envoy's header hash policy and gRPC's\n"
 "request_hash_header do.");
 
@@ -534,7 +549,7 @@ static PyGetSetDef router_getset[] = {
     {"hash", (getter)get_hash, NULL, "The hash: its name, or the callable.", NULL},
     {"layout", (getter)get_layout, NULL,
      "The layout: 'python', 'node', 'ketama', 'nginx', 'libmemcached',\n"
-     "'haproxy', 'envoy' or 'grpc'.", NULL},
+     "'haproxy', 'varnish', 'nghttpx', 'envoy' or 'grpc'.", NULL},
     {"memory_bytes", (getter)get_memory, NULL, "Heap bytes the ring holds.", NULL},
     {"ids", (getter)get_ids, NULL,
      "{node: server id} of the haproxy layout (HAProxy's puids, which decide\n"
@@ -562,6 +577,13 @@ PyDoc_STRVAR(router_doc,
 "points per server, from its id (add_service_node(..., id=)), and the\n"
 "nearest point either way, a tie to the one before; hash 'sdbm_avalanche'\n"
 "by default, or sdbm, djb2, wt6, crc32, each with or without _avalanche.\n\n"
+"layout 'varnish' builds Varnish 7.1's shard director: points\n"
+"'{ident}{i}' hashed with SHA-256 (the last 4 bytes, little-endian),\n"
+"trunc(virtual_node_count x weight) per backend (its replicas, 67; weights\n"
+">= 1), its own lookup (no wrap above the last point) and its walk as the\n"
+"preference list.  layout 'nghttpx' builds nghttpx 1.52's affinity ring:\n"
+"160 SHA-256 points per backend 'HOST:PORT' from its address (weight 1),\n"
+"keys cut from SHA-256 as its affinity=ip is.\n\n"
 "layout 'envoy' and 'grpc' build Envoy's RING_HASH and gRPC's ring_hash:\n"
 "64-bit points '{node}_{i}' (hash 'xxh64', or 'murmur2_64' for envoy),\n"
 "counts by weight share between minimum_ring_size (1024) and\n"

@@ -10,4 +10,9 @@
 /* The type, made and added to the module at init; 0 or -1. */
 int router_type_setup(PyObject *module);
 
+/* Where a ConsistentHashRouter (or an object of a subclass) counts its
+ * membership changes, for bounded loads to notice them; NULL for any
+ * other object (no exception). */
+const uint64_t *router_changes(PyObject *obj);
+
 #endif /* CHASH_PY_ROUTER_H */

@@ -117,8 +117,10 @@ class ModelRouter:
             if self.hash == "md5":
                 return md5_point(data)
             return int.from_bytes(digest(self.hash, data)[-4:], "big")
-        if self.layout == "node":
+        if self.layout in ("node", "nghttpx"):  # nghttpx: affinity=ip's SHA-256 cut
             return int.from_bytes(digest(self.hash, data)[:4], "big")
+        if self.layout == "varnish":  # VRT_HashStrands32: the last 4 bytes, little-endian
+            return int.from_bytes(digest(self.hash, data)[-4:], "little")
         if self.layout in ("nginx", "libmemcached", "haproxy") and self.hash != "md5":
             return int.from_bytes(digest(self.hash, data), "big")  # crc32, one_at_a_time, haproxy's
         return int.from_bytes(digest(self.hash, data)[:4], "little")  # ketama, libmemcached md5

@@ -108,6 +108,88 @@ static void test_libmemcached_layout(void)
     CHECK(chash_layout_default_hash(CHASH_LAYOUT_LIBMEMCACHED) == CHASH_HASH_ONE_AT_A_TIME);
 }
 
+/* Varnish's shard director: "{ident}{i}", last 4 SHA-256 bytes
+ * little-endian (values from hashlib). */
+static void test_varnish_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_VARNISH, CHASH_HASH_SHA256);
+    uint32_t p[67];
+    CHECK(chash_scheme_points(&s, "b1", 2, 0, 67, p) == CHASH_OK);
+    CHECK(p[0] == 32168084u);    /* sha256(b"b10") */
+    CHECK(p[66] == 4084389761u); /* sha256(b"b166") */
+    CHECK(chash_scheme_key_hash(&s, "abc", 3) == 2903834866u);
+    char buf[16];
+    CHECK(chash_scheme_vkey(&s, "b1", 2, 66, buf, sizeof buf) == 4 && memcmp(buf, "b166", 4) == 0);
+    CHECK(chash_layout_default_points(CHASH_LAYOUT_VARNISH) == 67);
+    CHECK(chash_layout_default_hash(CHASH_LAYOUT_VARNISH) == CHASH_HASH_SHA256);
+    CHECK(chash_layout_rule(CHASH_LAYOUT_VARNISH) == CHASH_RULE_VARNISH);
+    CHECK(chash_layout_ties(CHASH_LAYOUT_VARNISH));
+    chash_scheme bad;
+    CHECK(chash_scheme_init(&bad, CHASH_LAYOUT_VARNISH, CHASH_HASH_MD5) == CHASH_EINVAL);
+    size_t n = 0;
+    CHECK(chash_varnish_points_for_weight(67, 1.0, 1000, &n) == CHASH_OK && n == 67);
+    CHECK(chash_varnish_points_for_weight(67, 2.5, 1000, &n) == CHASH_OK && n == 167); /* 167.5 */
+    CHECK(chash_varnish_points_for_weight(67, 1.99, 1000, &n) == CHASH_OK && n == 133);
+    CHECK(chash_varnish_points_for_weight(67, 0.5, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_varnish_points_for_weight(67, NAN, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_varnish_points_for_weight(67, INFINITY, SIZE_MAX, &n) == CHASH_EINVAL);
+    CHECK(chash_varnish_points_for_weight(67, 20.0, 1000, &n) == CHASH_EINVAL);
+    CHECK(chash_varnish_points_for_weight(1, 1e300, SIZE_MAX, &n) == CHASH_EINVAL); /* past any size */
+    CHECK(chash_varnish_points_for_weight(1, 18446744073709551616.0, SIZE_MAX, &n) == CHASH_EINVAL);
+}
+
+/* nghttpx's affinity points: 20 SHA-256 digests of the address bytes and
+ * a byte 0..19, 8 big-endian words each (values from hashlib, over bytes
+ * built with struct and socket.inet_pton). */
+static void test_nghttpx_layout(void)
+{
+    chash_scheme s = scheme(CHASH_LAYOUT_NGHTTPX, CHASH_HASH_SHA256);
+    uint32_t p[CHASH_NGHTTPX_POINTS];
+    const char *v4 = "10.1.2.3:8080";
+    CHECK(chash_scheme_points(&s, v4, strlen(v4), 0, 160, p) == CHASH_OK);
+    CHECK(p[0] == 1908294657u && p[9] == 3486991739u && p[159] == 2924169469u);
+    uint32_t mid[3];
+    CHECK(chash_nghttpx_points(v4, strlen(v4), 7, 3, mid) == CHASH_OK); /* across a digest */
+    CHECK(memcmp(mid, p + 7, sizeof mid) == 0);
+    const char *v6 = "[2001:db8::7:1]:443";
+    CHECK(chash_scheme_points(&s, v6, strlen(v6), 0, 160, p) == CHASH_OK);
+    CHECK(p[0] == 1603888272u && p[159] == 1411816353u);
+    const char *dns = "backend.test:80;dns";
+    CHECK(chash_scheme_points(&s, dns, strlen(dns), 0, 160, p) == CHASH_OK);
+    CHECK(p[0] == 1727426824u && p[37] == 2151611778u);
+    CHECK(chash_scheme_key_hash(&s, "127.0.0.5", 9) == 573091189u); /* affinity=ip */
+    CHECK(chash_nghttpx_points(v4, strlen(v4), 150, 11, p) == CHASH_EINVAL);
+    CHECK(chash_nghttpx_points(v4, strlen(v4), 161, 0, p) == CHASH_EINVAL);
+
+    uint8_t key[CHASH_NGHTTPX_KEY_MAX];
+    size_t len = 0;
+    CHECK(chash_nghttpx_key("1.2.3.4:65535", 13, key, &len) == CHASH_OK && len == 16);
+    CHECK(key[0] == 2 && key[1] == 0 && key[2] == 0xff && key[3] == 0xff && key[4] == 1 && key[7] == 4);
+    CHECK(chash_nghttpx_key("[::]:1", 6, key, &len) == CHASH_OK && len == 28 && key[0] == 10);
+    CHECK(chash_nghttpx_key("[::ffff:1.2.3.4]:1", 18, key, &len) == CHASH_OK && key[18] == 0xff
+          && key[20] == 1 && key[23] == 4);
+    CHECK(chash_nghttpx_key("[1:2:3:4:5:6:7:8]:1", 19, key, &len) == CHASH_OK && key[23] == 8);
+    CHECK(chash_nghttpx_key("[1::]:1", 7, NULL, &len) == CHASH_OK);
+    static const char *const bad[] = {
+        "", ":80", "1.2.3.4", "1.2.3.4:", "1.2.3.4:65536", "1.2.3.4:123456", "1.2.3:80",
+        "1.2.3.4.5:80", "256.1.1.1:80", "1.2.3.04a:80", "1..2.3:80", "localhost:80", "::1:80",
+        "[::1:80", "[]:80", "[::1::2]:80", "[1:2:3:4:5:6:7:8:9]:80", "[12345::]:80", "[:1]:80",
+        "[1:]:80", "[g::]:80", "[1:2:3:4:5:6:7::8]:80", "1.2.3.4:8a", "[1.2.3.4]:80", "a;b:80",
+        "1.2.3.4:80;dn", ";dns", ":80;dns", "[x]:80;dns", "h:p;dns", "[::1]]:80",
+        "[1:2:3:4:5:6:1.2.3.4:5]:80", "[1:2:3:4:5:6:7:1.2.3.4]:80", "01.2.3.4:80", "1.2.3.00:80",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (chash_nghttpx_key(bad[i], strlen(bad[i]), key, &len) != CHASH_EINVAL) {
+            fprintf(stderr, "accepted nghttpx id %s\n", bad[i]);
+            CHECK(0);
+        }
+    }
+    CHECK(chash_nghttpx_key("[::1]:80;dns", 12, key, &len) == CHASH_OK && len == 8);
+    CHECK(chash_layout_default_points(CHASH_LAYOUT_NGHTTPX) == 160);
+    CHECK(chash_layout_rule(CHASH_LAYOUT_NGHTTPX) == CHASH_RULE_SUCCESSOR);
+    CHECK(chash_scheme_vkey(&s, v4, strlen(v4), 0, (char *)key, sizeof key) == 0);
+}
+
 static void test_ketama_counts(void)
 {
     size_t out[25];
@@ -138,7 +220,11 @@ static void test_prefix_property(void)
         chash_scheme s = scheme((chash_layout_id)layout,
                                 chash_layout_default_hash((chash_layout_id)layout));
         uint32_t many[30], few[10];
-        if (layout == CHASH_LAYOUT_HAPROXY) { /* points of a puid, not of an id */
+        if (layout == CHASH_LAYOUT_NGHTTPX) { /* points of an address */
+            CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_EINVAL);
+            CHECK(chash_scheme_points(&s, "10.0.0.1:80", 11, 0, 30, many) == CHASH_OK);
+            CHECK(chash_scheme_points(&s, "10.0.0.1:80", 11, 0, 10, few) == CHASH_OK);
+        } else if (layout == CHASH_LAYOUT_HAPROXY) { /* points of a puid, not of an id */
             CHECK(chash_scheme_points(&s, "node-a", 6, 0, 30, many) == CHASH_EINVAL);
             CHECK(chash_haproxy_points(7, 0, 30, many) == CHASH_OK);
             CHECK(chash_haproxy_points(7, 0, 10, few) == CHASH_OK);
@@ -226,6 +312,8 @@ int main(void)
     test_ketama_layout();
     test_nginx_layout();
     test_libmemcached_layout();
+    test_varnish_layout();
+    test_nghttpx_layout();
     test_ketama_counts();
     test_prefix_property();
     test_long_ids();

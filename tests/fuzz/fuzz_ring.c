@@ -13,8 +13,14 @@
  * A brute-force model runs alongside: every node's id, data and points, in
  * insertion order.  Its ring is rebuilt from scratch (sorted by (value, id
  * bytes)) after every change; the successor is found by a linear scan, and
- * in rings set to the nearest rule (half of them) the routed point by a
- * scan for the nearest points either way.
+ * in rings set to the nearest rule (a third of them) the routed point by a
+ * scan for the nearest points either way; in rings set to the varnish rule
+ * (another third) by its documented outcome: the last point above every
+ * point, the second of a ring of two, a point of the hash's own value on
+ * an exact hit (which of a run is the bisection's, so only the value is
+ * checked there, and the walks start where the engine routed), else the
+ * successor.  The nghttpx layout's ids are checked against addresses the
+ * target spells with snprintf and encodes itself.
  * After every step chash_ring_check() must pass and the engine must agree
  * with the model on every node, every point and a set of probe lookups and
  * preference lists.  Any disagreement aborts.
@@ -193,6 +199,7 @@ static size_t m_count, m_total;
 static fz_point *m_ring; /* m_total points sorted by (value, owner id or owner's place) */
 static int m_by_order;   /* the ring breaks ties by insertion order */
 static int m_nearest;    /* the ring routes by the nearest rule */
+static int m_varnish;    /* the ring routes by the varnish rule */
 static int m_dirty;
 static uintptr_t m_serial;
 
@@ -328,10 +335,37 @@ FZ_QUIET static size_t m_nearest_of(uint32_t hash)
     return dp <= dn ? behind : ahead;
 }
 
-/* The routed point under the model ring's rule. */
-FZ_QUIET static size_t m_route(uint32_t hash)
+/*
+ * The varnish rule's routed point where it is one point (see the header):
+ * the last above every point, the second of two, the successor when no
+ * point has the hash's value; SIZE_MAX for an exact hit.
+ */
+FZ_QUIET static size_t m_varnish_of(uint32_t hash)
 {
-    return m_nearest ? m_nearest_of(hash) : m_successor(hash);
+    const fz_point *ring = m_points();
+    if (m_total == 2)
+        return 1;
+    if (hash > ring[m_total - 1].value)
+        return m_total - 1;
+    for (size_t i = 0; i < m_total; i++)
+        if (ring[i].value == hash)
+            return SIZE_MAX;
+    return m_successor(hash);
+}
+
+/* The routed point under the model ring's rule (an exact hit of the
+ * varnish rule: the engine's, once checked to be of the hash's value). */
+FZ_QUIET static size_t m_route_of(const chash_ring *ring, uint32_t hash)
+{
+    if (!m_varnish)
+        return m_nearest ? m_nearest_of(hash) : m_successor(hash);
+    size_t want = m_varnish_of(hash);
+    if (want != SIZE_MAX)
+        return want;
+    size_t got = chash_ring_varnish(ring, hash);
+    if (got >= m_total || m_points()[got].value != hash)
+        FZ_FAIL("varnish exact hit of %#x: index %zu", hash, got);
+    return got;
 }
 
 /* Is the multiset sub (n) contained in the multiset of (m)? */
@@ -407,7 +441,7 @@ FZ_QUIET static void fz_check_lookup(const chash_ring *ring, uint32_t hash)
     size_t near = m_nearest_of(hash), got_near = chash_ring_nearest(ring, hash);
     if (got_near != near)
         FZ_FAIL("nearest of %#x: got index %zu, expected %zu", hash, got_near, near);
-    want = m_route(hash);
+    want = m_route_of(ring, hash);
     if (chash_ring_route(ring, hash) != want)
         FZ_FAIL("route of %#x: got index %zu, expected %zu", hash, chash_ring_route(ring, hash), want);
     void *data = NULL;
@@ -439,7 +473,7 @@ FZ_QUIET static void fz_check_preference(const chash_ring *ring, uint32_t hash, 
     size_t found = 0;
     if (m_total) {
         const fz_point *points = m_points();
-        size_t i = m_route(hash);
+        size_t i = m_route_of(ring, hash);
         for (size_t steps = 0; steps < m_total && found < want_n; steps++) {
             uint32_t o = points[i].owner;
             if (!seen[o]) {
@@ -463,11 +497,19 @@ FZ_QUIET static void fz_check_ownership(const chash_ring *ring)
     double want[FZ_MAX_NODES] = {0};
     chash_ring_ownership(ring, share);
     const fz_point *points = m_points();
-    for (size_t i = 0; i < m_total && !m_nearest; i++) {
+    for (size_t i = 0; i < m_total && !m_nearest && !(m_varnish && m_total == 2); i++) {
         uint64_t prev = i ? points[i - 1].value : (uint64_t)points[m_total - 1].value;
         uint64_t cur = points[i].value + (i ? 0 : (uint64_t)1 << 32);
+        if (i == 0 && m_varnish) {
+            /* No wrap: the values above the last point are the last's. */
+            uint64_t above = 4294967295u - prev;
+            want[points[m_total - 1].owner] += (double)above / 4294967296.0;
+            prev += above;
+        }
         want[points[i].owner] += (double)(cur - prev) / 4294967296.0;
     }
+    if (m_varnish && m_total == 2)
+        want[points[1].owner] = 1.0;
     if (m_nearest && m_total) {
         /* Each value's run of points: the first takes the values from the
          * middle of the gap before up to the value itself, the last the
@@ -996,7 +1038,7 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
         hashes[i] = fz_gen_value(in);
     if (m_total) { /* the ring must not be empty */
         for (size_t i = 0; i < n; i++)
-            want[i] = m_points()[m_route(hashes[i])].owner;
+            want[i] = m_points()[m_route_of(ring, hashes[i])].owner;
         chash_ring_owners(ring, hashes, n, owners);
         for (size_t i = 0; i < n; i++)
             if (owners[i] != want[i])
@@ -1012,7 +1054,8 @@ static void fz_op_owners(const chash_ring *ring, fz_in *in)
 /* ------------------------------------------------------------------ */
 /* Schemes                                                            */
 
-static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", ""};
+static const char *const fz_infix[CHASH_LAYOUT_COUNT] = {"_virtual_", "#vnode", "-", "", "-", "",
+                                                         "", ""};
 static const size_t fz_digest_size[CHASH_HASH_COUNT] = {16, 20, 4, 4, 4, 8, 8, 4, 4, 4,
                                                         4, 4, 4, 4, 4, 4, 4, 32, 16};
 
@@ -1029,8 +1072,10 @@ static uint32_t fz_le32(const uint8_t *p)
 /* The scheme's cut of a digest, written from engine/scheme.h's table. */
 static uint32_t fz_cut(const chash_scheme *scheme, const uint8_t *digest, size_t size, size_t group)
 {
-    if (scheme->layout == CHASH_LAYOUT_NODE)
+    if (scheme->layout == CHASH_LAYOUT_NODE || scheme->layout == CHASH_LAYOUT_NGHTTPX)
         return fz_be32(digest);
+    if (scheme->layout == CHASH_LAYOUT_VARNISH)
+        return fz_le32(digest + size - 4);
     if (scheme->layout == CHASH_LAYOUT_KETAMA)
         return fz_le32(digest + 4 * group);
     if (scheme->layout == CHASH_LAYOUT_LIBMEMCACHED && scheme->hash == CHASH_HASH_MD5)
@@ -1220,6 +1265,98 @@ static void fz_haproxy_points(const chash_scheme *scheme, fz_in *in)
             FZ_FAIL("haproxy point %zu of puid %u: got %#x", first + j, puid, got[j]);
 }
 
+/* nghttpx's address bytes, built here: family (host order, little-endian),
+ * port (network order), address, zeros. */
+static size_t fz_sockaddr(int v6, const uint8_t *addr, unsigned port, uint8_t *out)
+{
+    size_t n = v6 ? 28 : 16;
+    memset(out, 0, n);
+    out[0] = v6 ? 10 : 2;
+    out[2] = (uint8_t)(port >> 8);
+    out[3] = (uint8_t)port;
+    memcpy(out + (v6 ? 8 : 4), addr, v6 ? 16 : 4);
+    return n;
+}
+
+/* The nghttpx layout: ids spelled here from random addresses (IPv4, IPv6
+ * in full, with "::" or an embedded quad, ";dns"), their points against
+ * SHA-256 of the bytes built here; any bytes as an id: refused or taken,
+ * never more, and when taken their points are the key's. */
+static void fz_nghttpx_points(const chash_scheme *scheme, fz_in *in)
+{
+    char id[FZ_MAX_ID + 80];
+    uint8_t want_key[CHASH_NGHTTPX_KEY_MAX + 80], addr[16];
+    size_t want_len = 0;
+    int n = 0;
+    unsigned port = fz_u32(in) % 65536, mode = fz_u8(in) % 5;
+    for (int i = 0; i < 16; i++)
+        addr[i] = fz_u8(in);
+    if (mode == 0) {
+        n = snprintf(id, sizeof id, "%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
+        want_len = fz_sockaddr(0, addr, port, want_key);
+    } else if (mode == 1 || mode == 2) {
+        /* Full form, or with the longest zero run (if any) as "::". */
+        unsigned g[8];
+        for (int i = 0; i < 8; i++)
+            g[i] = (unsigned)addr[2 * i] << 8 | addr[2 * i + 1];
+        if (mode == 2)
+            for (int i = 2; i < 6; i++) {
+                g[i] = 0;
+                addr[2 * i] = addr[2 * i + 1] = 0;
+            }
+        if (mode == 1)
+            n = snprintf(id, sizeof id, "[%x:%x:%x:%x:%x:%x:%x:%x]:%u", g[0], g[1], g[2], g[3],
+                         g[4], g[5], g[6], g[7], port);
+        else
+            n = snprintf(id, sizeof id, "[%x:%x::%x:%x]:%u", g[0], g[1], g[6], g[7], port);
+        want_len = fz_sockaddr(1, addr, port, want_key);
+    } else if (mode == 3) {
+        memset(addr, 0, 10);
+        addr[10] = addr[11] = 0xff;
+        n = snprintf(id, sizeof id, "[::ffff:%u.%u.%u.%u]:%u", addr[12], addr[13], addr[14],
+                     addr[15], port);
+        want_len = fz_sockaddr(1, addr, port, want_key);
+    } else {
+        /* ";dns": the text before it, whatever host name. */
+        size_t host = 1 + fz_u8(in) % 40;
+        for (size_t i = 0; i < host; i++)
+            id[i] = (char)('a' + fz_u8(in) % 26);
+        n = (int)host + snprintf(id + host, sizeof id - host, ":%u;dns", port);
+        want_len = (size_t)n - 4;
+        memcpy(want_key, id, want_len);
+    }
+    FZ_ASSERT(n > 0 && (size_t)n < sizeof id);
+    uint8_t got_key[CHASH_NGHTTPX_KEY_MAX + 80];
+    size_t got_len = 0;
+    fz_expect("chash_nghttpx_key", chash_nghttpx_key(id, (size_t)n, got_key, &got_len),
+              FZ_ALLOW(CHASH_OK));
+    if (got_len != want_len || memcmp(got_key, want_key, want_len) != 0)
+        FZ_FAIL("nghttpx key of %.*s: %zu bytes, expected %zu", n, id, got_len, want_len);
+    size_t first = fz_u8(in) % 170, count = fz_u8(in) % 170;
+    uint32_t got[340];
+    int status = chash_scheme_points(scheme, id, (size_t)n, first, count, got);
+    int fits = first + count <= CHASH_NGHTTPX_POINTS;
+    fz_expect("chash_scheme_points", status, FZ_ALLOW(fits ? CHASH_OK : CHASH_EINVAL));
+    for (size_t k = 0; fits && k < count; k++) {
+        uint8_t buf[CHASH_NGHTTPX_KEY_MAX + 81], digest[CHASH_MAX_DIGEST];
+        memcpy(buf, want_key, want_len);
+        buf[want_len] = (uint8_t)((first + k) / 8);
+        chash_digest(CHASH_HASH_SHA256, buf, want_len + 1, 0, digest);
+        if (got[k] != fz_be32(digest + 4 * ((first + k) % 8)))
+            FZ_FAIL("nghttpx point %zu of %.*s: got %#x", first + k, n, id, got[k]);
+    }
+    /* Any bytes: refused, or a key whose points are those of its bytes. */
+    fz_id raw = fz_gen_id(in);
+    size_t raw_len = 0;
+    status = chash_nghttpx_key(raw.buf, raw.len, NULL, &raw_len);
+    fz_expect("chash_nghttpx_key", status, FZ_ALLOW(CHASH_OK) | FZ_ALLOW(CHASH_EINVAL));
+    uint32_t one[1];
+    fz_expect("chash_nghttpx_points", chash_nghttpx_points(raw.buf, raw.len, 0, 1, one),
+              FZ_ALLOW(status == CHASH_OK ? CHASH_OK : CHASH_EINVAL) | FZ_ALLOW(CHASH_ENOMEM));
+    FZ_ASSERT(chash_scheme_vkey(scheme, raw.buf, raw.len, 0, NULL, 0) == 0);
+    fz_free_id(&raw);
+}
+
 static void fz_op_scheme(fz_in *in)
 {
     unsigned layout = fz_u8(in) % (CHASH_LAYOUT_COUNT + 1);
@@ -1232,13 +1369,17 @@ static void fz_op_scheme(fz_in *in)
         && (layout != CHASH_LAYOUT_LIBMEMCACHED || hash == CHASH_HASH_ONE_AT_A_TIME
             || hash == CHASH_HASH_MD5)
         && (layout != CHASH_LAYOUT_HAPROXY || hash == CHASH_HASH_CRC32
-            || (hash >= CHASH_HASH_SDBM && hash <= CHASH_HASH_CRC32_AVALANCHE));
+            || (hash >= CHASH_HASH_SDBM && hash <= CHASH_HASH_CRC32_AVALANCHE))
+        && ((layout != CHASH_LAYOUT_VARNISH && layout != CHASH_LAYOUT_NGHTTPX)
+            || hash == CHASH_HASH_SHA256);
     fz_expect("chash_scheme_init", status, FZ_ALLOW(valid ? CHASH_OK : CHASH_EINVAL));
     if (!valid)
         return;
 
     if (scheme.layout == CHASH_LAYOUT_HAPROXY)
         fz_haproxy_points(&scheme, in);
+    else if (scheme.layout == CHASH_LAYOUT_NGHTTPX)
+        fz_nghttpx_points(&scheme, in);
     else
         fz_scheme_points(&scheme, in);
 
@@ -1337,6 +1478,20 @@ static void fz_op_weight(fz_in *in)
     double weight = fz_gen_weight(in);
     size_t max_points = maxes[fz_u8(in) % 7];
     size_t out = 0xdeadbeef;
+    /* Varnish's count: trunc(base * weight) for a finite weight >= 1. */
+    size_t vout = 0xdeadbeef;
+    int vstatus = chash_varnish_points_for_weight(base, weight, max_points, &vout);
+    if (!(weight >= 1.0) || !isfinite(weight)) {
+        fz_expect("chash_varnish_points_for_weight", vstatus, FZ_ALLOW(CHASH_EINVAL));
+    } else {
+        double whole = trunc((double)base * weight);
+        int vfits = whole < 18446744073709551616.0 && (size_t)whole <= max_points;
+        fz_expect("chash_varnish_points_for_weight", vstatus,
+                  FZ_ALLOW(vfits ? CHASH_OK : CHASH_EINVAL));
+        if (vstatus == CHASH_OK && ((double)vout != whole || vout > max_points))
+            FZ_FAIL("chash_varnish_points_for_weight(%zu, %.17g, %zu) gave %zu", base, weight,
+                    max_points, vout);
+    }
     int status = chash_points_for_weight(base, weight, max_points, &out);
     if (!(weight > 0.0) || !isfinite(weight)) {
         fz_expect("chash_points_for_weight", status, FZ_ALLOW(CHASH_EINVAL));
@@ -1412,7 +1567,7 @@ static const char *const fz_op_names_[OP_COUNT] = {
  * and routing by the nearest rule when nearest (no input byte is spent on
  * either, so the corpus decodes as before); NULL is allowed only for an
  * allocation made to fail. */
-static chash_ring *fz_new_ring(int by_order, int nearest)
+static chash_ring *fz_new_ring(int by_order, int rule)
 {
     fz_begin();
     chash_ring *ring = chash_ring_new();
@@ -1428,12 +1583,13 @@ static chash_ring *fz_new_ring(int by_order, int nearest)
         fz_expect("chash_ring_set_ties", chash_ring_set_ties(ring, CHASH_TIES_BY_ORDER),
                   FZ_ALLOW(CHASH_OK));
     FZ_ASSERT(chash_ring_ties(ring) == (by_order ? CHASH_TIES_BY_ORDER : CHASH_TIES_BY_ID));
-    m_nearest = nearest;
-    if (nearest)
-        fz_expect("chash_ring_set_rule", chash_ring_set_rule(ring, CHASH_RULE_NEAREST),
+    m_nearest = rule == CHASH_RULE_NEAREST;
+    m_varnish = rule == CHASH_RULE_VARNISH;
+    if (rule)
+        fz_expect("chash_ring_set_rule", chash_ring_set_rule(ring, (chash_rule)rule),
                   FZ_ALLOW(CHASH_OK));
-    FZ_ASSERT(chash_ring_rule(ring) == (nearest ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR));
-    FZ_ASSERT(chash_ring_set_rule(ring, (chash_rule)2) == CHASH_EINVAL);
+    FZ_ASSERT(chash_ring_rule(ring) == (chash_rule)rule);
+    FZ_ASSERT(chash_ring_set_rule(ring, (chash_rule)3) == CHASH_EINVAL);
     return ring;
 }
 
@@ -1454,7 +1610,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_in in = {data, size};
     fz_countdown = -1;
     m_clear();
-    chash_ring *ring = fz_new_ring((int)(size & 1), (int)((size >> 1) & 1));
+    chash_ring *ring = fz_new_ring((int)(size & 1), (int)((size >> 1) % 3));
     uint32_t step = 0;
     while (in.n) {
         unsigned op = fz_u8(&in) % OP_COUNT;
@@ -1477,7 +1633,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_RESET:
             chash_ring_free(ring);
             m_clear();
-            ring = fz_new_ring((int)((size + step) & 1), (int)(((size + step) >> 1) & 1));
+            ring = fz_new_ring((int)((size + step) & 1), (int)(((size + step) >> 1) % 3));
             break;
         case OP_OWNERS: fz_op_owners(ring, &in); break;
         default: /* OP_FAILNEXT: the n-th engine allocation of the next step fails */

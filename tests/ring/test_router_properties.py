@@ -500,18 +500,21 @@ def test_repr_shows_the_configuration_and_size() -> None:
 
 
 def test_layout_defaults_and_properties() -> None:
-    assert set(LAYOUTS) == {"python", "node", "ketama", "nginx", "libmemcached", "haproxy"}
+    assert set(LAYOUTS) == {"python", "node", "ketama", "nginx", "libmemcached", "haproxy",
+                            "varnish", "nghttpx"}
     for layout, vnodes, hash_name in [("python", 100, "md5"), ("node", 150, "md5"),
                                       ("ketama", 160, "md5"), ("nginx", 160, "crc32"),
                                       ("libmemcached", 100, "one_at_a_time"),
-                                      ("haproxy", 16, "sdbm_avalanche")]:
+                                      ("haproxy", 16, "sdbm_avalanche"),
+                                      ("varnish", 67, "sha256"), ("nghttpx", 160, "sha256")]:
         router = ConsistentHashRouter(layout=layout)
         assert router.virtual_node_count == vnodes
         assert router.layout == layout
         assert router.hash == hash_name
         assert ConsistentHashRouter(layout=layout, hash=None).hash == hash_name
-        router.add_service_node("n")
-        assert router.points == {"n": vnodes}
+        node = "10.0.0.1:80" if layout == "nghttpx" else "n"
+        router.add_service_node(node)
+        assert router.points == {node: vnodes}
         assert router.memory_bytes >= 8 * vnodes
     router = ConsistentHashRouter(3, hash=narrow_hash)
     assert router.hash is narrow_hash
@@ -522,7 +525,8 @@ def test_module_constants() -> None:
                       "one_at_a_time", "sdbm", "djb2", "wt6", "sdbm_avalanche", "djb2_avalanche",
                       "wt6_avalanche", "crc32_avalanche",
                       "sha256", "murmur3_128")
-    assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached", "haproxy")
+    assert LAYOUTS == ("python", "node", "ketama", "nginx", "libmemcached", "haproxy", "varnish",
+                       "nghttpx")
     assert chash.MAX_VIRTUAL_NODES == 1_000_000
     for name in ["MAX_VIRTUAL_NODES", "MAX_NODE_POINTS", "MAX_POINTS", "MAX_NODES"]:
         assert type(getattr(chash, name)) is int and getattr(chash, name) > 0

@@ -12,6 +12,7 @@ from chash import ConsistentHashRouter
 from chash.zones import LocalFirst, ZonedRouter
 
 LAYOUTS: list[dict[str, Any]] = [{"layout": "python"}, {"layout": "ketama"}, {"layout": "haproxy"},
+                                 {"layout": "varnish"},
                                  {"layout": "envoy", "minimum_ring_size": 256}]
 ZONES = {"a1": "eu", "a2": "eu", "b1": "us", "b2": "us", "b3": "us", "c1": "ap"}
 KEYS = [f"key-{i}" for i in range(500)]

@@ -57,7 +57,7 @@ int ring32_init(RouterObject *self, Py_ssize_t vnodes, int vnodes_given, PyObjec
     chash_layout_id layout;
     if (chash_layout_by_name(layout_name, &layout) != CHASH_OK) {
         PyErr_Format(PyExc_ValueError,
-                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'haproxy', 'envoy' or 'grpc'", layout_name);
+                     "unknown layout '%s': expected 'python', 'node', 'ketama', 'nginx', 'libmemcached', 'haproxy', 'varnish', 'nghttpx', 'envoy' or 'grpc'", layout_name);
         return -1;
     }
     size_t base = chash_layout_default_points(layout);
@@ -119,6 +119,19 @@ int ring32_init(RouterObject *self, Py_ssize_t vnodes, int vnodes_given, PyObjec
             PyErr_Format(PyExc_ValueError,
                          "the haproxy layout gives %d points per unit of weight, "
                          "not virtual_node_count=%zu", CHASH_HAPROXY_WEIGHT_SCALE, base);
+            return -1;
+        }
+    }
+    if (layout == CHASH_LAYOUT_VARNISH || layout == CHASH_LAYOUT_NGHTTPX) {
+        const char *name = chash_layout_name(layout);
+        if (hash_fn || hash_id != CHASH_HASH_SHA256) {
+            PyErr_Format(PyExc_ValueError, "the %s layout is defined over sha256 only", name);
+            return -1;
+        }
+        if (layout == CHASH_LAYOUT_NGHTTPX && vnodes_given && base != CHASH_NGHTTPX_POINTS) {
+            PyErr_Format(PyExc_ValueError,
+                         "the nghttpx layout gives every backend %d points, "
+                         "not virtual_node_count=%zu", CHASH_NGHTTPX_POINTS, base);
             return -1;
         }
     }

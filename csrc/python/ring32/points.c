@@ -56,6 +56,19 @@ int fill_points(RouterObject *self, const char *id, Py_ssize_t id_len, size_t fi
 {
     if (!self->r32.hash_fn) {
         int status = chash_scheme_points(&self->r32.scheme, id, (size_t)id_len, first, count, out);
+        if (status == CHASH_EINVAL && self->r32.scheme.layout == CHASH_LAYOUT_NGHTTPX) {
+            PyObject *name = PyUnicode_DecodeUTF8(id, id_len, "replace");
+            if (!name)
+                return -1;
+            PyErr_Format(PyExc_ValueError,
+                         "the nghttpx layout names a backend 'HOST:PORT' with a numeric IPv4 "
+                         "host or '[IPV6]:PORT' (nghttpx hashes the address), or "
+                         "chash.compat.nghttpx_id(host, port, dns=True) for one with its dns "
+                         "flag; not %R",
+                         name);
+            Py_DECREF(name);
+            return -1;
+        }
         if (status != CHASH_OK) {
             set_status_error(status, NULL);
             return -1;
@@ -155,6 +168,34 @@ int points_for(RouterObject *self, PyObject *node, double weight, size_t *count)
 {
     if (check_integer_weight(self, weight) < 0)
         return -1;
+    chash_layout_id layout = self->r32.scheme.layout;
+    if (layout == CHASH_LAYOUT_NGHTTPX && weight != 1.0) {
+        PyObject *value = PyFloat_FromDouble(weight);
+        if (value) {
+            PyErr_Format(PyExc_ValueError,
+                         "the nghttpx layout gives every backend 160 points whatever its "
+                         "weight (nghttpx's affinity ring has no weights): weight must be 1, "
+                         "not %R", value);
+            Py_DECREF(value);
+        }
+        return -1;
+    }
+    if (layout == CHASH_LAYOUT_VARNISH) {
+        if (chash_varnish_points_for_weight(self->r32.base_points, weight, CHASH_MAX_NODE_POINTS,
+                                            count) == CHASH_OK)
+            return 0;
+        PyObject *value = PyFloat_FromDouble(weight);
+        if (value) {
+            if (weight >= 1.0 && isfinite(weight))
+                weight_error(node, weight);
+            else
+                PyErr_Format(PyExc_ValueError,
+                             "the varnish layout takes weights >= 1, as the shard director's "
+                             "add_backend(weight=) does, not %R", value);
+            Py_DECREF(value);
+        }
+        return -1;
+    }
     if (chash_points_for_weight(self->r32.base_points, weight, CHASH_MAX_NODE_POINTS, count) != CHASH_OK) {
         weight_error(node, weight);
         return -1;

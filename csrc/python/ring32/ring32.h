@@ -1,6 +1,7 @@
 /*
  * ring32.h - the 32-bit ring family of ConsistentHashRouter (family.h):
- * the python, node, ketama, nginx, libmemcached and haproxy layouts, a
+ * the python, node, ketama, nginx, libmemcached, haproxy, varnish and
+ * nghttpx layouts, a
  * chash_ring (engine/chash.h) changed in place, its points from the point
  * schemes (engine/scheme.h).  The family's private declarations, shared
  * by its files, each of which owns one concern:

@@ -1,5 +1,5 @@
 /*
- * ring_impl.h - the ring's representation, shared by the files of
+ * ring_repr.h - the ring's representation, shared by the files of
  * the ring engine (private to csrc/engine/; chash.h is the public contract):
  *
  *   ring.c        lifecycle, single-node changes, lookups, the check
@@ -14,8 +14,8 @@
  * hidden from the shared object where the compiler allows (CHASH_PRIVATE,
  * from sort.h).
  */
-#ifndef CHASH_RING_IMPL_H
-#define CHASH_RING_IMPL_H
+#ifndef CHASH_RING_REPR_H
+#define CHASH_RING_REPR_H
 
 #include "chash.h"
 #include "alloc.h"
@@ -115,4 +115,4 @@ CHASH_PRIVATE void chash_priv_index_remove(chash_ring *ring, size_t k);
 CHASH_PRIVATE size_t chash_priv_index_size_for(size_t nnodes);
 CHASH_PRIVATE int chash_priv_reserve_index(const chash_ring *ring, size_t count, uint32_t **fresh);
 
-#endif /* CHASH_RING_IMPL_H */
+#endif /* CHASH_RING_REPR_H */
