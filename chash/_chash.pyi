@@ -3,7 +3,7 @@ the strategy functions beside the ring that chash.simulate uses (private;
 every argument positional-only)."""
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Final, Literal, NamedTuple, TypeVar, final
+from typing import Final, Literal, NamedTuple, Protocol, Self, TypeVar, final
 
 from typing_extensions import Buffer, disjoint_base
 
@@ -37,6 +37,8 @@ LayoutName = Literal[
     "nginx",
     "libmemcached",
     "haproxy",
+    "varnish",
+    "nghttpx",
 ]
 Key = str | bytes
 # The layouts of 64-bit rings (Envoy's RING_HASH, gRPC's ring_hash): not in
@@ -272,7 +274,43 @@ class RendezvousRouter:
     def __ne__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
 
+class BoundedRouter(Protocol):
+    """What BoundedLoads needs of a router other than this extension's
+    (theirs are read directly): lookups and preference lists, and a
+    ``weights`` mapping or iterable nodes (all at weight 1)."""
+
+    def __len__(self) -> int: ...
+    def get_target_node(self, request_key: Key, /) -> str | None: ...
+    def get_preference_list(self, key: Key, n: int, /) -> list[str]: ...
+
+@disjoint_base
+class BoundedLoads:
+    """Bounded loads over a router, in C: the base of chash.BoundedLoadRouter."""
+
+    def __new__(
+        cls,
+        router: ConsistentHashRouter | MaglevRouter | JumpRouter | RendezvousRouter | BoundedRouter,
+        balance_factor: float = 1.25,
+    ) -> Self: ...
+    def acquire(self, key: Key, /) -> str: ...
+    def release(self, node: str, /) -> None: ...
+    def bound(self, node: str | None = None, /) -> int: ...
+    def _check(self) -> None: ...
+    @property
+    def router(
+        self,
+    ) -> ConsistentHashRouter | MaglevRouter | JumpRouter | RendezvousRouter | BoundedRouter: ...
+    @property
+    def balance_factor(self) -> float: ...
+    @property
+    def loads(self) -> dict[str, int]: ...
+    @property
+    def in_flight(self) -> int: ...
+
 def _hash(name: str, data: bytes, seed: int = 0, /) -> int: ...
+def _moving_keys(
+    old: object, new: object, keys: list[Key], /
+) -> list[tuple[Key, str, str]]: ...
 _Head = TypeVar("_Head")
 
 def _request_head(
@@ -286,6 +324,7 @@ def _backend_head(
     chunked: bool,
     content_length: int,
     bodyless: bool,
+    secure: bool,
     /,
 ) -> bytes: ...
 def _rebuild_table(

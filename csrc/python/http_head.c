@@ -145,12 +145,13 @@ PyObject *module_request_head(PyObject *Py_UNUSED(module), PyObject *const *args
 }
 
 const char backend_head_doc[] = PyDoc_STR(
-"_backend_head(fields, lines, remote, host, chunked, content_length, bodyless, /)\n--\n\n"
+"_backend_head(fields, lines, remote, host, chunked, content_length, bodyless, secure, /)\n--\n\n"
 "Everything after the Host line of the request to a backend (see\n"
 "chash.gateway.messages.backend_head): the lines of the fields that are\n"
 "neither hop-by-hop, nor named by Connection, nor recomputed; the\n"
 "X-Forwarded-* fields; the framing; the empty line.  bodyless: a GET or\n"
-"HEAD, which needs no Content-Length: 0.");
+"HEAD, which needs no Content-Length: 0; secure: the client came over TLS\n"
+"(X-Forwarded-Proto: https).");
 
 /* The fields never forwarded: hop-by-hop ones (RFC 9110 section 7.6.1) and
  * those the gateway writes itself. */
@@ -261,8 +262,8 @@ static void put_line(char **out, const char *prefix, const char *text, size_t n)
 PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args,
                               Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "_backend_head takes 7 arguments (%zd given)", nargs);
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "_backend_head takes 8 arguments (%zd given)", nargs);
         return NULL;
     }
     PyObject *fields = args[0], *lines = args[1];
@@ -284,7 +285,8 @@ PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args
     int chunked = PyObject_IsTrue(args[4]);
     unsigned long long length = PyLong_AsUnsignedLongLong(args[5]);
     int bodyless = PyObject_IsTrue(args[6]);
-    if (chunked < 0 || bodyless < 0 || PyErr_Occurred())
+    int secure = PyObject_IsTrue(args[7]);
+    if (chunked < 0 || bodyless < 0 || secure < 0 || PyErr_Occurred())
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(fields);
     int error;
@@ -321,7 +323,7 @@ PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args
     int nlen = snprintf(number, sizeof number, "%llu", length);
     int has_length = !chunked && (length || !bodyless);
     size += (xlen || rlen) ? 17 + xlen + (xlen && rlen ? 2 : 0) + rlen + 2 : 0;
-    size += 25 + (hlen ? 18 + hlen + 2 : 0) + (chunked ? 28 : 0)
+    size += 25 + secure + (hlen ? 18 + hlen + 2 : 0) + (chunked ? 28 : 0)
             + (has_length ? 16 + nlen + 2 : 0) + 2;
     PyObject *result = PyBytes_FromStringAndSize(NULL, size);
     if (result) {
@@ -340,7 +342,7 @@ PyObject *module_backend_head(PyObject *Py_UNUSED(module), PyObject *const *args
             }
             put_line(&out, xlen && rlen ? ", " : "", remote, (size_t)rlen);
         }
-        put_line(&out, "X-Forwarded-Proto: http", "", 0);
+        put_line(&out, secure ? "X-Forwarded-Proto: https" : "X-Forwarded-Proto: http", "", 0);
         if (hlen)
             put_line(&out, "X-Forwarded-Host: ", host, (size_t)hlen);
         if (chunked)

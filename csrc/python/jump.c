@@ -175,6 +175,15 @@ static int jump_clear(JumpObject *self)
     return 0;
 }
 
+static void jump_dealloc(JumpObject *self);
+
+const uint64_t *jump_changes(PyObject *obj)
+{
+    if (!chash_py_made_by(obj, (void *)jump_dealloc))
+        return NULL;
+    return &((JumpObject *)obj)->list.changes;
+}
+
 static void jump_dealloc(JumpObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);

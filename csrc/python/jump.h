@@ -11,5 +11,9 @@
 
 /* The type, made and added to the module at init; 0 or -1. */
 int jump_type_setup(PyObject *module);
+/* Where a JumpRouter (or an object of a subclass) counts its node
+ * list's changes, for bounded loads to notice them; NULL for any other
+ * object (no exception). */
+const uint64_t *jump_changes(PyObject *obj);
 
 #endif /* CHASH_PY_JUMP_H */

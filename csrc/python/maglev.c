@@ -128,6 +128,15 @@ static int maglev_clear(MaglevObject *self)
     return 0;
 }
 
+static void maglev_dealloc(MaglevObject *self);
+
+const uint64_t *maglev_changes(PyObject *obj)
+{
+    if (!chash_py_made_by(obj, (void *)maglev_dealloc))
+        return NULL;
+    return &((MaglevObject *)obj)->list.changes;
+}
+
 static void maglev_dealloc(MaglevObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);

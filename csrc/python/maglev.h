@@ -10,6 +10,10 @@
 
 /* The type, made and added to the module at init; 0 or -1. */
 int maglev_type_setup(PyObject *module);
+/* Where a MaglevRouter (or an object of a subclass) counts its node
+ * list's changes, for bounded loads to notice them; NULL for any other
+ * object (no exception). */
+const uint64_t *maglev_changes(PyObject *obj);
 /* A MaglevRouter of cls of table_size holding the (node, weight) pairs:
  * what its pickles are read by (module.c's _rebuild_table); NULL with an
  * exception. */

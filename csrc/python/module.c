@@ -2,7 +2,8 @@
  * module.c - chash._chash: the one extension, over one copy of the engine.
  * It holds the ConsistentHashRouter type (router.c, over its families:
  * ring32/, ring64.c), MaglevRouter (maglev.c), JumpRouter (jump.c),
- * RendezvousRouter (rendezvous.c), chash.Move (diff.c), the
+ * RendezvousRouter (rendezvous.c), the base of BoundedLoadRouter
+ * (bounded.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
  * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
@@ -11,6 +12,7 @@
  */
 #include "state.h"
 
+#include "bounded.h"
 #include "diff.h"
 #include "http_head.h"
 #include "jump.h"
@@ -90,6 +92,7 @@ static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
         || jump_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
+        || bounded_type_setup(module) < 0
         || diff_module_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);

@@ -14,6 +14,7 @@ int node_list_init(NodeList *list)
 {
     list->weights = NULL;
     list->counts = NULL;
+    list->changes = 0;
     list->nodes = PyTuple_New(0);
     list->index = PyDict_New();
     if (!list->nodes || !list->index) {
@@ -29,6 +30,7 @@ void node_list_free(NodeList *list)
     PyMem_Free(list->counts);
     list->weights = NULL;
     list->counts = NULL;
+    list->changes = 0;
     Py_CLEAR(list->nodes);
     Py_CLEAR(list->index);
 }
@@ -132,6 +134,7 @@ int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
     list->weights = copy;
     list->counts = counts;
     list->index = index;
+    list->changes++;
     if (old_structure)
         how->release(old_structure);
     node_list_free(&old);

@@ -20,6 +20,7 @@ typedef struct {
     uint64_t *weights; /* PyMem, one a node, each >= 1 */
     size_t *counts;    /* PyMem: points or table entries a node owns */
     PyObject *index;   /* dict: node -> its position in nodes */
+    uint64_t changes;  /* lists swapped in: bounded loads re-read weights */
 } NodeList;
 
 /*

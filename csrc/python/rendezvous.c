@@ -103,6 +103,15 @@ static int rdv_clear(RendezvousObject *self)
     return 0;
 }
 
+static void rdv_dealloc(RendezvousObject *self);
+
+const uint64_t *rendezvous_changes(PyObject *obj)
+{
+    if (!chash_py_made_by(obj, (void *)rdv_dealloc))
+        return NULL;
+    return &((RendezvousObject *)obj)->changes;
+}
+
 static void rdv_dealloc(RendezvousObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);

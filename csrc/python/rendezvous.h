@@ -11,4 +11,9 @@
 /* The type, made and added to the module at init; 0 or -1. */
 int rendezvous_type_setup(PyObject *module);
 
+/* Where a RendezvousRouter (or an object of a subclass) counts its node
+ * set's changes, for bounded loads to notice them; NULL for any other
+ * object (no exception). */
+const uint64_t *rendezvous_changes(PyObject *obj);
+
 #endif /* CHASH_PY_RENDEZVOUS_H */

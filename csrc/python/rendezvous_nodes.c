@@ -231,6 +231,7 @@ int rdv_router_set(RendezvousObject *self, PyObject *nodes, const double *weight
     self->weights = copy;
     self->nodes = Py_NewRef(nodes);
     self->index = index;
+    self->changes++;
     chash_rdv_free(old_set);
     PyMem_Free(old_weights);
     Py_XDECREF(old_nodes);

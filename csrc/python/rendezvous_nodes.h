@@ -24,6 +24,7 @@ typedef struct {
     double *weights;    /* PyMem, one a node */
     PyObject *index;    /* dict: node -> its position in nodes */
     chash_rdv_set *set; /* the engine's node set, always built */
+    uint64_t changes;   /* node sets swapped in: bounded loads re-read weights */
 } RendezvousObject;
 
 /* Each layout's name, its hash's name, and whether the order nodes were

@@ -2,7 +2,8 @@
  * test_strategies.c - the strategies of strategies/strategies.h on their own:
  * jump's published known answers and its monotonicity, rendezvous moving
  * only the keys it must, Maglev's table shares and disruption, the
- * bounded-loads guarantee, argument checks, and allocation failures.
+ * bounded-loads guarantee, the live load table (Envoy's weighted slots,
+ * the walk, takes and puts), argument checks, and allocation failures.
  *
  * The strategies are included directly so their allocator can be swapped
  * for one that fails on demand; the ring engine and the hashes are linked
@@ -515,6 +516,81 @@ static void test_bounded(void)
     free(plain);
 }
 
+static void test_loads(void)
+{
+    /* Envoy's slots: T = ceil(c * (t + 1)), a node max(ceil(T * w / W), 1). */
+    CHECK(chash_bounded_slots(1.25, 0, 1.0, 4.0) == 1);    /* T = 2: ceil(1/2) */
+    CHECK(chash_bounded_slots(1.25, 7, 1.0, 4.0) == 3);    /* T = 10: ceil(10/4) */
+    CHECK(chash_bounded_slots(1.0, 7, 3.0, 4.0) == 6);     /* T = 8 */
+    CHECK(chash_bounded_slots(1.0, 0, 1.0, 1000.0) == 1);  /* at least one */
+    CHECK(chash_bounded_slots(1.0, 9, 5.0, 5.0) == 10);    /* the whole weight */
+    CHECK(chash_bounded_slots(1.0, 9, 0.0, 5.0) == 0);     /* gone: never admitted */
+    CHECK(chash_bounded_slots(1e300, 9, 1.0, 2.0) == UINT64_MAX);
+    /* Equal weights give the paper's ceil(c * (t + 1) / n), exactly. */
+    int paper = 1;
+    for (uint64_t t = 0; t < 500; t++)
+        for (double n = 1; n <= 13; n++)
+            paper &= (double)chash_bounded_slots(1.1, t, 1.0, n) == ceil(ceil(1.1 * (double)(t + 1)) / n)
+                     && (double)chash_bounded_slots(1.1, t, 1.0, n) == ceil(1.1 * (double)(t + 1) / n);
+    CHECK(paper);
+
+    /* A table of weights 3, 1, 0 (a node gone but holding one), 2. */
+    const double weights[4] = {3.0, 1.0, 0.0, 2.0};
+    const uint64_t held[4] = {0, 0, 1, 0};
+    chash_loads *t = NULL;
+    CHECK(chash_loads_create(&t, 1.0, 4, weights, held) == CHASH_OK);
+    CHECK(chash_loads_size(t) == 4 && chash_loads_in_flight(t) == 1 && chash_loads_balance(t) == 1.0);
+    CHECK(chash_loads_bound(t, 0) == 1 && chash_loads_bound(t, 2) == 0 && chash_loads_bound(t, 9) == 0);
+    CHECK(!chash_loads_admits(t, 2) && !chash_loads_admits(t, 9));
+    /* Everything on slot 0 while it admits, then the walk moves on. */
+    uint32_t order[5] = {0, 2, 1, 3, 7};
+    size_t placed[4] = {0};
+    for (int i = 0; i < 11; i++) {
+        size_t pick = chash_loads_pick(t, order, 5);
+        CHECK(pick < 5);
+        CHECK(chash_loads_take(t, order[pick]) == CHASH_OK);
+        placed[order[pick]]++;
+    }
+    /* t = 12, T = 12: slots 6, 2, 0, 4; the 11 new ones fill 0 and 1 first. */
+    CHECK(placed[0] == 6 && placed[1] == 2 && placed[2] == 0 && placed[3] == 3);
+    CHECK(chash_loads_in_flight(t) == 12 && chash_loads_check(t) == CHASH_OK);
+    /* Out of range and empty slots: refused, nothing changed. */
+    CHECK(chash_loads_take(t, 4) == CHASH_EINVAL);
+    CHECK(chash_loads_put(t, 4) == CHASH_EINVAL);
+    CHECK(chash_loads_put(t, 2) == CHASH_OK && chash_loads_put(t, 2) == CHASH_ENOENT);
+    CHECK(chash_loads_in_flight(t) == 11 && chash_loads_load(t, 2) == 0);
+    CHECK(chash_loads_pick(t, order, 0) == 0);
+    CHECK(chash_loads_check(t) == CHASH_OK);
+    /* Admit-and-take: t = 11, T = 12, slot 1 holds its 2 of 2 and slot 3
+     * 3 of 4; slot 2 (weight 0) never admits, 9 is out of range. */
+    CHECK(chash_loads_try_take(t, 1) == 0 && chash_loads_load(t, 1) == 2);
+    CHECK(chash_loads_try_take(t, 2) == 0 && chash_loads_load(t, 2) == 0);
+    CHECK(chash_loads_try_take(t, 9) == CHASH_EINVAL && chash_loads_in_flight(t) == 11);
+    CHECK(chash_loads_try_take(t, 3) == 1 && chash_loads_load(t, 3) == 4);
+    CHECK(chash_loads_in_flight(t) == 12 && chash_loads_check(t) == CHASH_OK);
+    chash_loads_free(t);
+    chash_loads_free(NULL);
+
+    /* The empty table; bad arguments; allocation failures. */
+    CHECK(chash_loads_create(&t, 1.25, 0, NULL, NULL) == CHASH_OK);
+    CHECK(chash_loads_pick(t, order, 5) == 5 && chash_loads_take(t, 0) == CHASH_EINVAL);
+    chash_loads_free(t);
+    chash_loads *untouched = NULL;
+    const double bad[2] = {1.0, -1.0}, nan[1] = {NAN};
+    CHECK(chash_loads_create(&untouched, 0.9, 1, weights, NULL) == CHASH_EINVAL);
+    CHECK(chash_loads_create(&untouched, INFINITY, 1, weights, NULL) == CHASH_EINVAL);
+    CHECK(chash_loads_create(&untouched, 1.0, 2, bad, NULL) == CHASH_EINVAL);
+    CHECK(chash_loads_create(&untouched, 1.0, 1, nan, NULL) == CHASH_EINVAL);
+    CHECK(chash_loads_create(&untouched, 1.0, 1, NULL, NULL) == CHASH_EINVAL);
+    /* Two allocations: the table, and its slots (each load beside its weight). */
+    for (long fail = 0; fail < 2; fail++) {
+        fail_countdown = fail;
+        CHECK(chash_loads_create(&untouched, 1.0, 4, weights, held) == CHASH_ENOMEM);
+    }
+    fail_countdown = -1;
+    CHECK(untouched == NULL);
+}
+
 int main(void)
 {
     test_mix64();
@@ -527,5 +603,6 @@ int main(void)
     test_is_prime();
     test_maglev();
     test_bounded();
+    test_loads();
     return check_report();
 }

@@ -33,6 +33,15 @@
  *               (Java's saturating (int) included), chash_jump_by for both
  *               rules and a bad one, chash_jump_preference against a plain
  *               list of the free buckets, any bucket counts and keys;
+ *   LOADS       the live load table of bounded loads (strategies/bounded.h:
+ *               chash_bounded_slots, chash_loads_create, _free, _size,
+ *               _balance, _in_flight, _load, _bound, _admits, _pick, _take,
+ *               _try_take, _put, _check) over up to 16 slots of whole weights (0
+ *               included) or bad ones, balances below 1, NaN or huge, and
+ *               takes, puts and picks from the input, against a model of
+ *               the loads and of Envoy's weighted slots: the status each
+ *               contract names, a failed call changing nothing, and with
+ *               any weight > 0 some slot always admitting one more;
  *   FAILNEXT    the next allocation fails: a failed build must leave the
  *               ring exactly as it was.
  *
@@ -480,8 +489,107 @@ static void op_jump(fz_in *in)
     FZ_ASSERT(chash_jump_preference((chash_jump_rule)2, key, n, want, out, &found) == CHASH_EINVAL);
 }
 
+/* The slots Envoy's rule gives, written out here (bounded.h): whole
+ * weights, so the arithmetic is exact. */
+static uint64_t model_slots(double balance, uint64_t in_flight, uint64_t w, uint64_t total)
+{
+    if (w == 0 || total == 0)
+        return 0;
+    double t = ceil(balance * ((double)in_flight + 1.0));
+    double s = w >= total ? t : ceil(t * (double)w / (double)total);
+    if (s >= 18446744073709551616.0)
+        return UINT64_MAX;
+    return s < 1.0 ? 1 : (uint64_t)s;
+}
+
+static void op_loads(fz_in *in)
+{
+    enum { SLOTS = 16 };
+    uint8_t shape = fz_u8(in);
+    size_t n = shape % (SLOTS + 1);
+    static const double balances[] = {1.0, 1.25, 2.0, 0.5, NAN, 1e300, INFINITY, 1.0000001};
+    double balance = balances[(shape >> 5) % 8];
+    double weights[SLOTS];
+    uint64_t whole[SLOTS], total = 0;
+    int bad = !isfinite(balance) || balance < 1.0;
+    for (size_t k = 0; k < n; k++) {
+        uint8_t b = fz_u8(in);
+        whole[k] = b == 0xFF ? 0 : b % 8 == 7 ? 0 : b;
+        weights[k] = b == 0xFF ? -1.0 : (double)whole[k];
+        bad |= b == 0xFF;
+        total += whole[k];
+    }
+    chash_loads *t = NULL;
+    int status = chash_loads_create(&t, balance, n, weights, NULL);
+    if (bad) {
+        FZ_ASSERT(status == CHASH_EINVAL && t == NULL);
+        return;
+    }
+    if (status == CHASH_ENOMEM) {
+        FZ_ASSERT(t == NULL);
+        return;
+    }
+    FZ_ASSERT(status == CHASH_OK && chash_loads_size(t) == n);
+    FZ_ASSERT(chash_loads_balance(t) == balance);
+    uint64_t load[SLOTS] = {0}, flight = 0;
+    for (uint8_t steps = fz_u8(in) % 64; steps; steps--) {
+        uint8_t op = fz_u8(in);
+        size_t slot = (size_t)(op >> 2) % (SLOTS + 2); /* now and then out of range */
+        if (op % 4 == 0) {
+            status = chash_loads_take(t, slot);
+            FZ_ASSERT(status == (slot < n ? CHASH_OK : CHASH_EINVAL));
+            if (status == CHASH_OK) {
+                load[slot]++;
+                flight++;
+            }
+        } else if (op % 4 == 1) {
+            status = chash_loads_put(t, slot);
+            FZ_ASSERT(status == (slot >= n ? CHASH_EINVAL : load[slot] ? CHASH_OK : CHASH_ENOENT));
+            if (status == CHASH_OK) {
+                load[slot]--;
+                flight--;
+            }
+        } else if (op % 8 == 3) {
+            /* Admit-and-take in one call: taken exactly when admitted. */
+            int admitted = slot < n && load[slot] < model_slots(balance, flight, whole[slot], total);
+            status = chash_loads_try_take(t, slot);
+            FZ_ASSERT(status == (slot >= n ? CHASH_EINVAL : admitted));
+            if (status == 1) {
+                load[slot]++;
+                flight++;
+            }
+        } else {
+            /* A walk over an order from the input, out-of-range entries too. */
+            uint32_t order[SLOTS + 2];
+            size_t len = fz_u8(in) % (SLOTS + 3);
+            for (size_t i = 0; i < len; i++)
+                order[i] = fz_u8(in) % (SLOTS + 2);
+            size_t pick = chash_loads_pick(t, order, len), want = len;
+            for (size_t i = 0; i < len && want == len; i++)
+                if (order[i] < n && load[order[i]] < model_slots(balance, flight, whole[order[i]], total))
+                    want = i;
+            FZ_ASSERT(pick == want);
+        }
+        FZ_ASSERT(chash_loads_in_flight(t) == flight);
+        int any = 0;
+        for (size_t k = 0; k < SLOTS + 2; k++) {
+            uint64_t bound = chash_loads_bound(t, k);
+            FZ_ASSERT(chash_loads_load(t, k) == (k < n ? load[k] : 0));
+            FZ_ASSERT(bound == (k < n ? model_slots(balance, flight, whole[k], total) : 0));
+            FZ_ASSERT(bound == (k < n ? chash_bounded_slots(balance, flight, weights[k], (double)total) : 0));
+            FZ_ASSERT(chash_loads_admits(t, k) == (k < n && load[k] < bound));
+            any |= chash_loads_admits(t, k);
+        }
+        /* The guarantee: the slots of the weighted nodes sum to at least
+         * T > in_flight, so one of them is below its bound. */
+        FZ_ASSERT(any || total == 0);
+        FZ_ASSERT(chash_loads_check(t) == CHASH_OK);
+    }
+    chash_loads_free(t);
+}
+
 enum { OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD,
-       OP_JUMP, OP_COUNT };
+       OP_JUMP, OP_LOADS, OP_COUNT };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -504,6 +612,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_ENVOY_TABLE: op_envoy_table(&in); break;
         case OP_MOD: op_mod(&in); break;
         case OP_JUMP: op_jump(&in); break;
+        case OP_LOADS: op_loads(&in); break;
         default: fz_countdown = fz_u8(&in) % 5; break; /* FAILNEXT */
         }
         FZ_ASSERT(chash_wide_check(ring) == CHASH_OK);

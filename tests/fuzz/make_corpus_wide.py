@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus_wide"
-OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD, OP_JUMP = range(9)
+(OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD, OP_JUMP,
+ OP_LOADS) = range(10)
 
 
 def build(points: int, nodes: int, kinds: list[int]) -> bytes:
@@ -73,6 +74,15 @@ def seeds() -> dict[str, bytes]:
                 + (459790).to_bytes(8, "big") + bytes([3, 0, 7])
                 + bytes([OP_JUMP]) + b"\xff" * 8 + bytes([2, 1, 0, 0, 1, 69])
                 + bytes([OP_JUMP]) + bytes(8) + bytes([3, 63, 1, 1, 64]),
+        # Load tables: four slots at weights 3, 1, 0, 2 and balance 1 (shape
+        # 4: index 0), takes onto slot 0 past its bound, walks, puts (one
+        # of a slot holding none); a bad weight; a balance below 1 (index 3);
+        # a huge balance (index 5) over 16 slots.
+        "loads": bytes([OP_LOADS, 4, 3, 1, 0, 2, 12]) + bytes([0, 0, 0, 0])
+                 + bytes([2, 4, 0, 1, 2, 3]) + bytes([1, 5, 9, 2, 3, 17, 0, 1]) + bytes([4 << 2 | 1])
+                 + bytes([OP_LOADS, 3, 1, 0xFF, 2])
+                 + bytes([OP_LOADS, 3 << 5 | 2, 1, 1])
+                 + bytes([OP_LOADS, 5 << 5 | 16]) + bytes(range(1, 17)) + bytes([3, 0, 4, 2, 2, 0, 15]),
     }
 
 

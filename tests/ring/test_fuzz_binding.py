@@ -349,7 +349,8 @@ def test_constructor_arguments(vnodes: object, hash: object, layout: object) -> 
     except (TypeError, ValueError):
         valid = (
             (vnodes is None or (type(vnodes) is int and 1 <= vnodes <= MAX_VIRTUAL_NODES
-                                and (layout != "haproxy" or vnodes == 16)))
+                                and (layout != "haproxy" or vnodes == 16)
+                                and (layout != "nghttpx" or vnodes == 160)))
             and (callable(hash) or hash in HASHES or hash is None)
             and layout in LAYOUTS
             and scheme_exists(layout, hash)
@@ -360,9 +361,11 @@ def test_constructor_arguments(vnodes: object, hash: object, layout: object) -> 
     assert layout in LAYOUTS and (callable(hash) or hash in HASHES or hash is None)
     assert scheme_exists(layout, hash)
     assert router.layout == layout and router.hash == (hash if hash is not None else LAYOUT_HASH[layout])
+    # nghttpx hashes a backend's address: its nodes are HOST:PORT
+    node = "10.0.0.1:80" if layout == "nghttpx" else "n"
     if router.virtual_node_count <= 5000:
         try:
-            router.add_service_node("n")
+            router.add_service_node(node)
         except ValueError as exc:
             # Ketama's points come in fours (one MD5 digest each): with
             # fewer than 4 per node a lone node would own none, and is
@@ -370,15 +373,17 @@ def test_constructor_arguments(vnodes: object, hash: object, layout: object) -> 
             assert "would own 0 points" in str(exc) and router.virtual_node_count < 4
             assert router.get_target_node("k") is None and not router.node_map
             return
-        assert router.get_target_node("k") == "n"
+        assert router.get_target_node("k") == node
         router._check()
 
 
 # The hash each layout uses by default, and the hashes it is defined over
 # (any hash, or a callable, where absent).
 LAYOUT_HASH = {"python": "md5", "node": "md5", "ketama": "md5", "nginx": "crc32",
-               "libmemcached": "one_at_a_time", "haproxy": "sdbm_avalanche"}
+               "libmemcached": "one_at_a_time", "haproxy": "sdbm_avalanche", "varnish": "sha256",
+               "nghttpx": "sha256"}
 LAYOUT_HASHES = {"ketama": {"md5"}, "nginx": {"crc32"}, "libmemcached": {"one_at_a_time", "md5"},
+                 "varnish": {"sha256"}, "nghttpx": {"sha256"},
                  "haproxy": {"sdbm", "djb2", "wt6", "crc32", "sdbm_avalanche", "djb2_avalanche",
                              "wt6_avalanche", "crc32_avalanche"}}
 
@@ -393,8 +398,9 @@ def scheme_exists(layout: object, hash: object) -> bool:
 @given(key=any_keys, layout=st.sampled_from(LAYOUTS), hash=st.sampled_from(HASHES))
 def test_key_hash_every_scheme(key: str | bytes, layout: str, hash: str) -> None:
     assume(scheme_exists(layout, hash))
-    # haproxy's points per weight are HAProxy's 16, not a setting
-    router = ConsistentHashRouter(3 if layout != "haproxy" else None, hash=hash, layout=layout)
+    # haproxy's points per weight are HAProxy's 16, nghttpx's 160, not settings
+    vnodes = None if layout in ("haproxy", "nghttpx") else 3
+    router = ConsistentHashRouter(vnodes, hash=hash, layout=layout)
     if has_surrogate(key):
         with pytest.raises(UnicodeEncodeError):
             router._calculate_hash(key)
