@@ -7,6 +7,12 @@ holds the data; after, the new owner, which now holds it too.  The old
 copies are deleted only once the migration is committed (and no read that
 started before is still in flight), so a read never meets a missing key.
 
+Any two routers of one family migrate: two ``ConsistentHashRouter`` of
+one layout and hash, two ``MaglevRouter`` of one table size (both list the
+arcs that change owner, ``diff``), two ``JumpRouter`` or two
+``RendezvousRouter`` (any layouts: they have no arcs, so the moving keys
+are found by routing the given keys in both, in C batches).
+
 A node that joins as *warming* owns its arcs in the target ring but serves
 nothing until every key moving to it is done: until then ``route`` keeps
 answering the keys' old owners, so the node starts serving with its data
@@ -25,7 +31,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from chash._chash import Move
+from chash._chash import (
+    ConsistentHashRouter,
+    JumpRouter,
+    MaglevRouter,
+    Move,
+    RendezvousRouter,
+    _moving_keys,
+)
 from chash.migration import state as _state
 
 Key = str | bytes
@@ -35,13 +48,41 @@ Triple = tuple[Key, str, str]
 
 class Ring(Protocol):
     """What a migration asks of its two routers: a ``ConsistentHashRouter``
-    (any layout) or a ``MaglevRouter``, both of one kind."""
+    (any layout), a ``MaglevRouter``, a ``JumpRouter`` or a
+    ``RendezvousRouter``, both of one family.  Those with arcs also have
+    ``diff(other)``."""
 
     def get_target_node(self, request_key: Key, /) -> str | None: ...
     def get_target_nodes(self, keys: Iterable[Key], /) -> list[str | None]: ...
     def fingerprint(self) -> str: ...
-    def diff(self, other: Any, /) -> list[Move]: ...
     def __contains__(self, node: object, /) -> bool: ...
+
+
+#: The router families a migration knows, and which of them have arcs.
+_FAMILIES: tuple[type, ...] = (ConsistentHashRouter, MaglevRouter, JumpRouter, RendezvousRouter)
+_WITHOUT_ARCS: tuple[type, ...] = (JumpRouter, RendezvousRouter)
+
+
+def _family(router: object) -> type:
+    """The family of a router: the chash type it is an instance of, else its own type."""
+    for family in _FAMILIES:
+        if isinstance(router, family):
+            return family
+    return type(router)
+
+
+def _arcs(old: Ring, new: Ring) -> list[Move] | None:
+    """``old.diff(new)``, or None for routers that have no arcs."""
+    family = _family(old)
+    if family is not _family(new):
+        raise TypeError(f"Migration needs two routers of one family, not {type(old).__name__} "
+                        f"and {type(new).__name__}: the keys of one cannot be compared arc by arc "
+                        "with the other's; route them with both (get_target_nodes) instead")
+    diff = getattr(old, "diff", None)
+    if family in _WITHOUT_ARCS or diff is None:
+        return None
+    moves: list[Move] = diff(new)
+    return moves
 
 
 R = TypeVar("R", bound=Ring)
@@ -58,11 +99,13 @@ class Progress(NamedTuple):
 class Migration(Generic[R]):
     """Moves the keys whose owner differs between ``old`` and ``new``.
 
-    ``keys``: every key the store holds (any iterable of str or bytes), of
-    which the moving ones are found by routing them in both rings.  Without
-    it, :meth:`keys_in` lists the keys of each arc of ``old.diff(new)``
-    (the ``keys_in`` argument, or an override in a subclass), for stores
-    that can scan by hash range.  ``batch_size`` bounds each batch;
+    ``old`` and ``new`` are two routers of one family (TypeError for two
+    families).  ``keys``: every key the store holds (any iterable of str or
+    bytes), of which the moving ones are found by routing them in both
+    rings.  Without it, :meth:`keys_in` lists the keys of each arc of
+    ``old.diff(new)`` (the ``keys_in`` argument, or an override in a
+    subclass), for stores that can scan by hash range; ``JumpRouter`` and
+    ``RendezvousRouter`` have no arcs, so they need the keys.  ``batch_size`` bounds each batch;
     ``warming`` names nodes of ``new`` that serve nothing until every key
     moving to them is done.  The two routers are used as they are, not
     copied (a copy of a big ring costs seconds): they must not change while
@@ -76,11 +119,15 @@ class Migration(Generic[R]):
                  warming: Iterable[str] = ()) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r}")
+        arcs = _arcs(old, new)
+        if keys is None and arcs is None:
+            raise ValueError(f"Migration of two {type(old).__name__}s needs the keys: they have "
+                             "no arcs for keys_in(move) to list")
         if keys is None and keys_in is None and type(self).keys_in is Migration.keys_in:
             raise ValueError("Migration needs the keys, or a keys_in(move) hook listing each arc's")
         self._old = old
         self._new = new
-        self._moves = old.diff(new)
+        self._moves = arcs or []
         self._prints = (old.fingerprint(), new.fingerprint())
         self._batch_size = batch_size
         self._keys_in = keys_in
@@ -117,7 +164,8 @@ class Migration(Generic[R]):
 
     @property
     def moves(self) -> list[Move]:
-        """The arcs that change owner, ``old.diff(new)``."""
+        """The arcs that change owner, ``old.diff(new)`` ([] for routers
+        without arcs: ``JumpRouter``, ``RendezvousRouter``)."""
         return list(self._moves)
 
     @property
@@ -134,12 +182,11 @@ class Migration(Generic[R]):
         return self._keys_in(move)
 
     def _route_both(self, keys: list[Key]) -> list[Triple]:
+        """The moving ones of keys: each routed in both, one batch a router,
+        and compared in C."""
         if not keys:
             return []
-        sources = self._old.get_target_nodes(keys)
-        targets = self._new.get_target_nodes(keys)
-        return [(k, s, t) for k, s, t in zip(keys, sources, targets, strict=True)
-                if s != t and s is not None and t is not None]
+        return _moving_keys(self._old, self._new, keys)
 
     def _unchanged(self) -> None:
         """RuntimeError when either ring changed since the migration began."""

@@ -21,12 +21,19 @@
  *    may wrap past the top and then comes first.  A ring whose points all
  *    share one value v gives v itself, a tie at distance 0, to the point
  *    before the successor, the last point: (v - 1, v + 2**31] go to L and
- *    the rest to F.
+ *    the rest to F;
+ *  - varnish rule (chash_ring_varnish()): no wrap, so no cut at the top:
+ *    (v, F) for each run's value v, F its first point's owner, but (v - 1,
+ *    F) then (v, X) where an exact hit on v starts from another owner X,
+ *    and (max, last point's owner) for the values above the last point;
+ *    a ring of two points routes every hash to the second (the
+ *    bisection's first probe, i = 1, is the last point).
+ *    These steps are listed whole (varnish_steps) and merged as lists.
  */
 #include "diff.h"
 
 #include "alloc.h"
-#include "ring_impl.h"
+#include "ring_repr.h"
 
 #include <string.h>
 
@@ -245,6 +252,100 @@ static int ring_nearest(const chash_ring *ring)
     return chash_ring_rule(ring) == CHASH_RULE_NEAREST;
 }
 
+/* A ring's routing as a list of steps (pos strictly increasing, the last
+ * at max), for the varnish rule. */
+typedef struct {
+    uint64_t *pos;
+    uint32_t *owner;
+    size_t n;
+} step_list;
+
+static void push_step(step_list *list, uint64_t pos, uint32_t owner)
+{
+    list->pos[list->n] = pos;
+    list->owner[list->n] = owner;
+    list->n++;
+}
+
+/* The steps of a varnish-rule ring (the header's list); 0 or CHASH_ENOMEM.
+ * At most two steps a run and one at the top. */
+static int varnish_steps(const chash_ring *ring, step_list *list)
+{
+    size_t n = ring->npoints;
+    list->n = 0;
+    list->pos = CHASH_MALLOC((2 * n + 1) * sizeof *list->pos);
+    list->owner = CHASH_MALLOC((2 * n + 1) * sizeof *list->owner);
+    if (!list->pos || !list->owner) {
+        CHASH_FREE(list->pos);
+        CHASH_FREE(list->owner);
+        return CHASH_ENOMEM;
+    }
+    const chash_pair *pt = ring->pt;
+    if (n == 2) { /* the bisection's first probe is the last point: all of it */
+        push_step(list, UINT32_MAX, pt[1].owner);
+        return CHASH_OK;
+    }
+    for (size_t i = 0; i < n;) {
+        uint32_t v = pt[i].value, first = pt[i].owner;
+        size_t end = i + 1;
+        while (end < n && pt[end].value == v)
+            end++;
+        uint32_t hit = end - i > 1 ? pt[chash_ring_varnish(ring, v)].owner : first;
+        if (hit != first && v > 0 && (list->n == 0 || list->pos[list->n - 1] < (uint64_t)v - 1))
+            push_step(list, (uint64_t)v - 1, first);
+        push_step(list, v, hit);
+        i = end;
+    }
+    if (pt[n - 1].value < UINT32_MAX)
+        push_step(list, UINT32_MAX, pt[n - 1].owner);
+    return CHASH_OK;
+}
+
+/* The merge of two step lists; same maps a's owners to b's.  0 or
+ * CHASH_ENOMEM (nothing returned). */
+static int merge_steps(const step_list *a, const step_list *b, const uint32_t *same,
+                       chash_move **moves, size_t *count)
+{
+    const uint64_t max = UINT32_MAX;
+    move_list list = {NULL, 0, 0};
+    size_t i = 0, j = 0;
+    uint64_t lo = 0;
+    for (;;) {
+        uint64_t pa = a->pos[i], pb = b->pos[j], hi = pa < pb ? pa : pb;
+        uint32_t oa = a->owner[i], ob = b->owner[j];
+        if (same[oa] != ob && push_move(&list, lo, hi, oa, ob, max) != CHASH_OK) {
+            CHASH_FREE(list.moves);
+            return CHASH_ENOMEM;
+        }
+        if (hi == max)
+            break;
+        lo = hi + 1;
+        i += pa == hi;
+        j += pb == hi;
+    }
+    return finish(&list, max, moves, count);
+}
+
+/* The diff of two varnish-rule rings, both non-empty. */
+static int diff_varnish(const chash_ring *from, const chash_ring *to, const uint32_t *same,
+                        chash_move **moves, size_t *count)
+{
+    step_list a, b;
+    if (varnish_steps(from, &a) != CHASH_OK)
+        return CHASH_ENOMEM;
+    if (varnish_steps(to, &b) != CHASH_OK) {
+        CHASH_FREE(a.pos);
+        CHASH_FREE(a.owner);
+        return CHASH_ENOMEM;
+    }
+    int status = merge_steps(&a, &b, same, moves, count);
+    CHASH_FREE(a.pos);
+    CHASH_FREE(a.owner);
+    CHASH_FREE(b.pos);
+    CHASH_FREE(b.owner);
+    return status;
+}
+
 /*
  * The merge for two 32-bit rings under the successor rule, the common
  * case, on the point arrays directly: the same steps as two cursors (a
@@ -293,7 +394,7 @@ int chash_ring_diff(const chash_ring *from, const chash_ring *to, chash_move **m
 {
     *moves = NULL;
     *count = 0;
-    if (ring_nearest(from) != ring_nearest(to))
+    if (chash_ring_rule(from) != chash_ring_rule(to))
         return CHASH_EINVAL;
     if (from->npoints == 0 || to->npoints == 0)
         return from->npoints == to->npoints ? CHASH_OK : CHASH_EINVAL;
@@ -308,7 +409,9 @@ int chash_ring_diff(const chash_ring *from, const chash_ring *to, chash_move **m
                       : CHASH_DIFF_NONE;
     }
     int status;
-    if (ring_nearest(from)) {
+    if (chash_ring_rule(from) == CHASH_RULE_VARNISH) {
+        status = diff_varnish(from, to, same, moves, count);
+    } else if (ring_nearest(from)) {
         cursor a, b;
         cursor_init(&a, from->pt, NULL, from->npoints, UINT32_MAX, 1);
         cursor_init(&b, to->pt, NULL, to->npoints, UINT32_MAX, 1);

@@ -1,5 +1,6 @@
 /*
- * diff.c - chash.Move and what every diff() shares (diff.h).  Part of
+ * diff.c - chash.Move, what every diff() shares, and the per-key
+ * comparison of two routers where there are no arcs (diff.h).  Part of
  * chash._chash.
  */
 #include "diff.h"
@@ -69,8 +70,76 @@ PyObject *diff_mismatch(PyObject *a, PyObject *b)
     return NULL;
 }
 
+/* router.get_target_nodes(keys) as a list of len(keys); NULL with an exception. */
+static PyObject *owners(PyObject *router, PyObject *keys)
+{
+    PyObject *list = PyObject_CallMethod(router, "get_target_nodes", "O", keys);
+    if (list && (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != PyList_GET_SIZE(keys))) {
+        PyErr_Format(PyExc_TypeError,
+                     "_moving_keys: get_target_nodes of %.200s gave no list of one owner a key",
+                     Py_TYPE(router)->tp_name);
+        Py_CLEAR(list);
+    }
+    return list;
+}
+
+PyDoc_STRVAR(moving_keys_doc,
+"_moving_keys(old, new, keys, /)\n--\n\n"
+"[(key, source, target)] for the keys of the list keys whose owner differs\n"
+"between the routers old and new (get_target_nodes of each, one batch),\n"
+"in the keys' order; a key either router has no owner for is left out.");
+
+static PyObject *moving_keys(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "_moving_keys() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *keys = args[2];
+    if (!PyList_CheckExact(keys)) {
+        PyErr_Format(PyExc_TypeError, "_moving_keys: keys must be a list, not %.200s",
+                     Py_TYPE(keys)->tp_name);
+        return NULL;
+    }
+    PyObject *before = owners(args[0], keys);
+    PyObject *after = before ? owners(args[1], keys) : NULL;
+    PyObject *out = after ? PyList_New(0) : NULL;
+    /* The router calls may have run Python code: the lengths are checked
+     * against the keys list as it is now. */
+    Py_ssize_t n = out ? PyList_GET_SIZE(keys) : 0;
+    if (out && (PyList_GET_SIZE(before) != n || PyList_GET_SIZE(after) != n)) {
+        PyErr_SetString(PyExc_RuntimeError, "_moving_keys: keys changed during the call");
+        Py_CLEAR(out);
+        n = 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *source = PyList_GET_ITEM(before, i), *target = PyList_GET_ITEM(after, i);
+        if (source == target || source == Py_None || target == Py_None)
+            continue;
+        int same = PyObject_RichCompareBool(source, target, Py_EQ);
+        PyObject *item = same == 0 ? PyTuple_Pack(3, PyList_GET_ITEM(keys, i), source, target)
+                                   : NULL;
+        if (same < 0 || (same == 0 && (!item || PyList_Append(out, item) < 0))) {
+            Py_XDECREF(item);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_XDECREF(item);
+    }
+    Py_XDECREF(before);
+    Py_XDECREF(after);
+    return out;
+}
+
+static PyMethodDef diff_methods[] = {
+    {"_moving_keys", (PyCFunction)(void (*)(void))moving_keys, METH_FASTCALL, moving_keys_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 int diff_module_setup(PyObject *module)
 {
+    if (PyModule_AddFunctions(module, diff_methods) < 0)
+        return -1;
     PyObject *collections = PyImport_ImportModule("collections");
     if (!collections)
         return -1;

@@ -26,7 +26,8 @@ int diff_as_moves(PyObject *list, PyObject *move_type);
 PyObject *diff_error(int status);
 /* ValueError naming both routers' layouts and hashes; NULL. */
 PyObject *diff_mismatch(PyObject *a, PyObject *b);
-/* chash.Move made and added to the module; 0 or -1. */
+/* chash.Move made and added to the module, with _moving_keys (the moving
+ * keys of two routers compared key by key, for those without arcs); 0 or -1. */
 int diff_module_setup(PyObject *module);
 
 #endif /* CHASH_PY_DIFF_H */

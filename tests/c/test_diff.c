@@ -184,7 +184,8 @@ static void test_random(void)
     for (int round = 0; round < 400; round++) {
         chash_ring *r[2];
         chash_ties ties = (chash_ties)(round & 1);
-        chash_rule rule = round % 4 >= 2 ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+        /* Every rule in turn: successor, nearest, varnish. */
+        chash_rule rule = (chash_rule)((round / 2) % 3);
         for (int k = 0; k < 2; k++) {
             r[k] = chash_ring_new();
             CHECK(chash_ring_set_ties(r[k], ties) == 0);
@@ -251,6 +252,48 @@ static void test_nearest(void)
     chash_ring_free(c);
     chash_ring_free(d);
     chash_ring_free(e);
+    chash_ring_free(s);
+}
+
+/* The varnish rule: no wrap (the values above the last point stay with
+ * its owner), exact hits on a shared value where Varnish's bisection
+ * lands; another rule refused. */
+static void test_varnish(void)
+{
+    chash_ring *a = chash_ring_new(), *b = chash_ring_new(), *c = chash_ring_new();
+    CHECK(chash_ring_set_rule(a, CHASH_RULE_VARNISH) == 0 && chash_ring_set_rule(b, CHASH_RULE_VARNISH) == 0
+          && chash_ring_set_rule(c, CHASH_RULE_VARNISH) == 0);
+    CHECK(chash_ring_set_ties(a, CHASH_TIES_BY_ORDER) == 0 && chash_ring_set_ties(b, CHASH_TIES_BY_ORDER) == 0
+          && chash_ring_set_ties(c, CHASH_TIES_BY_ORDER) == 0);
+    const uint32_t px[] = {100}, pz[] = {300}, py[] = {200};
+    CHECK(add(a, "x", px, 1) == 0 && add(b, "x", px, 1) == 0 && add(b, "y", py, 1) == 0);
+    CHECK(add(a, "z", pz, 1) == 0 && add(b, "z", pz, 1) == 0);
+    chash_move *moves;
+    size_t n;
+    /* a has two points: all is z's (the bisection's first probe).  In b, y
+     * takes (100, 200] from z and x takes [0, 100]; z keeps the rest, the
+     * values above 300 too (no wrap). */
+    CHECK(chash_ring_diff(a, b, &moves, &n) == 0 && n == 2);
+    if (n == 2) {
+        CHECK(moves[0].start == UINT32_MAX && moves[0].end == 100 && moves[0].target == 0);
+        CHECK(moves[1].start == 100 && moves[1].end == 200 && moves[1].target == 1);
+    }
+    chash_moves_free(moves);
+    CHECK(checked_diff(a, b) == 2 && checked_diff(b, a) == 2);
+    /* Three nodes sharing the value 20: the bisection lands on the middle
+     * point, so 20 itself moves with it. */
+    const uint32_t p10[] = {10}, p20[] = {20}, p30[] = {30, UINT32_MAX};
+    CHECK(add(c, "a", p10, 1) == 0 && add(c, "b", p20, 1) == 0 && add(c, "c", p20, 1) == 0
+          && add(c, "d", p20, 1) == 0 && add(c, "e", p30, 2) == 0);
+    checked_diff(c, b);
+    checked_diff(b, c);
+    checked_diff(c, a);
+    chash_ring *s = chash_ring_new();
+    CHECK(add(s, "x", px, 1) == 0);
+    CHECK(chash_ring_diff(a, s, &moves, &n) == CHASH_EINVAL && n == 0 && moves == NULL);
+    chash_ring_free(a);
+    chash_ring_free(b);
+    chash_ring_free(c);
     chash_ring_free(s);
 }
 
@@ -360,6 +403,7 @@ int main(void)
     test_errors();
     test_random();
     test_nearest();
+    test_varnish();
     test_wide();
     test_table();
     return check_report();

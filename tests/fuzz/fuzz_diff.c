@@ -2,7 +2,8 @@
  * fuzz_diff.c - libFuzzer target for the ring diff (engine/diff.h).
  *
  * The input describes two small 32-bit rings: a byte for the tie rule
- * and the lookup rule (successor or HAProxy's nearest point),
+ * and the lookup rule (successor, HAProxy's nearest point or Varnish's
+ * shard lookup),
  * then for each ring up to six nodes (a presence byte, a point count, the
  * points: one byte picks a narrow value near 0, one near the top, or four
  * bytes of a full value, so rings share and collide points often).  The
@@ -167,7 +168,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t mode = byte(&r);
     chash_ties ties = (chash_ties)(mode & 1);
     long fail_at = (mode & 2) ? (long)(mode >> 2) % 4 : -1;
-    chash_rule rule = (mode & 16) ? CHASH_RULE_NEAREST : CHASH_RULE_SUCCESSOR;
+    chash_rule rule = (mode & 16)   ? CHASH_RULE_NEAREST
+                      : (mode & 32) ? CHASH_RULE_VARNISH
+                                    : CHASH_RULE_SUCCESSOR;
     chash_ring *a = read_ring(&r, ties, rule), *b = read_ring(&r, ties, rule);
     check_pair(a, b, fail_at);
     check_pair(b, a, -1);

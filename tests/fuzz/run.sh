@@ -11,9 +11,10 @@
 #                    on demand; fuzzes for SECONDS from a temporary copy of
 #                    tests/fuzz/corpus/ (the committed corpus never grows).
 # Both link the schemes and hash functions (SCHEME_SOURCES, HASH_SOURCES).
-# Then tests/fuzz/fuzz_wide.c, the 64-bit ring, Envoy's rules and the
-# weighted Maglev fill (it includes WIDE_SOURCES and the strategies with its
-# own failing allocator, and links the hashes and the ring): its seeds of
+# Then tests/fuzz/fuzz_wide.c, the 64-bit ring, Envoy's rules, the
+# weighted Maglev fill and the bounded-load table (it includes WIDE_SOURCES
+# and the strategies with its own failing allocator, and links the hashes
+# and the ring): its seeds of
 # tests/fuzz/corpus_wide/ replayed, then fuzzed for a quarter of SECONDS
 # (at least 5).  Then tests/fuzz/fuzz_diff.c, the diff of two rings
 # (it includes engine/diff.c with its own failing allocator and links the
