@@ -1,6 +1,9 @@
 """The ways of assigning keys to nodes ``simulate()`` measures: ``hash %
 N``, the ring, jump, rendezvous, Maglev and bounded loads, each over one
-``Workload`` (the keys and their hashes); the loops run in C."""
+``Workload`` (the keys and their hashes); the loops run in C.  Jump,
+rendezvous and Maglev are the library's own routers (``JumpRouter``,
+``RendezvousRouter``, ``MaglevRouter``), so the tables measure what a user
+of them gets."""
 from __future__ import annotations
 
 import math
@@ -10,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chash import _chash
-from chash._chash import ConsistentHashRouter, JumpRouter
+from chash._chash import ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter
 from chash.simulate.config import TIMING_REPEATS, SimulationConfig
 
 if TYPE_CHECKING:
@@ -121,26 +124,38 @@ class JumpStrategy(Strategy):
 
 
 class RendezvousStrategy(Strategy):
-    """Highest random weight: the node scoring highest for the key wins."""
+    """Highest random weight: the node scoring highest for the key wins.
+
+    Routed by ``chash.RendezvousRouter`` (``layout="hrw"``, all weights 1)
+    through its batch lookup, which scores the keys' own XXH64 (the hrw
+    layout's key hash, whatever the workload's)."""
 
     id = "rendezvous"
     label = "rendezvous"
+    hashes_keys = True
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
-        node_hashes = _key_hashes(nodes, self.workload.hash_name)
+        if not nodes:
+            raise ValueError("rendezvous needs at least one node")
+        router = RendezvousRouter()
+        router.add_service_nodes(nodes)
         started = time.perf_counter()
-        result = _chash._rendezvous_assign(self.workload.hashes, node_hashes)
+        owners = router.get_target_nodes(self.workload.keys)
         self.route_seconds = time.perf_counter() - started
-        return result
+        return _chash._node_indices(owners, nodes)
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
-        """One 64-bit hash a node."""
-        return 8 * len(nodes)
+        """One 64-bit score seed and one weight a node."""
+        return 16 * len(nodes)
 
 
 class MaglevStrategy(Strategy):
-    """Maglev: a prime-sized lookup table filled from per-node permutations."""
+    """Maglev: a prime-sized lookup table filled from per-node permutations.
+
+    Routed by ``chash.MaglevRouter(size)`` (Envoy's permutations and fill,
+    all weights 1) over the workload's 64-bit key hashes
+    (``get_target_nodes_by_hash``: the entry is the hash modulo the size)."""
 
     id = "maglev"
     label = "maglev"
@@ -149,17 +164,25 @@ class MaglevStrategy(Strategy):
         super().__init__(workload)
         self.size = size
 
+    def router(self, nodes: Sequence[str]) -> MaglevRouter:
+        """A router holding ``nodes``."""
+        router = MaglevRouter(self.size)
+        router.add_service_nodes(nodes)
+        return router
+
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
-        table = _chash._maglev_table(_key_hashes(nodes, self.workload.hash_name), self.size)
+        if not nodes:
+            raise ValueError("maglev needs at least one node")
+        router = self.router(nodes)
         started = time.perf_counter()
-        result = _chash._table_assign(self.workload.hashes, table)
+        owners = router.get_target_nodes_by_hash(self.workload.hashes)
         self.route_seconds = time.perf_counter() - started
-        return result
+        return _chash._node_indices(owners, nodes)
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
-        """The table: one 32-bit node index an entry."""
-        return 4 * self.size
+        """Heap bytes of the router's table."""
+        return self.router(nodes).memory_bytes
 
 
 class RingStrategy(Strategy):
