@@ -719,6 +719,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rendezvous-only", action="store_true",
                         help="only the rows of RendezvousRouter against pymemcache's hasher "
                              "(--nodes default 10,100,1000)")
+    parser.add_argument("--families-only", action="store_true",
+                        help="only the families side by side (every ring layout, Maglev, jump, "
+                             "rendezvous) against uhashring, pymemcache's hasher and fastring, "
+                             "and bounded loads' acquire + release against a plain lookup")
     parser.add_argument("--reference", metavar="GIT_REV",
                         help="only this checkout's engine against the engine built at GIT_REV, "
                              "interleaved (benchmarks/_against_revision.py; --nodes default 100)")
@@ -743,6 +747,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.jump_only:
         print(jump_rows(nodes if "--nodes" in (argv if argv is not None else sys.argv)
                         else [10, 100, 1000], request_keys(args.keys or 20000), repeat))
+        return 0
+    if args.families_only:
+        from _families import run as families
+
+        given = "--nodes" in (argv if argv is not None else sys.argv)
+        text, payload = families(nodes if given else [10, 100, 1000],
+                                 request_keys(args.keys or 20000), repeat)
+        if args.json:
+            payload["command"] = " ".join(["python", *sys.argv])
+            write_json(args.json, payload)
+        print(text)
+        return 0
     if args.rendezvous_only:
         given = "--nodes" in (argv if argv is not None else sys.argv)
         print(rendezvous_rows(nodes if given else [10, 100, 1000],
