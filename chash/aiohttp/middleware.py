@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 from chash._optional import require
-from chash.routing.keys import KeyRule
+from chash.routing.keys import request_rule
 from chash.routing.retry import Outcome, next_attempt
 from chash.routing.sticky import Ring, StickyRoutes, key_of, missing_key
 
@@ -85,7 +85,7 @@ class StickyMiddleware:
                  key: KeySpec, retries: int = 2, health: object = None) -> None:
         self._routes = StickyRoutes(router, addresses, retries=retries, health=health)
         if isinstance(key, str):
-            rule = KeyRule.parse(key)
+            rule = request_rule(key, "chash.aiohttp")
             self._extract: Callable[[Any], str | bytes | None] = \
                 lambda request: rule.extract(_Head(request))
             self._what = f"{rule} is absent or empty"

@@ -47,6 +47,8 @@ class Channel(asyncio.Protocol):
         "loop",
         "on_writable",
         "peer_closed",
+        "secure",
+        "tls_subject",
         "transport",
     )
 
@@ -74,6 +76,11 @@ class Channel(asyncio.Protocol):
         #: Set by the proxy while a request of this client is being
         #: served: ``finish_if_idle`` leaves the connection alone then.
         self.busy = False
+        #: Whether the connection is over TLS; for a client, the subject
+        #: of its verified certificate, if any (set by the proxy: ``--key
+        #: tls-subject``).
+        self.secure = False
+        self.tls_subject: bytes | None = None
         #: Called when the peer, having fallen behind (``write_paused``),
         #: takes what was written: a tunnel resumes reading its other side.
         self.on_writable: Callable[[], None] | None = None
@@ -81,6 +88,7 @@ class Channel(asyncio.Protocol):
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
+        self.secure = transport.get_extra_info("sslcontext") is not None
         if self._on_made is not None:
             self._on_made(self)
 
@@ -104,7 +112,10 @@ class Channel(asyncio.Protocol):
             self.fast(self)
         else:
             self._wake()
-        return True  # keep the write side open: a response may still go out
+        # Keep the write side open: a response may still go out.  TLS has no
+        # half-close in asyncio (the transport closes after the peer's
+        # close_notify, and warns if asked to stay open).
+        return not self.secure
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:

@@ -30,6 +30,7 @@ from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_resp
 from chash.gateway.messages import Body, backend_head, client_head, request_start
 from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import Pool
+from chash.gateway.tls import request_key
 from chash.metrics import RouteCounters
 from chash.routing.keys import KeyRule
 
@@ -184,7 +185,7 @@ class Express:
         config = proxy.config
         if request.content_length or request.chunked or request.upgrade is not None:
             return False
-        key = proxy.key_rule.extract(request)
+        key = request_key(proxy.key_rule, request, self._client.tls_subject)
         nodes = None if key is None else proxy.router.get_preference_list(key, config.attempts)
         if not nodes:
             return False
@@ -197,7 +198,7 @@ class Express:
         client = self._client
         now = client.loop.time()
         wait = max(min(config.read_timeout, config.deadline), 0.001)
-        upstream_head = backend_head(request, self._remote)
+        upstream_head = backend_head(request, self._remote, client.secure)
         self._state = _State.SENT
         client.busy = True
         self._request, self._key, self._nodes, self._node = request, key, nodes, node

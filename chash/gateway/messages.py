@@ -58,24 +58,25 @@ def request_start(request: RequestHead, authority: bytes) -> bytes:
     return b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (request.method.encode(), request.target, authority)
 
 
-def backend_head(request: RequestHead, remote: str) -> bytes:
+def backend_head(request: RequestHead, remote: str, secure: bool = False) -> bytes:
     """Everything after the Host line of the request to a backend: the
     client's fields but the hop-by-hop ones (RFC 9110 §7.6.1), those its
     Connection field names and those the gateway recomputes, then the
-    ``X-Forwarded-*`` fields, the framing, and the empty line.  Written
+    ``X-Forwarded-*`` fields (``X-Forwarded-Proto: https`` when the client
+    came over TLS: ``secure``), the framing, and the empty line.  Written
     in C (``chash._chash._backend_head``): it is built for every request."""
     return _backend_head(request.fields, request.lines, remote, request.host,
                          request.chunked, request.content_length,
-                         request.method == "GET" or request.method == "HEAD")
+                         request.method == "GET" or request.method == "HEAD", secure)
 
 
-def upgrade_head(request: RequestHead, remote: str) -> bytes:
+def upgrade_head(request: RequestHead, remote: str, secure: bool = False) -> bytes:
     """``backend_head`` for a WebSocket handshake: the hop-by-hop
     ``Connection`` and ``Upgrade`` fields, which the gateway passes on for
     this one protocol, written again (the ``Sec-WebSocket-*`` fields are
     end-to-end, and went with the others)."""
     assert request.upgrade is not None
-    head = backend_head(request, remote)
+    head = backend_head(request, remote, secure)
     return head[:-2] + b"Connection: Upgrade\r\nUpgrade: " + request.upgrade + b"\r\n\r\n"
 
 

@@ -1,6 +1,7 @@
 """Keep-alive connections to one backend: ``Pool``, at most ``limit`` open.
 
-Every backend has a pool of its own, so that a hung backend holding all of
+A pool of an ``https://`` backend keeps its TLS connections: a request on
+a reused one costs no handshake.  Every backend has a pool of its own, so that a hung backend holding all of
 its connections cannot hold up requests to the others.  Waiting for a free
 connection is bounded by the request's deadline (``NoSlot`` after it).
 """
@@ -8,9 +9,11 @@ connection is bounded by the request's deadline (``NoSlot`` after it).
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections import deque
 
 from chash.gateway.channel import Channel
+from chash.gateway.upstream import open_channel, upstream_of
 
 __all__ = ["NoSlot", "Pool"]
 
@@ -27,16 +30,21 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 class Pool:
     """Keep-alive connections to one backend, at most ``limit`` open."""
 
-    def __init__(self, address: str, limit: int) -> None:
-        host, _, port = address.rpartition(":")
-        self.host = host.strip("[]")
-        self.port = int(port)
+    def __init__(self, address: str, limit: int, tls: ssl.SSLContext | None = None) -> None:
+        """A pool for ``address`` (``host:port`` or ``https://host:port``,
+        whose connections ``tls`` verifies)."""
+        self.upstream = upstream = upstream_of(address)
+        self.host = upstream.host
+        self.port = upstream.port
         #: The address as a request's Host field names it.
-        self.authority = address.encode()
+        self.authority = upstream.authority
+        self.tls = tls
         self.limit = limit
         self.idle: list[Channel] = []
         self.open = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
+        #: Set by ``close``: connections given back are closed, not pooled.
+        self.closed = False
 
     async def acquire(self, connect_timeout: float, deadline: float,
                       fresh: bool = False) -> tuple[Channel, bool]:
@@ -62,8 +70,7 @@ class Pool:
         self.open += 1
         try:
             timeout = min(connect_timeout, max(0.0, deadline - loop.time()))
-            _, channel = await asyncio.wait_for(
-                loop.create_connection(Channel, self.host, self.port), timeout)
+            channel = await open_channel(self.upstream, self.tls, timeout)
         except BaseException:
             self.open -= 1
             self._wake()
@@ -84,7 +91,7 @@ class Pool:
 
     def release(self, channel: Channel, reuse: bool) -> None:
         """Give ``channel`` back: pooled if ``reuse`` and still sound."""
-        if reuse and not channel.lost and not channel.buffered:
+        if reuse and not channel.lost and not channel.buffered and not self.closed:
             self.idle.append(channel)
         else:
             self.open -= 1
@@ -99,7 +106,9 @@ class Pool:
                 return
 
     def close(self) -> None:
-        """Close every idle connection."""
+        """Close every idle connection, and each one in use when it is given
+        back."""
+        self.closed = True
         for channel in self.idle:
             channel.close()
         self.open -= len(self.idle)

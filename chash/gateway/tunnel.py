@@ -276,6 +276,11 @@ class Tunnels:
         #: Handshakes under way (kept by the proxy), which count against the cap.
         self.pending = 0
 
+    def reconfigure(self, config: GatewayConfig) -> None:
+        """Take the tunnel settings of ``config`` (a reload): the cap and the
+        closes from now on, and the idle timeout of the tunnels opened after."""
+        self._config = config
+
     @property
     def full(self) -> bool:
         """Whether ``max_tunnels`` are open or being opened (a handshake is

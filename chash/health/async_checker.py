@@ -131,7 +131,7 @@ class AsyncHealthChecker(CheckerCore):
             started = loop.time()
             answer: int | Exception
             try:
-                answer = await asyncio.wait_for(aiohttp_status(session, target), timeout)
+                answer = await asyncio.wait_for(aiohttp_status(session, target, self.ssl_context), timeout)
             except Exception as exc:
                 answer = exc
             return judge(node, answer, healthy=self._settings.healthy_statuses,

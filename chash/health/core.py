@@ -10,6 +10,7 @@ only the I/O: how probes run, and when rounds start and stop.
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Container
@@ -52,6 +53,7 @@ class CheckerCore:
         healthy_statuses: Container[int] = range(200, 300),
         panic_threshold: float = 0.5,
         max_concurrency: int = 64,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """Watch the nodes of ``membership`` (default: ``LocalMembership(router)``);
         the arguments are described on ``HealthChecker``.  Raises TypeError
@@ -72,12 +74,27 @@ class CheckerCore:
         self._lock = threading.Lock()
         self._apply_lock = threading.Lock()
         self._panicking = False
+        self.ssl_context = ssl_context
 
     def _init_runner(self) -> None:
         """Set up the runner's own attributes; called first by ``__init__``."""
         raise NotImplementedError
 
     # -- configuration ------------------------------------------------------
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The context https health URLs are probed with (None: the
+        library's default, verified against the system's CAs).  May be
+        replaced while running: the next probe uses the new one."""
+        return self._ssl_context
+
+    @ssl_context.setter
+    def ssl_context(self, context: ssl.SSLContext | None) -> None:
+        if context is not None and not isinstance(context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext or None, not "
+                            f"{type(context).__name__}")
+        self._ssl_context = context
 
     @property
     def membership(self) -> Membership:

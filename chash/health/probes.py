@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import http.client
 import socket
+import ssl
 import threading
 import time
 import types
@@ -78,13 +79,15 @@ class HttpProbe:
     thread by shutting its socket down."""
 
     def __init__(self, node: str, url: str, timeout: float,
-                 healthy: Container[int]) -> None:
+                 healthy: Container[int], ssl_context: ssl.SSLContext | None = None) -> None:
         """Probe ``url`` for ``node``, failing after ``timeout`` seconds
-        unless the status is in ``healthy``; ``run()`` does it."""
+        unless the status is in ``healthy`` (an https one verified by
+        ``ssl_context``); ``run()`` does it."""
         self.node = node
         self.url = url
         self.timeout = timeout
         self.healthy = healthy
+        self.ssl_context = ssl_context
         self.started: float | None = None
         """``time.monotonic()`` when ``run()`` began, or None before."""
         self._lock = threading.Lock()
@@ -109,11 +112,14 @@ class HttpProbe:
 
     def _get(self) -> int:
         parts = _split(self.url)
-        conn_type = (http.client.HTTPSConnection if parts.scheme == "https"
-                     else http.client.HTTPConnection)
         if not parts.hostname:
             raise ValueError(f"no host in URL {self.url!r}")
-        conn = conn_type(parts.hostname, parts.port, timeout=self.timeout)
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout,
+                                               context=self.ssl_context)
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
         with self._lock:
             if self._aborted:
                 raise ConnectionAbortedError("probe aborted")
@@ -155,10 +161,12 @@ def aiohttp_session(lib: types.ModuleType) -> aiohttp.ClientSession:
     return session
 
 
-async def aiohttp_status(session: aiohttp.ClientSession, url: str) -> int:
-    """GET ``url`` on ``session`` (no redirects followed); its status."""
+async def aiohttp_status(session: aiohttp.ClientSession, url: str,
+                         ssl_context: ssl.SSLContext | None = None) -> int:
+    """GET ``url`` on ``session`` (no redirects followed; an https one
+    verified by ``ssl_context``, default the system's CAs); its status."""
     _split(url)
-    async with session.get(url, allow_redirects=False,
+    async with session.get(url, allow_redirects=False, ssl=ssl_context or True,
                            headers={"Connection": "close"}) as response:
         status: int = response.status
         return status

@@ -47,6 +47,8 @@ class HealthChecker(CheckerCore):
         panic_threshold: keep every node in service while fewer than this
             fraction of the watched nodes are healthy; 0 disables.
         max_concurrency: at most this many probes in flight at once.
+        ssl_context: the ``ssl.SSLContext`` that https health URLs are
+            probed with (default: verified against the system's CAs).
     """
 
     _thread: threading.Thread | None
@@ -139,7 +141,8 @@ class HealthChecker(CheckerCore):
             if isinstance(target, ProbeOutcome):
                 outcomes.append(target)
                 continue
-            probe = HttpProbe(node, target, self.timeout, self._settings.healthy_statuses)
+            probe = HttpProbe(node, target, self.timeout, self._settings.healthy_statuses,
+                              self.ssl_context)
             future = self._submit(probe, cancel)
             if future is None:
                 break

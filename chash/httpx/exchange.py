@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Union
 
 from chash._optional import MissingExtra, require
-from chash.routing.keys import KeyRule
+from chash.routing.keys import request_rule
 from chash.routing.retry import Outcome, next_attempt
 from chash.routing.sticky import StickyRoutes, key_of, missing_key
 
@@ -221,7 +221,7 @@ def reader_for(key: KeySpec) -> KeyReader:
     ``extensions["chash.key"]`` comes first."""
     extract: Callable[[httpx.Request], str | bytes | None]
     if isinstance(key, str):
-        rule = KeyRule.parse(key)
+        rule = request_rule(key, "chash.httpx")
 
         def extract(request: httpx.Request) -> str | bytes | None:
             return rule.extract(_Head(request))

@@ -14,11 +14,11 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["KEY_SOURCES", "KeyRule", "KeyedRequest", "parse_address"]
+__all__ = ["KEY_SOURCES", "KeyRule", "KeyedRequest", "parse_address", "request_rule"]
 
 
 #: Where a routing key can come from (see ``KeyRule``).
-KEY_SOURCES = ("header", "cookie", "query", "path")
+KEY_SOURCES = ("header", "cookie", "query", "path", "tls-subject")
 
 
 class KeyedRequest(Protocol):
@@ -48,7 +48,11 @@ class KeyRule:
     * ``query:NAME``: the value of query parameter NAME (the first one);
     * ``path``: the first segment of the URL path (``/u42/cart`` -> ``u42``);
       ``path:N``: the first N segments joined by ``/`` (``path:2`` on
-      ``/users/42/cart`` -> ``users/42``; fewer when the path is shorter).
+      ``/users/42/cart`` -> ``users/42``; fewer when the path is shorter);
+    * ``tls-subject``: the subject of the client certificate the gateway's
+      TLS listener verified (``CN=tenant-a,O=Acme``; see
+      ``chash.gateway.tls``).  A connection's, not a request head's:
+      ``extract`` finds none, and the sticky clients refuse it.
 
     Keys are bytes, exactly as sent (percent-decoded for query and path):
     a value that is not UTF-8 is hashed like any other.  An empty value
@@ -80,10 +84,14 @@ class KeyRule:
             if not name.isdigit() or int(name) < 1:
                 raise ValueError(f"in {spec!r}: path:N needs a whole number N >= 1")
             return cls("path", segments=int(name))
+        if source == "tls-subject":
+            if sep:
+                raise ValueError(f"in {spec!r}: tls-subject takes no name")
+            return cls("tls-subject")
         if source not in KEY_SOURCES:
             raise ValueError(
                 f"unknown key source {spec!r}: use header:NAME, cookie:NAME, "
-                "query:NAME, path or path:N")
+                "query:NAME, path, path:N or tls-subject")
         if not name:
             raise ValueError(f"in {spec!r}: {source}: needs a name, as in {source}:user")
         if any(c.isspace() for c in name) or any(c in name for c in ":;,=\"()<>@[]{}/?\\") \
@@ -94,6 +102,8 @@ class KeyRule:
     def __str__(self) -> str:
         if self.source == "path":
             return "path" if self.segments == 1 else f"path:{self.segments}"
+        if self.source == "tls-subject":
+            return "tls-subject"
         return f"{self.source}:{self.name}"
 
     def extract(self, request: KeyedRequest) -> bytes | None:
@@ -120,11 +130,23 @@ class KeyRule:
                 if urllib.parse.unquote_to_bytes(qname.replace(b"+", b" ")) == wanted:
                     value = urllib.parse.unquote_to_bytes(qvalue.replace(b"+", b" "))
                     break
-        else:
+        elif self.source == "path":
             path = request.target.partition(b"?")[0]
             parts = [part for part in path.split(b"/") if part]
             value = urllib.parse.unquote_to_bytes(b"/".join(parts[:self.segments]))
         return value or None
+
+
+def request_rule(spec: str, user: str) -> KeyRule:
+    """``KeyRule.parse(spec)`` for ``user``, which sees requests but no TLS
+    connection: ValueError for ``tls-subject``, which only the gateway's
+    TLS listener knows."""
+    rule = KeyRule.parse(spec)
+    if rule.source == "tls-subject":
+        raise ValueError(f"{user}: the key tls-subject is the gateway's (the client "
+                         f"certificate its TLS listener verified); use a header, cookie, "
+                         f"query or path key")
+    return rule
 
 
 def parse_address(text: str) -> str:

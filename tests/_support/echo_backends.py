@@ -12,6 +12,10 @@ change its behaviour at any time:
 * ``await stop()`` / ``await start()``: close the port (connections are
   refused) and listen on the same port again.
 
+With ``tls`` (a server ``ssl.SSLContext``) a backend serves HTTPS: its
+``address`` is then ``https://localhost:PORT``, and ``server_names``
+records the SNI of every handshake.
+
 ``GET /big/N`` answers N bytes; ``GET /cut?size=N`` starts an N-byte answer (1000 by
 default) and drops the connection a tenth of the way; ``POST /sink`` reads the body in blocks and answers its
 size (``sunk`` adds them up).
@@ -20,16 +24,24 @@ size (``sunk`` adds them up).
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 from aiohttp import web
+
+from _support.ports import PortClaim
 
 
 class EchoBackend:
     """One HTTP backend; see the module docstring."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tls: ssl.SSLContext | None = None) -> None:
         self.name = name
-        self.port = 0
+        self.tls = tls
+        self.server_names: list[str | None] = []
+        if tls is not None:
+            tls.sni_callback = self._sni
+        self._claim = PortClaim()
+        self.port = self._claim.port
         self.status = 200
         self.health = 200
         self.delay = 0.0
@@ -41,8 +53,13 @@ class EchoBackend:
 
     @property
     def address(self) -> str:
-        """host:port."""
+        """host:port, or https://localhost:port with TLS."""
+        if self.tls is not None:
+            return f"https://localhost:{self.port}"
         return f"127.0.0.1:{self.port}"
+
+    def _sni(self, _ssl: object, name: str | None, _context: object) -> None:
+        self.server_names.append(name)
 
     @property
     def running(self) -> bool:
@@ -61,9 +78,9 @@ class EchoBackend:
         app.router.add_route("*", "/{tail:.*}", self._echo)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True)
+        # The port stays claimed while stopped, so nothing else takes it.
+        site = web.SockSite(runner, self._claim.listener(), ssl_context=self.tls)
         await site.start()
-        self.port = runner.addresses[0][1]
         self._runner = runner
         return self
 
@@ -120,6 +137,8 @@ class EchoBackend:
         response = web.json_response({
             "backend": self.name,
             "method": request.method,
+            "secure": request.transport.get_extra_info("sslcontext") is not None
+            if request.transport else None,
             "path": request.path,
             "raw_path": request.raw_path,
             "query": request.query_string,

@@ -21,6 +21,8 @@ from typing import Any
 
 import grpc
 
+from _support.ports import PortClaim
+
 SERVICE = "test.Echo"
 
 
@@ -29,7 +31,10 @@ class GrpcBackend:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.port = 0
+        # grpcio binds with SO_REUSEPORT, beside the claim that holds the
+        # port while the server is stopped.
+        self._claim = PortClaim()
+        self.port = self._claim.port
         self.hits = 0
         self._lock = threading.Lock()
         self._server: Any = None
@@ -79,7 +84,8 @@ class GrpcBackend:
         if self._server is None:
             server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
             server.add_generic_rpc_handlers((self._handler(),))
-            self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+            if server.add_insecure_port(f"127.0.0.1:{self.port}") != self.port:
+                raise RuntimeError(f"grpc could not bind 127.0.0.1:{self.port}")
             server.start()
             self._server = server
         return self

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from _support.ports import PortClaim
 from chash import ConsistentHashRouter
 
 _HANG_LIMIT = 60.0
@@ -52,6 +53,9 @@ class _Server(http.server.ThreadingHTTPServer):
     # Join handler threads on close, so a stopped backend leaves none behind.
     daemon_threads = False
     block_on_close = True
+    # Binds beside the backend's PortClaim, which holds the port while stopped.
+    allow_reuse_address = True
+    allow_reuse_port = True
 
     def __init__(self, port: int, backend: Backend) -> None:
         self.backend = backend
@@ -75,7 +79,8 @@ class Backend:
         self._hit = threading.Condition(self._lock)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self.port = 0
+        self._claim = PortClaim()
+        self.port = self._claim.port
         self.start()
 
     @property
@@ -164,7 +169,6 @@ class Backend:
             return self
         self._release = threading.Event()
         server = _Server(self.port, self)
-        self.port = server.server_address[1]
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                   name=f"backend-{self.port}", daemon=True)
         self._server, self._thread = server, thread

@@ -125,7 +125,7 @@ _NOT_FORWARDED = frozenset({
 })
 
 
-def reference_backend_head(request: RequestHead, remote: str) -> bytes:
+def reference_backend_head(request: RequestHead, remote: str, secure: bool = False) -> bytes:
     """``chash.gateway.messages.backend_head`` written plainly."""
     named = {token.strip(b" \t").lower() for name, value in request.fields
              if name == b"connection" for token in value.split(b",")}
@@ -142,7 +142,7 @@ def reference_backend_head(request: RequestHead, remote: str) -> bytes:
         forwarded_for = forwarded_for + b", " + client_ip if forwarded_for else client_ip
     if forwarded_for:
         out.append(b"X-Forwarded-For: " + forwarded_for)
-    out.append(b"X-Forwarded-Proto: http")
+    out.append(b"X-Forwarded-Proto: https" if secure else b"X-Forwarded-Proto: http")
     host = request.host
     if host:
         out.append(b"X-Forwarded-Host: " + host)

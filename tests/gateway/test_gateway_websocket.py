@@ -35,8 +35,9 @@ class WsBackend:
     """A websockets server: says its name and the handshake's key, then
     echoes every message; ``close:CODE`` closes with that code."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tls: Any = None) -> None:
         self.name = name
+        self.tls = tls  # a server ssl.SSLContext: wss
         self.server: Any = None
         self.handshakes: list[Any] = []  # the handshakes' header fields
         self.statuses: list[int] = []  # answer these statuses to the next handshakes
@@ -62,13 +63,13 @@ class WsBackend:
 
     async def start(self) -> WsBackend:
         self.server = await serve(self.handler, "127.0.0.1", 0, max_size=None,
-                                  process_request=self.process_request)
+                                  process_request=self.process_request, ssl=self.tls)
         return self
 
     @property
     def address(self) -> str:
         host, port = self.server.sockets[0].getsockname()[:2]
-        return f"{host}:{port}"
+        return f"https://localhost:{port}" if self.tls is not None else f"{host}:{port}"
 
     async def stop(self) -> None:
         self.server.close()

@@ -83,8 +83,9 @@ def test_the_c_policy_reads_every_head_llhttp_accepts_as_the_reference_does() ->
         refused += isinstance(expected, tuple)
         if not isinstance(expected, tuple):
             for remote in ("127.0.0.1", "::1", ""):
-                assert backend_head(expected, remote) == reference_backend_head(
-                    expected, remote), (head, remote)
+                secure = compared % 2 == 1  # over TLS or not, in turn
+                assert backend_head(expected, remote, secure) == reference_backend_head(
+                    expected, remote, secure), (head, remote, secure)
     # Enough of both kinds to mean something.
     assert compared > 3000 and 1000 < refused < compared - 800, (compared, refused)
 
@@ -151,15 +152,17 @@ def test_heads_llhttp_would_refuse_get_a_refusal_not_a_crash(head: bytes) -> Non
 
 def test_the_backend_head_checks_its_arguments() -> None:
     from chash._chash import _backend_head
-    with pytest.raises(TypeError, match="7 arguments"):
+    with pytest.raises(TypeError, match="8 arguments"):
         _backend_head([], [], "", b"")
     with pytest.raises(TypeError, match="one length"):
-        _backend_head([(b"a", b"b")], [], "", b"", False, 0, True)
+        _backend_head([(b"a", b"b")], [], "", b"", False, 0, True, False)
     with pytest.raises(TypeError, match="pairs"):
-        _backend_head([b"a"], [b"a: b"], "", b"", False, 0, True)
+        _backend_head([b"a"], [b"a: b"], "", b"", False, 0, True, False)
     with pytest.raises(TypeError, match="host must be bytes"):
-        _backend_head([], [], "", "h", False, 0, True)
-    assert _backend_head([], [], "", b"", False, 0, True) == b"X-Forwarded-Proto: http\r\n\r\n"
+        _backend_head([], [], "", "h", False, 0, True, False)
+    assert _backend_head([], [], "", b"", False, 0, True, False) == b"X-Forwarded-Proto: http\r\n\r\n"
+    assert _backend_head([], [], "", b"", False, 0, True, True) == \
+        b"X-Forwarded-Proto: https\r\n\r\n"
 
 
 def test_many_connection_tokens_cost_one_pass() -> None:

@@ -42,17 +42,20 @@ BAD_IDS = [f"{next(iter(kwargs))}={next(iter(kwargs.values()))!r}" for kwargs, _
 
 
 def test_the_settings_are_the_runners_keywords() -> None:
-    # Less the router and the membership: collaborators, not settings.
+    # Less the router, the membership and the TLS context: collaborators,
+    # not settings.
     fields = {field.name: field.default for field in dataclasses.fields(HealthSettings)}
     for runner in (HealthChecker, AsyncHealthChecker):
         parameters = inspect.signature(runner).parameters
         assert list(parameters) == ["router", "url", "interval", "timeout", "fall", "rise",
                                     "on_change", "membership", "healthy_statuses",
-                                    "panic_threshold", "max_concurrency"]
+                                    "panic_threshold", "max_concurrency", "ssl_context"]
         keywords = {name: p.default for name, p in parameters.items()
-                    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "membership"}
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY
+                    and name not in ("membership", "ssl_context")}
         assert keywords == fields, runner.__name__
         assert parameters["membership"].default is None
+        assert parameters["ssl_context"].default is None
 
 
 def test_every_setting_is_validated() -> None:
