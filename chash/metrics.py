@@ -158,7 +158,8 @@ class RouteCounters:
 
 
 class _Ring(Protocol):
-    """The part of ``chash.ConsistentHashRouter`` the collector reads."""
+    """The part of a router the collector reads (and ``points`` where the
+    router has them: the ring's and Maglev's, not rendezvous')."""
 
     @property
     def nodes(self) -> list[str]: ...
@@ -166,10 +167,14 @@ class _Ring(Protocol):
     @property
     def weights(self) -> dict[str, float]: ...
 
-    @property
-    def points(self) -> dict[str, int]: ...
-
     def ownership(self) -> dict[str, float]: ...
+
+
+def router_points(router: object) -> dict[str, int] | None:
+    """``router.points`` ({node: points or table entries}), or None for a
+    router that has no points (rendezvous scores every node)."""
+    points = getattr(router, "points", None)
+    return dict(points) if isinstance(points, dict) else None
 
 
 class _Health(Protocol):
@@ -263,11 +268,12 @@ class RouterCollector:
         gauge, per_node = families.gauge, families.per_node
         router = self._router
         weights = router.weights
-        points = router.points
+        points = router_points(router)
         ownership = router.ownership()
         yield gauge("ring_nodes", "Nodes in the ring.", value=len(router.nodes))
-        yield gauge("ring_points", "Virtual nodes (points) on the ring.",
-                    value=sum(points.values()))
+        if points is not None:
+            yield gauge("ring_points", "Virtual nodes (points) on the ring.",
+                        value=sum(points.values()))
         memory = getattr(router, "memory_bytes", None)
         if isinstance(memory, int):
             yield gauge("ring_memory_bytes", "Heap bytes the ring engine holds.", value=memory)
@@ -281,7 +287,8 @@ class RouterCollector:
                         "share (0 is perfectly even).", value=evenness[1])
         yield per_node("node_ownership_ratio", "Fraction of the ring's positions the node owns.",
                        ownership)
-        yield per_node("node_points", "Virtual nodes (points) the node owns.", points)
+        if points is not None:
+            yield per_node("node_points", "Virtual nodes (points) the node owns.", points)
         yield per_node("node_weight", "The node's weight in the ring.",
                        {**{n: getattr(s, "weight", 0.0) for n, s in health.items()}, **weights})
         yield per_node("node_in_ring", "1 if the node is in the ring, else 0.",

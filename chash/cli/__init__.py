@@ -47,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for bad arguments,
     141 when the reader of its output went away)."""
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    command_line = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(command_line)
+    args.command_line = command_line  # what a command reading a file tells apart from it
     if args.command is None:
         parser.print_help()
         return 0

@@ -9,18 +9,71 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
-from chash._chash import HASHES, LAYOUTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
+from chash._chash import (
+    HASHES,
+    LAYOUTS,
+    MAX_VIRTUAL_NODES,
+    ConsistentHashRouter,
+    MaglevRouter,
+    RendezvousRouter,
+)
 
 __all__ = [
+    "FileValue",
+    "ROUTER_LAYOUTS",
     "add_ring_arguments",
     "build_router",
+    "file_value",
+    "file_value_of",
+    "make_any_router",
+    "make_router",
     "int_between",
     "positive_int",
     "seconds",
     "seconds_between",
     "weight_arg",
 ]
+
+
+_Type = TypeVar("_Type", bound=Callable[[str], Any])
+
+
+@dataclass(frozen=True)
+class FileValue:
+    """How an argument type's value is written in a configuration file
+    (``chash.cli.config_file``): the TOML types it takes there, and the
+    parsed value back as the option's text, for the types whose value is
+    no TOML value of its own (a ``HOST:PORT`` pair)."""
+
+    types: tuple[type, ...] = (str,)
+    """The TOML values the file may give (``str``, ``int``, ``float``,
+    ``list``); each is turned into the option's text and parsed by the
+    type, as on the command line."""
+    text: Callable[[Any], str] | None = None
+    """The parsed value as the option's text, or None when the value is a
+    TOML value as it stands (a number, a string, a set of numbers)."""
+
+
+_FILE_VALUES: dict[object, FileValue] = {int: FileValue((int,)), float: FileValue((int, float))}
+
+
+def file_value(types: tuple[type, ...], text: Callable[[Any], str] | None = None,
+               ) -> Callable[[_Type], _Type]:
+    """Mark an argument type with the ``FileValue`` it takes in a
+    configuration file; an unmarked type takes a TOML string."""
+    def mark(parse: _Type) -> _Type:
+        _FILE_VALUES[parse] = FileValue(types, text)
+        return parse
+
+    return mark
+
+
+def file_value_of(parse: object) -> FileValue:
+    """The ``FileValue`` of an argument type (a string's if unmarked)."""
+    return _FILE_VALUES.get(parse, FileValue())
 
 
 def _whole_number(text: str) -> int:
@@ -49,7 +102,7 @@ def int_between(low: int, high: int | None = None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be from {_n(low)} to {_n(high)}, not {_n(value)}")
         return value
 
-    return parse
+    return file_value((int,))(parse)
 
 
 #: A whole number >= 1.
@@ -63,6 +116,7 @@ def _number_of_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
 
 
+@file_value((int, float))
 def seconds(text: str) -> float:
     """A type: a positive, finite number of seconds."""
     value = _number_of_seconds(text)
@@ -79,9 +133,10 @@ def seconds_between(low: float, high: float) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g} seconds, not {text}")
         return value
 
-    return parse
+    return file_value((int, float))(parse)
 
 
+@file_value((str,), lambda value: f"{value[0]}={value[1]!r}")
 def weight_arg(text: str) -> tuple[str, float]:
     """A type: ``NODE=WEIGHT`` with a positive, finite weight."""
     node, sep, weight = text.rpartition("=")
@@ -97,36 +152,112 @@ def weight_arg(text: str) -> tuple[str, float]:
     return node, value
 
 
-def add_ring_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--vnodes``, ``--hash``, ``--layout`` and ``--weight``."""
+#: The routers ``--router`` offers and their layouts, the first the default.
+#: Jump is not among them: a gateway must drop a backend from the middle of
+#: its list, and a jump router can only drop its last bucket.
+ROUTER_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "ring": (*LAYOUTS, "envoy", "grpc"),
+    "maglev": ("envoy",),
+    "rendezvous": ("hrw", "pymemcache", "caddy", "squid"),
+}
+
+
+def add_ring_arguments(parser: argparse.ArgumentParser, routers: bool = False) -> None:
+    """``--vnodes``, ``--hash``, ``--layout`` and ``--weight``; with
+    ``routers``, also ``--router`` (ring, maglev or rendezvous), and
+    ``--layout`` offers every router's layouts."""
     parser.add_argument("--vnodes", type=int_between(1, MAX_VIRTUAL_NODES), default=None, metavar="N",
                         help="virtual nodes per node of weight 1 "
                              "(default: the layout's, 100 for python)")
-    parser.add_argument("--hash", choices=HASHES, default=None,
+    parser.add_argument("--hash", choices=HASHES if not routers else
+                        tuple(dict.fromkeys([*HASHES, "murmur2_64"])), default=None,
                         help="hash function (default: the layout's, md5; crc32 for nginx, "
                              "one_at_a_time for libmemcached)")
-    parser.add_argument("--layout", choices=LAYOUTS, default="python",
-                        help="how virtual nodes are named and placed (default python)")
+    if not routers:
+        parser.add_argument("--layout", choices=LAYOUTS, default="python",
+                            help="how virtual nodes are named and placed (default python)")
+    else:
+        offered = "; ".join(f"{name}: {', '.join(layouts)}" for name, layouts in ROUTER_LAYOUTS.items())
+        parser.add_argument("--layout", choices=tuple(dict.fromkeys(
+                                layout for layouts in ROUTER_LAYOUTS.values() for layout in layouts)),
+                            default=None,
+                            help=f"the router's layout ({offered}; default the first)")
+        parser.add_argument("--router", choices=tuple(ROUTER_LAYOUTS), default="ring",
+                            help="ring (ConsistentHashRouter, default), maglev (MaglevRouter) or "
+                                 "rendezvous (RendezvousRouter).  Jump is a library router only: a "
+                                 "gateway must drop a failed backend from the middle of its list, "
+                                 "and a jump router can only drop its last")
     parser.add_argument("--weight", type=weight_arg, action="append", default=[],
                         metavar="NODE=WEIGHT",
                         help="give NODE this weight (default 1); repeatable")
 
 
-def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                 nodes: list[str], zones: Mapping[str, str] | None = None,
-                 ) -> ConsistentHashRouter:
+def make_router(args: argparse.Namespace, nodes: list[str],
+                zones: Mapping[str, str] | None = None) -> ConsistentHashRouter:
     """The ring the arguments of ``add_ring_arguments`` describe over
-    ``nodes`` (in the zones ``zones`` gives, if any); ``parser.error``
-    (exit 2) if they do not make one."""
+    ``nodes`` (in the zones ``zones`` gives, if any); ValueError saying why
+    if they do not make one."""
     weights = dict(args.weight)
     unknown = sorted(set(weights) - set(nodes))
     if unknown:
-        parser.error(f"--weight names unknown node(s): {', '.join(unknown)}")
+        raise ValueError(f"--weight names unknown node(s): {', '.join(unknown)}")
     try:
-        router = ConsistentHashRouter(args.vnodes, hash=args.hash, layout=args.layout)
+        router = ConsistentHashRouter(args.vnodes, hash=args.hash, layout=args.layout or "python")
         for node in nodes:
             router.add_service_node(node, weights.get(node, 1.0),
                                     zone=(zones or {}).get(node))
     except (ValueError, OverflowError, MemoryError) as exc:
-        parser.error(f"cannot build the ring: {exc}")
+        raise ValueError(f"cannot build the ring: {exc}") from exc
     return router
+
+
+def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 nodes: list[str], zones: Mapping[str, str] | None = None,
+                 ) -> ConsistentHashRouter:
+    """``make_router``, with ``parser.error`` (exit 2) if the arguments do
+    not make a ring."""
+    try:
+        return make_router(args, nodes, zones)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def make_any_router(args: argparse.Namespace, nodes: list[str],
+                    zones: Mapping[str, str] | None = None,
+                    ) -> ConsistentHashRouter | MaglevRouter | RendezvousRouter:
+    """``make_router``, or with ``--router maglev`` / ``rendezvous`` (the
+    arguments of ``add_ring_arguments(parser, routers=True)``) that router;
+    ValueError saying why for what it has no room for (virtual nodes,
+    zones, a ring shared through --redis or --etcd)."""
+    kind = args.router
+    if kind == "ring":
+        return make_router(args, nodes, zones)
+    weights = dict(args.weight)
+    unknown = sorted(set(weights) - set(nodes))
+    if unknown:
+        raise ValueError(f"--weight names unknown node(s): {', '.join(unknown)}")
+    layout = args.layout or ROUTER_LAYOUTS[kind][0]
+    if layout not in ROUTER_LAYOUTS[kind]:
+        raise ValueError(f"--router {kind} takes --layout {' or '.join(ROUTER_LAYOUTS[kind])}, "
+                         f"not {layout}")
+    if args.vnodes is not None:
+        raise ValueError(f"--vnodes is the ring's: --router {kind} has no virtual nodes")
+    if zones:
+        raise ValueError(f"zones (@ZONE) are the ring's: --router {kind} has none")
+    if getattr(args, "redis", None) or getattr(args, "etcd", None):
+        raise ValueError(f"--redis and --etcd share a ring: --router {kind} cannot be shared "
+                         "(use --router ring)")
+    try:
+        router: MaglevRouter | RendezvousRouter
+        if kind == "maglev":
+            router = MaglevRouter(hash=args.hash or "xxh64")
+        elif args.hash is not None:
+            router = RendezvousRouter(layout=cast(Any, layout), hash=args.hash)
+        else:
+            router = RendezvousRouter(layout=cast(Any, layout))
+        for node in nodes:
+            router.add_service_node(node, weights.get(node, 1.0))
+    except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+        raise ValueError(f"cannot build the {kind} router: {exc}") from exc
+    return router
+

@@ -9,6 +9,8 @@ repeatable option (``--backend``) takes one value, which for ``--backend``
 may list several, comma-separated.  A variable that does not parse is
 reported, naming the variable, when the command runs
 (``check_environment``), so that a bad one never breaks other commands.
+``environment_options`` tells which options a variable gave, which a
+configuration file (``chash.cli.config_file``) then does not override.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PREFIX", "check_environment", "variable", "with_environment"]
+__all__ = ["PREFIX", "check_environment", "environment_options", "option_value", "variable",
+           "with_environment"]
 
 #: What every variable's name starts with.
 PREFIX = "CHASH_"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 _STATE = "environment_state"
+_GIVEN = "environment_options"
 
 
 def variable(option: str) -> str:
@@ -32,7 +36,7 @@ def variable(option: str) -> str:
     return PREFIX + option.lstrip("-").replace("-", "_").upper()
 
 
-def _convert(action: argparse.Action, text: str) -> Any:
+def option_value(action: argparse.Action, text: str) -> Any:
     """``text`` as the option's value; ValueError with the reason if it is none."""
     if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         word = text.strip().lower()
@@ -56,6 +60,7 @@ def with_environment(parser: argparse.ArgumentParser,
     environ = os.environ if environ is None else environ
     appended: dict[str, Any] = {}
     errors: list[str] = []
+    given: set[str] = set()
     for action in parser._actions:
         long = [o for o in action.option_strings if o.startswith("--")]
         if not long or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
@@ -64,15 +69,16 @@ def with_environment(parser: argparse.ArgumentParser,
         if name not in environ:
             continue
         try:
-            value = _convert(action, environ[name])
+            value = option_value(action, environ[name])
         except ValueError as exc:
             errors.append(f"{name}: {exc}")
             continue
+        given.add(action.dest)
         if isinstance(action, argparse._AppendAction):
             appended[action.dest] = [value]  # used only when the command line gives none
         else:
             action.default = value
-    parser.set_defaults(**{_STATE: (appended, errors)})
+    parser.set_defaults(**{_STATE: (appended, errors), _GIVEN: frozenset(given)})
 
 
 def check_environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -85,3 +91,10 @@ def check_environment(args: argparse.Namespace, parser: argparse.ArgumentParser)
     for dest, value in appended.items():
         if not getattr(args, dest):
             setattr(args, dest, value)
+
+
+def environment_options(args: argparse.Namespace) -> frozenset[str]:
+    """The destinations of the options a variable gave (``args.max_body``
+    for ``CHASH_MAX_BODY``), whether or not the command line overrode them."""
+    given: frozenset[str] = getattr(args, _GIVEN, frozenset())
+    return given

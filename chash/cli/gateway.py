@@ -8,6 +8,11 @@ Health transitions and failed backend requests are logged to stderr.
 Every option can be set by an environment variable instead
 (``CHASH_LISTEN=0.0.0.0:8080``, ``CHASH_NO_HEALTH=1``; see
 ``chash.cli.env``).
+``--config FILE`` reads the options from a TOML file, a key per option
+(``chash.cli.config_file``; flags and variables win over it), and
+SIGHUP or ``POST /-/reload`` rereads it into the running gateway
+(``chash.gateway.supervisor.Reloader``); ``--check-config FILE`` checks
+one and prints the configuration it gives.
 ``--workers N`` runs N processes on the port (SO_REUSEPORT); ``--redis URL``
 or ``--etcd URL[,URL...]`` shares the ring and the health verdicts between
 them and other instances; ``--dns-srv NAME`` takes the backends from a DNS
@@ -16,14 +21,23 @@ SRV record set, and follows it.
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from chash._optional import MissingExtra, require
-from chash.cli.args import add_ring_arguments, build_router, positive_int, seconds
-from chash.cli.env import check_environment, with_environment
+from chash.cli.args import add_ring_arguments, file_value, make_any_router, positive_int, seconds
+from chash.cli.config_file import (
+    digest,
+    effective_text,
+    effective_values,
+    given_options,
+    option_keys,
+    read_options,
+)
+from chash.cli.env import check_environment, environment_options, with_environment
 
 # chash.gateway and chash.membership are imported where used: the other
 # commands (and ``chash --help``) run without loading aiohttp or redis-py.
@@ -54,6 +68,12 @@ def _run_loop(main: Coroutine[Any, Any, None]) -> None:
     run_loop(main)
 
 
+def _address(value: tuple[str, int]) -> str:
+    host, port = value
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@file_value((str,), _address)
 def _listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
@@ -72,10 +92,16 @@ def _key(text: str) -> str:
     return text
 
 
+def _backends_text(value: list[tuple[str, str, str | None]]) -> str:
+    return ",".join((f"{name}={address}" if name != address else address)
+                    + (f"@{zone}" if zone else "") for name, address, zone in value)
+
+
+@file_value((str,), _backends_text)
 def _backend(text: str) -> list[tuple[str, str, str | None]]:
-    """``[NAME=]HOST:PORT[@ZONE]``, or several separated by commas:
-    (name, address, zone or None) each."""
-    from chash.gateway import parse_address
+    """``[NAME=][https://]HOST:PORT[@ZONE]``, or several separated by
+    commas: (name, address, zone or None) each."""
+    from chash.gateway.upstream import parse_backend
 
     backends = []
     for item in text.split(","):
@@ -88,7 +114,7 @@ def _backend(text: str) -> list[tuple[str, str, str | None]]:
         if at and not zone:
             raise argparse.ArgumentTypeError(f"no zone after '@' in {item!r}")
         try:
-            address = parse_address(address)
+            address = parse_backend(address)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
         backends.append((name.strip() if sep else address, address, zone or None))
@@ -104,7 +130,10 @@ def _zone(text: str) -> str:
     return zone
 
 
+@file_value((str, list))
 def _statuses(text: str) -> frozenset[int]:
+    if not text.strip():  # none (a configuration file's empty array)
+        return frozenset()
     statuses = set()
     for item in text.split(","):
         item = item.strip()
@@ -114,6 +143,7 @@ def _statuses(text: str) -> frozenset[int]:
     return frozenset(statuses)
 
 
+@file_value((int, str))
 def _size(text: str) -> int:
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     number, unit = (text[:-1], units[text[-1].lower()]) if text[-1:].lower() in units \
@@ -161,17 +191,83 @@ def _timings(args: argparse.Namespace) -> tuple[float, float]:
     return vote_ttl, resync
 
 
-def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser,
-          backends: dict[str, str]) -> Plan:
-    """The gateway program the arguments describe (parser.error if its
-    settings are wrong)."""
+class _Options:
+    """The gateway's options, as often as they are read: the command line
+    over the ``CHASH_*`` variables over the configuration file (if any)
+    over the defaults."""
+
+    def __init__(self, parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+        self.parser = parser
+        self.path: str | None = args.check_config or args.config
+        self._base = copy.copy(args)  # the command line and the variables over the defaults
+        command_line: list[str] = getattr(args, "command_line", None) or []
+        own = command_line[command_line.index("gateway") + 1:] \
+            if "gateway" in command_line else []
+        self._pinned = given_options(parser, own) | environment_options(args)
+
+    def read(self) -> argparse.Namespace:
+        """The options now (the file read again); ConfigFileError (a
+        ValueError) naming the key and its line if the file is wrong."""
+        args = copy.copy(self._base)
+        if self.path is not None:
+            for dest, value in read_options(self.path, self.parser).values.items():
+                if dest not in self._pinned:
+                    setattr(args, dest, value)
+        return args
+
+
+def _shared(args: argparse.Namespace) -> bool:
+    """Whether the nodes come from elsewhere than the options: a shared
+    ring (``--redis``, ``--etcd``) or a record set (``--dns-srv``)."""
+    return bool(args.redis or args.etcd or args.dns_srv)
+
+
+def _backends(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
+    """``{node: address}`` and ``{node: zone}`` of the options, after the
+    checks across options (ValueError saying what is wrong)."""
+    backends: dict[str, str] = {}
+    zones: dict[str, str] = {}
+    for name, address, zone in (entry for group in args.backend for entry in group):
+        if name in backends:
+            raise ValueError(f"backend {name} is listed twice")
+        backends[name] = address
+        if zone is not None:
+            zones[name] = zone
+    if not backends and not args.dns_srv:
+        raise ValueError("at least one --backend is required (or --dns-srv NAME)")
+    # With a shared ring, the nodes' zones may come from it (chash ring add --zone).
+    if args.zone and args.zone not in zones.values() and not (args.redis or args.etcd):
+        raise ValueError(f"--zone {args.zone}: no --backend is in that zone (give each backend "
+                         f"its zone: --backend NAME=HOST:PORT@{args.zone})")
+    if args.redis and args.etcd:
+        raise ValueError("give --redis or --etcd, not both")
+    if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
+        raise ValueError("--ring and --bootstrap need --redis URL or --etcd URL")
+    if (args.vote_ttl is not None or args.resync_interval is not None) \
+            and not (args.redis or args.etcd):
+        raise ValueError("--vote-ttl and --resync-interval need --redis URL or --etcd URL")
+    if args.nameserver and not args.dns_srv:
+        raise ValueError("--nameserver needs --dns-srv NAME")
+    if args.slow_start and (args.redis or args.etcd):
+        raise ValueError(
+            "--slow-start ramps the gateway's own ring (its workers' too), not a ring shared "
+            "through --redis or --etcd: there every instance would ramp the shared weights at "
+            "once, and the store would keep the ramped weight of an instance that stops "
+            "mid-ramp")
+    return backends, zones
+
+
+def _plan(args: argparse.Namespace, options: _Options) -> Plan:
+    """The gateway program ``args`` describe (ValueError saying why if its
+    settings are wrong); it rereads ``options`` on a reload."""
     from chash.gateway import GatewayConfig
     from chash.gateway.supervisor import Feeds, Plan
 
-    zones: dict[str, str] = args.backend_zones
+    backends, zones = _backends(args)
+    make_any_router(args, list(backends), zones)  # told now, and never in a worker
 
     def router() -> Any:
-        return build_router(parser, args, list(backends), zones)
+        return make_any_router(args, list(backends), zones)
 
     def feeds(ring: Any) -> Feeds | None:
         membership = _membership(args, ring)
@@ -184,59 +280,87 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser,
             discovery.follow(membership if membership is not None else ring)
         return Feeds(membership, discovery) if membership or discovery else None
 
-    try:
-        config = GatewayConfig(
-            key=args.key, missing_key=args.missing_key, attempts=args.attempts,
-            connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
-            deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
-            fail_on_status=args.fail_on_status, health=not args.no_health,
-            health_path=args.health_path, health_interval=args.health_interval,
-            health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
-            metrics=False if args.no_metrics else None, admin_listen=args.admin_listen,
-            node_header=args.node_header, max_body=args.max_body,
-            header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-            tracing=False if args.no_tracing else None, zone=args.zone,
-            slow_start=args.slow_start or 0.0, tunnel_idle_timeout=args.tunnel_idle_timeout,
-            max_tunnels=args.max_tunnels, on_ring_change=args.on_ring_change,
-            tunnel_close_grace=args.tunnel_close_grace)
-    except ValueError as exc:
-        parser.error(str(exc))
+    config = GatewayConfig(
+        key=args.key, missing_key=args.missing_key, attempts=args.attempts,
+        connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
+        deadline=args.deadline, pool_size=args.pool_size, retry_unsafe=args.retry_unsafe,
+        fail_on_status=args.fail_on_status, health=not args.no_health,
+        health_path=args.health_path, health_interval=args.health_interval,
+        health_timeout=args.health_timeout, fall=args.fall, rise=args.rise,
+        metrics=False if args.no_metrics else None, admin_listen=args.admin_listen,
+        node_header=args.node_header, max_body=args.max_body,
+        header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+        tracing=False if args.no_tracing else None, zone=args.zone,
+        slow_start=args.slow_start or 0.0, tunnel_idle_timeout=args.tunnel_idle_timeout,
+        max_tunnels=args.max_tunnels, on_ring_change=args.on_ring_change,
+        tunnel_close_grace=args.tunnel_close_grace, tls_cert=args.tls_cert,
+        tls_key=args.tls_key, tls_ciphers=args.tls_ciphers,
+        tls_min_version=args.tls_min_version, tls_client_ca=args.tls_client_ca,
+        tls_handshake_timeout=args.tls_handshake_timeout, backend_ca=args.backend_ca,
+        backend_insecure=args.backend_insecure)
+    # The files are read now, as nginx -t reads them.
+    from chash.gateway.tls import backend_context, server_context
+
+    if config.tls_cert is not None:
+        server_context(config.tls_cert, config.tls_key, ciphers=config.tls_ciphers,
+                       min_version=config.tls_min_version, client_ca=config.tls_client_ca)
+    if config.backend_ca is not None:
+        backend_context(config.backend_ca)
+    weights = {node: weight for node, weight in args.weight if node in backends}
     return Plan(config, backends, router, zones, feeds, listen=args.listen,
-                duration=args.duration, workers=args.workers, log_level=args.log_level)
+                duration=args.duration, workers=args.workers, log_level=args.log_level,
+                weights=weights, digest=digest(effective_text(options.parser, args)),
+                source=options.path,
+                reread=None if options.path is None else lambda: _reread(args, options))
+
+
+def _reread(running: argparse.Namespace, options: _Options) -> Plan:
+    """The plan of the options now, if a running gateway can take it from
+    one with ``running``; ``ReloadError`` otherwise (naming the settings
+    that cannot change while running, if that is why)."""
+    from chash.gateway.reload import LIVE_SETTINGS, ReloadError
+
+    try:
+        args = options.read()
+        plan = _plan(args, options)
+    except ValueError as exc:
+        raise ReloadError(str(exc)) from None
+    live = LIVE_SETTINGS if _shared(running) else LIVE_SETTINGS | {"backend", "weight"}
+    old = effective_values(options.parser, running)
+    new = effective_values(options.parser, args)
+    refused = tuple(key for key in new if new[key] != old.get(key)
+                    and _dest(options.parser, key) not in live)
+    if refused:
+        why = " (the nodes are the shared ring's: chash ring changes them)" \
+            if {"backend", "weight"} & set(refused) and _shared(running) else ""
+        raise ReloadError(f"{', '.join(refused)} cannot change while the gateway runs (restart "
+                          f"it to change them){why}; nothing was changed", refused)
+    return plan
+
+
+def _dest(parser: argparse.ArgumentParser, key: str) -> str:
+    return option_keys(parser)[key].dest
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``chash gateway``."""
     parser: argparse.ArgumentParser = args.gateway_parser
     check_environment(args, parser)
-    backends: dict[str, str] = {}
-    zones: dict[str, str] = {}
-    for name, address, zone in (entry for group in args.backend for entry in group):
-        if name in backends:
-            parser.error(f"backend {name} is listed twice")
-        backends[name] = address
-        if zone is not None:
-            zones[name] = zone
-    args.backend_zones = zones
-    if not backends and not args.dns_srv:
-        parser.error("at least one --backend is required (or --dns-srv NAME)")
-    if args.zone and args.zone not in zones.values():
-        parser.error(f"--zone {args.zone}: no --backend is in that zone (give each backend "
-                     f"its zone: --backend NAME=HOST:PORT@{args.zone})")
-    if args.redis and args.etcd:
-        parser.error("give --redis or --etcd, not both")
-    if (args.ring or args.bootstrap) and not (args.redis or args.etcd):
-        parser.error("--ring and --bootstrap need --redis URL or --etcd URL")
-    if (args.vote_ttl is not None or args.resync_interval is not None) \
-            and not (args.redis or args.etcd):
-        parser.error("--vote-ttl and --resync-interval need --redis URL or --etcd URL")
-    if args.nameserver and not args.dns_srv:
-        parser.error("--nameserver needs --dns-srv NAME")
-    if args.slow_start and (args.redis or args.etcd):
-        parser.error("--slow-start ramps the gateway's own ring (its workers' too), not a "
-                     "ring shared through --redis or --etcd: there every instance would ramp "
-                     "the shared weights at once, and the store would keep the ramped weight "
-                     "of an instance that stops mid-ramp")
+    if args.config and args.check_config:
+        parser.error("give --config FILE to run, or --check-config FILE to check it, not both")
+    options = _Options(parser, args)
+    try:
+        args = options.read()
+        if args.check_config:
+            plan = _plan(args, options)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.check_config:
+        print(f"# chash gateway: {args.check_config} is valid.  The configuration it gives\n"
+              f"# (flags over CHASH_* variables over the file over the defaults), whose digest\n"
+              f"# (the SHA-256 of the lines below) is\n"
+              f"# {plan.digest}\n{effective_text(parser, args)}", end="")
+        return 0
     try:
         require("aiohttp", user="chash gateway", extra="gateway")
     except MissingExtra as exc:
@@ -247,8 +371,8 @@ def run(args: argparse.Namespace) -> int:
     from chash.gateway.supervisor import build, supervise
     from chash.gateway.supervisor import run as run_plan
 
-    plan = _plan(args, parser, backends)
     try:
+        plan = _plan(args, options)
         built = build(plan)  # built here once, so that a wrong setting is told at once
     except ImportError as exc:
         print(f"chash gateway: {exc}", file=sys.stderr)
@@ -271,7 +395,9 @@ def register(subparsers: Any) -> None:
                     "(pip install 'chash-router[gateway]').  Every option can also be "
                     "set by an environment variable, CHASH_ and its name (--max-body: "
                     "CHASH_MAX_BODY; flags take 1 or 0); the command line wins.")
+    _add_file_arguments(parser)
     _add_routing_arguments(parser)
+    _add_tls_arguments(parser)
     _add_sharing_arguments(parser)
     _add_proxy_arguments(parser)
     _add_health_arguments(parser)
@@ -280,27 +406,68 @@ def register(subparsers: Any) -> None:
     with_environment(parser)
 
 
+def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
+    """The configuration file."""
+    parser.add_argument("--config", metavar="FILE",
+                        help="read the options from this TOML file (a key per option: "
+                             "read_timeout = 30 for --read-timeout 30); flags and CHASH_* "
+                             "variables override it.  SIGHUP or POST /-/reload on the admin "
+                             "listener rereads it")
+    parser.add_argument("--check-config", metavar="FILE",
+                        help="check this TOML file (with the flags and variables given) and "
+                             "print the configuration it gives; exit 0 if valid, 2 if not")
+
+
 def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the gateway listens, its backends, and how keys pick one."""
     parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 8080),
                         metavar="HOST:PORT", help="where to listen (default 127.0.0.1:8080)")
     parser.add_argument("--backend", type=_backend, action="append", default=[],
-                        metavar="[NAME=]HOST:PORT[@ZONE]",
+                        metavar="[NAME=][https://]HOST:PORT[@ZONE]",
                         help="a backend; repeatable or comma-separated.  NAME is its node "
                              "name on the ring (default: the address), ZONE its zone "
-                             "(a datacentre, a rack), which --zone prefers")
+                             "(a datacentre, a rack), which --zone prefers; https:// "
+                             "speaks TLS to it, verifying its certificate for HOST")
     parser.add_argument("--zone", type=_zone, metavar="ZONE",
                         help="this gateway's zone: each key goes to its node among the "
                              "backends of ZONE, and fails over within ZONE before leaving "
-                             "it (default: no zone, every backend alike)")
+                             "it (default: no zone, every backend alike); with --redis or "
+                             "--etcd, the zones the shared ring gives its nodes (chash ring "
+                             "add NODE --zone Z) come first")
     parser.add_argument("--key", type=_key, default="header:X-User-Id", metavar="SOURCE",
                         help="where the routing key comes from: header:NAME, cookie:NAME, "
-                             "query:NAME, path (first path segment) or path:N (first N "
-                             "segments); default header:X-User-Id")
+                             "query:NAME, path (first path segment), path:N (first N "
+                             "segments) or tls-subject (the verified client certificate's "
+                             "subject: needs --tls-client-ca); default header:X-User-Id")
     parser.add_argument("--missing-key", choices=("remote", "reject"), default="remote",
                         help="requests without a key: route by client IP (remote, the "
                              "default) or answer 400 (reject)")
-    add_ring_arguments(parser)
+    add_ring_arguments(parser, routers=True)
+
+
+def _add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """TLS to clients: the listener's certificate and how it handshakes."""
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this PEM certificate (its chain after it); "
+                             "a reload reads it again")
+    parser.add_argument("--tls-key", metavar="FILE",
+                        help="the PEM private key of --tls-cert (default: in the cert file)")
+    parser.add_argument("--tls-ciphers", metavar="LIST",
+                        help="an OpenSSL cipher list for TLS 1.2 (default: OpenSSL's secure "
+                             "defaults; TLS 1.3 suites are always OpenSSL's)")
+    parser.add_argument("--tls-min-version", choices=("1.2", "1.3"), default="1.2",
+                        help="the oldest TLS version offered (default 1.2)")
+    parser.add_argument("--tls-client-ca", metavar="FILE",
+                        help="require client certificates chaining to a CA of this PEM "
+                             "bundle; the verified subject is the key tls-subject")
+    parser.add_argument("--tls-handshake-timeout", type=seconds, default=10.0, metavar="S",
+                        help="seconds a client may take over its TLS handshake (default 10)")
+    parser.add_argument("--backend-ca", metavar="FILE",
+                        help="verify https:// backends against the CAs of this PEM bundle "
+                             "only (default: the system's CAs); a reload reads it again")
+    parser.add_argument("--backend-insecure", action="store_true",
+                        help="verify nothing of https:// backends' certificates (test "
+                             "benches only)")
 
 
 def _add_sharing_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""The gateway's admin listener: the JSON status page and Prometheus metrics.
+"""The gateway's admin listener: the JSON status page, Prometheus metrics, reload.
 
 Served by aiohttp on an address of its own (``GatewayConfig.admin_listen``),
 never on the proxy's port: backend addresses and error messages are for
@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from chash.health import NodeStatus
     from chash.metrics import CountersSnapshot
 
-__all__ = ["make_app", "make_registry", "start_admin", "status"]
+__all__ = ["RELOAD_PATH", "make_app", "make_registry", "start_admin", "status"]
+
+#: Where ``POST`` reloads the gateway's configuration (``chash.gateway.reload``).
+RELOAD_PATH = "/-/reload"
 
 #: Why metrics are off when prometheus_client is missing and not required.
 _NO_PROMETHEUS = ("metrics are off: prometheus_client is not installed "
@@ -132,7 +135,9 @@ class _StaleCollector:
 
 def status(gateway: GatewayView) -> dict[str, Any]:
     """The status page as a JSON-ready dict: the key rule, the ring, the
-    membership, the health settings, each node, and the request counts."""
+    membership, the health settings, each node, the request counts, and
+    the configuration (its file, digest and reloads; None when the
+    gateway is not reloaded)."""
     router = gateway.router
     checker = gateway.health
     health = checker.status() if checker is not None else {}
@@ -144,7 +149,9 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         shared = {name: getattr(membership, name, None)
                   for name in ("name", "version", "connected", "reporter", "stale_seconds",
                                "stale_since")}
-    points = router.points
+    from chash.metrics import router_points
+
+    points = router_points(router)
     tunnels = gateway.tunnel_counts
     return {
         "key": str(config.key_rule),
@@ -152,13 +159,15 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         "started_at": gateway.started_at,
         "ring": {
             "nodes": len(router),
-            "points": sum(points.values()),
-            "virtual_node_count": router.virtual_node_count,
+            "router": type(router).__name__,
+            "points": None if points is None else sum(points.values()),
+            "virtual_node_count": getattr(router, "virtual_node_count", None),
             "hash": router.hash if isinstance(router.hash, str) else repr(router.hash),
             "layout": router.layout,
             "fingerprint": router.fingerprint(),
         },
         "zone": config.zone,
+        "tls": getattr(gateway, "tls_status", None),
         "membership": shared,
         "health": None if checker is None else {
             "interval": checker.interval,
@@ -177,6 +186,8 @@ def status(gateway: GatewayView) -> dict[str, Any]:
             "closed": _by_reason(tunnels.closed),
             "bytes": dict(tunnels.bytes),
         },
+        "config": None if (reloads := getattr(gateway, "reloads", None)) is None
+        else reloads.status(),
         # Each worker's own counts, when the view gathers several processes
         # (chash.gateway.workers.GroupView); absent for a single process.
         **({"workers": workers} if (workers := getattr(gateway, "workers", None)) is not None
@@ -189,8 +200,10 @@ def _nodes(gateway: GatewayView, health: dict[str, NodeStatus],
     """One entry per node: every configured backend, then any other node
     the ring or the health checker knows."""
     router = gateway.router
+    from chash.metrics import router_points
+
     ownership = router.ownership()
-    points = router.points
+    points = router_points(router) or {}
     weights = router.weights
     loads = gateway.loads
     hints = gateway.hints
@@ -245,8 +258,10 @@ def _health(node: str, node_status: NodeStatus, snap: CountersSnapshot) -> dict[
 
 
 def make_app(gateway: GatewayView) -> web.Application:
-    """The admin application: the status page and the metrics (or, at the
-    metrics path, why they are off).  MissingExtra without aiohttp."""
+    """The admin application: the status page, the metrics (or, at the
+    metrics path, why they are off) and ``POST /-/reload`` (answered with
+    the reload's outcome as JSON: 200 applied, 409 refused, 422 the
+    configuration does not validate).  MissingExtra without aiohttp."""
     aioweb = _web()
     config = gateway.config
 
@@ -267,8 +282,22 @@ def make_app(gateway: GatewayView) -> web.Application:
                 headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
         return answer
 
+    async def handle_reload(request: web.Request) -> web.StreamResponse:
+        reloads = getattr(gateway, "reloads", None)
+        if reloads is None:
+            body: dict[str, Any] = {"reloaded": False, "digest": None, "refused": [],
+                                    "error": "this gateway is not reloaded"}
+            code = 409
+        else:
+            outcome = reloads.reload()
+            body, code = outcome.as_json(), outcome.status
+        answer: web.Response = aioweb.Response(
+            status=code, text=json.dumps(body, indent=2) + "\n", content_type="application/json")
+        return answer
+
     app: web.Application = aioweb.Application()
     app.router.add_get(config.status_path, handle_status)
+    app.router.add_post(RELOAD_PATH, handle_reload)
     app.router.add_get(config.metrics_path, handle_metrics)
     return app
 

@@ -126,6 +126,27 @@ class GatewayConfig:
     tunnel_close_grace: float = 5.0
     """Seconds a tunnel the gateway closes (a ring change, a stop) may take
     to reach a frame boundary for its close frame; closed without it after."""
+    tls_cert: str | None = None
+    """PEM file of the certificate the listener serves over TLS, its chain
+    after it; None (the default): plain HTTP (``chash.gateway.tls``)."""
+    tls_key: str | None = None
+    """PEM file of ``tls_cert``'s private key; None: it is in ``tls_cert``."""
+    tls_ciphers: str | None = None
+    """An OpenSSL cipher list for TLS 1.2; None: OpenSSL's secure defaults
+    (TLS 1.3's suites are always OpenSSL's own)."""
+    tls_min_version: str = "1.2"
+    """The oldest TLS version offered: ``"1.2"`` or ``"1.3"``."""
+    tls_client_ca: str | None = None
+    """PEM bundle of the CAs client certificates must chain to; a client
+    without a valid certificate is refused.  None: no client certificates."""
+    tls_handshake_timeout: float = 10.0
+    """Seconds a client may take over its TLS handshake."""
+    backend_ca: str | None = None
+    """PEM bundle of the CAs that ``https://`` backends' certificates must
+    chain to (only those); None: the system's CAs."""
+    backend_insecure: bool = False
+    """Verify nothing of ``https://`` backends' certificates (neither chain
+    nor host name): for test benches only."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -136,7 +157,7 @@ class GatewayConfig:
         _count("attempts", self.attempts, 1)
         for name in ("connect_timeout", "read_timeout", "deadline", "health_interval",
                      "health_timeout", "header_timeout", "idle_timeout", "body_timeout",
-                     "tunnel_idle_timeout", "tunnel_close_grace"):
+                     "tunnel_idle_timeout", "tunnel_close_grace", "tls_handshake_timeout"):
             _positive(name, getattr(self, name))
         if self.on_ring_change not in ("keep", "close"):
             raise ValueError(f"on_ring_change must be 'keep' or 'close', not "
@@ -152,9 +173,43 @@ class GatewayConfig:
             raise ValueError(f"zone must be a non-empty str or None, not {self.zone!r}")
         object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
         object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
+        self._check_tls()
         for name in ("status_path", "metrics_path", "health_path"):
             if not getattr(self, name).startswith("/"):
                 raise ValueError(f"{name} must start with '/', not {getattr(self, name)!r}")
+
+    def _check_tls(self) -> None:
+        for name in ("tls_cert", "tls_key", "tls_ciphers", "tls_client_ca"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty str or None, not {value!r}")
+        if self.tls_min_version not in ("1.2", "1.3"):
+            raise ValueError(f"tls_min_version must be '1.2' or '1.3', not "
+                             f"{self.tls_min_version!r}")
+        if self.tls_cert is None:
+            given = [name for name in ("tls_key", "tls_ciphers", "tls_client_ca")
+                     if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} without tls_cert: TLS needs a "
+                                 f"certificate")
+        if self.backend_ca is not None and (not isinstance(self.backend_ca, str)
+                                            or not self.backend_ca):
+            raise ValueError(f"backend_ca must be a non-empty str or None, not "
+                             f"{self.backend_ca!r}")
+        if not isinstance(self.backend_insecure, bool):
+            raise TypeError(f"backend_insecure must be a bool, not "
+                            f"{type(self.backend_insecure).__name__}")
+        if self.backend_insecure and self.backend_ca is not None:
+            raise ValueError("backend_ca and backend_insecure: give one (a CA to verify "
+                             "against, or no verification)")
+        if self.key_rule.source == "tls-subject" and self.tls_client_ca is None:
+            raise ValueError("key tls-subject is the verified client certificate's subject: "
+                             "it needs tls_client_ca (and tls_cert)")
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listener serves TLS (``tls_cert`` is set)."""
+        return self.tls_cert is not None
 
     @property
     def key_rule(self) -> KeyRule:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -37,8 +38,10 @@ from chash.gateway.messages import (
 from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
+from chash.gateway.tls import request_key, subject_of
 from chash.gateway.tracing import AttemptTracer
 from chash.gateway.tunnel import Tunnels
+from chash.gateway.upstream import BackendTls, open_channel, upstream_of
 from chash.metrics import RouteCounters
 
 __all__ = ["HealthReports", "Proxy", "Routes", "describe"]
@@ -75,6 +78,10 @@ def describe(exc: BaseException) -> str:
         return "connection refused"
     if isinstance(exc, EOFError):
         return "disconnected before answering"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS: the backend's certificate is not trusted ({exc.verify_message})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed ({exc.reason or exc})"
     if isinstance(exc, OSError):
         return f"cannot connect: {exc.strerror or exc}"
     if isinstance(exc, HttpError):
@@ -101,8 +108,12 @@ class Proxy:
     def __init__(self, config: GatewayConfig, router: Routes,
                  addresses: Mapping[str, str], counters: RouteCounters,
                  health: HealthReports | None, tracer: AttemptTracer | None = None,
-                 tunnels: Tunnels | None = None) -> None:
+                 tunnels: Tunnels | None = None, backend_tls: BackendTls | None = None) -> None:
         self.config = config
+        #: The context of connections to https:// backends (a reload may
+        #: replace it: ``reconfigure``).
+        self.backend_tls = backend_tls if backend_tls is not None else BackendTls(
+            config.backend_ca, config.backend_insecure)
         self.key_rule = config.key_rule
         self.router = router
         self._addresses = addresses
@@ -127,8 +138,39 @@ class Proxy:
             [*self._addresses, *self.in_flight])}
 
     def address_of(self, node: str) -> str:
-        """The ``host:port`` that ``node`` is reached at."""
+        """The ``host:port`` (or ``https://host:port``) that ``node`` is
+        reached at."""
         return self._addresses.get(node, node)
+
+    def reconfigure(self, config: GatewayConfig, backend_tls: BackendTls | None = None) -> None:
+        """Serve the requests from now on with ``config`` (a reload), and
+        with ``backend_tls`` if it verifies backends otherwise than the
+        current one: the TLS backends' pools are dropped then, so that
+        every new connection to them is verified the new way."""
+        self.config = config
+        self.key_rule = config.key_rule
+        self._node_lines.clear()
+        if backend_tls is not None and not backend_tls.same_as(self.backend_tls):
+            self.backend_tls = backend_tls
+            for node in [node for node, pool in self.pools.items() if pool.upstream.secure]:
+                self.drop_pool(node)
+
+    def pool_of(self, node: str) -> Pool:
+        """``node``'s pool, made on its first request."""
+        pool = self.pools.get(node)
+        if pool is None:
+            upstream = upstream_of(self.address_of(node))
+            pool = self.pools[node] = Pool(self.address_of(node), self.config.pool_size,
+                                           self.backend_tls.for_upstream(upstream))
+        return pool
+
+    def drop_pool(self, node: str) -> None:
+        """Close ``node``'s idle pooled connections and forget its pool (its
+        address changed, or it left the configuration); connections in use
+        finish their exchange and are closed after it."""
+        pool = self.pools.pop(node, None)
+        if pool is not None:
+            pool.close()
 
     async def close(self, grace: float) -> None:
         """Let requests in flight finish (``grace`` seconds at most), then
@@ -155,6 +197,10 @@ class Proxy:
         return Channel(self._connected)
 
     def _connected(self, channel: Channel) -> None:
+        assert channel.transport is not None
+        if channel.secure:
+            tls = channel.transport.get_extra_info("ssl_object")
+            channel.tls_subject = subject_of(tls.getpeercert() if tls is not None else None)
         self._connections.add(channel)
         task = channel.loop.create_task(self._serve(channel))
         self._tasks.add(task)
@@ -278,7 +324,7 @@ class Proxy:
         config = self.config
         deadline = client.loop.time() + config.deadline
         has_body = request.chunked or request.content_length > 0
-        key = self.key_rule.extract(request)
+        key = request_key(self.key_rule, request, client.tls_subject)
         if key is None:
             if config.missing_key == "reject":
                 self.counters.request("rejected")
@@ -312,7 +358,7 @@ class Proxy:
                 return self._answer(client, request, 408,
                                     "request body not received in time", True)
         return await self.forward(client, request, key, nodes, body,
-                                   backend_head(request, remote), deadline)
+                                   backend_head(request, remote, client.secure), deadline)
 
     def node_line(self, node: str) -> bytes | None:
         """The header line naming the node that answered, if configured."""
@@ -340,9 +386,7 @@ class Proxy:
             node = nodes[index]
             if index:
                 self.counters.retry()
-            pool = self.pools.get(node)
-            if pool is None:
-                pool = self.pools[node] = Pool(self.address_of(node), config.pool_size)
+            pool = self.pool_of(node)
             self.in_flight[node] = self.in_flight.get(node, 0) + 1
             tracer = self._tracer
             span = None if tracer is None else tracer.start(
@@ -412,7 +456,7 @@ class Proxy:
                 not request.keep_alive, retry_after=1))
             return request.keep_alive
         config = self.config
-        head = upgrade_head(request, remote)
+        head = upgrade_head(request, remote, client.secure)
         loop = client.loop
         deadline = loop.time() + config.deadline
         tried: list[str] = []
@@ -466,12 +510,11 @@ class Proxy:
         connection and the answer's head when one came (ANSWERED, or
         RETRY_STATUS for a status to fail over from)."""
         config = self.config
-        address = self.address_of(node)
-        host, _, port = address.rpartition(":")
+        upstream = upstream_of(self.address_of(node))
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(Channel, host.strip("[]"), int(port)),
+            conn = await open_channel(
+                upstream, self.backend_tls.for_upstream(upstream),
                 max(0.001, min(config.connect_timeout, deadline - loop.time())))
         except (OSError, TimeoutError) as exc:
             reason = f"connect timed out after {config.connect_timeout:g}s" \
@@ -479,7 +522,7 @@ class Proxy:
             self._failed(node, reason)
             return Outcome.NOT_DELIVERED, reason, None, None
         try:
-            conn.write(request_start(request, address.encode()) + head)
+            conn.write(request_start(request, upstream.authority) + head)
             wait = max(0.001, min(config.read_timeout, deadline - loop.time()))
             while True:
                 raw = await conn.read_head(65536, wait, 502)

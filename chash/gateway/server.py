@@ -24,6 +24,16 @@ does not unless its status is listed in ``fail_on_status``.
 Zones: with ``config.zone`` set, each key goes to the first node of that
 zone clockwise from it, and its failover stays in the zone while the zone
 has a node in the ring (``chash.zones.LocalFirst``), leaving it only then.
+With a shared membership, a node this gateway's own health checks hold
+down stays in the shared ring until a quorum of the gateways votes it down
+(one gateway's view is not a verdict), but here it is tried last for every
+key, so its keys fail over to the next nodes of their preference list at
+once instead of waiting on it (``LocalVerdicts``).
+
+With a shared membership, the zones the shared ring holds (``chash ring add
+NODE --zone Z``: ``membership.state.zones``) come first, read at each
+lookup so that a zone changed in the store is followed with the ring; the
+gateway's own (``zones``) stand for the nodes the shared ring gives none.
 
 Building a ``Gateway`` needs aiohttp and httptools (``pip install 'chash-router[gateway]'``);
 importing this module does not.  See docs/gateway.md.
@@ -34,9 +44,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import time
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 from chash._chash import ConsistentHashRouter
@@ -44,20 +55,80 @@ from chash._optional import require
 from chash._text import plural
 from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
-from chash.gateway.config import GatewayConfig, KeyRule, parse_address
+from chash.gateway.config import GatewayConfig, KeyRule
+from chash.gateway.listener import TlsListener
 from chash.gateway.proxy import HealthReports, Proxy, Routes
+from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
 from chash.gateway.slow_start import WeightRamp
+from chash.gateway.tls import certificate_digest, server_context
 from chash.gateway.tracing import attempt_tracer
 from chash.gateway.tunnel import TunnelCounts, Tunnels
+from chash.gateway.upstream import BackendTls, parse_backend, upstream_of
 from chash.metrics import RouteCounters
+from chash.weights import set_weight, weightless
 from chash.zones import LocalFirst
 
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from chash.gateway.view import GatewayRouter
     from chash.health import AsyncHealthChecker, Membership
 
-__all__ = ["Gateway", "OnChange"]
+__all__ = ["Gateway", "LocalVerdicts", "OnChange", "SharedZones"]
+
+
+class LocalVerdicts:
+    """Routes that try last the nodes in ``down`` (read at each lookup, kept
+    by the caller: the nodes this gateway's own health checks hold down
+    while a shared ring keeps them); otherwise ``routes``' own order, so
+    with nothing held down every answer is ``routes``'.  A node held down
+    is still tried when the others fail: it is the shared ring's, and this
+    gateway's view may be the partial one."""
+
+    def __init__(self, routes: Routes, down: Set[str]) -> None:
+        self._routes = routes
+        self._down = down
+
+    def get_preference_list(self, key: bytes, n: int, /) -> list[str]:
+        """Up to ``n`` nodes to try in turn: ``routes``' preference list,
+        the nodes held down moved to its end."""
+        down = self._down
+        if not down:
+            return self._routes.get_preference_list(key, n)
+        nodes = self._routes.get_preference_list(key, n + len(down))
+        return ([node for node in nodes if node not in down]
+                + [node for node in nodes if node in down])[:n]
+
+
+class SharedZones(Mapping[str, str]):
+    """The nodes' zones with a shared membership: those its ring holds
+    (``membership.state.zones``, as last applied), and for a node it gives
+    none, the gateway's ``own``.  Read at each lookup, never copied, so a
+    zone changed in the store is followed as the ring is.  A membership
+    without zones (one that has not synced yet, or of a ring stored before
+    zones were) leaves the gateway's own."""
+
+    def __init__(self, own: Mapping[str, str], membership: object) -> None:
+        self._own = own
+        self._membership = membership
+
+    def _shared(self) -> Mapping[str, str]:
+        state = getattr(self._membership, "state", None)
+        zones = getattr(state, "zones", None)
+        return zones if isinstance(zones, Mapping) else {}
+
+    def __getitem__(self, node: str) -> str:
+        zone = self._shared().get(node)
+        return self._own[node] if zone is None else zone
+
+    def __iter__(self) -> Iterator[str]:
+        shared = self._shared()
+        yield from shared
+        yield from (node for node in self._own if node not in shared)
+
+    def __len__(self) -> int:
+        shared = self._shared()
+        return len(shared) + sum(1 for node in self._own if node not in shared)
 
 logger = logging.getLogger("chash.gateway")
 
@@ -70,12 +141,17 @@ class Gateway:
     """A sticky reverse proxy in front of a set of HTTP backends.
 
     Arguments:
-        backends: backend addresses (``host:port``), each its own node name;
+        backends: backend addresses (``host:port``, or ``https://host:port``
+            spoken to over TLS), each its own node name;
             or a mapping ``{node name: address}``, so that the ring (and so
             every key's placement) does not depend on addresses.
         config: a ``GatewayConfig``; the defaults if None.
         router: the ring (the balancer) to route through; by default the
-            membership's router, or a new ``ConsistentHashRouter()``.
+            membership's router, or a new ``ConsistentHashRouter()``.  A
+            ``MaglevRouter`` or a ``RendezvousRouter`` does as well, with
+            neither zones nor a shared membership (both keep a ring); jump
+            is not offered, since a gateway must drop a backend from the
+            middle of its list.  Slow start needs a layout with weights.
             Backends missing from it are added with ``weights.get(node,
             1.0)``, unless a membership is given (then the shared ring says
             which nodes are in).
@@ -86,6 +162,8 @@ class Gateway:
             the router's own ``zones``.  Kept here rather than read from the
             ring, since a node taken out and put back (health checks, a
             shared membership) comes back to the ring without its zone.
+            With a membership whose shared ring gives a node a zone
+            (``state.zones``), that zone is the node's.
         health: the health checker to report request outcomes to; by
             default one is built from the config (``config.health``), voting
             through ``membership`` when given.
@@ -115,7 +193,7 @@ class Gateway:
         backends: Iterable[str] | Mapping[str, str] = (),
         config: GatewayConfig | None = None,
         *,
-        router: ConsistentHashRouter | None = None,
+        router: GatewayRouter | None = None,
         weights: Mapping[str, float] | None = None,
         zones: Mapping[str, str] | None = None,
         health: AsyncHealthChecker | None = None,
@@ -141,11 +219,11 @@ class Gateway:
                             f"not {type(health).__name__}")
         self._config = config = config if config is not None else GatewayConfig()
         if isinstance(backends, Mapping):
-            addresses = {str(node): parse_address(addr) for node, addr in backends.items()}
+            addresses = {str(node): parse_backend(addr) for node, addr in backends.items()}
         else:
             addresses = {}
             for addr in backends:
-                address = parse_address(addr)
+                address = parse_backend(addr)
                 if address in addresses:
                     raise ValueError(f"backend {address} is listed twice")
                 addresses[address] = address
@@ -153,12 +231,23 @@ class Gateway:
         if router is None:
             router = getattr(membership, "router", None) or ConsistentHashRouter()
         self._router = router
-        self._zones = dict(router.zones if zones is None else zones)
+        ring = router if isinstance(router, ConsistentHashRouter) else None
+        if ring is None:
+            # (A shared membership refuses such a router itself: it keeps a ring.)
+            kind = type(router).__name__
+            if zones or config.zone is not None:
+                raise ValueError(f"zones are the ConsistentHashRouter's (a {kind} has none)")
+        if config.slow_start and weightless(router):
+            raise ValueError(f"slow_start ramps weights: the {router.layout} layout has none")
+        self._zones = dict((ring.zones if ring is not None else {}) if zones is None else zones)
         if membership is None:
             for node in addresses:
                 if node not in router:
-                    router.add_service_node(node, (weights or {}).get(node, 1.0),
-                                            zone=self._zones.get(node))
+                    weight = (weights or {}).get(node, 1.0)
+                    if ring is not None:
+                        ring.add_service_node(node, weight, zone=self._zones.get(node))
+                    else:
+                        router.add_service_node(node, weight)
         self._membership = membership
         if config.slow_start and membership is not None and ramp is None:
             raise ValueError("slow_start ramps the gateway's own ring: with a membership the "
@@ -166,13 +255,29 @@ class Gateway:
         if ramp is None and config.slow_start:
             ramp = WeightRamp(router, config.slow_start)
         self._ramp = ramp
-        routes: Routes = router if config.zone is None else \
-            LocalFirst(router, config.zone, self._zones)
+        zoning: Mapping[str, str] = self._zones if membership is None else \
+            SharedZones(self._zones, membership)
+        self._zoning = zoning
+        routes: Routes = router if ring is None or config.zone is None else \
+            LocalFirst(ring, config.zone, zoning)
+        #: Nodes this gateway's own checks hold down while a shared ring
+        #: keeps them (without a membership they leave the router itself).
+        self._held_down: set[str] = set()
+        if membership is not None:
+            routes = LocalVerdicts(routes, self._held_down)
         self._key = config.key_rule
         self._on_change = on_change
         self._counters = counters if counters is not None else RouteCounters()
         self._started_at: float | None = None
         self._hints: dict[str, str] = {}
+        self._own_health = False
+        # The context of https:// backends, built now when one is known (or
+        # may come from a shared ring) so that a CA bundle that does not
+        # load is told before anything listens, and the health checks have it.
+        self._backend_tls = BackendTls(
+            config.backend_ca, config.backend_insecure,
+            eager=membership is not None or any(upstream_of(a).secure
+                                                for a in addresses.values()))
         if health is None and config.health:
             from chash.health import AsyncHealthChecker
 
@@ -180,7 +285,9 @@ class Gateway:
                 None if membership is not None else router, membership=membership,
                 url=self._health_url, interval=config.health_interval,
                 timeout=config.health_timeout, fall=config.fall, rise=config.rise,
-                on_change=self._health_changed)
+                on_change=self._health_changed, ssl_context=self._backend_tls.context()
+                if self._backend_tls.built else None)
+            self._own_health = True
         self._health = health
         self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
@@ -189,12 +296,27 @@ class Gateway:
             nodes = routes.get_preference_list(key, 1)
             return nodes[0] if nodes else None
 
+        # What applies the health verdicts to this ring (a reload forgets a
+        # removed node there): the checker's membership, or the one a
+        # worker of --workers N follows its leader's verdicts through.
+        self._verdicts: object = getattr(health, "membership", None) if health is not None \
+            else health_reports
         self._tunnels = Tunnels(config, owner, router.__contains__, router.fingerprint)
         self._proxy = Proxy(config, routes, addresses, self._counters,
                             health if health is not None else health_reports,
-                            attempt_tracer(config.tracing, tracer_provider), self._tunnels)
+                            attempt_tracer(config.tracing, tracer_provider), self._tunnels,
+                            self._backend_tls)
+        #: The listener's TLS context (None: plain HTTP), built now so that
+        #: a certificate that does not load is told before anything listens.
+        self._tls: ssl.SSLContext | None = _tls_context(config)
+        self._tls_certificate = _certificate(config)
+        self._tls_listener: TlsListener | None = None
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
+        #: What reloads this gateway (``chash.gateway.supervisor.Reloader``),
+        #: served at ``POST /-/reload`` and shown on the status page; None:
+        #: the gateway is not reloaded.
+        self.reloads: Reloads | None = None
 
     # -- properties ----------------------------------------------------------
 
@@ -204,14 +326,15 @@ class Gateway:
         return self._config
 
     @property
-    def router(self) -> ConsistentHashRouter:
-        """The ring requests are routed through."""
+    def router(self) -> GatewayRouter:
+        """The router (ring, Maglev or rendezvous) requests are routed through."""
         return self._router
 
     @property
     def zones(self) -> dict[str, str]:
-        """``{node: zone}`` of every node with a zone."""
-        return dict(self._zones)
+        """``{node: zone}`` of every node with a zone (the shared ring's
+        first, with a membership)."""
+        return dict(self._zoning)
 
     @property
     def ramp(self) -> WeightRamp | None:
@@ -225,7 +348,8 @@ class Gateway:
 
     @property
     def addresses(self) -> dict[str, str]:
-        """``{node: host:port}`` of every configured backend."""
+        """``{node: address}`` of every configured backend (``host:port``, or
+        ``https://host:port`` for a TLS one)."""
         return dict(self._addresses)
 
     @property
@@ -290,10 +414,42 @@ class Gateway:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the first listening socket."""
+        """``http://host:port`` of the first listening socket
+        (``https://`` with TLS)."""
         if not self._bound:
             raise RuntimeError("the gateway is not listening")
-        return _url(*self._bound[0])
+        return _url(*self._bound[0], scheme="https" if self._tls is not None else "http")
+
+    @property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context new client connections handshake with (a
+        reload replaces it), or None for a plain-HTTP listener."""
+        return self._tls
+
+    @property
+    def tls_certificate(self) -> str | None:
+        """The SHA-256 of the certificate new TLS handshakes are served
+        (``openssl x509 -fingerprint -sha256``'s hex), or None without TLS."""
+        return self._tls_certificate
+
+    @property
+    def tls_handshake_failures(self) -> int:
+        """Client handshakes that failed since the start."""
+        return self._tls_listener.failures if self._tls_listener is not None else 0
+
+    @property
+    def tls_status(self) -> dict[str, Any] | None:
+        """The TLS listener as the status page shows it, or None without TLS."""
+        config = self._config
+        if config.tls_cert is None:
+            return None
+        return {"certificate": config.tls_cert, "certificate_sha256": self._tls_certificate,
+                "min_version": config.tls_min_version, "client_ca": config.tls_client_ca,
+                "handshake_failures": self.tls_handshake_failures}
+
+    def _current_tls(self) -> ssl.SSLContext:
+        assert self._tls is not None
+        return self._tls
 
     @property
     def admin_url(self) -> str | None:
@@ -306,14 +462,26 @@ class Gateway:
         return self._started_at
 
     def address_of(self, node: str) -> str:
-        """The ``host:port`` that ``node`` is reached at."""
+        """The address ``node`` is reached at: ``host:port``, or
+        ``https://host:port`` for a TLS backend."""
         return self._addresses.get(node, node)
 
     def _health_url(self, node: str) -> str:
-        return f"http://{self.address_of(node)}{self._config.health_path}"
+        upstream = upstream_of(self.address_of(node))
+        if not upstream.secure:
+            return f"http://{upstream.authority.decode()}{self._config.health_path}"
+        if self._own_health and self._health is not None \
+                and self._health.ssl_context is None:  # an https node new here
+            self._health.ssl_context = self._backend_tls.context()
+        return f"https://{upstream.authority.decode()}{self._config.health_path}"
 
     def _health_changed(self, node: str, old: Any, new: Any, reason: str) -> None:
         self._counters.health_change(node, old, new, reason)
+        if self._membership is not None:
+            if str(new) == "down":
+                self._held_down.add(node)
+            else:
+                self._held_down.discard(node)
         if self._ramp is not None:
             if str(new) == "up":
                 self._ramp.node_up(node)
@@ -328,6 +496,107 @@ class Gateway:
         if self._on_change is not None:
             self._on_change(node, old, new, reason)
 
+    # -- reload ----------------------------------------------------------------
+
+    def reconfigure(self, config: GatewayConfig, changes: RingChanges) -> tuple[str, ...]:
+        """Apply a reload: the ring's and the backends' ``changes``, and
+        ``config``'s settings; the names of the settings changed.
+
+        The one place where a reload takes effect.  Everything is done in
+        one step, with nothing awaited in between, so that no request is
+        routed on half of it: a removed node leaves the ring (and the
+        health checks: ``forget``), an added one joins it, a changed
+        weight moves only that node's keys.  Requests, tunnels and
+        connections already under way keep their node and the settings
+        they started with; those after take the new ones.  Raises
+        ``ReloadError``, changing nothing, if ``config`` changes a setting
+        outside ``chash.gateway.reload.LIVE_SETTINGS``.  With a shared
+        ring (a Redis or etcd membership) the caller edits no node: the
+        store's nodes are changed through the store."""
+        old = self._config
+        changed = tuple(name for name in old.__dataclass_fields__
+                        if getattr(old, name) != getattr(config, name))
+        fixed = [name for name in changed if name not in LIVE_SETTINGS]
+        if fixed:
+            raise ReloadError(f"cannot change while running: {', '.join(fixed)}", tuple(fixed))
+        if old.tls != config.tls:  # the listener is a TLS one or a plain one for its life
+            raise ReloadError("tls_cert: TLS cannot be turned on or off while the gateway runs "
+                              "(restart it to)", ("tls_cert",))
+        # The certificate files are read again even when their names did not
+        # change (a renewed certificate), and a whole new context is built
+        # before anything changes: one that does not load changes nothing.
+        try:
+            tls = _tls_context(config)
+            certificate = _certificate(config)
+            backend_tls = BackendTls(
+                config.backend_ca, config.backend_insecure,
+                eager=self._backend_tls.built or any(upstream_of(a).secure
+                                                     for a in changes.addresses.values()))
+        except ValueError as exc:
+            raise ReloadError(str(exc)) from None
+        router = self._router
+        ring = router if isinstance(router, ConsistentHashRouter) else None
+        # What the router cannot take is refused before anything changes.
+        if ring is None and any(zone is not None for zone in changes.zones.values()):
+            raise ReloadError(f"zones are the ConsistentHashRouter's (a {type(router).__name__} has none)")
+        if weightless(router) and any(weight != 1 for weight in
+                                      (*changes.weights.values(), *changes.added.values())):
+            raise ReloadError(f"the {router.layout} layout has no weights: every node's is 1")
+        forget = getattr(self._verdicts, "forget", None)
+        reweigh = getattr(self._verdicts, "reweigh", None)
+        ramp = self._ramp
+        for node in changes.removed:
+            if ramp is not None:
+                ramp.reset(node, None)
+            if callable(forget):
+                forget(node)
+            elif node in router:
+                router.remove_service_node(node)
+            self._addresses.pop(node, None)
+            self._zones.pop(node, None)
+            self._proxy.drop_pool(node)
+        for node, zone in changes.zones.items():
+            if zone is None:
+                self._zones.pop(node, None)
+            else:
+                self._zones[node] = zone
+            if ring is not None and node in ring:  # the zone is the ring's: the node again, same points
+                weight = ring.weights[node]
+                ring.remove_service_node(node)
+                ring.add_service_node(node, weight, zone=zone)
+        for node, weight in changes.weights.items():
+            if ramp is not None:  # the reload's weight is final: no ramp overrides it
+                ramp.reset(node, weight)
+            if node in router:
+                set_weight(router, node, weight)
+            elif callable(reweigh):  # taken out by health checks: back with this weight
+                reweigh(node, weight)
+        for node, address in changes.addresses.items():
+            self._addresses[node] = address
+            self._proxy.drop_pool(node)
+        for node, weight in changes.added.items():
+            if ring is not None and node not in ring:
+                ring.add_service_node(node, weight, zone=self._zones.get(node))
+            elif node not in router:
+                router.add_service_node(node, weight)
+        resync = getattr(self._verdicts, "resync", None)
+        if changes.added and callable(resync):  # a follower of --workers N: the leader's
+            resync()                            # verdicts on the nodes new here
+        self._config = config
+        self._key = config.key_rule
+        self._proxy.reconfigure(config, backend_tls)
+        if not backend_tls.same_as(self._backend_tls):
+            self._backend_tls = backend_tls
+            if self._own_health and self._health is not None and backend_tls.built:
+                self._health.ssl_context = backend_tls.context()
+        self._tunnels.reconfigure(config)
+        # The new TLS context serves the handshakes from now on; connections
+        # already open keep theirs.
+        self._tls, self._tls_certificate = tls, certificate
+        if self._tls_listener is not None:
+            self._tls_listener.handshake_timeout = config.tls_handshake_timeout
+        return changed
+
     # -- lifecycle -----------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, *,
@@ -336,17 +605,24 @@ class Gateway:
         the admin listener if configured and the health checks; return the
         gateway's URL.  ``reuse_port`` lets several processes listen on one
         port (SO_REUSEPORT)."""
-        if self._server is not None:
+        if self._server is not None or self._tls_listener is not None:
             raise RuntimeError("the gateway is already running")
         loop = asyncio.get_running_loop()
-        if sock is not None:
-            server = await loop.create_server(self._proxy.accept, sock=sock, backlog=1024)
+        if self._tls is not None:
+            listener = TlsListener(self._proxy.accept, self._current_tls,
+                                   self._config.tls_handshake_timeout)
+            await listener.start(host, port, reuse_port=reuse_port, sock=sock)
+            self._tls_listener = listener
+            sockets: Iterable[Any] = listener.sockets
         else:
-            server = await loop.create_server(self._proxy.accept, host, port, backlog=1024,
-                                              reuse_port=reuse_port or None)
-        self._server = server
-        self._bound = [(str(s.getsockname()[0]), int(s.getsockname()[1]))
-                       for s in server.sockets]
+            if sock is not None:
+                server = await loop.create_server(self._proxy.accept, sock=sock, backlog=1024)
+            else:
+                server = await loop.create_server(self._proxy.accept, host, port, backlog=1024,
+                                                  reuse_port=reuse_port or None)
+            self._server = server
+            sockets = server.sockets
+        self._bound = [(str(s.getsockname()[0]), int(s.getsockname()[1])) for s in sockets]
         try:
             if self._config.admin_listen is not None:
                 self._admin_runner, self._admin_bound = await start_admin(
@@ -374,6 +650,9 @@ class Gateway:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        listener, self._tls_listener = self._tls_listener, None
+        if listener is not None:
+            listener.close()
         runner, self._admin_runner = self._admin_runner, None
         if runner is not None:
             await runner.cleanup()
@@ -400,5 +679,18 @@ class Gateway:
         return admin_status(self)
 
 
-def _url(host: str, port: int) -> str:
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+def _url(host: str, port: int, scheme: str = "http") -> str:
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _certificate(config: GatewayConfig) -> str | None:
+    return None if config.tls_cert is None else certificate_digest(config.tls_cert)
+
+
+def _tls_context(config: GatewayConfig) -> ssl.SSLContext | None:
+    """The listener's TLS context of ``config`` (None without TLS);
+    ValueError naming the file that does not load."""
+    if config.tls_cert is None:
+        return None
+    return server_context(config.tls_cert, config.tls_key, ciphers=config.tls_ciphers,
+                          min_version=config.tls_min_version, client_ca=config.tls_client_ca)

@@ -23,9 +23,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from chash._chash import ConsistentHashRouter
 from chash.weights import SlowStart, set_weight
+
+if TYPE_CHECKING:
+    from chash.gateway.view import GatewayRouter
 
 __all__ = ["WeightRamp"]
 
@@ -33,7 +36,7 @@ __all__ = ["WeightRamp"]
 class WeightRamp:
     """Ramps nodes of ``router`` back to their full weights."""
 
-    def __init__(self, router: ConsistentHashRouter, duration: float, *,
+    def __init__(self, router: GatewayRouter, duration: float, *,
                  clock: Callable[[], float] = time.monotonic, floor: float = 0.05,
                  apply: Callable[[str, float], None] | None = None) -> None:
         """Ramp over ``duration`` seconds from ``floor`` of the full weight;
@@ -58,6 +61,15 @@ class WeightRamp:
     def node_down(self, node: str) -> None:
         """``node`` left service: its ramp stops."""
         self._ramp.forget(node)
+
+    def reset(self, node: str, weight: float | None) -> None:
+        """A reload changed ``node``'s weight to ``weight`` (None: removed
+        it): its ramp stops, and a later one ramps up to ``weight``."""
+        self._ramp.forget(node)
+        if weight is None:
+            self._full.pop(node, None)
+        else:
+            self._full[node] = weight
 
     def ramping(self) -> list[str]:
         """The nodes still ramping."""

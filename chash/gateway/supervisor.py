@@ -9,7 +9,11 @@ backends, how to build the ring and what feeds it) and hands it here:
 (``chash.gateway.workers``): one health verdict, one metrics view.
 
 Nothing here reads a command line: the plan is built, and checked, by the
-caller.
+caller.  A plan built from a configuration file can read it again
+(``Plan.reread``): SIGHUP (to the one process, or to the parent, which
+sends it on to every worker) and ``POST /-/reload`` make each process's
+``Reloader`` reread it and apply what changed to its gateway
+(``Gateway.reconfigure``), or change nothing and say why.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 import socket
 import sys
@@ -30,14 +35,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chash._optional import require
 from chash.gateway.config import GatewayConfig
+from chash.gateway.reload import ReloadError, ReloadOutcome, ring_changes
 
 if TYPE_CHECKING:
-    from chash._chash import ConsistentHashRouter
     from chash.gateway.server import Gateway
+    from chash.gateway.view import GatewayRouter
     from chash.gateway.workers import Follower, Leader
 
-__all__ = ["Feeds", "Plan", "StartRefused", "banner", "build", "run", "run_loop", "serve",
-           "supervise"]
+__all__ = ["Feeds", "Plan", "Reloader", "StartRefused", "banner", "build", "run", "run_loop",
+           "serve", "supervise"]
 
 logger = logging.getLogger("chash.gateway")
 
@@ -101,7 +107,7 @@ class Feeds:
             self.membership.stop()
 
 
-def _no_feeds(router: ConsistentHashRouter) -> Feeds | None:
+def _no_feeds(router: GatewayRouter) -> Feeds | None:
     return None
 
 
@@ -116,17 +122,93 @@ class Plan:
     every worker)."""
     backends: dict[str, str]
     """``{node: host:port}``."""
-    router: Callable[[], ConsistentHashRouter]
+    router: Callable[[], GatewayRouter]
     """A new ring (each worker builds its own after the fork)."""
     zones: dict[str, str] = field(default_factory=dict)
     """``{node: zone}``."""
-    feeds: Callable[[ConsistentHashRouter], Feeds | None] = _no_feeds
+    feeds: Callable[[GatewayRouter], Feeds | None] = _no_feeds
     """What feeds the ring built (a shared ring, a record set), or None."""
     listen: tuple[str, int] = ("127.0.0.1", 8080)
     duration: float | None = None
     """Seconds to run (None: until SIGINT/SIGTERM)."""
     workers: int = 1
     log_level: str = "info"
+    weights: dict[str, float] = field(default_factory=dict)
+    """``{node: weight}`` the ring was built with (1 where not given)."""
+    digest: str = ""
+    """The digest of the configuration the plan was built from (``sha256:``
+    and the hex SHA-256 of its canonical text)."""
+    source: str | None = None
+    """The configuration file the plan was read from, or None."""
+    reread: Callable[[], Plan] | None = None
+    """The plan the configuration gives now (the file read again, flags
+    and variables still over it); ``ReloadError`` if it does not validate
+    or changes a setting a running gateway cannot take.  None: nothing
+    to reread."""
+
+
+class Reloader:
+    """Reloads one process's gateway from its plan's configuration: SIGHUP
+    and ``POST /-/reload`` call ``reload()``; the status page shows
+    ``status()``.  A reload either applies all it changes, in one step
+    (``Gateway.reconfigure``), or nothing."""
+
+    def __init__(self, plan: Plan, gateway: Gateway,
+                 adapt: Callable[[GatewayConfig], GatewayConfig] | None = None) -> None:
+        """``adapt``: what this process makes of a plan's settings (a
+        worker of ``--workers N``: its own health checks and admin
+        listener, see ``build``); by default the settings as they are."""
+        self._plan = plan
+        self._gateway = gateway
+        self._adapt = adapt if adapt is not None else (lambda config: config)
+        self._reloads = 0
+        self._last: ReloadOutcome | None = None
+
+    @property
+    def digest(self) -> str:
+        """The digest of the configuration running now."""
+        return self._plan.digest
+
+    @property
+    def plan(self) -> Plan:
+        """The plan running now (the last one applied)."""
+        return self._plan
+
+    def reload(self) -> ReloadOutcome:
+        """Reread the configuration and apply it; the outcome, logged."""
+        plan, now = self._plan, time.time()
+        outcome: ReloadOutcome
+        if plan.reread is None:
+            outcome = ReloadOutcome(False, plan.digest, now, "no configuration file to reread "
+                                    "(the gateway was started without --config FILE)")
+        else:
+            try:
+                new = plan.reread()
+                changes = ring_changes(plan.backends, new.backends, plan.weights, new.weights,
+                                       plan.zones, new.zones)
+                settings = self._gateway.reconfigure(self._adapt(new.config), changes)
+            except ReloadError as exc:
+                outcome = ReloadOutcome(False, plan.digest, now, str(exc), exc.refused,
+                                        invalid=not exc.refused)
+            else:
+                self._plan = new
+                self._reloads += 1
+                outcome = ReloadOutcome(True, new.digest, now, changes=changes,
+                                        settings=settings)
+        self._last = outcome
+        if outcome.ok:
+            logger.info("configuration reloaded from %s (%s): %s", plan.source, outcome.digest,
+                        outcome.changes.as_json() | {"settings": list(outcome.settings)})
+        else:
+            logger.error("reload refused, nothing changed: %s", outcome.error)
+        return outcome
+
+    def status(self) -> dict[str, Any]:
+        """The configuration's file, digest, reloads applied and the last
+        reload's outcome (None before the first)."""
+        return {"file": self._plan.source, "digest": self._plan.digest,
+                "reloads": self._reloads,
+                "last_reload": None if self._last is None else self._last.as_json()}
 
 
 def build(plan: Plan, worker: int = 0,
@@ -166,9 +248,15 @@ def build(plan: Plan, worker: int = 0,
             if membership is None:  # worker 0 alone probes; failures go to it
                 reports = role
         probes = config.health and (worker == 0 or membership is not None)
-        config = config.replace(health=probes, admin_listen=None, slow_start=slow_start)
-    gateway = Gateway(plan.backends, config, router=router, zones=plan.zones,
+
+        def adapt(config: GatewayConfig) -> GatewayConfig:
+            return config.replace(health=probes, admin_listen=None, slow_start=slow_start)
+    else:
+        def adapt(config: GatewayConfig) -> GatewayConfig:
+            return config
+    gateway = Gateway(plan.backends, adapt(config), router=router, zones=plan.zones,
                       membership=verdicts, counters=counters, health_reports=reports, ramp=ramp)
+    gateway.reloads = Reloader(plan, gateway, adapt)
     return gateway, feeds, role
 
 
@@ -215,12 +303,19 @@ async def serve(gateway: Gateway, host: str, port: int, duration: float | None =
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    def reload() -> None:
+        if gateway.reloads is None:
+            logger.warning("SIGHUP: nothing to reload")
+        else:
+            gateway.reloads.reload()  # logs its outcome
+
+    for signum, handler in ((signal.SIGINT, stop.set), (signal.SIGTERM, stop.set),
+                            (signal.SIGHUP, reload)):
         try:
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, handler)
             handled.append(signum)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
-            pass
+        except (NotImplementedError, RuntimeError, AttributeError):  # not the main thread,
+            pass                                                     # or Windows
     try:
         if membership is not None:
             await asyncio.to_thread(membership.start)
@@ -283,6 +378,9 @@ def run(plan: Plan, built: tuple[Gateway, Feeds | None, object] | None = None) -
 def _worker(plan: Plan, index: int, pipe: Any,
             links: list[tuple[socket.socket, socket.socket]]) -> None:
     """One worker process of ``--workers N``: serve until SIGTERM."""
+    # The parent's handler (send SIGHUP on to every worker) is not this
+    # process's: until serve() reloads on it, a SIGHUP is ignored.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     logging.basicConfig(level=getattr(logging, plan.log_level.upper()), stream=sys.stderr,
                         format=f"%(asctime)s worker {index} %(name)s %(levelname)s %(message)s")
     for number, (ours, theirs) in enumerate(links, start=1):  # keep only this worker's ends
@@ -325,9 +423,17 @@ def supervise(plan: Plan) -> int:
     plan = dataclasses.replace(plan, listen=(host, reserve.getsockname()[1]))
     context = multiprocessing.get_context("fork")
     stopping = []
+    workers: list[multiprocessing.context.ForkProcess] = []
+
+    def send_on(signum: int, frame: object) -> None:
+        """SIGHUP: every worker rereads the configuration itself."""
+        for process in workers:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signal.SIGHUP)
+
     previous = {signum: signal.signal(signum, lambda s, f: stopping.append(s))
                 for signum in (signal.SIGINT, signal.SIGTERM)}
-    workers = []
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, send_on)
     # Worker 0 talks with each other worker over a socket pair of its own
     # (chash.gateway.workers): one health verdict, one metrics view.
     links = [socket.socketpair() for _ in range(plan.workers - 1)]

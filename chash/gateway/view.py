@@ -5,21 +5,29 @@
 app never imports the gateway (the gateway imports the admin app to start
 it).  ``Gateway`` satisfies the protocol; a test may pass any object that
 does.  This module imports nothing of the gateway but its configuration,
-and that only for type checking.
+and that only for type checking; of the ring, the router types
+``GatewayRouter`` names.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from chash._chash import ConsistentHashRouter, MaglevRouter, RendezvousRouter
 
 if TYPE_CHECKING:
-    from chash._chash import ConsistentHashRouter
     from chash.gateway.config import GatewayConfig
+    from chash.gateway.reload import Reloads
     from chash.gateway.tunnel import TunnelCounts
     from chash.health import AsyncHealthChecker
     from chash.metrics import RouteCounters
 
-__all__ = ["GatewayView"]
+__all__ = ["GatewayRouter", "GatewayView"]
+
+#: What a gateway routes through: the ring (any of its layouts), Maglev or
+#: rendezvous.  (Jump is not offered: a gateway must drop a backend from
+#: the middle of its list, which a jump router cannot.)
+GatewayRouter: TypeAlias = ConsistentHashRouter | MaglevRouter | RendezvousRouter
 
 
 class GatewayView(Protocol):
@@ -30,8 +38,8 @@ class GatewayView(Protocol):
         """The settings (key rule, paths, ``missing_key``...)."""
 
     @property
-    def router(self) -> ConsistentHashRouter:
-        """The ring requests are routed through."""
+    def router(self) -> GatewayRouter:
+        """The router requests are routed through."""
 
     @property
     def addresses(self) -> dict[str, str]:
@@ -82,3 +90,7 @@ class GatewayView(Protocol):
     @property
     def metrics_off(self) -> str | None:
         """Why metrics are not served (None when they are)."""
+
+    @property
+    def reloads(self) -> Reloads | None:
+        """What reloads the gateway's configuration, or None."""

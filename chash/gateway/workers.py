@@ -51,9 +51,10 @@ from chash.weights import set_weight
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from chash._chash import ConsistentHashRouter
     from chash.gateway.config import GatewayConfig
+    from chash.gateway.reload import ReloadOutcome, Reloads
     from chash.gateway.server import Gateway
+    from chash.gateway.view import GatewayRouter
     from chash.health import AsyncHealthChecker
 
 __all__ = ["Follower", "GroupCounters", "Leader", "WorkerReport", "merge_snapshots"]
@@ -121,6 +122,14 @@ class WorkerReport:
     """The changes of the leader's (verdicts, weights) applied to that ring."""
     tunnels: TunnelCounts | None = None
     """The worker's WebSocket tunnels (open, opened, closed, bytes)."""
+    config_digest: str = ""
+    """The digest of the configuration the worker runs (``Plan.digest``,
+    after its last reload)."""
+    tls_certificate: str | None = None
+    """The SHA-256 of the certificate the worker's TLS listener serves
+    (None: plain HTTP)."""
+    tls_handshake_failures: int = 0
+    """The client handshakes that failed on the worker's listener."""
 
 
 def merge_snapshots(snapshots: list[CountersSnapshot]) -> CountersSnapshot:
@@ -169,7 +178,7 @@ class Leader:
     Give ``Leader.membership`` (the leader itself) and ``Leader.counters``
     to the ``Gateway`` of worker 0, then ``await start(gateway)``."""
 
-    def __init__(self, router: ConsistentHashRouter, links: list[socket.socket], *,
+    def __init__(self, router: GatewayRouter, links: list[socket.socket], *,
                  share_verdicts: bool, admin_listen: tuple[str, int] | None = None) -> None:
         """``links``: one socket to each other worker, worker 1 first.
         ``share_verdicts``: send the checker's verdicts to the others (not
@@ -214,6 +223,29 @@ class Leader:
         if self._share:
             self._broadcast(("up", node))
 
+    def forget(self, node: str) -> bool:
+        """Stop serving and watching ``node`` in this worker (a reload
+        removed it; each other worker removes it on its own reload)."""
+        return self._local.forget(node)
+
+    def reweigh(self, node: str, weight: float) -> bool:
+        """The weight ``node``, taken out, comes back with in this worker (a
+        reload changed it; each other worker changes it on its own reload)."""
+        return self._local.reweigh(node, weight)
+
+    def reload(self) -> ReloadOutcome | None:
+        """``POST /-/reload`` on the admin listener: reload this worker,
+        then, if that applied, tell every other worker to reload itself;
+        None if this gateway is not reloaded."""
+        reloads = None if self._gateway is None else self._gateway.reloads
+        if reloads is None:
+            return None
+        outcome = reloads.reload()
+        if outcome.ok:
+            for link in self._links:
+                link.send(("reload",))
+        return outcome
+
     def set_weight(self, node: str, weight: float) -> None:
         """Give ``node`` this weight in this worker's ring and in every
         other's (the slow-start ramp's ``apply``); nothing for a node not
@@ -254,6 +286,12 @@ class Leader:
             if kind == "report":
                 self._reports[worker] = WorkerReport(worker, *message[1:])
                 return
+            if kind == "resync":  # the worker's reload added nodes: which are out now
+                if self._share:
+                    down = [("down", node, "taken out by health checks")
+                            for node in self._local.taken_out()]
+                    self._links[worker - 1].send(("batch", self._changes, down))
+                return
             health = self._health
             if health is None:
                 return
@@ -275,7 +313,9 @@ class Leader:
         if self._gateway is not None:
             own = [WorkerReport(0, os.getpid(), self.counters.own(), self._gateway.loads,
                                 self._gateway.router.fingerprint(), self._changes,
-                                self._gateway.tunnel_counts)]
+                                self._gateway.tunnel_counts, _digest(self._gateway),
+                                self._gateway.tls_certificate,
+                                self._gateway.tls_handshake_failures)]
         return own + [self._reports[i] for i in sorted(self._reports)]
 
     # -- lifecycle -----------------------------------------------------------
@@ -315,7 +355,7 @@ class Follower:
     ``health_reports`` (when verdicts are shared), then ``await
     start(gateway)``."""
 
-    def __init__(self, router: ConsistentHashRouter, link: socket.socket) -> None:
+    def __init__(self, router: GatewayRouter, link: socket.socket) -> None:
         """``link``: the socket to the leader."""
         self._router = router
         self._local = LocalMembership(router)
@@ -324,6 +364,26 @@ class Follower:
         self._failing: set[str] = set()
         self._gateway: Gateway | None = None
         self._pusher: asyncio.Task[None] | None = None
+
+    def forget(self, node: str) -> bool:
+        """Stop serving ``node`` in this worker, whatever the leader's verdict
+        (a reload removed it)."""
+        return self._local.forget(node)
+
+    @property
+    def ring_changes(self) -> int:
+        """The number of the leader's last change applied to this ring."""
+        return self._changes
+
+    def resync(self) -> None:
+        """Ask the leader for the nodes its health checks have out (a reload
+        added nodes here, which the leader may have judged already)."""
+        self._link.send(("resync",))
+
+    def reweigh(self, node: str, weight: float) -> bool:
+        """The weight ``node``, taken out by the leader's verdict, comes
+        back with in this worker (a reload changed it)."""
+        return self._local.reweigh(node, weight)
 
     def report_failure(self, node: str, reason: str = "reported failure") -> None:
         """Forward a request's failure on ``node`` to the leader's checker."""
@@ -339,6 +399,11 @@ class Follower:
             self._link.send(("success", node))
 
     def _receive(self, message: tuple[Any, ...]) -> None:
+        if message[0] == "reload":  # POST /-/reload on the leader's admin listener
+            reloads = None if self._gateway is None else self._gateway.reloads
+            if reloads is not None:
+                reloads.reload()
+            return
         if message[0] != "batch":
             return
         # One batch, applied in one go: no request is routed in between.
@@ -362,7 +427,8 @@ class Follower:
         assert self._gateway is not None
         gateway = self._gateway
         message = ("report", os.getpid(), gateway.counters.snapshot(), gateway.loads,
-                   gateway.router.fingerprint(), self._changes, gateway.tunnel_counts)
+                   gateway.router.fingerprint(), self._changes, gateway.tunnel_counts,
+                   _digest(gateway), gateway.tls_certificate, gateway.tls_handshake_failures)
         if message != last:
             self._link.send(message)
         return message
@@ -398,13 +464,14 @@ class GroupView:
         return self._gateway.config
 
     @property
-    def router(self) -> ConsistentHashRouter:
+    def router(self) -> GatewayRouter:
         """Worker 0's ring (the verdicts keep every worker's alike)."""
         return self._gateway.router
 
     @property
     def addresses(self) -> dict[str, str]:
-        """``{node: host:port}`` of every configured backend."""
+        """``{node: address}`` of every configured backend (``host:port``, or
+        ``https://host:port`` for a TLS one)."""
         return self._gateway.addresses
 
     @property
@@ -425,12 +492,23 @@ class GroupView:
         return self._gateway.hints
 
     @property
+    def tls_status(self) -> dict[str, Any] | None:
+        """Worker 0's TLS listener, its handshake failures those of every
+        worker's; each worker's certificate is in ``workers``."""
+        own = self._gateway.tls_status
+        if own is None:
+            return None
+        return {**own, "handshake_failures": sum(r.tls_handshake_failures
+                                                 for r in self._leader.reports)}
+
+    @property
     def started_at(self) -> float | None:
         """When worker 0 started listening."""
         return self._gateway.started_at
 
     def address_of(self, node: str) -> str:
-        """The ``host:port`` that ``node`` is reached at."""
+        """The address ``node`` is reached at: ``host:port``, or
+        ``https://host:port`` for a TLS backend."""
         return self._gateway.address_of(node)
 
     @property
@@ -475,5 +553,41 @@ class GroupView:
         return [{"worker": r.worker, "pid": r.pid, "requests": dict(r.counters.requests),
                  "retries": r.counters.retries, "in_flight": sum(r.loads.values()),
                  "tunnels": 0 if r.tunnels is None else sum(r.tunnels.open.values()),
-                 "fingerprint": r.fingerprint, "ring_changes": r.ring_changes}
+                 "fingerprint": r.fingerprint, "ring_changes": r.ring_changes,
+                 "config_digest": r.config_digest, "tls_certificate": r.tls_certificate}
                 for r in self._leader.reports]
+
+    @property
+    def reloads(self) -> Reloads | None:
+        """What ``POST /-/reload`` calls: worker 0's reload, which tells
+        every other worker to reload after its own applied."""
+        reloads = self._gateway.reloads
+        return None if reloads is None else _GroupReloads(reloads, self._leader)
+
+
+class _GroupReloads:
+    """Worker 0's ``Reloads``, whose ``reload`` reaches every worker."""
+
+    def __init__(self, own: Reloads, leader: Leader) -> None:
+        self._own = own
+        self._leader = leader
+
+    @property
+    def digest(self) -> str:
+        """Worker 0's configuration digest."""
+        return self._own.digest
+
+    def reload(self) -> ReloadOutcome:
+        """Worker 0's reload, then (if it applied) every other worker's."""
+        outcome = self._leader.reload()
+        assert outcome is not None  # worker 0's gateway has its reloads
+        return outcome
+
+    def status(self) -> dict[str, Any]:
+        """Worker 0's configuration status (each worker's digest is in
+        ``workers``)."""
+        return self._own.status()
+
+
+def _digest(gateway: Gateway) -> str:
+    return "" if gateway.reloads is None else gateway.reloads.digest

@@ -10,7 +10,11 @@ from __future__ import annotations
 from typing import Protocol
 
 #: Layouts whose weights are whole numbers (their references' integer weights).
-_WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy"})
+_WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy", "envoy", "grpc", "squid"})
+#: Layouts whose weights are real numbers >= 1 (Varnish's shard director).
+_AT_LEAST_ONE = frozenset({"varnish"})
+#: Layouts with no weights at all: every node's is 1.
+_WEIGHTLESS = frozenset({"nghttpx", "pymemcache", "caddy"})
 
 
 class WeightedRouter(Protocol):
@@ -30,14 +34,26 @@ def whole_weights(router: WeightedRouter) -> bool:
     return router.layout in _WHOLE
 
 
+def weightless(router: WeightedRouter) -> bool:
+    """True when the router's layout has no weights (nghttpx's affinity
+    ring, pymemcache's and Caddy's rendezvous): nothing to ramp or steer."""
+    return router.layout in _WEIGHTLESS
+
+
 def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
     """Gives ``node`` (in the router) this weight, rounded to a whole number
-    >= 1 on layouts that need one; returns the weight set.  KeyError for a
-    node not in the router, ValueError for a weight that is not > 0."""
+    >= 1 on layouts that need one (raised to 1 on varnish's, which takes
+    real weights from 1); returns the weight set.  KeyError for a node not
+    in the router, ValueError for a weight that is not > 0 or for a
+    weightless layout's other than 1."""
     if not weight > 0:
         raise ValueError(f"weight must be > 0, not {weight!r}")
+    if weightless(router) and weight != 1:
+        raise ValueError(f"the {router.layout} layout has no weights: every node's is 1")
     if whole_weights(router):
         weight = float(max(1, round(weight)))
+    elif router.layout in _AT_LEAST_ONE:
+        weight = max(1.0, float(weight))
     weights = router.weights
     if node not in weights:
         raise KeyError(node)

@@ -49,7 +49,7 @@ async def gateway_process(*argv: str) -> AsyncIterator[Running]:
         assert proc.stdout is not None
         lines = [(await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
                  for _ in range(3)]
-        assert lines[0].startswith("chash gateway listening on http://127.0.0.1:"), lines
+        assert re.match(r"chash gateway listening on https?://127\.0\.0\.1:", lines[0]), lines
         url = lines[0].split()[4]
         admin = re.search(r"status (http://\S+)/-/status", lines[2])
         yield Running(url, admin.group(1) if admin else None, proc)

@@ -13,6 +13,8 @@ from chash.cli.env import check_environment, variable
 
 #: A value for every option's variable, and what the option then holds.
 SAMPLES: dict[str, tuple[str, object]] = {
+    "--config": ("/etc/chash/gateway.toml", "/etc/chash/gateway.toml"),
+    "--check-config": ("/etc/chash/gateway.toml", "/etc/chash/gateway.toml"),
     "--listen": ("0.0.0.0:9000", ("0.0.0.0", 9000)),
     "--backend": ("a=127.0.0.1:1@eu,b=127.0.0.1:2",
                   [[("a", "127.0.0.1:1", "eu"), ("b", "127.0.0.1:2", None)]]),
@@ -42,6 +44,14 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--max-tunnels": ("50", 50),
     "--on-ring-change": ("close", "close"),
     "--tunnel-close-grace": ("2", 2.0),
+    "--tls-cert": ("/etc/chash/cert.pem", "/etc/chash/cert.pem"),
+    "--tls-key": ("/etc/chash/key.pem", "/etc/chash/key.pem"),
+    "--tls-ciphers": ("ECDHE+AESGCM", "ECDHE+AESGCM"),
+    "--tls-min-version": ("1.3", "1.3"),
+    "--tls-client-ca": ("/etc/chash/clients.pem", "/etc/chash/clients.pem"),
+    "--tls-handshake-timeout": ("3", 3.0),
+    "--backend-ca": ("/etc/chash/internal-ca.pem", "/etc/chash/internal-ca.pem"),
+    "--backend-insecure": ("1", True),
     "--fail-on-status": ("500,503", frozenset({500, 503})),
     "--no-health": ("true", True),
     "--health-path": ("/ping", "/ping"),
@@ -59,6 +69,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--hash": ("crc32", "crc32"),
     "--layout": ("nginx", "nginx"),
     "--weight": ("a=2", [("a", 2.0)]),
+    "--router": ("rendezvous", "rendezvous"),
 }
 
 

@@ -101,8 +101,8 @@ def test_the_status_page_reports_the_ring_the_nodes_and_the_counts() -> None:
     assert page["key"] == "cookie:session" and page["missing_key"] == "remote"
     assert page["started_at"] == 1795962530.5
     assert page["ring"] == {
-        "nodes": 4, "points": 200, "virtual_node_count": 50, "hash": "md5",
-        "layout": "python", "fingerprint": gateway.router.fingerprint()}
+        "nodes": 4, "router": "ConsistentHashRouter", "points": 200, "virtual_node_count": 50,
+        "hash": "md5", "layout": "python", "fingerprint": gateway.router.fingerprint()}
     assert page["membership"] is None and page["health"] is None
     assert page["zone"] == "eu"
     assert page["metrics"] == "metrics are turned off"

@@ -125,6 +125,51 @@ def test_two_zones_share_one_ring_through_redis() -> None:
     run(main(), timeout=180)
 
 
+def test_zones_given_in_the_shared_ring_are_followed() -> None:
+    """Backends given without zones; ``chash ring add NODE --zone Z`` gives
+    them zones in the shared ring, and each gateway with ``--zone`` follows
+    at once, with no restart: its keys go to its zone's nodes, and its
+    status page names the zones.  A zone the shared ring gives wins over
+    the command line's."""
+    from _support.redis_server import RedisServer
+
+    pytest.importorskip("redis", reason="the redis extra (redis-py) is not installed")
+
+    async def main_() -> None:
+        server = RedisServer()
+        server.start()
+        backends = {name: await EchoBackend(name).start() for name in "abcd"}
+        plain = ",".join(f"{n}={b.address}" for n, b in backends.items() if n != "a")
+        common = ("--backend", f"a={backends['a'].address}@us," + plain, "--redis", server.url,
+                  "--ring", "shared-zones", "--health-interval", "0.2", "--fall", "1",
+                  "--rise", "1", "--admin-listen", "127.0.0.1:0")
+        try:
+            async with gateway_process(*common, "--zone", "eu", "--bootstrap") as (eu, eu_admin, _), \
+                    gateway_process(*common, "--zone", "us") as (us, us_admin, _):
+                assert eu_admin and us_admin
+                only_a = {"a": "us"}
+                assert await route(us, KEYS) == {k: "a" for k in KEYS}  # a is us's only one
+                assert await route(eu, KEYS) == {
+                    key: str(LocalFirst(ring("abcd"), "eu", only_a).get_target_node(key))
+                    for key in KEYS}
+                for node, zone in ZONES.items():
+                    assert main(["ring", "add", node, "--zone", zone, "--redis", server.url,
+                                 "--ring", "shared-zones"]) == 0
+
+                async def zoned() -> bool:
+                    return await route(eu, KEYS) == local("abcd", "eu") \
+                        and await route(us, KEYS) == local("abcd", "us")
+                await eventually(zoned, "both gateways route by the shared zones", timeout=30)
+                for admin in (eu_admin, us_admin):
+                    page = await status(admin)
+                    assert {n["node"]: n["zone"] for n in page["nodes"]} == ZONES
+        finally:
+            for backend in backends.values():
+                await backend.stop()
+            server.close()
+    run(main_(), timeout=180)
+
+
 @pytest.mark.parametrize(("argv", "says"), [
     (["--backend", "a=127.0.0.1:1@eu", "--zone", "us"], "--zone us: no --backend is in that zone"),
     (["--backend", "a=127.0.0.1:1@", "--zone", "eu"], "no zone after '@'"),

@@ -111,3 +111,29 @@ def test_load_controller_moves_the_hot_node_down_boundedly() -> None:
     with pytest.raises(ValueError):
         LoadController(min_weight=3, max_weight=2)
     assert ctl.propose(weights, {}) is None
+
+
+def test_set_weight_follows_each_layouts_weights() -> None:
+    from chash import RendezvousRouter
+    from chash.weights import weightless
+
+    varnish = ConsistentHashRouter(layout="varnish")
+    varnish.add_service_nodes(["a", "b"])
+    assert set_weight(varnish, "a", 0.3) == 1.0 and varnish.points["a"] == 67  # from 1
+    assert set_weight(varnish, "a", 2.5) == 2.5 and varnish.points["a"] == 167
+    envoy = ConsistentHashRouter(layout="envoy")
+    envoy.add_service_nodes(["a", "b"])
+    assert set_weight(envoy, "a", 2.4) == 2.0 and envoy.weights["a"] == 2.0  # whole
+    squid = RendezvousRouter(layout="squid")
+    squid.add_service_nodes(["a", "b"])
+    assert set_weight(squid, "b", 0.2) == 1.0
+    for router in (ConsistentHashRouter(layout="nghttpx"), RendezvousRouter(layout="caddy"),
+                   RendezvousRouter(layout="pymemcache")):
+        assert weightless(router)
+        node = "10.0.0.1:80" if router.layout == "nghttpx" else "a"
+        router.add_service_node(node)
+        assert set_weight(router, node, 1.0) == 1.0
+        with pytest.raises(ValueError, match="has no weights"):
+            set_weight(router, node, 0.5)
+        assert router.weights[node] == 1.0
+    assert not weightless(varnish) and not weightless(RendezvousRouter())
