@@ -2,8 +2,9 @@
 
 ``chash ring show|add|remove|weight|drain|history ... --redis URL | --etcd
 URL[,URL...] [--ring NAME]`` reads or changes the shared ring through the
-membership's own operator calls (``RedisMembership``, ``EtcdMembership``),
-so that a change is made exactly as a gateway makes it: one atomic
+membership's own operator calls (``RedisMembership``, ``EtcdMembership``,
+joined with ``from_store``: the router and quorum the ring was made
+with), so that a change is made exactly as a gateway makes it: one atomic
 operation of the store, announced to every instance.
 
 Exit codes: 0 when the change was committed (its version is printed) or
@@ -25,7 +26,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from chash._chash import HASHES, LAYOUTS, ConsistentHashRouter
 from chash._optional import require
 
 __all__ = ["RingError", "register"]
@@ -52,29 +52,7 @@ def _failed(message: str) -> RingError:
     return RingError(1, message)
 
 
-# -- the ring's settings, as the store holds them ------------------------------
-
-def router_settings(config: str) -> tuple[ConsistentHashRouter, str, float]:
-    """A router made as the ring's ``config`` says (``layout=... hash=...
-    virtual_node_count=... quorum=... vote_ttl=...``, as the membership
-    writes it), with the quorum and the vote TTL; RingError (exit 2) if it
-    is not one this command can reproduce."""
-    fields = dict(item.partition("=")[::2] for item in config.split())
-    try:
-        layout, hash_name = fields["layout"], fields["hash"]
-        vnodes = int(fields["virtual_node_count"])
-        quorum, vote_ttl = fields["quorum"], float(fields["vote_ttl"])
-    except (KeyError, ValueError):
-        raise _bad(f"not a chash ring: its settings read {config!r}") from None
-    if layout not in LAYOUTS or hash_name not in HASHES:
-        raise _bad(f"the ring's router uses {layout=!s} and hash={hash_name}, which this "
-                   "command cannot make (a hash function of the application's own?)")
-    try:
-        router = ConsistentHashRouter(vnodes, hash=hash_name, layout=layout)
-    except (TypeError, ValueError) as exc:
-        raise _bad(f"not a chash ring: its settings {config!r} make no router ({exc})") from None
-    return router, quorum, vote_ttl
-
+# -- input ---------------------------------------------------------------------
 
 def parse_weight(text: str) -> float:
     """``text`` as a positive, finite weight; RingError (exit 2) if not."""
@@ -108,30 +86,23 @@ class _Ring:
         return str(self.membership.name)
 
 
-def _store_settings(args: argparse.Namespace) -> Any:
-    from chash.membership.settings import MembershipSettings
-
-    return MembershipSettings(name=args.ring)
-
-
-def _stored_config(store: Any, args: argparse.Namespace, where: str) -> str:
-    """The config of the ring in ``store``; RingError if there is none."""
-    from chash.membership.state import NoRing
-    from chash.membership.store import ReadRing
+def _joined(where: str, ring: str, join: Callable[[], Any]) -> Any:
+    """``join()``, the membership of the ring as the store holds it
+    (``from_store``), its errors as RingErrors: no such ring, or not one
+    this command can reproduce, is bad input; a refusal or an outage a
+    failure."""
+    from chash.membership import RingMissingError
 
     try:
-        stored = store.run(ReadRing())
-    except store.auth_errors as exc:
+        return join()
+    except RingMissingError as exc:
+        raise _bad(f"{where}: {exc}") from None
+    except PermissionError as exc:
         raise _failed(f"{where} refused this command: {exc}") from None
-    except store.outage_errors as exc:
-        raise _failed(f"cannot read ring {args.ring!r}: {where} unreachable ({exc})") from None
-    except Exception as exc:  # the keys hold something else (WRONGTYPE...)
-        raise _bad(f"{where} holds no chash ring {args.ring!r}: {exc}") from None
-    if isinstance(stored, NoRing):
-        if stored.damage is None:
-            raise _bad(f"{where} holds no chash ring {args.ring!r}")
-        raise _bad(f"{where} holds no sound chash ring {args.ring!r}: {stored.damage}")
-    return str(stored.config)
+    except ValueError as exc:
+        raise _bad(f"{where}: ring {ring!r}: {exc}") from None
+    except Exception as exc:
+        raise _failed(f"cannot read ring {ring!r}: {where} unreachable ({exc})") from None
 
 
 @contextmanager
@@ -145,34 +116,23 @@ def open_ring(args: argparse.Namespace) -> Iterator[_Ring]:
 
         logging.getLogger("httpx").setLevel(logging.WARNING)
         from chash.membership import EtcdMembership
-        from chash.membership.etcd.client import EtcdClient
-        from chash.membership.etcd.store import EtcdStore
 
         where = f"etcd at {args.etcd}"
-        client = EtcdClient(args.etcd, timeout=args.timeout)
-        try:
-            config = _stored_config(EtcdStore(client, _store_settings(args)), args, where)
-        finally:
-            client.close()
-        router, quorum, vote_ttl = router_settings(config)
-        membership: Any = EtcdMembership(router, args.etcd, name=args.ring, quorum=quorum,
-                                         vote_ttl=vote_ttl, timeout=args.timeout)
+        membership: Any = _joined(where, args.ring, lambda: EtcdMembership.from_store(
+            args.etcd, args.ring, timeout=args.timeout))
         closing: Callable[[], None] = membership.close
         store = "etcd"
     else:
         redis = require("redis", user="chash ring --redis", extra="redis", package="redis-py")
         from chash.membership import RedisMembership
-        from chash.membership.redis.store import RedisStore
 
         where = f"Redis at {args.redis}"
         client = redis.Redis.from_url(args.redis, socket_timeout=args.timeout,
                                       socket_connect_timeout=args.timeout)
         try:
-            config = _stored_config(RedisStore(client, _store_settings(args)), args, where)
-            router, quorum, vote_ttl = router_settings(config)
-            membership = RedisMembership(router, client, name=args.ring, quorum=quorum,
-                                         vote_ttl=vote_ttl, min_replicas=args.redis_min_replicas,
-                                         replica_timeout=args.timeout / 2)
+            membership = _joined(where, args.ring, lambda: RedisMembership.from_store(
+                client, args.ring, min_replicas=args.redis_min_replicas,
+                replica_timeout=args.timeout / 2))
         except BaseException:
             client.close()
             raise
@@ -227,8 +187,8 @@ def describe(ring: _Ring) -> dict[str, Any]:
     state = membership.state
     nodes = []
     for node, weight in state.weights.items():
-        entry: dict[str, Any] = {"node": node, "weight": weight, "zone": None,
-                                 "state": "in service"}
+        entry: dict[str, Any] = {"node": node, "weight": weight,
+                                 "zone": state.zones.get(node), "state": "in service"}
         if node in state.disabled:
             entry.update(state="disabled", reason=state.disabled[node])
         elif node in state.down:
@@ -250,7 +210,8 @@ def _show(ring: _Ring, args: argparse.Namespace) -> int:
           f"(epoch {shown['epoch']}), fingerprint {shown['fingerprint']}")
     print(f"{len(shown['nodes'])} nodes, {shown['in_service']} in service")
     width = max([4] + [len(entry["node"]) for entry in shown["nodes"]])
-    print(f"{'NODE':<{width}}  {'WEIGHT':>8}  STATE")
+    zone_width = max([4] + [len(entry["zone"] or "-") for entry in shown["nodes"]])
+    print(f"{'NODE':<{width}}  {'WEIGHT':>8}  {'ZONE':<{zone_width}}  STATE")
     for entry in shown["nodes"]:
         status = entry["state"]
         if status == "disabled":
@@ -258,18 +219,31 @@ def _show(ring: _Ring, args: argparse.Namespace) -> int:
         elif status == "down":
             status = (f"down: {entry['votes']} of {entry['reporters']} reporters "
                       f"voted it down: {entry['reason']}")
-        print(f"{entry['node']:<{width}}  {_g(entry['weight']):>8}  {status}")
+        print(f"{entry['node']:<{width}}  {_g(entry['weight']):>8}  "
+              f"{entry['zone'] or '-':<{zone_width}}  {status}")
     return 0
 
 
+def parse_zone(text: str | None) -> str | None:
+    """``--zone``: None (keep the node's zone) or a zone name as the
+    gateways' ``--backend NAME=HOST:PORT@ZONE`` can name it ('' for no
+    zone); RingError (exit 2) if not."""
+    if text is None:
+        return None
+    zone = text.strip()
+    if zone != text or "," in zone or "@" in zone or any(c.isspace() for c in zone):
+        raise _bad(f"the zone must be a name without spaces, ',' or '@', not {text!r}")
+    return zone
+
+
 def _add(ring: _Ring, args: argparse.Namespace) -> int:
-    if args.zone is not None:
-        raise _bad("the shared ring holds no zones yet; add the node without --zone")
     weight = parse_weight(args.weight)
+    zone = parse_zone(args.zone)
     before = ring.membership.version
     version = _call(ring, f"add {args.node!r} to",
-                    lambda: ring.membership.add_node(args.node, weight))
-    _committed(ring, f"add {args.node} (weight {_g(weight)})", version, before)
+                    lambda: ring.membership.add_node(args.node, weight, zone=zone))
+    where = "" if zone is None else f", zone {zone}" if zone else ", no zone"
+    _committed(ring, f"add {args.node} (weight {_g(weight)}{where})", version, before)
     return 0
 
 
@@ -409,13 +383,15 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     store = _store_arguments()
     show = actions.add_parser("show", parents=[store],
-                              help="nodes, weights, states, health verdicts, version, "
-                                   "fingerprint")
+                              help="nodes, weights, zones, states, health verdicts, "
+                                   "version, fingerprint")
     show.add_argument("--json", action="store_true", help="print it as JSON")
     add = actions.add_parser("add", parents=[store], help="add a node (or reweigh it)")
     add.add_argument("node", metavar="NODE")
     add.add_argument("--weight", default="1", metavar="W", help="its weight (default 1)")
-    add.add_argument("--zone", metavar="Z", help="its zone")
+    add.add_argument("--zone", metavar="Z",
+                     help="its zone, which gateways with --zone Z prefer ('' for none; "
+                          "default: the zone it has, none for a new node)")
     remove = actions.add_parser("remove", parents=[store], help="remove a node")
     remove.add_argument("node", metavar="NODE")
     remove.add_argument("--force", action="store_true",

@@ -134,6 +134,15 @@ class LocalMembership:
                     self._zones[node] = zone
                 raise
 
+    def reweigh(self, node: str, weight: float) -> bool:
+        """Give ``node``, taken out by health checks, the weight it will come
+        back with; False (nothing done) if this membership did not take it out."""
+        with self._lock:
+            if node not in self._down:
+                return False
+            self._down[node] = float(weight)
+            return True
+
     def forget(self, node: str) -> bool:
         """Stop serving and watching ``node``, whatever its health.
 

@@ -5,7 +5,7 @@ same user lands on different backends depending on which gateway took the
 request.  A membership keeps the authoritative ring in a store, Redis
 (``RedisMembership``, ``AsyncRedisMembership``) or etcd
 (``EtcdMembership``, ``AsyncEtcdMembership``): node -> weight, nodes an
-operator disabled, nodes the health checks took out.  It keeps the local
+operator disabled, nodes the health checks took out, and the nodes' zones.  It keeps the local
 router in step with it:
 
 * every change is atomic in the store (a Lua script in Redis, a

@@ -153,10 +153,11 @@ class AsyncDriver(MembershipDriver):
         """As ``RedisMembership.history``."""
         return list(await self._run(protocol.history(self._core)))
 
-    async def add_node(self, node: str, weight: float = 1.0) -> int:
+    async def add_node(self, node: str, weight: float = 1.0, *, zone: str | None = None) -> int:
         """As ``RedisMembership.add_node``."""
-        return await self._run(protocol.write(self._core, "add", node,
-                                       self._core.weight_arg(node, weight)))
+        weight_arg = self._core.weight_arg(node, weight)
+        return await self._run(protocol.write(self._core, "add", node, weight_arg,
+                                              zone=self._core.zone_arg(zone)))
 
     async def remove_node(self, node: str, *, force: bool = False) -> int:
         """As ``RedisMembership.remove_node``."""

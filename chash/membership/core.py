@@ -200,11 +200,15 @@ class MembershipCore:
         weights = {node: weights[node]
                    for node in self.add_order(weights, list(stored.order.items()))}
         down = {node: self.parse_verdict(node, raw) for node, raw in stored.down.items()}
+        # A zone of a node the ring no longer holds (left by an instance
+        # that keeps no zones) is no zone at all.
+        zones = {node: zone for node, zone in stored.zones.items() if zone and node in weights}
         return MembershipState(
             epoch=stored.epoch, version=stored.version, config=stored.config,
             weights=types.MappingProxyType(weights),
             disabled=types.MappingProxyType(dict(stored.disabled)),
             down=types.MappingProxyType(down),
+            zones=types.MappingProxyType(zones),
         )
 
     def add_order(self, nodes: Iterable[str],
@@ -234,18 +238,27 @@ class MembershipCore:
         """Validate an add exactly as the router would; the weight as sent."""
         if not isinstance(node, str):
             raise TypeError(f"node must be str, not {type(node).__name__}")
-        try:
-            node.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"node {node!r} cannot be encoded as UTF-8") from exc
+        _check_utf8("node", node)
         scratch = ConsistentHashRouter(self.router.virtual_node_count,
                                        hash=self.router.hash, layout=self.router.layout)
         scratch.add_service_node(node, weight)
         return repr(float(weight))
 
-    def write_call(self, op: str, node: str, value: str = "", force: bool = False) -> Write:
+    @staticmethod
+    def zone_arg(zone: object) -> str | None:
+        """Validate an add's zone (None, or a str encodable as UTF-8; ''
+        clears it); the zone as sent."""
+        if zone is None:
+            return None
+        if not isinstance(zone, str):
+            raise TypeError(f"zone must be a str or None, not {type(zone).__name__}")
+        _check_utf8("zone", zone)
+        return zone
+
+    def write_call(self, op: str, node: str, value: str = "", force: bool = False,
+                   zone: str | None = None) -> Write:
         """The ``Write`` of an operator's change."""
-        return Write(op, node, self.config, value, force)
+        return Write(op, node, self.config, value, force, zone)
 
     def may_seed(self, damaged: bool) -> bool:
         """Whether this instance may create the ring (it synced, or was told
@@ -306,12 +319,15 @@ class MembershipCore:
                 weights: Mapping[str, float] = self.router.weights
                 disabled: Mapping[str, str] = {}
                 down: Mapping[str, HealthVerdict] = {}
+                zones: Mapping[str, str] = self.router.zones
             else:
                 weights, disabled, down = state.weights, state.disabled, state.down
+                zones = state.zones
             version = max(self.position[1], stored_version) + 1
             return Seed(secrets.token_hex(8), version, self.config, restore,
                         nodes={node: repr(float(weight)) for node, weight in weights.items()},
-                        disabled=dict(disabled), down=dict(down))
+                        disabled=dict(disabled), down=dict(down),
+                        zones={node: zone for node, zone in zones.items() if node in weights})
 
     def seeded(self, created: bool, damage: str | None) -> None:
         """Log that this instance created (or re-created) the ring in the store."""
@@ -581,7 +597,7 @@ class MembershipCore:
 
 #: Layouts whose ring gives a shared point to the node added first (and,
 #: for haproxy, numbers the nodes in add order).
-ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached", "haproxy"})
+ORDERED_LAYOUTS = frozenset({"nginx", "ketama", "libmemcached", "haproxy", "varnish", "nghttpx"})
 
 
 def _numbered_in_order(router: Any) -> bool:
@@ -600,3 +616,11 @@ def _describe(added: list[str], removed: list[str], reweighed: list[str]) -> str
             more = f" and {len(nodes) - 20} more" if len(nodes) > 20 else ""
             parts.append(f"{label} {shown}{more}")
     return "; ".join(parts)
+
+
+def _check_utf8(what: str, text: str) -> None:
+    """ValueError naming ``what`` when ``text`` cannot be sent as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} {text!r} cannot be encoded as UTF-8") from exc

@@ -216,15 +216,18 @@ def refresh(core: MembershipCore) -> Exchange[MembershipState | None]:
 
 
 def write(core: MembershipCore, op: str, node: str, value: str = "",
-          force: bool = False) -> Exchange[int]:
-    """An operator's change; the local router has it on return.  Returns
+          force: bool = False, zone: str | None = None) -> Exchange[int]:
+    """An operator's change (``zone``: an add's zone, None to keep the
+    node's); the local router has it on return.  Returns
     the version it was committed at (the ring's version, if it changed
     nothing).  Raises before writing (KeyError, ValueError,
     RingMissingError, store errors), never after the write committed."""
     if not isinstance(node, str) or not isinstance(value, str):
         raise TypeError("node and reason must be str")
+    if zone is not None and not isinstance(zone, str):
+        raise TypeError(f"zone must be a str or None, not {type(zone).__name__}")
     for _ in range(2):
-        reply = yield from ask(core.write_call(op, node, value, force))
+        reply = yield from ask(core.write_call(op, node, value, force, zone))
         if isinstance(reply, NoRing):
             if not core.may_seed(reply.damage is not None):
                 raise core.missing_error(reply.damage)

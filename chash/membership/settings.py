@@ -3,7 +3,9 @@
 Every driver takes the same keywords (``name``, ``quorum``, ``vote_ttl``,
 ``resync_interval``, ``reporter``, ``prefix``, ``bootstrap``); they become
 one ``MembershipSettings``, checked when it is made, so that a bad value is
-refused before any driver or store exists.
+refused before any driver or store exists.  ``SharedConfig`` reads the
+settings a ring was made with, as its store keeps them, for a tool that
+joins a ring it did not make (``chash ring``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import secrets
 import socket
 from dataclasses import dataclass
 
-__all__ = ["QUORUMS", "MembershipSettings", "default_reporter"]
+from chash._chash import HASHES, LAYOUTS, ConsistentHashRouter
+
+__all__ = ["QUORUMS", "MembershipSettings", "SharedConfig", "default_reporter"]
 
 #: Quorum names the stores know, besides a positive integer.
 QUORUMS = ("majority", "any", "all")
@@ -66,3 +70,51 @@ class MembershipSettings:
             raise ValueError(f"reporter must be a non-empty str, not {reporter!r}")
         if not isinstance(self.bootstrap, bool):
             raise TypeError(f"bootstrap must be a bool, not {self.bootstrap!r}")
+
+
+@dataclass(frozen=True)
+class SharedConfig:
+    """The settings every instance of a ring shares, as the store keeps
+    them (``layout=... hash=... virtual_node_count=... quorum=...
+    vote_ttl=...``, written by the instance that made the ring)."""
+
+    layout: str
+    hash: str
+    """A hash function's name, or the module and name of an application's own."""
+    virtual_node_count: int
+    quorum: str
+    vote_ttl: float
+
+    @classmethod
+    def parse(cls, text: str) -> SharedConfig:
+        """The settings ``text`` names; ValueError if it names no chash ring's."""
+        if not isinstance(text, str):
+            raise TypeError(f"the settings must be a str, not {type(text).__name__}")
+        fields = dict(item.partition("=")[::2] for item in text.split())
+        try:
+            made = cls(layout=fields["layout"], hash=fields["hash"],
+                       virtual_node_count=int(fields["virtual_node_count"]),
+                       quorum=fields["quorum"], vote_ttl=float(fields["vote_ttl"]))
+        except (KeyError, ValueError):
+            raise ValueError(f"not a chash ring: its settings read {text!r}") from None
+        if not math.isfinite(made.vote_ttl) or made.vote_ttl <= 0:
+            raise ValueError(f"not a chash ring: its settings read {text!r}")
+        return made
+
+    def router(self) -> ConsistentHashRouter:
+        """An empty router made with these settings; ValueError if they name
+        a layout or hash this build has not (a hash function of the
+        application's own), or make no router."""
+        if self.layout not in LAYOUTS or self.hash not in HASHES:
+            raise ValueError(f"the ring's router uses layout={self.layout} and "
+                             f"hash={self.hash}, which cannot be made here (a hash function "
+                             "of the application's own?)")
+        try:
+            return ConsistentHashRouter(self.virtual_node_count, hash=self.hash,
+                                        layout=self.layout)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not a chash ring: its settings make no router ({exc})") from None
+
+    def quorum_arg(self) -> str | int:
+        """The quorum as the drivers take it (a count as an int)."""
+        return int(self.quorum) if self.quorum.isdigit() else self.quorum

@@ -89,6 +89,10 @@ class MembershipState:
     """Nodes an operator took out, with the reason given."""
     down: Mapping[str, HealthVerdict] = field(default_factory=dict)
     """Nodes the health verdicts took out."""
+    zones: Mapping[str, str] = field(default_factory=dict)
+    """The zone of every node that has one (``chash ring add --zone``),
+    of the nodes in ``weights`` alone; empty on a ring stored before
+    zones were."""
 
     def ring(self) -> dict[str, float]:
         """The nodes that belong in the router, with their weights."""
@@ -125,6 +129,11 @@ class StoredRing:
     live reporters, t: ms, s: 1 if carried over by a re-seed}``."""
     order: Mapping[str, str] = field(default_factory=dict)
     """node -> its add sequence (a positive integer)."""
+    zones: Mapping[str, str] = field(default_factory=dict)
+    """node -> its zone, for the nodes given one; empty on a ring stored
+    before zones were (it reads as a ring of nodes in no zone).  May name
+    a node the ring no longer holds (removed by an instance of a version
+    that kept no zones): the core ignores it."""
     digest: str | None = None
     """The ring's ``router.fingerprint()`` stamped for this version, if any."""
     sharded: bool = False
@@ -160,7 +169,8 @@ class Change:
     last ones, oldest first.
 
     ``action`` is an operator's ``add`` (a new node, or a new weight:
-    ``value`` is the weight as stored), ``remove``, ``disable`` (``value``
+    ``value`` is the weight as stored), ``zone`` (a node's zone set:
+    ``value`` the zone, empty if cleared), ``remove``, ``disable`` (``value``
     the reason) or ``enable``; the health verdicts' ``down`` (``value`` the
     reason) and ``up``; ``seed`` (the ring created or restored, ``value``
     the count of nodes, ``node`` empty) or ``reepoch`` (a new epoch, the

@@ -6,22 +6,23 @@ frozen dataclass with typed arguments, naming the record it replies with
 (the records live beside the state that reads them, in
 ``chash.membership.state``):
 
-=============  ===============================================  ==============================
-operation      does                                             replies
-=============  ===============================================  ==============================
-``ReadRing``   reads the whole ring                             ``StoredRing`` or ``NoRing``
-``ReadHead``   reads its position and digest                    ``RingHead`` or ``NoRing``
-``Stamp``      records the digest of a version, if none is      whether it stamped
-``Reepoch``    starts a new epoch where the ring was seen       ``Outcome`` or ``NoRing``
-``Seed``       creates the ring if absent (or restores it)      ``Outcome`` or ``NoRing``
-``Write``      an operator's change                             ``Outcome``, ``NoRing``,
-                                                                ``NoSuchNode``, ``Refused``
-                                                                or ``OtherConfig``
-``Vote``       one reporter's health verdicts                   ``Outcome`` or ``NoRing``
-``Sweep``      expires votes (withdrawing one reporter's)       ``Outcome`` or ``NoRing``
-``History``    reads the last changes, oldest first             a tuple of ``Change``, or
-                                                                ``NoRing``
-=============  ===============================================  ==============================
+==============  ===============================================  ==============================
+operation       does                                             replies
+==============  ===============================================  ==============================
+``ReadRing``    reads the whole ring                             ``StoredRing`` or ``NoRing``
+``ReadConfig``  reads the shared settings it was made with       their text, or ``NoRing``
+``ReadHead``    reads its position and digest                    ``RingHead`` or ``NoRing``
+``Stamp``       records the digest of a version, if none is      whether it stamped
+``Reepoch``     starts a new epoch where the ring was seen       ``Outcome`` or ``NoRing``
+``Seed``        creates the ring if absent (or restores it)      ``Outcome`` or ``NoRing``
+``Write``       an operator's change                             ``Outcome``, ``NoRing``,
+                                                                 ``NoSuchNode``, ``Refused``
+                                                                 or ``OtherConfig``
+``Vote``        one reporter's health verdicts                   ``Outcome`` or ``NoRing``
+``Sweep``       expires votes (withdrawing one reporter's)       ``Outcome`` or ``NoRing``
+``History``     reads the last changes, oldest first             a tuple of ``Change``, or
+                                                                 ``NoRing``
+==============  ===============================================  ==============================
 
 A store performs each one atomically: it checks the whole ring before it
 writes (a damaged one is reported, ``NoRing``, never written to), skips
@@ -60,7 +61,8 @@ from chash.membership.state import (
 )
 
 __all__ = ["HISTORY_LENGTH", "Announcement", "AsyncStore", "AsyncSubscription", "History",
-           "NoPubSub", "Notice", "Operation", "ReadHead", "ReadRing", "Reepoch", "Seed", "Stamp", "Store",
+           "NoPubSub", "Notice", "Operation", "ReadConfig", "ReadHead", "ReadRing", "Reepoch",
+           "Seed", "Stamp", "Store",
            "Subscription", "SubscriptionLost", "Sweep", "Vote", "Write"]
 
 R = TypeVar("R", covariant=True)
@@ -80,6 +82,12 @@ class Operation(Generic[R]):
 @dataclass(frozen=True)
 class ReadRing(Operation[StoredRing | NoRing]):
     """Read the whole ring at once."""
+
+
+@dataclass(frozen=True)
+class ReadConfig(Operation[str | NoRing]):
+    """Read the shared settings the ring was made with (``StoredRing.config``),
+    for a tool that makes its router to match them (``chash ring``)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,8 @@ class Seed(Operation[Outcome | NoRing]):
     disabled: Mapping[str, str] = field(default_factory=dict)
     """node -> reason."""
     down: Mapping[str, HealthVerdict] = field(default_factory=dict)
+    zones: Mapping[str, str] = field(default_factory=dict)
+    """node -> zone, for the nodes that have one."""
 
 
 @dataclass(frozen=True)
@@ -136,13 +146,17 @@ class Write(Operation[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]):
     ``value`` is the weight as stored), ``remove``, ``disable`` (``value``
     is the reason) or ``enable``.  Refused if the ring was made with
     another ``config``, and for a removal or a disable taking out more than
-    half of the nodes in service unless ``force``."""
+    half of the nodes in service unless ``force``.  ``zone`` is for
+    ``add``: the node's zone (an empty one clears it); None keeps the zone
+    a node has, and gives a new node none.  A new zone alone is a change
+    (its own history entry, ``zone``)."""
 
     action: str
     node: str
     config: str
     value: str = ""
     force: bool = False
+    zone: str | None = None
 
 
 @dataclass(frozen=True)

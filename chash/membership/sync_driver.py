@@ -22,15 +22,40 @@ from chash.membership.core import MembershipCore
 from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
 from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
 from chash.membership.protocol import Exchange
-from chash.membership.settings import MembershipSettings
-from chash.membership.state import Change, MembershipState
-from chash.membership.store import NoPubSub, Store, Subscription
+from chash.membership.settings import MembershipSettings, SharedConfig
+from chash.membership.state import Change, MembershipState, NoRing, RingMissingError
+from chash.membership.store import NoPubSub, ReadConfig, Store, Subscription
 
-__all__ = ["SyncDriver"]
+__all__ = ["SyncDriver", "read_shared_config"]
 
 logger = logging.getLogger("chash.membership")
 
 T = TypeVar("T")
+
+
+def read_shared_config(store: Store, name: str) -> SharedConfig:
+    """The settings the ring ``name`` in ``store`` was made with, for an
+    instance that joins it as it is (``RedisMembership.from_store``).
+
+    RingMissingError if the store holds no such ring (or a damaged one);
+    ValueError if what it holds there is not a chash ring (keys of another
+    kind, settings that name no router); the client's own errors (the
+    store's ``outage_errors``) when it cannot be reached; PermissionError
+    when it refuses this user."""
+    try:
+        reply = store.run(ReadConfig())
+    except store.auth_errors as exc:
+        raise PermissionError(f"{store.name} refused this instance: {exc}") from exc
+    except store.outage_errors:
+        raise
+    except Exception as exc:  # the keys hold something else (WRONGTYPE...)
+        raise ValueError(f"{store.name} holds no chash ring {name!r}: {exc}") from exc
+    if isinstance(reply, NoRing):
+        if reply.damage is None:
+            raise RingMissingError(f"{store.name} holds no chash ring {name!r}")
+        raise RingMissingError(f"{store.name} holds no sound chash ring {name!r}: "
+                               f"{reply.damage}")
+    return SharedConfig.parse(reply)
 
 
 class SyncDriver(MembershipDriver):
@@ -150,17 +175,25 @@ class SyncDriver(MembershipDriver):
         with self._vote_lock:
             self._run(protocol.send_votes(self._core))
 
-    def add_node(self, node: str, weight: float = 1.0) -> int:
+    def add_node(self, node: str, weight: float = 1.0, *, zone: str | None = None) -> int:
         """Add ``node`` to the shared ring, or give it a new weight; returns
         the version the change was committed at (as every operator call
         does; the ring's version if it changed nothing).
 
+        ``zone`` sets the node's zone in the shared ring (``state.zones``,
+        which gateways with a zone of their own prefer; an empty str
+        clears it); None keeps the zone an existing node has, and adds a
+        new node in no zone.  The weight and the zone change in one step.
+
         The local router has it when this returns, every other instance a
-        moment later.  TypeError / ValueError as the router would raise;
-        RingMissingError if the store holds no ring and this instance may
-        not create one (see ``bootstrap``).
+        moment later.  TypeError / ValueError as the router would raise
+        (and for a zone that is not a str); RingMissingError if the store
+        holds no ring and this instance may not create one (see
+        ``bootstrap``).
         """
-        return self._run(protocol.write(self._core, "add", node, self._core.weight_arg(node, weight)))
+        weight_arg = self._core.weight_arg(node, weight)
+        return self._run(protocol.write(self._core, "add", node, weight_arg,
+                                        zone=self._core.zone_arg(zone)))
 
     def remove_node(self, node: str, *, force: bool = False) -> int:
         """Remove ``node`` from the shared ring, in whatever state it is;

@@ -9,7 +9,9 @@ line on stdout:
 
 ``{"op": "status"}``                 fingerprint, version, epoch, connected,
                                      weights, stale_seconds, stale_since,
-                                     lookups, failures
+                                     lookups, failures, applied_at (the
+                                     wall time the state held was first
+                                     seen by the lookups, to a few ms)
 ``{"op": "add", "node", "weight"}``  and ``remove``, ``disable``,
                                      ``enable`` (each with ``force``),
                                      ``mark_down``, ``mark_up``, ``flush``,
@@ -24,9 +26,6 @@ line on stdout:
                                      holds (polling every ``interval``
                                      seconds, default 0.001);
                                      answers ``{"at": wall time, "ok"}``
-``{"op": "probe", "node", "address", "port"}``  a TCP health check of
-                                     ``node`` from here, voted and flushed;
-                                     answers ``{"reachable": bool}``
 ``{"op": "quit"}``                   stop and exit
 
 The first line is ``{"ready": true}`` once ``start()`` returned, or
@@ -69,9 +68,14 @@ VOTE_TTL = 3.0
 class Lookups(threading.Thread):
     """Routes keys through the router until stopped."""
 
-    def __init__(self, router: ConsistentHashRouter, calm: bool = False) -> None:
+    def __init__(self, router: ConsistentHashRouter, calm: bool = False,
+                 state: Callable[[], object] = lambda: None) -> None:
         super().__init__(name="lookups", daemon=True)
         self.router = router
+        #: The membership's state, and the wall time it was first seen here.
+        self.state = state
+        self.held: object = state()
+        self.applied_at = time.time()
         #: Pause 5 ms every 100 lookups instead of 1 ms every 500 (a few
         #: thousand a second: enough to notice an empty ring, and several
         #: processes leave the machine's cores to the stores).
@@ -94,6 +98,9 @@ class Lookups(threading.Thread):
             self.count += 1
             i += 1
             if i % self.every == 0:
+                held = self.state()
+                if held is not self.held:
+                    self.held, self.applied_at = held, time.time()
                 time.sleep(self.pause)  # leave the CPU to the membership threads
 
 
@@ -107,7 +114,7 @@ class Instance:
         self.loop: asyncio.AbstractEventLoop | None = None
         quorum: str | int = int(args.quorum) if args.quorum.isdigit() else args.quorum
         settings: dict[str, Any] = {"quorum": quorum, "vote_ttl": VOTE_TTL,
-                                    "resync_interval": RESYNC_INTERVAL,
+                                    "resync_interval": args.resync_interval,
                                     "reporter": args.reporter, "bootstrap": args.bootstrap}
         if self.driver == "async":
             self.loop = asyncio.new_event_loop()
@@ -180,7 +187,7 @@ def client_for(args: argparse.Namespace, use_asyncio: bool) -> Any:
         cluster: Any = redis.asyncio.cluster if use_asyncio else redis.cluster
         return cluster.RedisCluster(host="127.0.0.1", port=args.port, **common)
     client: Any = redis.asyncio.Redis if use_asyncio else redis.Redis
-    return client(host="127.0.0.1", port=args.port, retry=retry, **common)
+    return client(host=args.redis_host, port=args.port, retry=retry, **common)
 
 
 def burst(instance: Instance, prefix: str, count: int, at: float) -> list[str]:
@@ -237,24 +244,6 @@ OPERATIONS: dict[str, Callable[[Instance, dict[str, Any]], Any]] = {
 }
 
 
-def probe(instance: Instance, node: str, address: str, port: int) -> bool:
-    """A health check of ``node`` from this process (a TCP connect within
-    half a second), voted and sent at once; whether it answered."""
-    import socket
-
-    try:
-        socket.create_connection((address, port), 0.5).close()
-        reachable = True
-    except OSError:
-        reachable = False
-    if reachable:
-        instance.call("mark_up", node)
-    else:
-        instance.call("mark_down", node, f"no connection to {address}:{port}")
-    instance.call("flush")
-    return reachable
-
-
 def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any:
     """Run one command; return the JSON-able answer."""
     op = command["op"]
@@ -267,10 +256,8 @@ def handle(instance: Instance, lookups: Lookups, command: dict[str, Any]) -> Any
                 "connected": membership.connected, "weights": router.weights,
                 "stale_seconds": membership.stale_seconds,
                 "stale_since": membership.stale_since,
-                "lookups": lookups.count, "failures": lookups.failures[:10]}
-    if op == "probe":
-        return {"reachable": probe(instance, command["node"], command["address"],
-                                   int(command["port"]))}
+                "lookups": lookups.count, "failures": lookups.failures[:10],
+                "applied_at": lookups.applied_at}
     if op == "when":
         return when(instance, command)
     if op == "burst":
@@ -291,12 +278,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--driver", choices=("sync", "async"), default="sync")
     parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false")
     parser.add_argument("--cluster", action="store_true", help="PORT is a cluster node")
+    parser.add_argument("--redis-host", default="127.0.0.1",
+                        help="the Redis server's address (PORT its port; default 127.0.0.1)")
     parser.add_argument("--calm", action="store_true",
                         help="route fewer keys a second (the partition tests run many processes)")
     parser.add_argument("--sentinel", help="comma-separated sentinel ports (or HOST:PORT)")
     parser.add_argument("--service", default="mymaster", help="the sentinel's service name")
     parser.add_argument("--username")
     parser.add_argument("--password")
+    parser.add_argument("--resync-interval", type=float, default=RESYNC_INTERVAL,
+                        help=f"the membership's resync interval (default {RESYNC_INTERVAL})")
     parser.add_argument("--etcd", help="share the ring through etcd at these comma-separated "
                                        "URLs instead (PORT is then unused)")
     return parser.parse_args(argv[1:])
@@ -309,7 +300,8 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"{args.reporter} %(threadName)s %(levelname)s %(message)s")
     instance = Instance(args)
-    lookups = Lookups(instance.router, calm=args.calm)
+    lookups = Lookups(instance.router, calm=args.calm,
+                      state=lambda: instance.membership.state)
     try:
         instance.call("start")
     except Exception as exc:

@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -167,6 +168,10 @@ class Network:
         self.processes: list[subprocess.Popen[Any]] = []
         self.workdir = tempfile.mkdtemp(prefix="chash-netns-")
         self._cuts: set[tuple[str, str]] = set()
+        self._isolated: set[str] = set()
+        #: When a fault was last undone (wall clock): the moment promise 3
+        #: counts from, once the last one is (``None`` until then).
+        self.healed_at: float | None = None
         try:
             _ip("netns", "add", self.switch)
             _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
@@ -198,10 +203,14 @@ class Network:
     def isolate(self, host: Host) -> None:
         """Cut ``host`` off from every other host: its switch port down."""
         _ip("-n", self.switch, "link", "set", host.port, "down")
+        self._isolated.add(host.name)
 
     def rejoin(self, host: Host) -> None:
         """Undo ``isolate``."""
         _ip("-n", self.switch, "link", "set", host.port, "up")
+        if host.name in self._isolated:
+            self._isolated.discard(host.name)
+            self.healed_at = time.time()
 
     def cut(self, a: Host, b: Host) -> None:
         """``a`` and ``b`` cannot talk; both still reach every other host."""
@@ -216,6 +225,7 @@ class Network:
             if (one.name, other.name) in self._cuts:
                 _ip("-n", one.ns, "route", "del", "blackhole", f"{other.address}/32")
                 self._cuts.discard((one.name, other.name))
+                self.healed_at = time.time()
 
     def split(self, side: Sequence[Host]) -> None:
         """Cut every host of ``side`` from every host not in it."""

@@ -128,8 +128,35 @@ def test_show_prints_the_ring_every_gateway_holds(store: Store,
     lines = out.splitlines()
     assert f"version {state.version}" in lines[0] and gateway.router.fingerprint() in lines[0]
     assert lines[1] == "3 nodes, 2 in service"
-    assert lines[3].split() == ["a:1", "2", "in", "service"]
-    assert lines[4].split() == ["b:1", "1", "disabled:", "maintenance"]
+    assert lines[3].split() == ["a:1", "2", "-", "in", "service"]  # no zone
+    assert lines[4].split() == ["b:1", "1", "-", "disabled:", "maintenance"]
+
+
+def test_zones_are_stored_shown_and_kept(store: Store,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    store.seed("a:1")
+    code, out, err = ring(capsys, "add", "b:1", "--zone", "eu", *store.args())
+    assert (code, err) == (0, "") and "zone eu" in out and len(committed_at(out)) == 1
+    # a new weight keeps the zone; a zone alone is a change; '' clears it
+    assert ring(capsys, "weight", "b:1", "3", *store.args())[0] == 0
+    code, out, _ = ring(capsys, "add", "a:1", "--zone", "us", *store.args())
+    assert code == 0 and len(committed_at(out)) == 1
+    gateway = store.membership()
+    state = gateway.refresh()
+    assert dict(state.zones) == {"a:1": "us", "b:1": "eu"} and state.weights["b:1"] == 3.0
+    code, out, _ = ring(capsys, "show", "--json", *store.args())
+    assert [(n["node"], n["zone"]) for n in json.loads(out)["nodes"]] == [("a:1", "us"),
+                                                                          ("b:1", "eu")]
+    code, out, _ = ring(capsys, "show", *store.args())
+    assert out.splitlines()[2].split() == ["NODE", "WEIGHT", "ZONE", "STATE"]
+    assert out.splitlines()[4].split() == ["b:1", "3", "eu", "in", "service"]
+    code, out, _ = ring(capsys, "add", "a:1", "--zone", "", *store.args())
+    assert code == 0 and "no zone" in out
+    assert dict(gateway.refresh().zones) == {"b:1": "eu"}
+    code, out, _ = ring(capsys, "history", "--json", *store.args())
+    assert [(c["action"], c["node"], c["value"]) for c in json.loads(out)
+            if c["action"] == "zone"] == [("zone", "b:1", "eu"), ("zone", "a:1", "us"),
+                                          ("zone", "a:1", "")]
 
 
 def test_a_verdict_shows_its_votes(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,7 +223,8 @@ def test_drain_ramps_the_weight_down_then_removes(store: Store,
     (["weight", "a:1", "nan"], "positive number"),
     (["weight", "a:1", "inf"], "positive number"),
     (["add", "d:1", "--weight", "heavy"], "positive number, not 'heavy'"),
-    (["add", "d:1", "--zone", "eu"], "holds no zones"),
+    (["add", "d:1", "--zone", "e u"], "the zone must be a name without spaces"),
+    (["add", "d:1", "--zone", "eu@1"], "the zone must be a name"),
 ])
 def test_bad_input_is_one_line_and_exit_2_with_nothing_changed(
         store: Store, capsys: pytest.CaptureFixture[str], argv: list[str],

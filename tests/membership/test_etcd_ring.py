@@ -23,7 +23,17 @@ from chash.membership.state import (
     RingHead,
     StoredRing,
 )
-from chash.membership.store import HISTORY_LENGTH, History, Operation, ReadHead, ReadRing, Seed, Vote, Write
+from chash.membership.store import (
+    HISTORY_LENGTH,
+    History,
+    Operation,
+    ReadConfig,
+    ReadHead,
+    ReadRing,
+    Seed,
+    Vote,
+    Write,
+)
 
 KEYS = RingKeys("chash", "t")
 NOW = 1_000
@@ -152,3 +162,50 @@ def test_the_history_grows_in_the_transaction_of_the_change_and_is_capped() -> N
     assert drive(History(), read(RING, history="{"))[1] == ()
     assert drive(History(), read(RING))[1] == ()
     assert drive(History(), read(None))[1] == NoRing()
+
+
+def test_a_ring_without_zones_reads_as_it_always_did() -> None:
+    """The known answer: the document earlier versions wrote reads with no
+    zone, and a write that gives none keeps its bytes (no ``zones`` key)."""
+    stored = drive(ReadRing(), read(RING))[1]
+    assert stored == StoredRing("e1", 3, "cfg", nodes={"a": "1.0", "b": "2.0"}, disabled={},
+                                down={}, order={"a": "1", "b": "2"}, digest="d1")
+    assert stored.zones == {}
+    assert drive(ReadConfig(), read(RING))[1] == "cfg"
+    assert drive(ReadConfig(), read(None))[1] == NoRing()
+    assert drive(ReadRing(), read({**RING, "zones": []}))[1] \
+        == NoRing("ring.zones is not a JSON object")
+
+
+def test_a_zone_is_written_with_the_add_and_goes_with_the_node() -> None:
+    requests, outcome = drive(Write("add", "c", "cfg", "3.0", zone="east"), read(RING), COMMITTED)
+    assert outcome == Outcome(True, ("e1", 4))
+    assert puts(requests[1]) == [(KEYS.ring, (
+        '{"epoch":"e1","version":4,"config":"cfg","seq":3,"nodes":{"a":"1.0","b":"2.0",'
+        '"c":"3.0"},"order":{"a":1,"b":2,"c":3},"disabled":{},"down":{},'
+        '"zones":{"c":"east"}}'), None),
+        (KEYS.history, '[{"e":"e1","v":4,"a":"add","n":"c","w":"3.0","t":1000},'
+                       '{"e":"e1","v":4,"a":"zone","n":"c","w":"east","t":1000}]', None)]
+    zoned = {**RING, "zones": {"a": "west"}}
+    assert drive(ReadRing(), read(zoned))[1].zones == {"a": "west"}
+    # a reweigh keeps the zone; the same zone and weight change nothing
+    assert drive(Write("add", "a", "cfg", "1.0", zone="west"), read(zoned))[1] \
+        == Outcome(False, ("e1", 3))
+    requests, _ = drive(Write("add", "a", "cfg", "5.0"), read(zoned), COMMITTED)
+    assert json.loads(puts(requests[1])[0][1])["zones"] == {"a": "west"}
+    # clearing the last zone drops the key; a removal takes the node's zone
+    for change in (Write("add", "a", "cfg", "1.0", zone=""), Write("remove", "a", "cfg")):
+        requests, outcome = drive(change, read(zoned), COMMITTED)
+        assert outcome.changed and "zones" not in json.loads(puts(requests[1])[0][1])
+    # a zone a removed node left behind (an earlier version's removal) is
+    # replaced by its next add, without a history entry of its own
+    requests, _ = drive(Write("add", "c", "cfg", "1.0"), read({**RING, "zones": {"c": "old"}}),
+                        COMMITTED)
+    assert "zones" not in json.loads(puts(requests[1])[0][1])
+    assert [e["a"] for e in json.loads(puts(requests[1])[1][1])] == ["add"]
+
+
+def test_a_seed_keeps_the_zones_given() -> None:
+    seed = Seed("e2", 5, "cfg", False, nodes={"a": "1.0"}, zones={"a": "east"})
+    requests, _ = drive(seed, read(None), COMMITTED)
+    assert json.loads(puts(requests[1])[0][1])["zones"] == {"a": "east"}

@@ -251,6 +251,29 @@ def test_operator_changes(instances: Factory) -> None:
     wait_until(lambda: m1.version == 8 and same_ring(m1, m2), "m1 follows m2")
 
 
+def test_zones_are_shared_with_the_ring(instances: Factory, client: redis.Redis) -> None:
+    seeded = ConsistentHashRouter()
+    seeded.add_service_node("a", zone="east")  # a bootstrap seeds the router's zones
+    m1 = instances(seeded)
+    m2 = instances(ConsistentHashRouter())
+    assert m2.state is not None and dict(m2.state.zones) == {"a": "east"}
+    version = m1.add_node("b", 2.0, zone="west")
+    assert m1.add_node("b", 2.0, zone="west") == version  # nothing to change
+    assert m1.add_node("b", 3.0) == version + 1  # the zone is kept
+    m1.add_node("c")  # a new node in no zone
+    wait_until(lambda: m2.version == m1.version, "m2 follows m1")
+    assert m2.state is not None and dict(m2.state.zones) == {"a": "east", "b": "west"}
+    # A zone of a node the ring no longer holds (left by a version that kept
+    # no zones) is no zone.
+    assert client.hget("chash:{default}:zones", "b") == b"west"  # where the ring keeps them
+    client.hset("chash:{default}:zones", "gone", "north")
+    assert "gone" not in m2.refresh().zones
+    for bad, error in ((1, TypeError), ("\ud800", ValueError)):
+        with pytest.raises(error):
+            m1.add_node("d", zone=bad)
+    assert "d" not in m1.refresh().weights
+
+
 @pytest.mark.parametrize("node, weight, error", [
     ("a", 0, ValueError),
     ("a", -1.0, ValueError),
@@ -1029,3 +1052,39 @@ def test_haproxy_ids_are_numbered_in_the_shared_order_on_every_instance(instance
     for m in (m1, m2):
         wait_until(lambda m=m: m.router.ids == {"a": 1, "c": 2, "d": 3}, "d numbered after c")
     assert m1.router == m2.router and same_ring(m1, m2)
+
+
+@pytest.mark.parametrize("layout,nodes", [("varnish", ["be0", "be1", "be2"]),
+                                          ("nghttpx", ["10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"])])
+def test_the_program_layouts_share_their_rings_in_add_order(instances: Factory, layout: str,
+                                                           nodes: list[str]) -> None:
+    # Varnish and nghttpx give a shared point to the backend listed first:
+    # every instance holds the nodes in the shared order, so the same ring.
+    m1 = instances(ConsistentHashRouter(layout=layout), name=f"{layout}-order")
+    for node in nodes:
+        m1.add_node(node)
+    m1.remove_node(nodes[0])
+    m1.add_node(nodes[0])
+    m2 = instances(ConsistentHashRouter(layout=layout), name=f"{layout}-order")
+    want = [*nodes[1:], nodes[0]]
+    for m in (m1, m2):
+        wait_until(lambda m=m: m.router.nodes == want, f"the {layout} ring in the shared order")
+    assert m1.router == m2.router and same_ring(m1, m2)
+    assert m1.router.fingerprint() == m2.router.fingerprint()
+    if layout == "varnish":
+        m2.add_node("be3", 2.5)
+        for m in (m1, m2):
+            wait_until(lambda m=m: m.router.points.get("be3") == 167, "be3 at 67 x 2.5 points")
+    else:
+        with pytest.raises(ValueError, match="no weights"):
+            m2.add_node("10.0.0.4:80", 2.0)
+        with pytest.raises(ValueError, match="nghttpx layout names a backend"):
+            m2.add_node("backend.test:80")
+
+
+def test_a_shared_ring_refuses_the_other_routers(server: RedisServer) -> None:
+    from chash import MaglevRouter, RendezvousRouter
+
+    for router in (MaglevRouter(), RendezvousRouter()):
+        with pytest.raises(TypeError, match="ConsistentHashRouter"):
+            RedisMembership(router, redis.Redis(port=server.port), name="other")  # type: ignore[arg-type]

@@ -38,6 +38,7 @@ from chash.membership.store import (
     HISTORY_LENGTH,
     History,
     Operation,
+    ReadConfig,
     ReadHead,
     ReadRing,
     Reepoch,
@@ -92,13 +93,15 @@ class Example:
 #: Each operation's script and ARGV, as gateways of every version send them.
 EXAMPLES: dict[type[Operation[Any]], Example] = {
     ReadRing: Example(script="SNAPSHOT", argv=[]),
+    ReadConfig: Example(script="SNAPSHOT", argv=[]),
     ReadHead: Example(script="HEAD", argv=[]),
     Stamp: Example("e1", 4, "d1", script="STAMP", argv=["e1", 4, "d1"]),
     Reepoch: Example("e1", 3, "e2", 7, script="REEPOCH", argv=[CHANNEL, "e1", 3, "e2", 7]),
     Seed: Example("e2", 5, "cfg", True, {"b": "2.0", "a": "1.0"}, {"b": "maintenance"},
-                  {"a": HealthVerdict("refused", 2, 3, 1.5)}, script="SEED",
+                  {"a": HealthVerdict("refused", 2, 3, 1.5)}, {"a": "east"}, script="SEED",
                   argv=[CHANNEL, "e2", 5, "cfg", 1, 2, "b", "2.0", "a", "1.0", 1, "b",
-                        "maintenance", "a", '{"r": "refused", "n": 2, "l": 3}']),
+                        "maintenance", 1, "a", "east", "a",
+                        '{"r": "refused", "n": 2, "l": 3}']),
     Write: Example("disable", "a", "cfg", "maintenance", True, script="WRITE",
                    argv=[CHANNEL, "disable", "a", "maintenance", "1", "cfg"]),
     Vote: Example("r1", 30_000, "majority", {"a": (True, "boom"), "b": (False, "")},
@@ -111,7 +114,8 @@ EXAMPLES: dict[type[Operation[Any]], Example] = {
 
 def test_the_store_has_a_script_for_every_operation_of_the_contract() -> None:
     assert set(Operation.__subclasses__()) == set(EXAMPLES)
-    assert sorted(example.script for example in EXAMPLES.values()) == sorted(SCRIPTS)
+    # ReadConfig is SNAPSHOT read for the settings alone.
+    assert sorted({example.script for example in EXAMPLES.values()}) == sorted(SCRIPTS)
     assert ring_keys(SETTINGS) == [f"chash:{{known}}:{part}" for part in KEY_PARTS]
     assert ring_channel(SETTINGS) == CHANNEL
 
@@ -129,8 +133,12 @@ def test_the_defaults_send_what_they_always_did() -> None:
     assert script_call(Sweep(1000, "any"), CHANNEL) == ("SWEEP", [CHANNEL, 1000, "any", ""])
     assert script_call(Write("enable", "a", "cfg"), CHANNEL) \
         == ("WRITE", [CHANNEL, "enable", "a", "", "0", "cfg"])
+    # A zone is sent only when given: a write without one sends what it did.
+    assert script_call(Write("add", "a", "cfg", "1.0", zone="east"), CHANNEL) \
+        == ("WRITE", [CHANNEL, "add", "a", "1.0", "0", "cfg", "1", "east"])
+    # The seed's ARGV has a count of zoned nodes since zones are stored.
     assert script_call(Seed("e", 1, "cfg", False), CHANNEL) \
-        == ("SEED", [CHANNEL, "e", 1, "cfg", 0, 0, 0])
+        == ("SEED", [CHANNEL, "e", 1, "cfg", 0, 0, 0, 0])
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
@@ -319,3 +327,62 @@ def test_a_writer_without_history_shares_the_ring(store: RedisStore, text_client
     assert _changes(store) == [("e1", 1, "seed", "", "1"), ("e1", 3, "add", "c", "1.0")]
     ring = store.run(ReadRing())
     assert isinstance(ring, StoredRing) and set(ring.nodes) == {"a", "b", "c"}
+
+
+ZONES = "chash:{known}:zones"
+
+
+def _zones(store: RedisStore) -> dict[str, str]:
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing)
+    return dict(stored.zones)
+
+
+def test_zones_are_written_with_the_add_and_kept_by_a_reweigh(store: RedisStore,
+                                                               text_client: Any) -> None:
+    seed(store, ("a", 1.0))
+    assert store.run(ReadConfig()) == "cfg"
+    assert store.run(Write("add", "b", "cfg", "2.0", zone="east")) == Outcome(True, position(2))
+    assert text_client.hgetall(ZONES) == {"b": "east"}
+    # the same weight and zone: nothing to change; a reweigh keeps the zone
+    assert store.run(Write("add", "b", "cfg", "2.0", zone="east")) == Outcome(False, position(2))
+    assert store.run(write("add", "b", "3.0")) == Outcome(True, position(3))
+    assert _zones(store) == {"b": "east"}
+    # a zone alone is a change, with its own history entry
+    assert store.run(Write("add", "a", "cfg", "1.0", zone="west")) == Outcome(True, position(4))
+    assert store.run(Write("add", "b", "cfg", "3.0", zone="")) == Outcome(True, position(5))
+    assert _zones(store) == {"a": "west"}
+    assert _changes(store)[1:] == [
+        ("e1", 2, "add", "b", "2.0"), ("e1", 2, "zone", "b", "east"),
+        ("e1", 3, "add", "b", "3.0"), ("e1", 4, "zone", "a", "west"), ("e1", 5, "zone", "b", "")]
+    # a removal takes the zone with it; a re-seed restores the zones given
+    store.run(write("remove", "a", force=True))
+    assert _zones(store) == {}
+    text_client.delete(META)
+    assert store.run(Seed("e2", 9, "cfg", True, nodes={"b": "3.0", "c": "1.0"},
+                          zones={"c": "north"})) == Outcome(True, ("e2", 9))
+    assert _zones(store) == {"c": "north"}
+
+
+def test_a_ring_stored_without_zones_reads_as_before(store: RedisStore,
+                                                      text_client: Any) -> None:
+    """A ring written by a version that kept no zones (seven keys): the
+    known answer is the record it always read as, with no zone; a zone a
+    removal of that version left behind is replaced by the next add."""
+    text_client.hset(META, mapping={"epoch": "e1", "version": "1", "config": "cfg",
+                                    "count": "2", "ndisabled": "0", "norder": "2", "seq": "2"})
+    text_client.hset("chash:{known}:nodes", mapping={"a": "1.0", "b": "2.0"})
+    text_client.hset("chash:{known}:order", mapping={"a": "1", "b": "2"})
+    assert store.run(ReadRing()) == StoredRing("e1", 1, "cfg", nodes={"a": "1.0", "b": "2.0"},
+                                               order={"a": "1", "b": "2"}, sharded=True)
+    assert store.run(ReadConfig()) == "cfg"
+    assert text_client.exists(ZONES) == 0
+    store.run(Write("add", "b", "cfg", "2.0", zone="east"))
+    # a removal by that version (seven keys: no zones) leaves the zone
+    # behind, which the next add of the node replaces
+    _, argv = script_call(write("remove", "b", force=True), CHANNEL)
+    text_client.eval(SCRIPTS["WRITE"], 7, *ring_keys(SETTINGS)[:7], *argv)
+    assert text_client.hgetall(ZONES) == {"b": "east"}
+    assert store.run(write("add", "b", "2.0")) == Outcome(True, position(4))
+    assert _zones(store) == {}
+    assert _changes(store)[-1] == ("e1", 4, "add", "b", "2.0")

@@ -79,3 +79,43 @@ def test_default_reporters_differ() -> None:
 def test_bad_values(kwargs: dict[str, Any], error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=re.escape(message)):
         MembershipSettings(**kwargs)
+
+
+def test_the_shared_config_reads_back_what_an_instance_writes() -> None:
+    from chash import ConsistentHashRouter
+    from chash.membership.core import MembershipCore
+    from chash.membership.settings import MembershipSettings, SharedConfig
+
+    router = ConsistentHashRouter(40, hash="md5", layout="ketama")
+    core = MembershipCore(router, MembershipSettings(quorum=2, vote_ttl=12.5))
+    shared = SharedConfig.parse(core.config)
+    assert shared == SharedConfig("ketama", "md5", 40, "2", 12.5)
+    assert shared.quorum_arg() == 2 and SharedConfig.parse(
+        core.config.replace("quorum=2", "quorum=majority")).quorum_arg() == "majority"
+    made = shared.router()
+    assert (made.layout, made.hash, made.virtual_node_count) == ("ketama", "md5", 40)
+    # the same settings again: a membership of that router writes the same text
+    assert MembershipCore(made, MembershipSettings(quorum=2, vote_ttl=12.5)).config == core.config
+
+
+@pytest.mark.parametrize("text, message", [
+    ("layout=python hash=md5", "not a chash ring"),
+    ("layout=python hash=md5 virtual_node_count=x quorum=majority vote_ttl=30",
+     "not a chash ring"),
+    ("layout=python hash=md5 virtual_node_count=160 quorum=majority vote_ttl=-1",
+     "not a chash ring"),
+])
+def test_settings_that_are_not_a_ring_are_refused(text: str, message: str) -> None:
+    from chash.membership.settings import SharedConfig
+
+    with pytest.raises(ValueError, match=message):
+        SharedConfig.parse(text)
+
+
+def test_a_router_this_build_cannot_make_is_refused() -> None:
+    from chash.membership.settings import SharedConfig
+
+    with pytest.raises(ValueError, match="application's own"):
+        SharedConfig("python", "app.hashes.mine", 160, "majority", 30.0).router()
+    with pytest.raises(ValueError, match="make no router"):
+        SharedConfig("python", "md5", 0, "majority", 30.0).router()

@@ -17,10 +17,9 @@ import time
 
 import pytest
 
-from _support.membership_procs import Worker
 from _support.netns import Network
 from _support.partitions import EtcdSetup as Setup
-from _support.partitions import History, Operator, SentinelSetup, start_gateway
+from _support.partitions import Operator, RedisSetup
 from _support.waiting import wait_until
 
 
@@ -107,22 +106,14 @@ def test_random_faults_with_redis_and_sentinel(network: Network,
 
 
 def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
-    r1, r2 = network.host("r1"), network.host("r2")
-    sentinels = [network.host(f"s{i}") for i in (1, 2, 3)]
-    hosts = {name: network.host(name) for name in ("g1", "g2", "g3")}
-    op = network.host("op")
-    redis = SentinelSetup(network, r1, r2, sentinels)
-    redis.ready(op)
-    gateways: dict[str, Worker] = {
-        name: start_gateway(network, host, "", name, bootstrap=name == "g1",
-                            sentinels=redis.sentinels) for name, host in hosts.items()}
-    history = History()
+    setup = RedisSetup(network)
+    redis = setup.sentinels
+    assert redis is not None
+    hosts, gateways, history = setup.hosts, setup.gateways, setup.history
 
     def operator() -> Operator:
-        return Operator(op, f"redis://{redis.primary.address}:6379/0", history,
-                        store="--redis", extra=("--redis-min-replicas", "1"))
+        return setup.operator(extra=("--redis-min-replicas", "1"))
 
-    wait_until(lambda: operator().run("show")[0] == 0, "g1 created the ring", timeout=45)
     nodes: set[str] = set()
     for node in ("n0:1", "n1:1", "n2:1"):
         assert operator().change("add", node).committed
@@ -140,7 +131,7 @@ def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
             old = redis.primary
             network.split([old, rng.choice(list(hosts.values()))])
             wait_until(lambda: all(redis.master_seen(s) == redis.replica.address
-                                   for s in sentinels), "the sentinels fail over",
+                                   for s in setup.sentinel_hosts), "the sentinels fail over",
                        timeout=45)
             redis.swap()
             failed_over = True
@@ -160,14 +151,9 @@ def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
         history.sample(gateways)
         network.heal()
         if failed_over or fault == "replica":
-            redis.ready(op)
-    final_operator = operator()
-    shown = final_operator.read("show")
-    wait_until(lambda: {s["fingerprint"] for s in history.sample(gateways).values()}
-               == {shown["fingerprint"]}, "one ring after the last heal", timeout=45,
-               interval=0.1)
+            setup.agree("one ring after the heal")  # promise 3, before the next fault
+            redis.ready(setup.op)
+    setup.agree("one ring after the last heal")
     print(f"{faults} faults, {len(history.attempts)} changes attempted, "
           f"{len(history.committed())} committed")
-    history.check(history.sample(gateways), final_operator.read("history"), shown)
-    for gateway in gateways.values():
-        assert gateway.close() == []
+    setup.finish()

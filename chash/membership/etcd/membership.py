@@ -8,6 +8,7 @@ v3 JSON gateway through httpx: ``pip install 'chash-router[etcd]'``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Self
 
 from chash._chash import ConsistentHashRouter
 from chash.membership.async_driver import AsyncDriver
@@ -15,7 +16,7 @@ from chash.membership.core import check_router
 from chash.membership.etcd.client import AsyncEtcdClient, EtcdClient
 from chash.membership.etcd.store import AsyncEtcdStore, EtcdStore
 from chash.membership.settings import MembershipSettings
-from chash.membership.sync_driver import SyncDriver
+from chash.membership.sync_driver import SyncDriver, read_shared_config
 
 __all__ = ["AsyncEtcdMembership", "EtcdMembership"]
 
@@ -69,6 +70,32 @@ class EtcdMembership(SyncDriver):
         self._client = EtcdClient(endpoints, username=username, password=password,
                                   timeout=timeout)
         super().__init__(router, settings, EtcdStore(self._client, settings))
+
+    @classmethod
+    def from_store(cls, endpoints: str | Sequence[str], name: str = "default", *,
+                   resync_interval: float = 5.0, reporter: str | None = None,
+                   prefix: str = "chash", username: str | None = None,
+                   password: str | None = None, timeout: float = 2.0) -> Self:
+        """A membership of the ring ``name`` as etcd holds it, for a tool
+        that did not make it (``chash ring``): its router (new, empty) and
+        its quorum and vote TTL are those the ring was made with, read
+        from etcd.  Not started; ``refresh()`` syncs it, ``close()`` is
+        for the caller.
+
+        RingMissingError if etcd holds no such ring (or a damaged one);
+        ValueError if the ring's router cannot be made here (a hash
+        function of the application's own); PermissionError if etcd
+        refuses this user; ``EtcdUnavailable`` if it cannot be reached."""
+        settings = MembershipSettings(name=name, prefix=prefix)
+        client = EtcdClient(endpoints, username=username, password=password, timeout=timeout)
+        try:
+            shared = read_shared_config(EtcdStore(client, settings), name)
+        finally:
+            client.close()
+        return cls(shared.router(), endpoints, name, quorum=shared.quorum_arg(),
+                   vote_ttl=shared.vote_ttl, resync_interval=resync_interval,
+                   reporter=reporter, prefix=prefix, username=username, password=password,
+                   timeout=timeout)
 
     @property
     def client(self) -> EtcdClient:

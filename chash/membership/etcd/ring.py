@@ -1,7 +1,7 @@
 """The shared ring's operations on etcd, without I/O.
 
-The protocol asks a store for the nine operations of the store contract
-(``chash.membership.store``: ``ReadRing``, ``ReadHead``, ``Stamp``,
+The protocol asks a store for the ten operations of the store contract
+(``chash.membership.store``: ``ReadRing``, ``ReadConfig``, ``ReadHead``, ``Stamp``,
 ``Reepoch``, ``Seed``, ``Write``, ``Vote``, ``Sweep``, ``History``), each replying with
 a record of ``chash.membership.state``.  Each is written here as a
 generator that yields the etcd requests it needs
@@ -22,8 +22,13 @@ Keys under ``{prefix}/{name}/``:
           none, and its changes are simply not in the list);
 ``ring``  JSON ``{epoch, version, config, seq, digest?, nodes: {node:
           weight}, order: {node: add sequence}, disabled: {node: reason},
-          down: {node: {r, n, l, t, s?}}}``: everything the ring holds, so a
-          change is a put of one key and the watch announces it;
+          down: {node: {r, n, l, t, s?}}, zones?: {node: zone}}``:
+          everything the ring holds, so a change is a put of one key and
+          the watch announces it.  ``zones`` (the nodes given one) came
+          later: a ring without it reads as nodes in no zone, and an
+          instance of a version without it keeps it as it is (it rewrites
+          the document it read), though a node it removes may leave its
+          zone behind, which readers ignore and the next add replaces;
 ``votes/{hex of reporter}/{node}``  JSON ``[1 if down else 0, ms, reason]``,
           put with a lease of ``vote_ttl`` (whole seconds, at least etcd's
           minimum): a vote lapses with its lease unless renewed, so a killed
@@ -70,6 +75,7 @@ from chash.membership.store import (
     HISTORY_LENGTH,
     History,
     Operation,
+    ReadConfig,
     ReadHead,
     ReadRing,
     Reepoch,
@@ -165,6 +171,10 @@ def _load(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     for name in ("nodes", "order", "disabled", "down"):
         if not isinstance(doc.setdefault(name, {}), dict):
             return None, f"ring.{name} is not a JSON object"
+    # Written only while a node has a zone, so a ring without zones keeps
+    # the bytes earlier versions wrote.
+    if not isinstance(doc.get("zones", {}), dict):
+        return None, "ring.zones is not a JSON object"
     return doc, None
 
 
@@ -299,7 +309,16 @@ def read_ring(keys: RingKeys, operation: ReadRing, now: int) -> Ops[StoredRing |
     return StoredRing(epoch=doc["epoch"], version=doc["version"], config=doc["config"],
                       nodes=_texts(doc["nodes"]), disabled=_texts(doc["disabled"]),
                       down=_texts(doc["down"]), order=_texts(doc["order"]),
-                      digest=_digest(doc.get("digest")), sharded=False)
+                      zones=_texts(doc.get("zones", {})), digest=_digest(doc.get("digest")), sharded=False)
+
+
+def read_config(keys: RingKeys, operation: ReadConfig, now: int) -> Ops[str | NoRing]:
+    read = yield from _read(keys)
+    problem = read.problem()
+    if problem is not None:
+        return problem
+    assert read.doc is not None
+    return str(read.doc["config"])
 
 
 def read_head(keys: RingKeys, operation: ReadHead, now: int) -> Ops[RingHead | NoRing]:
@@ -361,6 +380,8 @@ def seed(keys: RingKeys, operation: Seed, now: int) -> Ops[Outcome | NoRing]:
         doc = {"epoch": operation.epoch, "version": operation.version,
                "config": operation.config, "seq": len(nodes), "nodes": nodes, "order": order,
                "disabled": dict(operation.disabled), "down": down}
+        if operation.zones:
+            doc["zones"] = dict(operation.zones)
         guard = compare_absent(keys.ring) if read.missing else compare_mod(keys.ring, read.mod)
         if (yield from _commit([guard], [put(keys.ring, _encode(doc)),
                                          delete_prefix(keys.votes),
@@ -396,27 +417,58 @@ def write(keys: RingKeys, operation: Write,
             if removed * 2 > in_service and not force:
                 return Refused(in_service, removed)
         extra: list[dict[str, Any]] = []
+        noted = [(op, node, value)]
         if op == "add":
-            if doc["nodes"].get(node) == value:
+            noted = _add(doc, node, value, exists, operation.zone)
+            if not noted:
                 return _outcome(False, doc)
-            if not exists:  # a new node goes to the end of the add order
-                doc["seq"] = doc.get("seq", 0) + 1
-                doc["order"][node] = doc["seq"]
-            doc["nodes"][node] = value
         elif op == "remove":
             for part in ("nodes", "order", "disabled", "down"):
                 doc[part].pop(node, None)
+            _set_zone(doc, node, "")
             extra = [delete(key) for _, _, key in read_votes(read, node)]
         elif op == "disable":
             doc["disabled"][node] = value
         elif doc["disabled"].pop(node, None) is None:
             return _outcome(False, doc)
         _bump(doc)
-        extra.append(_kept(keys, read, doc, now, (op, node, value)))
+        extra.append(_kept(keys, read, doc, now, *noted))
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc)), *extra])):
             return _outcome(True, doc, in_service=in_service, removed=removed)
     raise _contended(keys)
+
+
+def _add(doc: dict[str, Any], node: str, value: str, exists: bool,
+         zone: str | None) -> list[tuple[str, str, str]]:
+    """Add or reweigh ``node`` in ``doc``, and set its zone (``zone``: ''
+    clears it; None keeps an existing node's and gives a new node none);
+    the changes made, for the history (none: nothing to change)."""
+    noted: list[tuple[str, str, str]] = []
+    if doc["nodes"].get(node) != value:
+        if not exists:  # a new node goes to the end of the add order
+            doc["seq"] = doc.get("seq", 0) + 1
+            doc["order"][node] = doc["seq"]
+        doc["nodes"][node] = value
+        noted.append(("add", node, value))
+    wanted = zone if zone is not None else (None if exists else "")
+    if wanted is not None and doc.get("zones", {}).get(node, "") != wanted:
+        _set_zone(doc, node, wanted)
+        if exists or wanted:  # a zone a removed node left behind goes without a word
+            noted.append(("zone", node, wanted))
+    return noted
+
+
+def _set_zone(doc: dict[str, Any], node: str, zone: str) -> None:
+    """Give ``node`` its ``zone`` in ``doc`` ('' for none); ``zones`` is
+    dropped from the document when no node has one."""
+    zones = doc.setdefault("zones", {})
+    if zone:
+        zones[node] = zone
+    else:
+        zones.pop(node, None)
+    if not zones:
+        del doc["zones"]
 
 
 def read_votes(read: _Read, node: str) -> list[tuple[list[Any] | None, str, str]]:
@@ -530,8 +582,8 @@ def _contended(keys: RingKeys) -> EtcdUnavailable:
 
 
 _OPERATIONS: dict[type[Operation[Any]], Callable[[RingKeys, Any, int], Ops[Any]]] = {
-    ReadRing: read_ring, ReadHead: read_head, Stamp: stamp, Reepoch: reepoch, Seed: seed,
-    Write: write, Vote: vote, Sweep: sweep, History: history,
+    ReadRing: read_ring, ReadConfig: read_config, ReadHead: read_head, Stamp: stamp,
+    Reepoch: reepoch, Seed: seed, Write: write, Vote: vote, Sweep: sweep, History: history,
 }
 
 

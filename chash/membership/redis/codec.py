@@ -1,7 +1,7 @@
 """The store contract in the Redis store's own terms, without I/O.
 
 Each operation of the protocol (``chash.membership.store``) runs as the
-Lua script of ``scripts`` written for it, on the ring's seven keys; here is
+Lua script of ``scripts`` written for it, on the ring's eight keys; here is
 which script that is, the ``ARGV`` it takes (``script_call``), and how its
 reply, an array whose first item is a status, becomes the record the
 protocol reads (``read_reply``: ``chash.membership.state``).  The scripts
@@ -32,6 +32,7 @@ from chash.membership.state import (
 from chash.membership.store import (
     History,
     Operation,
+    ReadConfig,
     ReadHead,
     ReadRing,
     Reepoch,
@@ -87,6 +88,9 @@ def _seed_argv(operation: Seed, channel: str) -> Argv:
     args.append(len(operation.disabled))
     for node, reason in operation.disabled.items():
         args += [node, reason]
+    args.append(len(operation.zones))
+    for node, zone in operation.zones.items():
+        args += [node, zone]
     for node, verdict in operation.down.items():
         args += [node, json.dumps({"r": verdict.reason, "n": verdict.votes,
                                    "l": verdict.reporters})]
@@ -94,8 +98,11 @@ def _seed_argv(operation: Seed, channel: str) -> Argv:
 
 
 def _write_argv(operation: Write, channel: str) -> Argv:
-    return [channel, operation.action, operation.node, operation.value,
-            "1" if operation.force else "0", operation.config]
+    args: Argv = [channel, operation.action, operation.node, operation.value,
+                  "1" if operation.force else "0", operation.config]
+    if operation.zone is not None:  # without one, the ARGV earlier versions sent
+        args += ["1", operation.zone]
+    return args
 
 
 def _vote_argv(operation: Vote, channel: str) -> Argv:
@@ -123,7 +130,9 @@ def _no_ring(reply: Sequence[Any]) -> NoRing | None:
 
 def _stored_ring(reply: Sequence[Any]) -> StoredRing | NoRing:
     """``SNAPSHOT``: ``{1, epoch, version, config, nodes, disabled, down,
-    digest or false, sharded, order}``, each hash flattened."""
+    digest or false, sharded, order, zones}``, each hash flattened (the
+    items after ``down`` were added one by one: a shorter reply has none
+    of the later ones)."""
     no_ring = _no_ring(reply)
     if no_ring is not None:
         return no_ring
@@ -131,8 +140,15 @@ def _stored_ring(reply: Sequence[Any]) -> StoredRing | NoRing:
         epoch=text(reply[1]), version=int(reply[2]), config=text(reply[3]),
         nodes=dict(pairs(reply[4])), disabled=dict(pairs(reply[5])),
         down=dict(pairs(reply[6])), order=dict(pairs(reply[9])) if len(reply) > 9 else {},
+        zones=dict(pairs(reply[10])) if len(reply) > 10 else {},
         digest=optional_text(reply[7]) if len(reply) > 7 else None,
         sharded=len(reply) > 8 and int(reply[8]) == 1)
+
+
+def _config(reply: Sequence[Any]) -> str | NoRing:
+    """``SNAPSHOT`` read for its config alone."""
+    stored = _stored_ring(reply)
+    return stored if isinstance(stored, NoRing) else stored.config
 
 
 def _head(reply: Sequence[Any]) -> RingHead | NoRing:
@@ -189,6 +205,7 @@ def _history(reply: Sequence[Any]) -> tuple[Change, ...] | NoRing:
 _CODECS: dict[type[Operation[Any]],
               tuple[str, Callable[[Any, str], Argv], Callable[[Any], Any]]] = {
     ReadRing: ("SNAPSHOT", _no_argv, _stored_ring),
+    ReadConfig: ("SNAPSHOT", _no_argv, _config),
     ReadHead: ("HEAD", _no_argv, _head),
     Stamp: ("STAMP", _stamp_argv, _stamped),
     Reepoch: ("REEPOCH", _reepoch_argv, _outcome),

@@ -8,14 +8,14 @@ Both need redis-py: ``pip install 'chash-router[redis]'``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from chash._chash import ConsistentHashRouter
 from chash.membership.async_driver import AsyncDriver
 from chash.membership.core import check_router
 from chash.membership.redis.store import AsyncRedisStore, RedisStore, async_client, sync_client
 from chash.membership.settings import MembershipSettings
-from chash.membership.sync_driver import SyncDriver
+from chash.membership.sync_driver import SyncDriver, read_shared_config
 
 if TYPE_CHECKING:
     import redis
@@ -96,6 +96,29 @@ class RedisMembership(SyncDriver):
         store = RedisStore(client, settings, min_replicas=min_replicas,
                       replica_timeout=replica_timeout)
         super().__init__(router, settings, store)
+
+    @classmethod
+    def from_store(cls, client: redis.Redis, name: str = "default", *,
+                   resync_interval: float = 5.0, reporter: str | None = None,
+                   prefix: str = "chash", min_replicas: int | None = None,
+                   replica_timeout: float = 0.5) -> Self:
+        """A membership of the ring ``name`` as Redis holds it, for a tool
+        that did not make it (``chash ring``): its router (new, empty) and
+        its quorum and vote TTL are those the ring was made with, read
+        from Redis.  Not started; ``refresh()`` syncs it.
+
+        RingMissingError if Redis holds no such ring (or a damaged one);
+        ValueError if the keys hold something else, or the ring's router
+        cannot be made here (a hash function of the application's own);
+        PermissionError if Redis refuses this user; redis-py's errors if
+        it cannot be reached."""
+        sync_client(client)
+        settings = MembershipSettings(name=name, prefix=prefix)
+        shared = read_shared_config(RedisStore(client, settings), name)
+        return cls(shared.router(), client, name, quorum=shared.quorum_arg(),
+                   vote_ttl=shared.vote_ttl, resync_interval=resync_interval,
+                   reporter=reporter, prefix=prefix, min_replicas=min_replicas,
+                   replica_timeout=replica_timeout)
 
     @property
     def client(self) -> redis.Redis:

@@ -46,6 +46,13 @@ Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
               makes the change and trimmed to ``HISTORY_LENGTH``.  Added
               after the other keys: an instance of a version without it
               passes six keys, and its changes are simply not in the list
+``zones``     hash: node -> its zone, for the nodes given one (``chash ring
+              add --zone``).  Added after ``history``: an instance of a
+              version without it passes seven keys and neither reads nor
+              writes zones, so a ring it wrote reads as nodes in no zone,
+              and a node it removed may leave its zone behind, which
+              ``SNAPSHOT``'s readers ignore and the next add of that node
+              replaces
 
 Times are the Redis server's clock (``TIME``), in milliseconds, so gateway
 clocks never need to agree.  Announcements use sharded pub/sub
@@ -72,12 +79,13 @@ from chash.membership.store import HISTORY_LENGTH
 __all__ = ["HEAD", "HISTORY", "REEPOCH", "SCRIPTS", "SEED", "SNAPSHOT", "STAMP", "SWEEP", "VOTE",
            "WRITE"]
 
-# KEYS: meta, nodes, disabled, down, votes, order, history (the same seven for
-# every script).
+# KEYS: meta, nodes, disabled, down, votes, order, history, zones (the same
+# eight for every script).
 _COMMON = r"""
 local meta, nodes, disabled, down, votes, order = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
   KEYS[6]
 local history = KEYS[7]
+local zones = KEYS[8]
 local HISTORY_LENGTH = @HISTORY_LENGTH@
 -- the changes this script makes, {action, node, value}, for the history
 local changes = {}
@@ -248,15 +256,16 @@ end
 _COMMON = _COMMON.replace("@HISTORY_LENGTH@", str(HISTORY_LENGTH))
 
 #: Read the whole ring: ``{1, epoch, version, config, nodes, disabled,
-#: down, digest or false, 1 if announcements are sharded else 0, order}``
-#: with each hash flattened; ``{-1}`` or ``{-3, why}``.
+#: down, digest or false, 1 if announcements are sharded else 0, order,
+#: zones}`` with each hash flattened; ``{-1}`` or ``{-3, why}``.
 SNAPSHOT = _COMMON + r"""
 local d = damage()
 if d then return d end
 local m = redis.call('HMGET', meta, 'epoch', 'version', 'config', 'digest')
 return {1, m[1], tonumber(m[2]), m[3], redis.call('HGETALL', nodes),
         redis.call('HGETALL', disabled), redis.call('HGETALL', down), m[4],
-        SHARDED and 1 or 0, redis.call('HGETALL', order)}
+        SHARDED and 1 or 0, redis.call('HGETALL', order),
+        zones and redis.call('HGETALL', zones) or {}}
 """
 
 #: The ring's position and digest, for the periodic check:
@@ -302,7 +311,8 @@ return reply(1)
 #: ARGV: channel, epoch, version, config, restore (1 or 0), then the count
 #: of nodes and their (node, weight) pairs in add order (they get the add
 #: sequences 1, 2, ... in that order), the count of disabled nodes and
-#: their (node, reason) pairs, and (node, down JSON) pairs up to the end.
+#: their (node, reason) pairs, the count of zoned nodes and their (node,
+#: zone) pairs, and (node, down JSON) pairs up to the end.
 #: Replies ``{1, epoch, version}`` if it seeded, ``{0, epoch, version}`` if
 #: a sound ring existed already (someone else seeded it first), ``{-3,
 #: why}`` for a damaged ring without ``restore``.
@@ -315,7 +325,9 @@ local i = 7
 local n_nodes = tonumber(ARGV[6])
 i = i + 2 * n_nodes
 local n_disabled = tonumber(ARGV[i])
-local j = i + 1 + 2 * n_disabled
+local z = i + 1 + 2 * n_disabled
+local n_zones = tonumber(ARGV[z])
+local j = z + 1 + 2 * n_zones
 while j < #ARGV do
   local verdict = decode(ARGV[j + 1])
   if type(verdict) == 'table' then verdicts[#verdicts + 1] = {ARGV[j], verdict} end
@@ -323,6 +335,10 @@ while j < #ARGV do
 end
 local now = now_ms()
 redis.call('DEL', meta, nodes, disabled, down, votes, order)
+if zones then
+  redis.call('DEL', zones)
+  for k = z + 1, z + 2 * n_zones, 2 do redis.call('HSET', zones, ARGV[k], ARGV[k + 1]) end
+end
 i = 7
 for k = 1, n_nodes do
   redis.call('HSET', nodes, ARGV[i], ARGV[i + 1])
@@ -349,7 +365,10 @@ return reply(1)
 """
 
 #: An operator's change.  ARGV: channel, op, node, value, force (1 or 0),
-#: config; op is ``add`` (value: the weight; adds the node or reweighs it),
+#: config, and to give a zone ``1`` and the zone; op is ``add`` (value:
+#: the weight; adds the node or reweighs it; with a zone given, sets the
+#: node's zone, an empty one clearing it, and without one keeps an
+#: existing node's zone and gives a new node none),
 #: ``remove``, ``disable`` (value: the reason) or ``enable``.  A removal or
 #: a disable that would take out more than half of the nodes in service is
 #: refused (``{-4, in service, 1}``) unless forced.
@@ -380,24 +399,39 @@ if op == 'remove' or op == 'disable' then
   if removed * 2 > in_service and not force then return {-4, in_service, removed} end
 end
 if op == 'add' then
-  if redis.call('HGET', nodes, node) == value then return reply(0) end
-  if not exists then
-    -- a new node goes to the end of the add order; a reweighed one keeps its place
-    redis.call('HSET', order, node, redis.call('HINCRBY', meta, 'seq', 1))
+  -- the zone to set ('' clears it), or nil to keep the one held
+  local zone = nil
+  if zones and ARGV[7] == '1' then zone = ARGV[8] or '' elseif zones and not exists then zone = '' end
+  local held = zones and redis.call('HGET', zones, node) or ''
+  local reweigh = redis.call('HGET', nodes, node) ~= value
+  local rezone = zone ~= nil and held ~= zone
+  if not reweigh and not rezone then return reply(0) end
+  if reweigh then
+    if not exists then
+      -- a new node goes to the end of the add order; a reweighed one keeps its place
+      redis.call('HSET', order, node, redis.call('HINCRBY', meta, 'seq', 1))
+    end
+    redis.call('HSET', nodes, node, value)
+    note('add', node, value)
   end
-  redis.call('HSET', nodes, node, value)
+  if rezone then
+    if zone == '' then redis.call('HDEL', zones, node) else redis.call('HSET', zones, node, zone) end
+    -- a zone a removed node left behind is dropped without a word
+    if exists or zone ~= '' then note('zone', node, zone) end
+  end
 elseif op == 'remove' then
   redis.call('HDEL', nodes, node)
   redis.call('HDEL', order, node)
   redis.call('HDEL', disabled, node)
   redis.call('HDEL', down, node)
   redis.call('HDEL', votes, node)
+  if zones then redis.call('HDEL', zones, node) end
 elseif op == 'disable' then
   redis.call('HSET', disabled, node, value)
 elseif op == 'enable' then
   if redis.call('HDEL', disabled, node) == 0 then return reply(0) end
 end
-note(op, node, value)
+if op ~= 'add' then note(op, node, value) end
 bump(channel)
 local r = reply(1)
 r[5], r[6] = in_service, removed

@@ -1,7 +1,7 @@
 """A shared ring in Redis: the store the Redis drivers hand their operations to.
 
 Each operation of the protocol runs as the Lua script written for it
-(``chash.membership.redis.scripts``) on the ring's seven keys, its ``ARGV``
+(``chash.membership.redis.scripts``) on the ring's eight keys, its ``ARGV``
 and reply translated by ``chash.membership.redis.codec``; changes are
 announced on the ring's channel and arrive by pub/sub (sharded,
 ``SSUBSCRIBE``, where the server has it).
@@ -35,18 +35,20 @@ from chash.membership.store import (
     NoPubSub,
     Notice,
     Operation,
+    ReadHead,
     SubscriptionLost,
     Write,
 )
 
 __all__ = ["KEY_PARTS", "AsyncRedisStore", "RedisStore", "async_client", "check_replicas",
-           "import_redis", "replicas_seen", "ring_channel", "ring_keys", "sync_client"]
+           "import_redis", "replicas_seen", "ring_channel", "ring_keys", "sentinel_pool",
+           "sync_client"]
 
 T = TypeVar("T")
 
 #: The keys of a ring, ``{prefix}:{{name}}:{part}``, in the order the
 #: scripts take them.
-KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order", "history")
+KEY_PARTS = ("meta", "nodes", "disabled", "down", "votes", "order", "history", "zones")
 
 
 def import_redis() -> types.ModuleType:
@@ -215,6 +217,19 @@ class _ReplicaMemory:
         return 1 if replid and replid in self._had else 0
 
 
+def sentinel_pool(client: Any) -> Any | None:
+    """The connection pool of a Sentinel's ``master_for`` client, or None
+    for any other client."""
+    pool = getattr(client, "connection_pool", None)
+    if getattr(pool, "is_master", False) and callable(getattr(pool, "get_master_address", None)):
+        return pool
+    return None
+
+
+#: The operation that starts every periodic check: before it, a Sentinel
+#: client asks the sentinels which server is the primary now.
+_CHECKED = (ReadHead,)
+
 #: The operations whose loss in a failover would lose an operator's change
 #: (a seed restores what the instances hold, and they restore it again).
 _WAITED = (Write,)
@@ -261,7 +276,26 @@ class RedisStore:
         self.min_replicas = min_replicas
         self.replica_timeout = float(replica_timeout)
         self._had_replicas = _ReplicaMemory()
+        self._sentinels = sentinel_pool(client)
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+
+    def follow_primary(self) -> None:
+        """With a Sentinel client, move to the primary the sentinels name
+        now (redis-py's ``get_master_address``: idle connections to another
+        server are closed, the next call connects to the new one); nothing
+        for other clients, or when no sentinel answers (the server held
+        stays).  A primary cut off and healed after a failover stays a
+        primary until the sentinels demote it, which they put off for
+        seconds; its clients would keep reading its ring until then, with
+        the writes the failover discarded.  Run before every periodic
+        check, so that an instance follows the new primary within its
+        resync interval of the heal."""
+        if self._sentinels is None:
+            return
+        try:
+            self._sentinels.get_master_address()
+        except Exception:  # no sentinel answered: the primary held stays
+            return
 
     def required_replicas(self) -> int:
         """``min_replicas``; if None, 1 when the primary shows a replica
@@ -283,6 +317,8 @@ class RedisStore:
         """Run the script of ``operation`` on the ring's keys; its reply.
         A change waiting for replicas that too few acknowledged raises
         NotReplicatedError."""
+        if isinstance(operation, _CHECKED):
+            self.follow_primary()
         name, args = script_call(operation, self.channel)
         required = self.required_replicas() if isinstance(operation, _WAITED) else 0
         if not required:
@@ -328,7 +364,17 @@ class AsyncRedisStore:
         self.min_replicas = min_replicas
         self.replica_timeout = float(replica_timeout)
         self._had_replicas = _ReplicaMemory()
+        self._sentinels = sentinel_pool(client)
         self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+
+    async def follow_primary(self) -> None:
+        """As ``RedisStore.follow_primary``."""
+        if self._sentinels is None:
+            return
+        try:
+            await self._sentinels.get_master_address()
+        except Exception:  # no sentinel answered: the primary held stays
+            return
 
     async def required_replicas(self) -> int:
         """As ``RedisStore.required_replicas``."""
@@ -346,6 +392,8 @@ class AsyncRedisStore:
 
     async def run(self, operation: Operation[T]) -> T:
         """As ``RedisStore.run``."""
+        if isinstance(operation, _CHECKED):
+            await self.follow_primary()
         name, args = script_call(operation, self.channel)
         required = await self.required_replicas() if isinstance(operation, _WAITED) else 0
         if not required:
