@@ -15,8 +15,13 @@ nginx and haproxy for comparison).
     python benchmarks/bench_gateway.py --quick            # about 1 minute
     python benchmarks/bench_gateway.py --json out.json --repeat 5 --duration 8
     python benchmarks/bench_gateway.py --websocket        # about a minute
+    python benchmarks/bench_gateway.py --tls              # about 2 minutes
 
 Needs nginx, haproxy and wrk on PATH (Debian packages of those names).
+
+``--tls`` measures HTTPS instead (``benchmarks/_tls.py``): keep-alive
+requests and new handshakes per second through chash and through nginx
+with the same certificate; it needs nginx, wrk and openssl.
 
 ``--websocket`` measures WebSocket instead (``benchmarks/_websocket.py``):
 messages per second through chash and through nginx in front of one echo
@@ -152,8 +157,13 @@ http {{
                                 str(self.root)], self.root / f"backend-{name}.log")
         wait_port(self.backend_ports[name], proc=proc)
 
-    def start_nginx(self, workers: int) -> None:
+    def start_nginx(self, workers: int, tls: tuple[Path, Path] | None = None) -> None:
+        """nginx in front of the backends; serving HTTPS with ``tls``
+        (certificate, key)."""
         port = self.ports[f"nginx-{workers}"] = free_port()
+        ssl = "" if tls is None else (
+            f" ssl;\n    ssl_certificate {tls[0]};\n    ssl_certificate_key {tls[1]};\n"
+            f"    ssl_protocols TLSv1.2 TLSv1.3")
         servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;"
                             for p in self.backend_ports.values())
         conf = self.root / f"nginx-{workers}.conf"
@@ -172,7 +182,7 @@ http {{
     keepalive 64;
   }}
   server {{
-    listen 127.0.0.1:{port} backlog=4096;
+    listen 127.0.0.1:{port} backlog=4096{ssl};
     location / {{
       proxy_pass http://backends;
       proxy_http_version 1.1;
@@ -219,12 +229,16 @@ backend be
             self.root / f"haproxy-{workers}.log")
         wait_port(port, proc=proc)
 
-    def start_chash(self, workers: int) -> None:
+    def start_chash(self, workers: int, tls: tuple[Path, Path] | None = None) -> None:
+        """``chash gateway`` in front of the backends; serving HTTPS with
+        ``tls`` (certificate, key)."""
         port = self.ports[f"chash-{workers}"] = free_port()
         backends = ",".join(f"{name}=127.0.0.1:{p}" for name, p in self.backend_ports.items())
         argv = [sys.executable, "-m", "chash", "gateway", "--listen", f"127.0.0.1:{port}",
                 "--backend", backends, "--key", "header:X-User-Id",
                 "--health-interval", "1", "--log-level", "warning"]
+        if tls is not None:
+            argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
         if workers > 1:
             argv += ["--workers", str(workers)]
         proc = self.procs[f"chash-{workers}"] = start(f"chash-{workers}", argv,
@@ -298,7 +312,10 @@ local keys = {}
 local requests = {}
 init = function(args)
   for i = 1, %(keys)d do
-    requests[i] = wrk.format("GET", "/", {["X-User-Id"] = "user-" .. i})
+    -- wrk.format takes these headers instead of wrk.headers: -H's too, then
+    local headers = {["X-User-Id"] = "user-" .. i}
+    for name, value in pairs(wrk.headers) do headers[name] = value end
+    requests[i] = wrk.format("GET", "/", headers)
   end
 end
 local n = 0
@@ -439,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tunnels", type=int, default=64, help="with --websocket (default 64)")
     parser.add_argument("--message-size", type=int, default=1024,
                         help="with --websocket: bytes a message (default 1024)")
+    parser.add_argument("--tls", action="store_true",
+                        help="HTTPS through chash and nginx with one certificate instead: "
+                             "keep-alive requests and new handshakes per second")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",")]
     if args.quick:
@@ -450,6 +470,11 @@ def main(argv: list[str] | None = None) -> int:
         import _websocket
 
         return _websocket.run(args, sys.modules[__name__])
+    if args.tls:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import _tls
+
+        return _tls.run(args, sys.modules[__name__])
     for tool in ("nginx", "haproxy", "wrk"):
         if subprocess.run(["which", tool], capture_output=True).returncode:
             parser.error(f"{tool} is not on PATH (apt-get install {tool})")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from chash._text import plural
 from chash.demo.backends import RoomBackend, aiohttp_module
-from chash.demo.timeline import FailureLog, Timeline, until
+from chash.demo.timeline import FailureLog, HealthLog, Timeline, until
 
 if TYPE_CHECKING:
     import aiohttp
@@ -254,17 +254,6 @@ class _RoomsRun:
         self.result.ended_at = self.say("players stop; gateway and backends shut down")
         return self.result
 
-    def _on_change(self, node: str, old: Any, new: Any, reason: str) -> None:
-        result = self.result
-        if str(new) == "down":
-            t = self.say(f"health: {node} is down ({reason}); out of the ring")
-            if node == DIED and result.down_at is None:
-                result.down_at = t
-        else:
-            t = self.say(f"health: {node} is up ({reason}); back in the ring")
-            if node == DIED and result.back_at is None and result.restarted_at is not None:
-                result.back_at = t
-
     async def _start(self) -> tuple[Gateway, str]:
         from chash.gateway import Gateway, GatewayConfig
 
@@ -277,7 +266,7 @@ class _RoomsRun:
         self.gateway = gateway = Gateway(result.backends, GatewayConfig(
             key="query:room", health_interval=HEALTH_INTERVAL, health_timeout=HEALTH_TIMEOUT,
             connect_timeout=2.0, read_timeout=10.0, metrics=False, on_ring_change="close",
-            tunnel_close_grace=2.0), on_change=self._on_change)
+            tunnel_close_grace=2.0), on_change=HealthLog(self.say, result, DIED))
         url = await gateway.start()
         self.say(f"gateway on {url}: key query:room, on a ring change the moved rooms' "
                  f"tunnels close (1012), health checks every {HEALTH_INTERVAL:g} s")

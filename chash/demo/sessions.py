@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from chash._text import plural
 from chash.demo.backends import SessionBackend, aiohttp_module
-from chash.demo.timeline import FailureLog, Timeline, until
+from chash.demo.timeline import FailureLog, HealthLog, Timeline, until
 
 if TYPE_CHECKING:
     import aiohttp
@@ -224,19 +224,6 @@ class _DemoRun:
         self.result.ended_at = self.say("users stop; gateway and backends shut down")
         return self.result
 
-    def _on_change(self, node: str, old: Any, new: Any, reason: str) -> None:
-        """The gateway's health callback: into the timeline, and the times
-        the stopped backend went out and came back."""
-        result = self.result
-        if str(new) == "down":
-            t = self.say(f"health: {node} is down ({reason}); out of the ring")
-            if node == STOPPED and result.down_at is None:
-                result.down_at = t
-        else:
-            t = self.say(f"health: {node} is up ({reason}); back in the ring")
-            if node == STOPPED and result.back_at is None and result.restarted_at is not None:
-                result.back_at = t
-
     async def _start(self) -> tuple[Gateway, str]:
         """The backends, then the gateway in front of them; its URL."""
         from chash.gateway import Gateway, GatewayConfig
@@ -250,12 +237,13 @@ class _DemoRun:
         self.gateway = gateway = Gateway(result.backends, GatewayConfig(
             key="header:X-User-Id", health_interval=HEALTH_INTERVAL,
             health_timeout=HEALTH_TIMEOUT, connect_timeout=2.0, read_timeout=10.0,
-            metrics=False), on_change=self._on_change)
+            metrics=False), on_change=HealthLog(self.say, result, STOPPED))
         url = await gateway.start()
         result.ownership = gateway.router.ownership()
         self.say(f"gateway on {url}: key header:X-User-Id, a ring of "
                  f"{plural(len(gateway.router), 'node')} x "
-                 f"{plural(gateway.router.virtual_node_count, 'virtual node')}, health checks "
+                 f"{plural(getattr(gateway.router, 'virtual_node_count', 0), 'virtual node')}, "
+                 f"health checks "
                  f"every {HEALTH_INTERVAL:g} s")
         return gateway, url
 

@@ -1,5 +1,7 @@
 """What the demos show as they go: a timeline of events, the gateway's
-first failed request per backend as one of them, and a poll with a timeout."""
+first failed request per backend and its health transitions as events
+(``HealthLog`` also times the stopped backend's going and return), and a
+poll with a timeout."""
 
 from __future__ import annotations
 
@@ -7,13 +9,21 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["FailureLog", "Timeline", "until"]
+__all__ = ["FailureLog", "HealthLog", "Timeline", "until"]
 
 
 class _Result(Protocol):
     timeline: list[tuple[float, str]]
+
+
+class _Outage(Protocol):
+    """A result that times one backend's outage."""
+
+    down_at: float | None
+    back_at: float | None
+    restarted_at: float | None
 
 
 class Timeline:
@@ -57,6 +67,30 @@ class FailureLog(logging.Handler):
             else record.getMessage()
         self._timeline(f"gateway: a request to {node} failed ({reason}); "
                        "retried on the user's next node")
+
+
+class HealthLog:
+    """The gateway's health callback (``on_change``): every transition into
+    the timeline, and when the stopped backend ``node`` went out of the
+    ring and, once restarted, came back, into ``result``."""
+
+    def __init__(self, timeline: Timeline, result: _Outage, node: str) -> None:
+        self._timeline = timeline
+        self._result = result
+        self._node = node
+
+    def __call__(self, node: str, old: Any, new: Any, reason: str) -> None:
+        """Record one transition of ``node``."""
+        result = self._result
+        if str(new) == "down":
+            t = self._timeline(f"health: {node} is down ({reason}); out of the ring")
+            if node == self._node and result.down_at is None:
+                result.down_at = t
+        else:
+            t = self._timeline(f"health: {node} is up ({reason}); back in the ring")
+            if node == self._node and result.back_at is None \
+                    and result.restarted_at is not None:
+                result.back_at = t
 
 
 async def until(predicate: Callable[[], bool], timeout: float) -> bool:

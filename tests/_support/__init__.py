@@ -26,6 +26,7 @@ One line a module:
 - ``redis_topologies``: a real Redis Cluster and a Sentinel setup;
 - ``redis_pools``: nutcracker (twemproxy) pools of redis-servers, for the sharded cache clients;
 - ``rendezvous_programs``: a real Caddy and Squid in front of backends that name themselves;
+- ``ring_programs``: a real Varnish (shard directors) and nghttpx (affinity) on their own ports and directories;
 - ``etcd_server``: real etcd members on free loopback ports;
 - ``membership_async``: the asyncio membership driven from sync test code;
 - ``membership_worker``: one gateway instance in its own process, driven by the membership tests;
@@ -33,4 +34,5 @@ One line a module:
 - ``netns``: a network of namespaces (hosts on a bridge) whose links the partition tests cut and mend;
 - ``partitions``: etcd members, gateways and ``chash ring`` on those hosts, and the history checker;
 - ``relays``: a TCP relay that delays and loses, for slow links (the kernel has no netem);
+- ``tls_certificates``: a test CA and the server and client certificates it signs (trustme);
 """

@@ -294,3 +294,48 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
                 process.kill()
                 process.communicate()
     assert process.returncode == 0, f"{block.name} exited {process.returncode}:\n{output}"
+
+
+def _toml_blocks() -> list[tuple[str, str]]:
+    """Every ``toml`` block of the docs: a ``chash gateway`` configuration file."""
+    blocks = []
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            fence = _FENCE.match(lines[i])
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")),
+                       len(lines)) if fence else i
+            if fence and fence.group(1) == "toml":
+                blocks.append((f"{path.relative_to(ROOT)}:{i + 1}",
+                               "\n".join(lines[i + 1:end]) + "\n"))
+            i = end + 1
+    return blocks
+
+
+TOML_BLOCKS = _toml_blocks()
+
+
+def test_the_gateway_docs_have_an_example_configuration_file() -> None:
+    assert any(name.startswith("docs/gateway.md:") for name, _ in TOML_BLOCKS)
+
+
+@pytest.mark.parametrize(("name", "text"), TOML_BLOCKS, ids=[n for n, _ in TOML_BLOCKS])
+def test_toml_block_is_a_valid_gateway_configuration(name: str, text: str,
+                                                     tmp_path: Path) -> None:
+    """Each is checked as ``chash gateway --check-config`` checks a file
+    (nothing listens: the backends it names are never reached)."""
+    assert not set(_IPV4.findall(text)) - {"127.0.0.1"}, f"{name}: only 127.0.0.1 in the docs"
+    path = tmp_path / "gateway.toml"
+    path.write_text(text, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
+    env = {k: v for k, v in env.items() if not k.startswith("CHASH_")}
+    done = subprocess.run([sys.executable, "-m", "chash", "gateway", "--check-config", str(path)],
+                          capture_output=True, text=True, env=env, timeout=TIMEOUT)
+    assert done.returncode == 0, f"{name}: {done.stderr}"
+    given = {line.split("=", 1)[0].strip() for line in text.splitlines()
+             if "=" in line and not line.lstrip().startswith(("#", '"'))
+             and not line.startswith(" ")}
+    shown = {line.split(" = ", 1)[0] for line in done.stdout.splitlines() if " = " in line}
+    assert given <= shown, f"{name}: keys the check does not show: {given - shown}"
