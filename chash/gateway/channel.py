@@ -360,12 +360,18 @@ class Channel(asyncio.Protocol):
         """Close the sending side and read what the peer still sends, so that
         an answer sent before its request was read reaches the peer instead
         of being lost to a reset: until EOF, ``wait`` seconds of silence or
-        ``most`` seconds in all."""
+        ``most`` seconds in all.  Over TLS, nothing: the caller's close
+        does it."""
         if self.lost or self.peer_closed:
             return
         assert self.transport is not None
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
+        if not self.transport.can_write_eof():
+            # TLS: no half-close to send, so a client reading to the end
+            # would wait out ``wait``.  Closing sends TLS's own end
+            # (close_notify) at once, and the transport reads on, discarding,
+            # until the client's reply or its shutdown timeout: that lingers.
+            return
+        self.transport.write_eof()
         end = self.loop.time() + most
         try:
             while not self.peer_closed and (left := end - self.loop.time()) > 0:

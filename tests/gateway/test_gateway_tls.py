@@ -114,6 +114,41 @@ def test_https_routes_every_key_as_http_does_and_says_https(certs: Certificates)
     run(main())
 
 
+def test_an_answer_with_connection_close_ends_the_tls_connection_at_once(
+        certs: Certificates) -> None:
+    """A client that asks ``Connection: close`` and reads to the end gets
+    TLS's close_notify right after the answer, not after the lingering
+    close's wait for silence (2 s: TLS has no half-close to send)."""
+    def fetch(port: int) -> bytes:
+        raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+        with client_context(certs).wrap_socket(raw, server_hostname="localhost") as tls:
+            tls.sendall(b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-User-Id: u\r\n"
+                        b"Connection: close\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += tls.recv(65536)
+            tls.settimeout(1.5)  # the end comes at once (it used to take 2 s)
+            while chunk := tls.recv(65536):
+                answer += chunk
+            return answer
+
+    async def main() -> None:
+        echo = await backends(1)
+        gateway = Gateway({n: b.address for n, b in echo.items()}, tls_config(certs))
+        try:
+            await gateway.start()
+            for _ in range(3):
+                answer = await asyncio.to_thread(fetch, port_of(gateway))
+                assert answer.startswith(b"HTTP/1.1 200 ")
+                assert b"connection: close" in answer.lower()
+        finally:
+            await gateway.stop()
+            for backend in echo.values():
+                await backend.stop()
+
+    run(main())
+
+
 def test_plain_http_is_still_plain(certs: Certificates) -> None:
     async def main() -> None:
         echo = await backends(1)
