@@ -42,6 +42,7 @@ importing this module does not.  See docs/gateway.md.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import ssl
@@ -59,6 +60,7 @@ from chash.gateway.config import GatewayConfig, KeyRule
 from chash.gateway.listener import TlsListener
 from chash.gateway.proxy import HealthReports, Proxy, Routes
 from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
+from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys, ticket_keys_for
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tls import certificate_digest, server_context
 from chash.gateway.tracing import attempt_tracer
@@ -186,6 +188,11 @@ class Gateway:
             router (which needs the gateway's own ring: no membership).
             Worker 0 of ``chash gateway --workers N`` gives one that applies
             every weight to the other workers' rings as well.
+        tls_ticket_keys: the key material (80 bytes,
+            ``chash.gateway.session_tickets``) that TLS session tickets are
+            sealed with, kept across reloads; the workers of ``chash gateway
+            --workers N`` share one, so a client resumes on any of them.  By
+            default new random keys of this gateway's own.
     """
 
     def __init__(
@@ -204,6 +211,7 @@ class Gateway:
         health_reports: HealthReports | None = None,
         tracer_provider: Any = None,
         ramp: WeightRamp | None = None,
+        tls_ticket_keys: bytes | None = None,
     ) -> None:
         """See the class docstring.  Raises ImportError (``MissingExtra``)
         without aiohttp."""
@@ -306,9 +314,10 @@ class Gateway:
                             health if health is not None else health_reports,
                             attempt_tracer(config.tracing, tracer_provider), self._tunnels,
                             self._backend_tls)
+        self._ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
         #: The listener's TLS context (None: plain HTTP), built now so that
         #: a certificate that does not load is told before anything listens.
-        self._tls: ssl.SSLContext | None = _tls_context(config)
+        self._tls: ssl.SSLContext | None = _tls_context(config, self._ticket_keys)
         self._tls_certificate = _certificate(config)
         self._tls_listener: TlsListener | None = None
         self._bound: list[tuple[str, int]] = []
@@ -526,7 +535,7 @@ class Gateway:
         # change (a renewed certificate), and a whole new context is built
         # before anything changes: one that does not load changes nothing.
         try:
-            tls = _tls_context(config)
+            tls = _tls_context(config, self._ticket_keys)
             certificate = _certificate(config)
             backend_tls = BackendTls(
                 config.backend_ca, config.backend_insecure,
@@ -687,10 +696,35 @@ def _certificate(config: GatewayConfig) -> str | None:
     return None if config.tls_cert is None else certificate_digest(config.tls_cert)
 
 
-def _tls_context(config: GatewayConfig) -> ssl.SSLContext | None:
-    """The listener's TLS context of ``config`` (None without TLS);
-    ValueError naming the file that does not load."""
+def _tls_context(config: GatewayConfig, ticket_keys: bytes) -> ssl.SSLContext | None:
+    """The listener's TLS context of ``config`` (None without TLS), its
+    session tickets sealed with ``ticket_keys``; ValueError naming the file
+    that does not load."""
     if config.tls_cert is None:
         return None
-    return server_context(config.tls_cert, config.tls_key, ciphers=config.tls_ciphers,
-                          min_version=config.tls_min_version, client_ca=config.tls_client_ca)
+    context = server_context(config.tls_cert, config.tls_key, ciphers=config.tls_ciphers,
+                             min_version=config.tls_min_version, client_ca=config.tls_client_ca)
+    # Who may resume: a session admitted under other client CAs, ciphers or
+    # minimum version must not skip the new ones (a renewed certificate
+    # changes none of them, and every session stays resumable).
+    client_cas = b"" if config.tls_client_ca is None else _read(config.tls_client_ca)
+    keys = ticket_keys_for(ticket_keys, client_cas, (config.tls_ciphers or "").encode(),
+                           config.tls_min_version.encode())
+    if not set_ticket_keys(context, keys):
+        _say_tickets_are_per_context()
+    return context
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:  # server_context read it a moment ago
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+@functools.cache
+def _say_tickets_are_per_context() -> None:
+    """Logged once a process: the keys could not be set."""
+    logger.warning("TLS session tickets: this Python's ssl module takes no shared ticket keys "
+                   "here; a ticket resumes only on the worker that issued it, until a reload")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from chash._optional import require
 from chash.gateway.config import GatewayConfig
 from chash.gateway.reload import ReloadError, ReloadOutcome, ring_changes
+from chash.gateway.session_tickets import new_ticket_keys
 
 if TYPE_CHECKING:
     from chash.gateway.server import Gateway
@@ -213,10 +214,12 @@ class Reloader:
 
 def build(plan: Plan, worker: int = 0,
           links: list[tuple[socket.socket, socket.socket]] | None = None,
+          ticket_keys: bytes | None = None,
           ) -> tuple[Gateway, Feeds | None, Leader | Follower | None]:
     """The gateway of one process, what feeds its ring (or None), and its
     part in ``--workers N`` (None for a single process, ``links`` None).
-    ``links``: the socket pairs between worker 0 and each other worker."""
+    ``links``: the socket pairs between worker 0 and each other worker;
+    ``ticket_keys``: the TLS session ticket keys the workers share."""
     from chash.gateway.server import Gateway
 
     router = plan.router()
@@ -255,7 +258,8 @@ def build(plan: Plan, worker: int = 0,
         def adapt(config: GatewayConfig) -> GatewayConfig:
             return config
     gateway = Gateway(plan.backends, adapt(config), router=router, zones=plan.zones,
-                      membership=verdicts, counters=counters, health_reports=reports, ramp=ramp)
+                      membership=verdicts, counters=counters, health_reports=reports, ramp=ramp,
+                      tls_ticket_keys=ticket_keys)
     gateway.reloads = Reloader(plan, gateway, adapt)
     return gateway, feeds, role
 
@@ -376,7 +380,7 @@ def run(plan: Plan, built: tuple[Gateway, Feeds | None, object] | None = None) -
 
 
 def _worker(plan: Plan, index: int, pipe: Any,
-            links: list[tuple[socket.socket, socket.socket]]) -> None:
+            links: list[tuple[socket.socket, socket.socket]], ticket_keys: bytes) -> None:
     """One worker process of ``--workers N``: serve until SIGTERM."""
     # The parent's handler (send SIGHUP on to every worker) is not this
     # process's: until serve() reloads on it, a SIGHUP is ignored.
@@ -389,7 +393,7 @@ def _worker(plan: Plan, index: int, pipe: Any,
         if index != number:
             theirs.close()
     try:
-        gateway, feeds, role = build(plan, index, links)
+        gateway, feeds, role = build(plan, index, links, ticket_keys)
         host, port = plan.listen
 
         from chash.gateway.workers import Leader
@@ -437,12 +441,15 @@ def supervise(plan: Plan) -> int:
     # Worker 0 talks with each other worker over a socket pair of its own
     # (chash.gateway.workers): one health verdict, one metrics view.
     links = [socket.socketpair() for _ in range(plan.workers - 1)]
+    # One set of TLS session ticket keys for every worker: a client resumes
+    # its session on whichever worker takes its next connection.
+    ticket_keys = new_ticket_keys()
     try:
         pipes = []
         for index in range(plan.workers):
             ours, theirs = context.Pipe()
             process = context.Process(target=_worker, name=f"chash-gateway-{index}",
-                                      args=(plan, index, theirs, links))
+                                      args=(plan, index, theirs, links, ticket_keys))
             process.start()
             workers.append(process)
             pipes.append(ours)
