@@ -74,9 +74,7 @@ def run(args: Any, bench: Any) -> int:
         script = root / "keys.lua"
         script.write_text(bench.LUA % {"keys": bench.KEYS})
         cert, key = make_certificate(root)
-        with bench.Lab(root, []) as lab:
-            for name in bench.BACKENDS:
-                lab.start_backend(name)
+        with bench.Lab(root, []) as lab:  # the backends start with the lab
             for workers in args.workers:
                 lab.start_nginx(workers, tls=(cert, key))
                 lab.start_chash(workers, tls=(cert, key))

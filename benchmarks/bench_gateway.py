@@ -152,6 +152,10 @@ http {{
         return conf
 
     def start_backend(self, name: str) -> None:
+        running = self.procs.get(f"backend-{name}")
+        if running is not None and running.popen.poll() is None:
+            # Its Proc would be replaced, and the process never stopped.
+            raise RuntimeError(f"backend {name} is running already")
         proc = self.procs[f"backend-{name}"] = start(
             f"backend-{name}", ["nginx", "-c", str(self.backend_conf(name)), "-p",
                                 str(self.root)], self.root / f"backend-{name}.log")
