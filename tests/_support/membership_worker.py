@@ -122,15 +122,15 @@ class Instance:
 
             async def make() -> Any:
                 if args.etcd:
-                    return AsyncEtcdMembership(self.router, args.etcd, args.name, timeout=1.0,
-                                               **settings)
+                    return AsyncEtcdMembership(self.router, args.etcd, args.name,
+                                               timeout=args.etcd_timeout, **settings)
                 return AsyncRedisMembership(self.router, client_for(args, True), args.name,
                                             **settings)
 
             self.membership: Any = self._await(make())
         elif args.etcd:
-            self.membership = EtcdMembership(self.router, args.etcd, args.name, timeout=1.0,
-                                             **settings)
+            self.membership = EtcdMembership(self.router, args.etcd, args.name,
+                                             timeout=args.etcd_timeout, **settings)
         else:
             self.membership = RedisMembership(self.router, client_for(args, False), args.name,
                                               **settings)
@@ -290,6 +290,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help=f"the membership's resync interval (default {RESYNC_INTERVAL})")
     parser.add_argument("--etcd", help="share the ring through etcd at these comma-separated "
                                        "URLs instead (PORT is then unused)")
+    parser.add_argument("--etcd-timeout", type=float, default=1.0,
+                        help="seconds an etcd call may take (default 1)")
     return parser.parse_args(argv[1:])
 
 

@@ -54,22 +54,43 @@ def _env() -> dict[str, str]:
 
 
 class EtcdMembers:
-    """An etcd cluster, one member on each host."""
+    """An etcd cluster, one member on each host.
 
-    def __init__(self, network: Network, hosts: list[Host], version: str = "3.4") -> None:
+    ``slow``: (delay, loss) of the links between the members too: member
+    ``j`` is known to the others as ``127.0.0.1:2390+j``, where a relay on
+    each of their hosts forwards to its peer port, and the raft timings are
+    stretched as etcd's tuning guide asks for such a round trip (heartbeat
+    about the round trip, election ten heartbeats)."""
+
+    def __init__(self, network: Network, hosts: list[Host], version: str = "3.4",
+                 slow: tuple[float, float] | None = None) -> None:
         self.network = network
         self.hosts = hosts
         self.executable = etcd_executable(version)
-        cluster = ",".join(f"{h.name}=http://{h.address}:2380" for h in hosts)
+        heartbeat, election = 100, 1000
+        if slow is None:
+            peers = {h.name: f"http://{h.address}:2380" for h in hosts}
+        else:
+            peers = {h.name: f"http://127.0.0.1:{2390 + j}" for j, h in enumerate(hosts)}
+            for i, host in enumerate(hosts):
+                for j, other in enumerate(hosts):
+                    if other is not host:
+                        start_relay(host, 2390 + j, other, 2380, slow[0], slow[1],
+                                    100 + 10 * i + j)
+            heartbeat = int(2000 * slow[0])
+            election = 10 * heartbeat
+        cluster = ",".join(f"{name}={url}" for name, url in peers.items())
         for host in hosts:
-            url, peer = f"http://{host.address}:2379", f"http://{host.address}:2380"
+            url, peer = f"http://{host.address}:2379", peers[host.name]
             host.spawn([self.executable, "--name", host.name,
                         "--data-dir", network.path(f"{host.name}.etcd"),
                         "--listen-client-urls", url, "--advertise-client-urls", url,
-                        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                        "--listen-peer-urls", f"http://{host.address}:2380",
+                        "--initial-advertise-peer-urls", peer,
                         "--initial-cluster", cluster, "--initial-cluster-state", "new",
                         "--initial-cluster-token", network.tag,
-                        "--heartbeat-interval", "100", "--election-timeout", "1000",
+                        "--heartbeat-interval", str(heartbeat),
+                        "--election-timeout", str(election),
                         # A member back from the minority side joins the
                         # leader it finds instead of calling an election
                         # (etcd 3.5's default; 3.4 needs the flag).
@@ -204,11 +225,13 @@ def start_relay(host: Host, port: int, target: Host, target_port: int, delay: fl
 
 def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
                   bootstrap: bool = False, ring: str = "shop",
-                  sentinels: str | None = None, redis: str | None = None) -> Worker:
+                  sentinels: str | None = None, redis: str | None = None,
+                  etcd_timeout: float = 1.0) -> Worker:
     """A gateway process on ``host`` sharing ``ring`` through etcd at
-    ``endpoints`` (or through Redis behind ``sentinels``, or the one Redis
-    server at ``redis``, HOST:PORT), with the resync interval ``RESYNC``;
-    ready (its first sync tried) when this returns."""
+    ``endpoints`` (each call given ``etcd_timeout`` seconds), or through
+    Redis behind ``sentinels``, or the one Redis server at ``redis``
+    (HOST:PORT), with the resync interval ``RESYNC``; ready (its first sync
+    tried) when this returns."""
     port = 0
     if sentinels:
         store: tuple[str, ...] = ("--sentinel", sentinels)
@@ -216,7 +239,7 @@ def start_gateway(network: Network, host: Host, endpoints: str, reporter: str,
         address, _, number = redis.rpartition(":")
         store, port = ("--redis-host", address), int(number)
     else:
-        store = ("--etcd", endpoints)
+        store = ("--etcd", endpoints, "--etcd-timeout", str(etcd_timeout))
     options = store + ("--calm", "--resync-interval", str(RESYNC)) + \
         (() if bootstrap else ("--no-bootstrap",))
     worker = Worker(port, ring, reporter, Path(network.workdir), options=options,
@@ -388,8 +411,8 @@ def agree(network: Network, history: History, gateways: dict[str, Worker],
 
 class EtcdSetup:
     """Three etcd members, three gateways, an operator, a history.
-    ``slow``: (delay, loss) of a relay between every gateway (and the
-    operator) and every member."""
+    ``slow``: (delay, loss) of a relay on every link: between every gateway
+    (and the operator) and every member, and between the members."""
 
     def __init__(self, network: Network, gateway_endpoints: dict[str, str] | None = None,
                  slow: tuple[float, float] | None = None) -> None:
@@ -397,7 +420,7 @@ class EtcdSetup:
         self.members = [network.host(f"e{i}") for i in (1, 2, 3)]
         self.hosts = {name: network.host(name) for name in ("g1", "g2", "g3")}
         self.op = network.host("op")
-        self.etcd = EtcdMembers(network, self.members)
+        self.etcd = EtcdMembers(network, self.members, slow=slow)
         self.history = History()
         endpoints = dict(gateway_endpoints or {})
         op_endpoints = self.etcd.endpoints()
@@ -411,12 +434,17 @@ class EtcdSetup:
                                                            slow[0], slow[1], seed))
                 endpoints[name] = ",".join(relayed)
             op_endpoints = endpoints.pop("op")
-        self.operator = Operator(self.op, op_endpoints, self.history)
+        # With every link slow a write crosses five of them (client, member,
+        # leader, a follower and back): about 1.2 s, past the usual 1 s a
+        # call, so the callers give each call 3 s (as a WAN deployment does).
+        timeout = 1.0 if slow is None else 3.0
+        self.operator = Operator(self.op, op_endpoints, self.history,
+                                 extra=("--timeout", f"{timeout:g}"))
         self.gateways: dict[str, Worker] = {}
         for name, host in self.hosts.items():
             self.gateways[name] = start_gateway(
                 network, host, endpoints.get(name, self.etcd.endpoints()), name,
-                bootstrap=name == "g1")
+                bootstrap=name == "g1", etcd_timeout=timeout)
         wait_until(lambda: self.operator.run("show")[0] == 0,
                    "etcd elected a leader and g1 created the ring", timeout=60)
 

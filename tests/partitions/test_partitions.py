@@ -228,8 +228,9 @@ def test_one_gateway_cut_off_from_one_backend_only(network: Network) -> None:
 
 def test_changes_over_slow_and_lossy_links(network: Network) -> None:
     """200 ms each way and 5 % of chunks late by a retransmission timeout on
-    every link between the gateways (and the operator) and the members:
-    every change reported committed is kept, one ring at the end."""
+    every link: between the gateways (and the operator) and the members, and
+    between the members: every change reported committed is kept, one ring
+    at the end."""
     setup = Setup(network, slow=(0.2, 0.05))
     for argv in (("add", "a:1"), ("add", "b:1"), ("weight", "a:1", "3"), ("remove", "b:1")):
         setup.change(*argv)
