@@ -87,3 +87,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--partitions-seconds", type=float, default=60.0, metavar="S",
                     help="how long the randomized partition run lasts, half with each store "
                          "(default 60)")
+
+
+def _skipped(config: pytest.Config) -> list[pytest.TestReport]:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return list(reporter.stats.get("skipped", [])) if reporter is not None else []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI (``CI=true``) every test must run: a skip (a program or an
+    extra missing, which outside CI only skips) fails the run."""
+    if os.environ.get("CI") == "true" and exitstatus == pytest.ExitCode.OK \
+            and _skipped(session.config):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """Say why a CI run with skips failed, naming each skip's reason."""
+    skipped = _skipped(config)
+    if os.environ.get("CI") != "true" or not skipped:
+        return
+    terminalreporter.section("skipped in CI: every test must run here", red=True)
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        terminalreporter.write_line(f"{report.nodeid}: {reason}")
