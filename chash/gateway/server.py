@@ -42,7 +42,6 @@ importing this module does not.  See docs/gateway.md.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import socket
 import ssl
@@ -710,8 +709,10 @@ def _tls_context(config: GatewayConfig, ticket_keys: bytes) -> ssl.SSLContext | 
     client_cas = b"" if config.tls_client_ca is None else _read(config.tls_client_ca)
     keys = ticket_keys_for(ticket_keys, client_cas, (config.tls_ciphers or "").encode(),
                            config.tls_min_version.encode())
-    if not set_ticket_keys(context, keys):
-        _say_tickets_are_per_context()
+    if not set_ticket_keys(context, keys):  # at a start or a reload: rare enough to say each time
+        logger.warning("TLS session tickets: this Python's ssl module takes no shared ticket "
+                       "keys here; a ticket resumes only on the worker that issued it, until "
+                       "a reload")
     return context
 
 
@@ -722,9 +723,3 @@ def _read(path: str) -> bytes:
     except OSError as exc:  # server_context read it a moment ago
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
 
-
-@functools.cache
-def _say_tickets_are_per_context() -> None:
-    """Logged once a process: the keys could not be set."""
-    logger.warning("TLS session tickets: this Python's ssl module takes no shared ticket keys "
-                   "here; a ticket resumes only on the worker that issued it, until a reload")

@@ -31,7 +31,6 @@ A leaf: it imports nothing of the gateway.
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import os
 import ssl
@@ -79,10 +78,19 @@ def set_ticket_keys(context: ssl.SSLContext, keys: bytes) -> bool:
                                      TICKET_KEYS_SIZE, buffer))
 
 
-@functools.cache
+#: The looked-up library, once looked up: ``[library or None]``.
+_found: list[Any] = []
+
+
 def _openssl() -> Any:
     """The OpenSSL that CPython's ``_ssl`` runs on (its two calls typed), or
-    None where it cannot be reached."""
+    None where it cannot be reached; looked up once."""
+    if not _found:
+        _found.append(_look_up_openssl())
+    return _found[0]
+
+
+def _look_up_openssl() -> Any:
     if sys.implementation.name != "cpython":
         return None
     import _ssl
