@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -66,8 +65,7 @@ def run(args: Any, bench: Any) -> int:
         if subprocess.run(["which", tool], capture_output=True).returncode:
             print(f"{tool} is not on PATH (apt-get install {tool})", file=sys.stderr)
             return 2
-    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
-                             "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = bench.commit()
     rows: dict[tuple[str, str], Any] = {}
     with tempfile.TemporaryDirectory(prefix="chash-bench-tls-") as tmp:
         root = Path(tmp)
@@ -122,8 +120,7 @@ def run(args: Any, bench: Any) -> int:
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "platform": platform.platform(), "load_average": os.getloadavg()},
+            "machine": bench.machine(),
             "commit": commit,
             "settings": {k: v for k, v in vars(args).items() if k != "json"},
             "targets": TARGETS,

@@ -284,8 +284,7 @@ def run(args: Any, bench: Any) -> int:
     """The ``--websocket`` run; ``bench`` is bench_gateway (its helpers)."""
     import tempfile
 
-    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
-                             "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = bench.commit()
     names = ["nginx", "chash"]
     rows = {name: WsRow(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="chash-bench-ws-") as tmp:
@@ -334,11 +333,8 @@ def run(args: Any, bench: Any) -> int:
                      f"{statistics.median(row.p99_ratios):12.2f}")
     print("\n".join(lines))
     if args.json:
-        import platform
-
         Path(args.json).write_text(json.dumps({
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "platform": platform.platform(), "load_average": os.getloadavg()},
+            "machine": bench.machine(),
             "commit": commit,
             "settings": {"tunnels": args.tunnels, "message_size": args.message_size,
                          "duration": args.duration, "repeat": args.repeat},

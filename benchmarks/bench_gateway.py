@@ -54,6 +54,18 @@ BACKENDS = ("a", "b", "c")
 KEYS = 1000
 
 
+def commit() -> str:
+    """The short hash of the checkout being measured."""
+    return subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
+                           "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def machine() -> dict[str, Any]:
+    """What a result's JSON says of the machine it was measured on."""
+    return {"python": platform.python_version(), "cpus": os.cpu_count(),
+            "platform": platform.platform(), "load_average": os.getloadavg()}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -482,8 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("nginx", "haproxy", "wrk"):
         if subprocess.run(["which", tool], capture_output=True).returncode:
             parser.error(f"{tool} is not on PATH (apt-get install {tool})")
-    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
-                             "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    revision = commit()
     with tempfile.TemporaryDirectory(prefix="chash-bench-") as tmp:
         root = Path(tmp)
         script = root / "keys.lua"
@@ -495,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
             failovers = [] if args.no_failover else [
                 failover(lab, script, args, f"{kind}-{args.workers[0]}")
                 for kind in ("chash", "nginx", "haproxy")]
-    lines = ["", f"commit {commit}, load average {os.getloadavg()[0]:.1f} at the end",
+    lines = ["", f"commit {revision}, load average {os.getloadavg()[0]:.1f} at the end",
              f"{'contender':12s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
              f"{'errors':>7s} {'x nginx':>8s}"
              + ("  (chash-ref: revision " + args.reference + ")" if args.reference else "")]
@@ -523,9 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "platform": platform.platform(), "load_average": os.getloadavg()},
-            "commit": commit,
+            "machine": machine(),
+            "commit": revision,
             "settings": {k: v for k, v in vars(args).items() if k != "json"},
             "rows": {name: {"samples": [vars(s) for s in row.samples], "ratios": row.ratios,
                             "median_rps": row.median("rps"),
