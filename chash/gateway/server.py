@@ -189,9 +189,11 @@ class Gateway:
             every weight to the other workers' rings as well.
         tls_ticket_keys: the key material (80 bytes,
             ``chash.gateway.session_tickets``) that TLS session tickets are
-            sealed with, kept across reloads; the workers of ``chash gateway
-            --workers N`` share one, so a client resumes on any of them.  By
-            default new random keys of this gateway's own.
+            sealed with (rederived when a reload changes the client CAs,
+            ciphers or minimum version; a renewed certificate keeps them);
+            the workers of ``chash gateway --workers N`` share one, so a
+            client resumes on any of them.  By default new random keys of
+            this gateway's own.
     """
 
     def __init__(
