@@ -76,7 +76,7 @@ def test_instances_following_one_name_into_one_ring_do_not_flap(
         shared: Callable[..., Any], dns: DnsServer) -> None:
     dns.serve([(NAME, "b1.example", 80, 1, 10), (NAME, "b2.example", 80, 1, 20)])
     a, b = shared(bootstrap=True), shared()
-    found = [DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=0.5)
+    found = [DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=5.0)
              for _ in range(2)]
     found[0].follow(a)
     found[1].follow(b)
@@ -104,7 +104,7 @@ def test_a_set_that_could_not_be_written_is_written_at_the_next_lookup(
         shared: Callable[..., Any], dns: DnsServer) -> None:
     dns.serve([(NAME, "b1.example", 80, 1, 10)])
     joiner = shared()  # no ring yet, and it may not create one
-    found = DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=0.5)
+    found = DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=5.0)
     found.follow(joiner)
     assert found.refresh() == {"b1.example:80": 10.0}
     assert joiner.state is None  # the write was refused: RingMissingError

@@ -39,7 +39,9 @@ def served(dns: DnsServer) -> DnsServer:
 
 
 def discovery(dns: DnsServer, **kwargs: Any) -> DnsSrvDiscovery:
-    return DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=0.5, **kwargs)
+    # A generous timeout: on a loaded machine a 0.5 s query to the local
+    # dnsmasq once went unanswered, and the refresh kept the last set.
+    return DnsSrvDiscovery(NAME, nameservers=[dns.nameserver], timeout=5.0, **kwargs)
 
 
 # -- records to nodes, without a server ---------------------------------------
