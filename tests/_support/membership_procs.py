@@ -53,15 +53,17 @@ class Worker:
         it inside a network namespace)."""
         self.reporter = reporter
         self.log_path = log_dir / f"{reporter}.log"
-        self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the worker's life
         # The chash under test, whatever an installed copy points to.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             filter(None, [str(CHASH_ROOT), os.environ.get("PYTHONPATH")])))
-        self.process = subprocess.Popen(
-            [*prefix, sys.executable, str(WORKER), str(port), name, reporter, quorum,
-             *options],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            text=True, cwd=REPO, env=env)
+        # The child writes to its own copy of the descriptor: ours is closed
+        # at once, so a test that fails before close() leaks no file.
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [*prefix, sys.executable, str(WORKER), str(port), name, reporter, quorum,
+                 *options],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                text=True, cwd=REPO, env=env)
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -110,7 +112,6 @@ class Worker:
 
     def log(self) -> str:
         """What the worker logged."""
-        self._log.flush()
         return self.log_path.read_text()
 
     def close(self) -> list[str]:
@@ -136,7 +137,6 @@ class Worker:
             self._reader.join(5)
             if self.process.stdout is not None:
                 self.process.stdout.close()
-            self._log.close()
         return failures
 
 

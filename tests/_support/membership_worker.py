@@ -300,7 +300,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks, to debug a hang
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"{args.reporter} %(threadName)s %(levelname)s %(message)s")
+                        format=f"%(created).3f {args.reporter} %(threadName)s %(levelname)s %(message)s")
     instance = Instance(args)
     lookups = Lookups(instance.router, calm=args.calm,
                       state=lambda: instance.membership.state)
