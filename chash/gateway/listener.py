@@ -21,6 +21,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["TlsListener", "handshake_failure"]
 
@@ -65,7 +66,8 @@ class TlsListener:
         self.handshake_timeout = handshake_timeout
         self._sockets: list[socket.socket] = []
         self._accepting: list[asyncio.Task[None]] = []
-        self._handshakes: set[asyncio.Task[None]] = set()
+        #: Handshakes under way: each task's connection and peer address.
+        self._handshakes: dict[asyncio.Task[Any], tuple[socket.socket, object]] = {}
         #: Handshakes that failed, since the start.
         self.failures = 0
 
@@ -107,48 +109,52 @@ class TlsListener:
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        # Read once, not per connection: socket.family makes an enum each time.
+        tcp = listening.family in (socket.AF_INET, socket.AF_INET6)
         while True:
             try:
-                conn, _ = await loop.sock_accept(listening)
+                conn, peer = await loop.sock_accept(listening)
             except OSError as exc:  # out of descriptors, say: the listener goes on
                 logger.warning("accepting a TLS connection failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            self._hand_over(loop, conn)
+            self._hand_over(loop, conn, peer, tcp)
             # What else is waiting, without a trip through the loop each.
             for _ in range(_ACCEPT_BATCH):
                 try:
-                    conn, _ = listening.accept()
+                    conn, peer = listening.accept()
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError:
                     break
-                self._hand_over(loop, conn)
+                self._hand_over(loop, conn, peer, tcp)
 
-    def _hand_over(self, loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    def _hand_over(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, peer: object,
+                   tcp: bool) -> None:
+        """Start the handshake of an accepted connection: the loop's own
+        coroutine as the task (no wrapper of ours per connection), its
+        outcome seen by ``_handshaken``."""
         conn.setblocking(False)
-        if conn.family in (socket.AF_INET, socket.AF_INET6):
+        if tcp:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        task = loop.create_task(self._handshake(loop, conn))
-        self._handshakes.add(task)
-        task.add_done_callback(self._handshakes.discard)
+        task = loop.create_task(loop.connect_accepted_socket(
+            self._protocol, conn, ssl=self._context(),
+            ssl_handshake_timeout=self.handshake_timeout))
+        self._handshakes[task] = (conn, peer)
+        task.add_done_callback(self._handshaken)
 
-    async def _handshake(self, loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
-        try:
-            peer = conn.getpeername()
-        except OSError:
-            peer = None
-        try:
-            await loop.connect_accepted_socket(self._protocol, conn, ssl=self._context(),
-                                               ssl_handshake_timeout=self.handshake_timeout)
-        except asyncio.CancelledError:
+    def _handshaken(self, task: asyncio.Task[object]) -> None:
+        conn, peer = self._handshakes.pop(task)
+        if task.cancelled():
             conn.close()
-            raise
-        except Exception as exc:  # every failure closes this connection only
-            conn.close()
-            self.failures += 1
-            who = peer[0] if isinstance(peer, tuple) else "a client"
-            logger.info("TLS handshake with %s failed: %s", who, handshake_failure(exc))
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        conn.close()  # every failure closes this connection only
+        self.failures += 1
+        who = peer[0] if isinstance(peer, tuple) else "a client"
+        logger.info("TLS handshake with %s failed: %s", who, handshake_failure(exc))
 
     def close(self) -> None:
         """Stop accepting and close the listening sockets; handshakes
