@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "engine/diff.h"
+#include "node_names.h"
 #include "hash/hash.h"
 
 #include <string.h>
@@ -151,50 +152,27 @@ static int update(NodeList *list, PyObject *const *add, const uint64_t *weights,
                   Py_ssize_t drop, const NodeListRebuild *how)
 {
     Py_ssize_t old_n = node_list_len(list);
-    PyObject *names = PyList_New(0);
+    Py_ssize_t *slots = PyMem_New(Py_ssize_t, (size_t)(old_n + nadd) + 1);
     uint64_t *w = PyMem_New(uint64_t, (size_t)(old_n + nadd) + 1);
-    PyObject *seen = PyDict_New();
-    int result = names && w && seen ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
+    if (!slots || !w) {
+        PyMem_Free(slots);
+        PyMem_Free(w);
         PyErr_NoMemory();
-    Py_ssize_t n = 0;
-    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++) {
-        if (k == drop)
-            continue;
-        PyObject *node = PyTuple_GET_ITEM(list->nodes, k);
-        PyObject *at = PyLong_FromSsize_t(n);
-        result = at && PyList_Append(names, node) == 0 && PyDict_SetItem(seen, node, at) == 0 ? 0 : -1;
-        Py_XDECREF(at);
-        w[n++] = list->weights[k];
+        return -1;
     }
-    for (Py_ssize_t i = 0; result == 0 && i < nadd; i++) {
-        PyObject *name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyObject *at = PyDict_GetItemWithError(seen, name);
-        if (at) {
-            w[PyLong_AsSsize_t(at)] = weights[i];
-        } else if (!PyErr_Occurred()) {
-            PyObject *pos = PyLong_FromSsize_t(n);
-            result = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0
-                         ? 0 : -1;
-            Py_XDECREF(pos);
-            w[n++] = weights[i];
-        } else {
-            result = -1;
-        }
-        Py_DECREF(name);
+    PyObject *tuple = node_names_merge(list->nodes, drop, add, nadd, slots);
+    int result = -1;
+    if (tuple) {
+        for (Py_ssize_t k = 0; k < old_n; k++)
+            if (slots[k] >= 0)
+                w[slots[k]] = list->weights[k];
+        for (Py_ssize_t i = 0; i < nadd; i++)
+            w[slots[old_n + i]] = weights[i];
+        if (check_total(how, w, (size_t)PyTuple_GET_SIZE(tuple)) == 0)
+            result = node_list_set(list, tuple, w, how);
     }
-    PyObject *tuple = result == 0 ? PyList_AsTuple(names) : NULL;
-    if (tuple && check_total(how, w, (size_t)n) == 0)
-        result = node_list_set(list, tuple, w, how);
-    else
-        result = -1;
     Py_XDECREF(tuple);
-    Py_XDECREF(names);
-    Py_XDECREF(seen);
+    PyMem_Free(slots);
     PyMem_Free(w);
     return result;
 }
@@ -252,6 +230,21 @@ int node_list_remove(NodeList *list, PyObject *node, const NodeListRebuild *how)
     return update(list, NULL, NULL, 0, at, how) < 0 ? -1 : 1;
 }
 
+/* Where read_pair_weight puts each pair's weight, by the layout's rule. */
+typedef struct {
+    const NodeListRebuild *how;
+    uint64_t *weights;
+} pair_weights;
+
+static int read_pair_weight(void *ctx, PyObject *obj, Py_ssize_t i)
+{
+    pair_weights *into = ctx;
+    double weight;
+    if (parse_weight(obj, &weight) < 0)
+        return -1;
+    return node_list_weight(weight, into->how->layout, &into->weights[i]);
+}
+
 /* The (node, weight) pairs of an iterable into a new tuple of exact str
  * and weights (PyMem, the caller frees); NULL with an exception (a pair
  * that is not (str, weight), a node named twice). */
@@ -261,50 +254,20 @@ static PyObject *read_pairs(PyObject *pairs, const NodeListRebuild *how, uint64_
     if (!seq)
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    PyObject *nodes = PyTuple_New(n);
-    PyObject *seen = PySet_New(NULL);
-    *weights = PyMem_New(uint64_t, (size_t)n + 1);
-    int result = nodes && seen && *weights ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
+    pair_weights into = {how, PyMem_New(uint64_t, (size_t)n + 1)};
+    PyObject *nodes = NULL;
+    if (!into.weights)
         PyErr_NoMemory();
-    for (Py_ssize_t i = 0; result == 0 && i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(seq, i), *node;
-        double weight;
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
-                         Py_TYPE(pair)->tp_name);
-            result = -1;
-            break;
-        }
-        node = PyTuple_GET_ITEM(pair, 0);
-        if (check_node(node) < 0 || parse_weight(PyTuple_GET_ITEM(pair, 1), &weight) < 0
-            || node_list_weight(weight, how->layout, &(*weights)[i]) < 0) {
-            result = -1;
-            break;
-        }
-        PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyTuple_SET_ITEM(nodes, i, name);
-        int dup = PySet_Contains(seen, name);
-        if (dup == 0)
-            dup = PySet_Add(seen, name) < 0 ? -1 : 0;
-        else if (dup == 1)
-            PyErr_Format(PyExc_ValueError, "node %R is given twice", name);
-        result = dup == 0 ? 0 : -1;
-    }
-    if (result == 0 && check_total(how, *weights, (size_t)n) < 0)
-        result = -1;
+    else
+        nodes = node_names_of_pairs(seq, read_pair_weight, &into);
+    if (nodes && check_total(how, into.weights, (size_t)n) < 0)
+        Py_CLEAR(nodes);
     Py_DECREF(seq);
-    Py_XDECREF(seen);
-    if (result < 0) {
-        Py_XDECREF(nodes);
-        PyMem_Free(*weights);
-        *weights = NULL;
-        return NULL;
+    if (!nodes) {
+        PyMem_Free(into.weights);
+        into.weights = NULL;
     }
+    *weights = into.weights;
     return nodes;
 }
 

@@ -7,6 +7,7 @@
 #include "rendezvous_nodes.h"
 
 #include "args.h"
+#include "node_names.h"
 
 #include <math.h>
 #include <string.h>
@@ -265,49 +266,40 @@ int rdv_update(RendezvousObject *self, PyObject *const *add, const double *weigh
                   Py_ssize_t nadd, Py_ssize_t drop)
 {
     Py_ssize_t old_n = PyTuple_GET_SIZE(self->nodes);
-    PyObject *names = PyList_New(0);
-    PyObject *seen = PyDict_New();
+    Py_ssize_t *slots = PyMem_New(Py_ssize_t, (size_t)(old_n + nadd) + 1);
     double *w = PyMem_New(double, (size_t)(old_n + nadd) + 1);
-    int result = names && seen && w ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
+    if (!slots || !w) {
+        PyMem_Free(slots);
+        PyMem_Free(w);
         PyErr_NoMemory();
-    Py_ssize_t n = 0;
-    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++) {
-        if (k == drop)
-            continue;
-        PyObject *node = PyTuple_GET_ITEM(self->nodes, k);
-        PyObject *at = PyLong_FromSsize_t(n);
-        result = at && PyList_Append(names, node) == 0 && PyDict_SetItem(seen, node, at) == 0 ? 0 : -1;
-        Py_XDECREF(at);
-        w[n++] = self->weights[k];
+        return -1;
     }
-    for (Py_ssize_t i = 0; result == 0 && i < nadd; i++) {
-        PyObject *name = PyUnicode_CheckExact(add[i]) ? Py_NewRef(add[i]) : PyUnicode_FromObject(add[i]);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyObject *at = PyDict_GetItemWithError(seen, name);
-        if (at) {
-            w[PyLong_AsSsize_t(at)] = weights[i];
-        } else if (!PyErr_Occurred()) {
-            PyObject *pos = PyLong_FromSsize_t(n);
-            result = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0
-                         ? 0 : -1;
-            Py_XDECREF(pos);
-            w[n++] = weights[i];
-        } else {
-            result = -1;
-        }
-        Py_DECREF(name);
+    PyObject *tuple = node_names_merge(self->nodes, drop, add, nadd, slots);
+    int result = -1;
+    if (tuple) {
+        for (Py_ssize_t k = 0; k < old_n; k++)
+            if (slots[k] >= 0)
+                w[slots[k]] = self->weights[k];
+        for (Py_ssize_t i = 0; i < nadd; i++)
+            w[slots[old_n + i]] = weights[i];
+        result = rdv_router_set(self, tuple, w);
     }
-    PyObject *tuple = result == 0 ? PyList_AsTuple(names) : NULL;
-    result = tuple ? rdv_router_set(self, tuple, w) : -1;
     Py_XDECREF(tuple);
-    Py_XDECREF(names);
-    Py_XDECREF(seen);
+    PyMem_Free(slots);
     PyMem_Free(w);
     return result;
+}
+
+/* Where read_pair_weight puts each pair's weight, by the layout's rule. */
+typedef struct {
+    chash_rdv_layout layout;
+    double *weights;
+} pair_weights;
+
+static int read_pair_weight(void *ctx, PyObject *obj, Py_ssize_t i)
+{
+    pair_weights *into = ctx;
+    return rdv_read_weight(into->layout, obj, &into->weights[i]);
 }
 
 /* Exactly the (node, weight) pairs of an iterable, in that order. */
@@ -316,47 +308,15 @@ int rdv_nodes_replace(RendezvousObject *self, PyObject *pairs)
     PyObject *seq = PySequence_Tuple(pairs);
     if (!seq)
         return -1;
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    PyObject *nodes = PyTuple_New(n);
-    PyObject *seen = PySet_New(NULL);
-    double *weights = PyMem_New(double, (size_t)n + 1);
-    int result = nodes && seen && weights ? 0 : -1;
-    if (result < 0 && !PyErr_Occurred())
+    pair_weights into = {self->layout, PyMem_New(double, (size_t)PyTuple_GET_SIZE(seq) + 1)};
+    PyObject *nodes = NULL;
+    if (!into.weights)
         PyErr_NoMemory();
-    for (Py_ssize_t i = 0; result == 0 && i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(seq, i);
-        const char *id;
-        Py_ssize_t len;
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_Format(PyExc_TypeError, "nodes must hold (node, weight) tuples, not %.200s",
-                         Py_TYPE(pair)->tp_name);
-            result = -1;
-            break;
-        }
-        PyObject *node = PyTuple_GET_ITEM(pair, 0);
-        if (node_id(node, &id, &len) < 0
-            || rdv_read_weight(self->layout, PyTuple_GET_ITEM(pair, 1), &weights[i]) < 0) {
-            result = -1;
-            break;
-        }
-        PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
-        if (!name) {
-            result = -1;
-            break;
-        }
-        PyTuple_SET_ITEM(nodes, i, name);
-        int dup = PySet_Contains(seen, name);
-        if (dup == 0)
-            dup = PySet_Add(seen, name) < 0 ? -1 : 0;
-        else if (dup == 1)
-            PyErr_Format(PyExc_ValueError, "node %R is given twice", name);
-        result = dup == 0 ? 0 : -1;
-    }
-    if (result == 0)
-        result = rdv_router_set(self, nodes, weights);
+    else
+        nodes = node_names_of_pairs(seq, read_pair_weight, &into);
+    int result = nodes ? rdv_router_set(self, nodes, into.weights) : -1;
     Py_DECREF(seq);
     Py_XDECREF(nodes);
-    Py_XDECREF(seen);
-    PyMem_Free(weights);
+    PyMem_Free(into.weights);
     return result;
 }
