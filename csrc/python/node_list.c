@@ -151,28 +151,17 @@ int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
 static int update(NodeList *list, PyObject *const *add, const uint64_t *weights, Py_ssize_t nadd,
                   Py_ssize_t drop, const NodeListRebuild *how)
 {
-    Py_ssize_t old_n = node_list_len(list);
-    Py_ssize_t *slots = PyMem_New(Py_ssize_t, (size_t)(old_n + nadd) + 1);
-    uint64_t *w = PyMem_New(uint64_t, (size_t)(old_n + nadd) + 1);
-    if (!slots || !w) {
-        PyMem_Free(slots);
-        PyMem_Free(w);
+    uint64_t *w = PyMem_New(uint64_t, (size_t)(node_list_len(list) + nadd) + 1);
+    if (!w) {
         PyErr_NoMemory();
         return -1;
     }
-    PyObject *tuple = node_names_merge(list->nodes, drop, add, nadd, slots);
+    PyObject *tuple = node_names_merge(list->nodes, drop, add, nadd, list->weights, weights,
+                                       sizeof *w, w);
     int result = -1;
-    if (tuple) {
-        for (Py_ssize_t k = 0; k < old_n; k++)
-            if (slots[k] >= 0)
-                w[slots[k]] = list->weights[k];
-        for (Py_ssize_t i = 0; i < nadd; i++)
-            w[slots[old_n + i]] = weights[i];
-        if (check_total(how, w, (size_t)PyTuple_GET_SIZE(tuple)) == 0)
-            result = node_list_set(list, tuple, w, how);
-    }
+    if (tuple && check_total(how, w, (size_t)PyTuple_GET_SIZE(tuple)) == 0)
+        result = node_list_set(list, tuple, w, how);
     Py_XDECREF(tuple);
-    PyMem_Free(slots);
     PyMem_Free(w);
     return result;
 }

@@ -6,45 +6,56 @@
 
 #include "args.h"
 
+#include <string.h>
+
 /* name as an exact str (a new reference), or NULL with an exception. */
 static PyObject *exact_str(PyObject *name)
 {
     return PyUnicode_CheckExact(name) ? Py_NewRef(name) : PyUnicode_FromObject(name);
 }
 
-/* Appends name to names unless seen maps it already; its position in *slot. */
-static int place(PyObject *names, PyObject *seen, PyObject *name, Py_ssize_t *slot)
+/* Appends name to names unless seen maps it already; then copies its
+ * weight (size bytes at weight) to its position in weights. */
+static int place(PyObject *names, PyObject *seen, PyObject *name, const char *weight,
+                 size_t size, char *weights)
 {
+    Py_ssize_t slot;
     PyObject *at = PyDict_GetItemWithError(seen, name);
     if (at) {
-        *slot = PyLong_AsSsize_t(at);
-        return *slot < 0 ? -1 : 0;
-    }
-    if (PyErr_Occurred())
+        slot = PyLong_AsSsize_t(at);
+        if (slot < 0)
+            return -1;
+    } else if (PyErr_Occurred()) {
         return -1;
-    *slot = PyList_GET_SIZE(names);
-    PyObject *pos = PyLong_FromSsize_t(*slot);
-    int result = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0
-                     ? 0 : -1;
-    Py_XDECREF(pos);
-    return result;
+    } else {
+        slot = PyList_GET_SIZE(names);
+        PyObject *pos = PyLong_FromSsize_t(slot);
+        int added = pos && PyList_Append(names, name) == 0 && PyDict_SetItem(seen, name, pos) == 0;
+        Py_XDECREF(pos);
+        if (!added)
+            return -1;
+    }
+    memcpy(weights + (size_t)slot * size, weight, size);
+    return 0;
 }
 
 PyObject *node_names_merge(PyObject *old, Py_ssize_t drop, PyObject *const *add, Py_ssize_t nadd,
-                           Py_ssize_t *slots)
+                           const void *old_weights, const void *add_weights, size_t size,
+                           void *weights)
 {
     Py_ssize_t old_n = PyTuple_GET_SIZE(old);
     PyObject *names = PyList_New(0);
     PyObject *seen = PyDict_New();
     int result = names && seen ? 0 : -1;
-    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++) {
-        slots[k] = -1;
+    for (Py_ssize_t k = 0; result == 0 && k < old_n; k++)
         if (k != drop)
-            result = place(names, seen, PyTuple_GET_ITEM(old, k), &slots[k]);
-    }
+            result = place(names, seen, PyTuple_GET_ITEM(old, k),
+                           (const char *)old_weights + (size_t)k * size, size, weights);
     for (Py_ssize_t i = 0; result == 0 && i < nadd; i++) {
         PyObject *name = exact_str(add[i]);
-        result = name ? place(names, seen, name, &slots[old_n + i]) : -1;
+        result = name ? place(names, seen, name, (const char *)add_weights + (size_t)i * size,
+                              size, weights)
+                      : -1;
         Py_XDECREF(name);
     }
     PyObject *tuple = result == 0 ? PyList_AsTuple(names) : NULL;

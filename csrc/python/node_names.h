@@ -16,12 +16,15 @@
 /*
  * The names after dropping position drop of old (-1: none) and adding
  * add[0..nadd) (each a str whose id was checked): a present name keeps its
- * place, a new one goes last, in the order given.  slots[k], k < the old
- * size: old name k's new position (-1 for the one dropped); slots[old size
- * + i]: add[i]'s.  A new tuple of exact str, or NULL with an exception.
+ * place and takes the added weight, a new one goes last, in the order
+ * given.  Each name's weight, an element of size bytes, is copied from
+ * old_weights (one per old name) or add_weights (one per added name) to
+ * its new position in weights, which has room for every old and added
+ * name.  A new tuple of exact str, or NULL with an exception.
  */
 PyObject *node_names_merge(PyObject *old, Py_ssize_t drop, PyObject *const *add, Py_ssize_t nadd,
-                           Py_ssize_t *slots);
+                           const void *old_weights, const void *add_weights, size_t size,
+                           void *weights);
 
 /* Reads pair i's weight argument into the caller's array; 0, or -1 with
  * an exception. */

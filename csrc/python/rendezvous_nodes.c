@@ -265,27 +265,15 @@ Py_ssize_t rdv_position_of(const RendezvousObject *self, PyObject *node)
 int rdv_update(RendezvousObject *self, PyObject *const *add, const double *weights,
                   Py_ssize_t nadd, Py_ssize_t drop)
 {
-    Py_ssize_t old_n = PyTuple_GET_SIZE(self->nodes);
-    Py_ssize_t *slots = PyMem_New(Py_ssize_t, (size_t)(old_n + nadd) + 1);
-    double *w = PyMem_New(double, (size_t)(old_n + nadd) + 1);
-    if (!slots || !w) {
-        PyMem_Free(slots);
-        PyMem_Free(w);
+    double *w = PyMem_New(double, (size_t)(PyTuple_GET_SIZE(self->nodes) + nadd) + 1);
+    if (!w) {
         PyErr_NoMemory();
         return -1;
     }
-    PyObject *tuple = node_names_merge(self->nodes, drop, add, nadd, slots);
-    int result = -1;
-    if (tuple) {
-        for (Py_ssize_t k = 0; k < old_n; k++)
-            if (slots[k] >= 0)
-                w[slots[k]] = self->weights[k];
-        for (Py_ssize_t i = 0; i < nadd; i++)
-            w[slots[old_n + i]] = weights[i];
-        result = rdv_router_set(self, tuple, w);
-    }
+    PyObject *tuple = node_names_merge(self->nodes, drop, add, nadd, self->weights, weights,
+                                       sizeof *w, w);
+    int result = tuple ? rdv_router_set(self, tuple, w) : -1;
     Py_XDECREF(tuple);
-    PyMem_Free(slots);
     PyMem_Free(w);
     return result;
 }
