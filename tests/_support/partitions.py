@@ -340,8 +340,6 @@ class Operator:
         self.ring = ring
         self.store = store
         self.extra = extra
-        #: When ``read`` last saw the store refuse (wall clock), or None.
-        self.refused_at: float | None = None
 
     def run(self, *argv: str, endpoints: str | None = None,
             timeout: float = 60.0) -> tuple[int, str, str]:
@@ -362,12 +360,18 @@ class Operator:
     def read(self, what: str, deadline: float = 30.0) -> Any:
         """``show`` or ``history``, as JSON, once the command succeeds
         (right after a heal the store may still be electing a leader)."""
+        return self.read_served(what, deadline)[0]
+
+    def read_served(self, what: str, deadline: float = 30.0) -> tuple[Any, float | None]:
+        """``read``'s answer, and when the store last refused it before
+        (wall clock), or None if it answered at once."""
         until = time.monotonic() + deadline
+        refused = None
         while True:
             code, out, err = self.run(what, "--json")
             if code == 0:
-                return json.loads(out)
-            self.refused_at = time.time()
+                return json.loads(out), refused
+            refused = time.time()
             assert time.monotonic() < until, err
             time.sleep(0.1)
 
@@ -402,9 +406,7 @@ def agree(network: Network, history: History, gateways: dict[str, Worker],
     when the store itself refused the operator's read after the heal (no
     leader yet, say), the bound runs from the end of its last refusal,
     and the message says so."""
-    operator.refused_at = None
-    shown = operator.read("show")
-    refused = operator.refused_at
+    shown, refused = operator.read_served("show")
 
     def same() -> bool:
         statuses = history.sample(gateways)
