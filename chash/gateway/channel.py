@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 from chash.gateway.heads import HttpError
+from chash.gateway.tls import subject_of
 
 __all__ = ["BLOCK", "Channel", "ReadTimeout"]
 
 #: Bytes read or written in one step; also the read buffer's high-water mark.
 BLOCK = 65536
+#: ``Channel.tls_subject`` before it is first read.
+_UNREAD: Final = object()
 
 
 async def _ready() -> None:
@@ -40,20 +44,25 @@ class Channel(asyncio.Protocol):
         "_on_made",
         "_paused",
         "_timer",
+        "_tls_subject",
         "_waiter",
         "_write_paused",
         "busy",
         "fast",
         "loop",
         "on_writable",
+        "peer",
         "peer_closed",
         "secure",
-        "tls_subject",
         "transport",
     )
 
-    def __init__(self, on_made: Callable[[Channel], None] | None = None) -> None:
+    def __init__(self, on_made: Callable[[Channel], None] | None = None,
+                 peer: Any = None) -> None:
         self.transport: asyncio.Transport | None = None
+        #: The peer's address as ``accept`` gave it, when the listener
+        #: knows it (else the transport's ``peername`` says).
+        self.peer = peer
         self._buf = bytearray()
         #: Whether the peer closed its sending side (EOF received).
         self.peer_closed = False
@@ -76,14 +85,24 @@ class Channel(asyncio.Protocol):
         #: Set by the proxy while a request of this client is being
         #: served: ``finish_if_idle`` leaves the connection alone then.
         self.busy = False
-        #: Whether the connection is over TLS; for a client, the subject
-        #: of its verified certificate, if any (set by the proxy: ``--key
-        #: tls-subject``).
+        #: Whether the connection is over TLS.
         self.secure = False
-        self.tls_subject: bytes | None = None
+        self._tls_subject: object = _UNREAD
         #: Called when the peer, having fallen behind (``write_paused``),
         #: takes what was written: a tunnel resumes reading its other side.
         self.on_writable: Callable[[], None] | None = None
+
+    @property
+    def tls_subject(self) -> bytes | None:
+        """Over TLS, the subject of the peer's verified certificate (RFC
+        4514's form, UTF-8), or None without one; read from the handshake
+        when first asked (only ``--key tls-subject`` asks)."""
+        subject = self._tls_subject
+        if subject is _UNREAD:
+            peercert = None if self.transport is None or not self.secure \
+                else self.transport.get_extra_info("peercert")
+            subject = self._tls_subject = subject_of(peercert)
+        return subject  # type: ignore[return-value]  # bytes or None once read
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

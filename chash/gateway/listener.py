@@ -16,7 +16,9 @@ logged once, with its reason, and counted (``failures``).
 
 from __future__ import annotations
 
+import _socket
 import asyncio
+import functools
 import logging
 import socket
 import ssl
@@ -29,6 +31,18 @@ logger = logging.getLogger("chash.gateway")
 
 #: Connections accepted in one go before the loop runs other callbacks.
 _ACCEPT_BATCH = 64
+#: Seconds the listener pauses after an accept failed (out of descriptors...).
+_ACCEPT_PAUSE = 0.1
+
+
+class _Accepted(socket.socket):
+    """An accepted connection's socket whose ``family`` and ``type`` are
+    the plain numbers the C socket keeps: ``socket.socket`` makes an enum
+    on every read of them, and the loop reads them for each connection."""
+
+    __slots__ = ()
+    family = _socket.socket.family  # type: ignore[assignment]  # an int, not the enum
+    type = _socket.socket.type  # type: ignore[assignment]
 
 
 def handshake_failure(exc: BaseException) -> str:
@@ -55,17 +69,21 @@ class TlsListener:
     """Listens on ``host:port`` (or on given sockets) and serves each
     accepted connection over TLS with ``protocol()``'s protocol.
 
-    ``context``: called at each accept for the context to handshake with;
-    ``handshake_timeout``: seconds a handshake may take."""
+    ``protocol``: called with the peer's address (as ``accept`` gives
+    it) for each connection's protocol; ``context``: called at each accept
+    for the context to handshake with; ``handshake_timeout``: seconds a
+    handshake may take."""
 
-    def __init__(self, protocol: Callable[[], asyncio.BaseProtocol],
+    def __init__(self, protocol: Callable[[Any], asyncio.BaseProtocol],
                  context: Callable[[], ssl.SSLContext], handshake_timeout: float) -> None:
         self._protocol = protocol
         self._context = context
         #: Seconds a handshake may take (a reload may change it).
         self.handshake_timeout = handshake_timeout
         self._sockets: list[socket.socket] = []
-        self._accepting: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Listening sockets resting after a failed accept, and when they resume.
+        self._paused: dict[socket.socket, asyncio.TimerHandle] = {}
         #: Handshakes under way: each task's connection and peer address.
         self._handshakes: dict[asyncio.Task[Any], tuple[socket.socket, object]] = {}
         #: Handshakes that failed, since the start.
@@ -105,40 +123,54 @@ class TlsListener:
             listening.listen(backlog)
             listening.setblocking(False)
         self._sockets = sockets
-        self._accepting = [loop.create_task(self._accept(s)) for s in sockets]
+        self._loop = loop
+        for listening in sockets:
+            self._watch(listening)
 
-    async def _accept(self, listening: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
+    def _watch(self, listening: socket.socket) -> None:
+        assert self._loop is not None
         # Read once, not per connection: socket.family makes an enum each time.
-        tcp = listening.family in (socket.AF_INET, socket.AF_INET6)
-        while True:
+        family = int(listening.family)
+        # What asyncio's transports look for before they set TCP_NODELAY (a
+        # socket passed in may say 0).
+        tcp = family in (socket.AF_INET, socket.AF_INET6)
+        proto = listening.proto or (socket.IPPROTO_TCP if tcp else 0)
+        self._loop.add_reader(listening.fileno(), self._accept, listening,
+                              listening._accept, family, proto)  # type: ignore[attr-defined]
+
+    def _accept(self, listening: socket.socket, accept: Callable[[], tuple[int, Any]],
+                family: int, proto: int) -> None:
+        """The listening socket is readable: accept what is waiting (up to
+        a batch), each connection handed to the loop.  A reader callback,
+        not a task: no task step per wake, and ``_accept`` (the C socket's,
+        a descriptor and the address) makes no socket object to replace."""
+        loop = self._loop
+        assert loop is not None
+        for _ in range(_ACCEPT_BATCH):
             try:
-                conn, peer = await loop.sock_accept(listening)
+                fd, peer = accept()
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError as exc:  # out of descriptors, say: the listener goes on
                 logger.warning("accepting a TLS connection failed: %s", exc)
-                await asyncio.sleep(0.1)
-                continue
-            self._hand_over(loop, conn, peer, tcp)
-            # What else is waiting, without a trip through the loop each.
-            for _ in range(_ACCEPT_BATCH):
-                try:
-                    conn, peer = listening.accept()
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    break
-                self._hand_over(loop, conn, peer, tcp)
+                loop.remove_reader(listening.fileno())
+                self._paused[listening] = loop.call_later(_ACCEPT_PAUSE, self._resume, listening)
+                return
+            self._hand_over(loop, _Accepted(family, socket.SOCK_STREAM, proto, fd), peer)
 
-    def _hand_over(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, peer: object,
-                   tcp: bool) -> None:
+    def _resume(self, listening: socket.socket) -> None:
+        del self._paused[listening]
+        self._watch(listening)
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop, conn: socket.socket,
+                   peer: object) -> None:
         """Start the handshake of an accepted connection: the loop's own
         coroutine as the task (no wrapper of ours per connection), its
-        outcome seen by ``_handshaken``."""
-        conn.setblocking(False)
-        if tcp:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        outcome seen by ``_handshaken``.  (The loop makes the socket
+        non-blocking and sets TCP_NODELAY itself, as asyncio's and
+        uvloop's transports do.)"""
         task = loop.create_task(loop.connect_accepted_socket(
-            self._protocol, conn, ssl=self._context(),
+            functools.partial(self._protocol, peer), conn, ssl=self._context(),
             ssl_handshake_timeout=self.handshake_timeout))
         self._handshakes[task] = (conn, peer)
         task.add_done_callback(self._handshaken)
@@ -159,9 +191,13 @@ class TlsListener:
     def close(self) -> None:
         """Stop accepting and close the listening sockets; handshakes
         under way are abandoned (their connections closed)."""
-        for task in (*self._accepting, *self._handshakes):
+        for task in self._handshakes:
             task.cancel()
-        self._accepting = []
         for listening in self._sockets:
+            pause = self._paused.pop(listening, None)
+            if pause is not None:
+                pause.cancel()
+            elif self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(listening.fileno())
             listening.close()
         self._sockets = []

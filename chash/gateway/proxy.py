@@ -19,7 +19,7 @@ import errno
 import logging
 import ssl
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
@@ -38,7 +38,7 @@ from chash.gateway.messages import (
 from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import NoSlot, Pool
 from chash.gateway.retry import Outcome, next_attempt
-from chash.gateway.tls import request_key, subject_of
+from chash.gateway.tls import request_key
 from chash.gateway.tracing import AttemptTracer
 from chash.gateway.tunnel import Tunnels
 from chash.gateway.upstream import BackendTls, open_channel, upstream_of
@@ -192,15 +192,12 @@ class Proxy:
             pool.close()
         self.pools.clear()
 
-    def accept(self) -> Channel:
-        """A protocol for a new client connection (``create_server``'s factory)."""
-        return Channel(self._connected)
+    def accept(self, peer: Any = None) -> Channel:
+        """A protocol for a new client connection (``create_server``'s
+        factory; the TLS listener's, given the peer's address)."""
+        return Channel(self._connected, peer)
 
     def _connected(self, channel: Channel) -> None:
-        assert channel.transport is not None
-        if channel.secure:
-            tls = channel.transport.get_extra_info("ssl_object")
-            channel.tls_subject = subject_of(tls.getpeercert() if tls is not None else None)
         self._connections.add(channel)
         task = channel.loop.create_task(self._serve(channel))
         self._tasks.add(task)
@@ -211,7 +208,8 @@ class Proxy:
     async def _serve(self, client: Channel) -> None:
         """Answer the requests of one client connection, one after another."""
         assert client.transport is not None
-        peer = client.transport.get_extra_info("peername")
+        peer = client.peer if client.peer is not None \
+            else client.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
         parser = RequestParser()
         config = self.config

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import resource
 import shutil
 import signal
 import socket
@@ -217,6 +219,59 @@ def test_a_failed_handshake_closes_that_connection_only_logged_once(
 
     caplog.set_level(logging.INFO, logger="chash.gateway")
     if loop == "uvloop":  # the loop chash gateway runs on when installed
+        uvloop = pytest.importorskip("uvloop", reason="uvloop (the gateway extra) is not installed")
+        uvloop.run(asyncio.wait_for(main(), 60))
+    else:
+        run(main())
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_listener_out_of_descriptors_says_so_rests_and_serves_on(
+        certs: Certificates, caplog: pytest.LogCaptureFixture, loop: str) -> None:
+    """An accept that fails (here: no descriptor left) is logged, the
+    listener rests a moment instead of spinning, and the connection that
+    waited is served once descriptors are free again."""
+    async def main() -> None:
+        echo = await backends(1)
+        gateway = Gateway({n: b.address for n, b in echo.items()}, tls_config(certs))
+        limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+        try:
+            await gateway.start()
+            # Connected by the kernel, waiting in the backlog: the loop has
+            # not run since, so the listener has not accepted it yet.
+            waiting = socket.create_connection(("127.0.0.1", port_of(gateway)), timeout=10)
+            lowest_free = os.dup(0)
+            os.close(lowest_free)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, limits[1]))
+            try:
+                for _ in range(200):
+                    if any("accepting a TLS connection failed" in r.getMessage()
+                           for r in caplog.records):
+                        break
+                    await asyncio.sleep(0.01)
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+            failed = [r.getMessage() for r in caplog.records
+                      if "accepting a TLS connection failed" in r.getMessage()]
+            assert failed and "Too many open files" in failed[0], failed
+            assert len(failed) <= 3, failed  # it rests between tries, not spinning
+            waiting.setblocking(False)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                sock=waiting, ssl=client_context(certs), server_hostname="localhost"), 10)
+            writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-User-Id: u\r\n"
+                         b"Connection: close\r\n\r\n")
+            answer = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
+            assert gateway.tls_handshake_failures == 0
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+            await gateway.stop()
+            for backend in echo.values():
+                await backend.stop()
+
+    caplog.set_level(logging.INFO, logger="chash.gateway")
+    if loop == "uvloop":
         uvloop = pytest.importorskip("uvloop", reason="uvloop (the gateway extra) is not installed")
         uvloop.run(asyncio.wait_for(main(), 60))
     else:
