@@ -50,6 +50,7 @@ class Channel(asyncio.Protocol):
         "busy",
         "fast",
         "loop",
+        "on_wake",
         "on_writable",
         "peer",
         "peer_closed",
@@ -91,6 +92,10 @@ class Channel(asyncio.Protocol):
         #: Called when the peer, having fallen behind (``write_paused``),
         #: takes what was written: a tunnel resumes reading its other side.
         self.on_writable: Callable[[], None] | None = None
+        #: Called once, with the channel, by a ``wake`` that finds nobody
+        #: waiting: a connection served by ``fast`` alone before it has a
+        #: task of its own gets one (see ``Express.begin``).
+        self.on_wake: Callable[[Channel], None] | None = None
 
     @property
     def tls_subject(self) -> bytes | None:
@@ -172,9 +177,15 @@ class Channel(asyncio.Protocol):
             waiter.set_result(None)
 
     def wake(self) -> None:
-        """Stop calling ``fast`` and wake whoever waits in ``park``."""
+        """Stop calling ``fast`` and wake whoever waits in ``park`` (with
+        nobody waiting, call ``on_wake`` if set)."""
         self.fast = None
-        self._wake()
+        on_wake = self.on_wake
+        if on_wake is not None and self._waiter is None:
+            self.on_wake = None
+            on_wake(self)
+        else:
+            self._wake()
 
     def park(self, timeout: float) -> asyncio.Future[None]:
         """Something to await until ``wake`` (or, without ``fast``, bytes

@@ -3,10 +3,12 @@
 A keep-alive client's common request has no body, its key's owner has an
 idle pooled connection, and the answer comes back at once, whole, with a
 final status the policy lets through.  ``Express`` serves such requests
-from the channels' ``data_received`` callbacks (``Channel.fast``) while the
-connection's task stays parked: no task step, future or coroutine frame per
-request.  Everything else is handed to the task, as it stands, through
-``Express.take_over``: a head still arriving, a refused head, a request
+from the channels' ``data_received`` callbacks (``Channel.fast``), before
+the connection has a task (``begin``) or while its task is parked
+(``park``): no task step, future or coroutine frame per request, and a
+connection whose requests are all plain (a TLS one closed after its answer,
+say) never has a task.  Everything else is handed to the task, started
+then if need be, as it stands, through ``Express.take_over``: a head still arriving, a refused head, a request
 with a body or without an idle connection, an answer that is not plain,
 late or cut.  The task then runs the general path (``Proxy.serve_request``,
 or ``Proxy.forward`` from an answer not read yet), so the outcome is the
@@ -150,6 +152,17 @@ class Express:
         self._upstream_head = b""
         self._deadline = self._wait = self._wait_end = 0.0
 
+    def begin(self, idle_timeout: float) -> None:
+        """Serve the connection from its callbacks before it has a task:
+        whatever they cannot finish (the end, ``idle_timeout`` s without a
+        request, a hand-off) wakes the channel, whose ``on_wake`` starts
+        the task, which then carries on with ``take_over``'s hand-off."""
+        client = self._client
+        client.fast = self._on_client
+        client.expect(idle_timeout)
+        if client.buffered or client.peer_closed or client.lost:
+            self._on_client(client)
+
     @property
     def busy(self) -> bool:
         """Whether a request is in progress here (the task must not read)."""
@@ -246,6 +259,12 @@ class Express:
         if client.peer_closed or client.lost:
             client.wake()  # the task sees the end (and any request in progress)
         elif self._state is _State.IDLE:
+            if client.expired and not client.buffered:
+                # Idle too long (before the connection has a task: a task's
+                # own wait ends with ReadTimeout instead): it ends.
+                self._state = _State.CLOSE
+                client.wake()
+                return
             self._serve_buffered()
         # else: the bytes wait in the buffer until the answer has gone
 

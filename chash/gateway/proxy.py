@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import ssl
 from collections.abc import Mapping, Sequence
@@ -180,6 +181,11 @@ class Proxy:
         self.closing = True
         for channel in list(self._connections):
             channel.finish_if_idle()
+        # A connection its callbacks serve without a task yet gets one now
+        # (a request in flight carried on by it), so that it is waited for.
+        for channel in list(self._connections):
+            if channel.on_wake is not None:
+                channel.wake()
         self.tunnels.close_all()
         await self.tunnels.stop()
         if self._tasks:
@@ -198,37 +204,64 @@ class Proxy:
         return Channel(self._connected, peer)
 
     def _connected(self, channel: Channel) -> None:
+        assert channel.transport is not None
         self._connections.add(channel)
-        task = channel.loop.create_task(self._serve(channel))
+        peer = channel.peer if channel.peer is not None \
+            else channel.transport.get_extra_info("peername")
+        remote = str(peer[0]) if peer else ""
+        parser = RequestParser()
+        if self._tracer is not None:  # every request on the general path, with its spans
+            self._start_task(channel, remote, parser, None, None)
+            return
+        # Plain requests are served from the channels' callbacks; the
+        # connection gets its task only when they hand something over
+        # (``_woken``), and a connection whose requests are all plain
+        # never has one.
+        express = Express(self, channel, remote, parser)
+        channel.on_wake = functools.partial(self._woken, remote, parser, express)
+        express.begin(self.config.idle_timeout)
+
+    def _woken(self, remote: str, parser: RequestParser, express: Express,
+               client: Channel) -> None:
+        """The callbacks of a connection without a task handed it over."""
+        handoff = express.take_over()
+        if handoff is CLOSE and client.transport is not None \
+                and not client.transport.can_write_eof():
+            # Answered, and over TLS (no half-close, so nothing to linger
+            # for): closing needs no task.
+            self._connections.discard(client)
+            client.close()
+            return
+        self._start_task(client, remote, parser, express, handoff)
+
+    def _start_task(self, client: Channel, remote: str, parser: RequestParser,
+                    express: Express | None, handoff: Handoff) -> None:
+        task = client.loop.create_task(self._serve(client, remote, parser, express, handoff))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     # -- one client connection -------------------------------------------------
 
-    async def _serve(self, client: Channel) -> None:
-        """Answer the requests of one client connection, one after another."""
-        assert client.transport is not None
-        peer = client.peer if client.peer is not None \
-            else client.transport.get_extra_info("peername")
-        remote = str(peer[0]) if peer else ""
-        parser = RequestParser()
+    async def _serve(self, client: Channel, remote: str, parser: RequestParser,
+                     express: Express | None, handoff: Handoff) -> None:
+        """Answer the requests of one client connection, one after another,
+        beginning with ``handoff`` (what its callbacks handed over)."""
         config = self.config
-        # Plain requests are served from the channels' callbacks while this
-        # task is parked; it runs the general path for what they hand over
-        # (and all of it when spans are traced).
-        express = None if self._tracer is not None else Express(self, client, remote, parser)
         try:
-            while not self.closing:
-                if express is not None and (express.busy or not (
+            # (A hand-off is carried out even while the gateway stops.)
+            while handoff is not None or not self.closing:
+                if handoff is None and express is not None and (express.busy or not (
                         client.buffered or client.peer_closed)):
                     try:
                         handoff = await express.park(config.idle_timeout)
                     except ReadTimeout:
                         break
-                    if handoff is not None:
-                        if not await self._take_over(client, handoff, remote):
-                            break
-                        continue
+                if handoff is not None:
+                    keep = await self._take_over(client, handoff, remote)
+                    handoff = None
+                    if not keep:
+                        break
+                    continue
                 request = await self._next_request(client, remote, parser)
                 if request is None:
                     break

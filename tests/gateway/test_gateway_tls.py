@@ -151,6 +151,43 @@ def test_an_answer_with_connection_close_ends_the_tls_connection_at_once(
     run(main())
 
 
+def test_a_tls_connection_without_a_request_is_closed_when_idle(certs: Certificates) -> None:
+    """A client that handshakes and sends nothing is closed after the idle
+    timeout, silently (TLS's close, then the end), while one that asks
+    in time is answered."""
+    async def main() -> None:
+        echo = await backends(1)
+        gateway = Gateway({n: b.address for n, b in echo.items()},
+                          tls_config(certs, idle_timeout=0.5))
+        try:
+            await gateway.start()
+            loop = asyncio.get_running_loop()
+            opened = loop.time()
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                "127.0.0.1", port_of(gateway), ssl=client_context(certs),
+                server_hostname="localhost"), 10)
+            assert await asyncio.wait_for(reader.read(), 20) == b""  # closed by the gateway
+            assert loop.time() - opened >= 0.4
+            writer.close()
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                "127.0.0.1", port_of(gateway), ssl=client_context(certs),
+                server_hostname="localhost"), 10)
+            await asyncio.sleep(0.2)
+            writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-User-Id: u\r\n\r\n")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith(b"HTTP/1.1 200 ")
+            # The answer's body, then the end once the connection is idle again.
+            rest = await asyncio.wait_for(reader.read(), 20)
+            assert json.loads(rest)["backend"] == "b0"
+            writer.close()
+        finally:
+            await gateway.stop()
+            for backend in echo.values():
+                await backend.stop()
+
+    run(main())
+
+
 def test_plain_http_is_still_plain(certs: Certificates) -> None:
     async def main() -> None:
         echo = await backends(1)
