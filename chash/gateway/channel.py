@@ -386,21 +386,26 @@ class Channel(asyncio.Protocol):
             self._drain = self.loop.create_future()
             await self._drain
 
+    @property
+    def lingers(self) -> bool:
+        """Whether ``linger`` has anything to do: the connection is open
+        both ways and can close its sending side alone (not TLS: there, no
+        half-close to send, so a client reading to the end would wait out
+        the linger; closing sends TLS's own end, close_notify, at once, and
+        the transport reads on, discarding, until the client's reply or its
+        shutdown timeout: that lingers)."""
+        return not (self.lost or self.peer_closed) and self.transport is not None \
+            and self.transport.can_write_eof()
+
     async def linger(self, wait: float, most: float) -> None:
         """Close the sending side and read what the peer still sends, so that
         an answer sent before its request was read reaches the peer instead
         of being lost to a reset: until EOF, ``wait`` seconds of silence or
-        ``most`` seconds in all.  Over TLS, nothing: the caller's close
-        does it."""
-        if self.lost or self.peer_closed:
+        ``most`` seconds in all.  Nothing unless ``lingers`` (over TLS, the
+        caller's close does it)."""
+        if not self.lingers:
             return
         assert self.transport is not None
-        if not self.transport.can_write_eof():
-            # TLS: no half-close to send, so a client reading to the end
-            # would wait out ``wait``.  Closing sends TLS's own end
-            # (close_notify) at once, and the transport reads on, discarding,
-            # until the client's reply or its shutdown timeout: that lingers.
-            return
         self.transport.write_eof()
         end = self.loop.time() + most
         try:

@@ -8,9 +8,9 @@ the connection has a task (``begin``) or while its task is parked
 (``park``): no task step, future or coroutine frame per request, and a
 connection whose requests are all plain (a TLS one closed after its answer,
 say) never has a task.  Everything else is handed to the task, started
-then if need be, as it stands, through ``Express.take_over``: a head still arriving, a refused head, a request
-with a body or without an idle connection, an answer that is not plain,
-late or cut.  The task then runs the general path (``Proxy.serve_request``,
+then if need be, as it stands, through ``Express.take_over``: a head still
+arriving, a refused head, a request with a body or without an idle
+connection, an answer that is not plain, late or cut.  The task then runs the general path (``Proxy.serve_request``,
 or ``Proxy.forward`` from an answer not read yet), so the outcome is the
 general path's.
 
@@ -153,15 +153,13 @@ class Express:
         self._deadline = self._wait = self._wait_end = 0.0
 
     def begin(self, idle_timeout: float) -> None:
-        """Serve the connection from its callbacks before it has a task:
-        whatever they cannot finish (the end, ``idle_timeout`` s without a
-        request, a hand-off) wakes the channel, whose ``on_wake`` starts
-        the task, which then carries on with ``take_over``'s hand-off."""
-        client = self._client
-        client.fast = self._on_client
-        client.expect(idle_timeout)
-        if client.buffered or client.peer_closed or client.lost:
-            self._on_client(client)
+        """Serve a new connection (from ``connection_made``: no byte has
+        come yet) from its callbacks before it has a task: whatever they
+        cannot finish (the end, ``idle_timeout`` s without a request, a
+        hand-off) wakes the channel, whose ``on_wake`` starts the task,
+        which then carries on with ``take_over``'s hand-off."""
+        self._client.fast = self._on_client
+        self._client.expect(idle_timeout)
 
     @property
     def busy(self) -> bool:

@@ -181,9 +181,8 @@ class Proxy:
         self.closing = True
         for channel in list(self._connections):
             channel.finish_if_idle()
-        # A connection its callbacks serve without a task yet gets one now
-        # (a request in flight carried on by it), so that it is waited for.
-        for channel in list(self._connections):
+            # One its callbacks serve without a task yet gets one now (a
+            # request in flight carried on by it), so that it is waited for.
             if channel.on_wake is not None:
                 channel.wake()
         self.tunnels.close_all()
@@ -225,10 +224,9 @@ class Proxy:
                client: Channel) -> None:
         """The callbacks of a connection without a task handed it over."""
         handoff = express.take_over()
-        if handoff is CLOSE and client.transport is not None \
-                and not client.transport.can_write_eof():
-            # Answered, and over TLS (no half-close, so nothing to linger
-            # for): closing needs no task.
+        if handoff is CLOSE and not client.lingers:
+            # Answered, with nothing to linger for (over TLS, say): closing
+            # needs no task.
             self._connections.discard(client)
             client.close()
             return
