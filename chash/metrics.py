@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chash._optional import require
+from chash.routers import Router
 
 if TYPE_CHECKING:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -157,19 +158,6 @@ class RouteCounters:
             )
 
 
-class _Ring(Protocol):
-    """The part of a router the collector reads (and ``points`` where the
-    router has them: the ring's and Maglev's, not rendezvous')."""
-
-    @property
-    def nodes(self) -> list[str]: ...
-
-    @property
-    def weights(self) -> dict[str, float]: ...
-
-    def ownership(self) -> dict[str, float]: ...
-
-
 def router_points(router: object) -> dict[str, int] | None:
     """``router.points`` ({node: points or table entries}), or None for a
     router that has no points (rendezvous scores every node)."""
@@ -222,7 +210,7 @@ class RouterCollector:
 
     def __init__(
         self,
-        router: _Ring,
+        router: Router,
         *,
         health: _Health | None = None,
         load: object | None = None,

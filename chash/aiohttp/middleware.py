@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 from chash._optional import require
+from chash.routers import Lookup
 from chash.routing.keys import request_rule
 from chash.routing.retry import Outcome, next_attempt
-from chash.routing.sticky import Ring, StickyRoutes, key_of, missing_key
+from chash.routing.sticky import StickyRoutes, key_of, missing_key
 
 if TYPE_CHECKING:
     import aiohttp
@@ -81,7 +82,7 @@ class StickyMiddleware:
     node (``limit_per_host``).  A request with no key raises ValueError.
     """
 
-    def __init__(self, router: Ring, addresses: Mapping[str, str] | None = None, *,
+    def __init__(self, router: Lookup, addresses: Mapping[str, str] | None = None, *,
                  key: KeySpec, retries: int = 2, health: object = None) -> None:
         self._routes = StickyRoutes(router, addresses, retries=retries, health=health)
         if isinstance(key, str):

@@ -34,6 +34,7 @@ from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import Pool
 from chash.gateway.tls import request_key
 from chash.metrics import RouteCounters
+from chash.routers import Ranking
 from chash.routing.keys import KeyRule
 
 __all__ = ["CLOSE", "Express", "ExpressHost", "Handoff", "Refuse", "Relayed", "Resume",
@@ -91,16 +92,12 @@ CLOSE: Final = _Close()
 Handoff = Serve | Resume | Refuse | _Close | None
 
 
-class _Routes(Protocol):
-    def get_preference_list(self, key: bytes, n: int, /) -> list[str]: ...
-
-
 class ExpressHost(Protocol):
     """What ``Express`` needs of the proxy it serves for (``Proxy``)."""
 
     config: GatewayConfig
     key_rule: KeyRule
-    router: _Routes
+    router: Ranking
     pools: dict[str, Pool]
     in_flight: dict[str, int]
     """``{node: requests in flight}``, kept by whoever sends them."""

@@ -44,6 +44,7 @@ from chash.gateway.tracing import AttemptTracer
 from chash.gateway.tunnel import Tunnels
 from chash.gateway.upstream import BackendTls, open_channel, upstream_of
 from chash.metrics import RouteCounters
+from chash.routers import Ranking
 
 __all__ = ["HealthReports", "Proxy", "Routes", "describe"]
 
@@ -91,11 +92,10 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class Routes(Protocol):
-    """What the proxy asks of the ring: a ``ConsistentHashRouter``, or a
-    ``chash.zones.LocalFirst`` over it for a gateway with a zone."""
-
-    def get_preference_list(self, key: bytes, n: int, /) -> list[str]: ...
+#: What the proxy asks of the ring (``chash.routers.Ranking``; the old
+#: name, kept): a router, or a view over one (``chash.zones.LocalFirst``
+#: for a gateway with a zone, ``chash.gateway.server.LocalVerdicts``).
+Routes = Ranking
 
 
 class Proxy:
@@ -106,7 +106,7 @@ class Proxy:
     ``chash.gateway.express``, which serves plain requests on the proxy's
     behalf (``ExpressHost``)."""
 
-    def __init__(self, config: GatewayConfig, router: Routes,
+    def __init__(self, config: GatewayConfig, router: Ranking,
                  addresses: Mapping[str, str], counters: RouteCounters,
                  health: HealthReports | None, tracer: AttemptTracer | None = None,
                  tunnels: Tunnels | None = None, backend_tls: BackendTls | None = None) -> None:

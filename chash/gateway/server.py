@@ -57,7 +57,7 @@ from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule
 from chash.gateway.listener import TlsListener
-from chash.gateway.proxy import HealthReports, Proxy, Routes
+from chash.gateway.proxy import HealthReports, Proxy
 from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
 from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys, ticket_keys_for
 from chash.gateway.slow_start import WeightRamp
@@ -66,13 +66,13 @@ from chash.gateway.tracing import attempt_tracer
 from chash.gateway.tunnel import TunnelCounts, Tunnels
 from chash.gateway.upstream import BackendTls, parse_backend, upstream_of
 from chash.metrics import RouteCounters
+from chash.routers import Key, MutableRouter, Ranking
 from chash.weights import set_weight, weightless
 from chash.zones import LocalFirst
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from chash.gateway.view import GatewayRouter
     from chash.health import AsyncHealthChecker, Membership
 
 __all__ = ["Gateway", "LocalVerdicts", "OnChange", "SharedZones"]
@@ -86,11 +86,11 @@ class LocalVerdicts:
     is still tried when the others fail: it is the shared ring's, and this
     gateway's view may be the partial one."""
 
-    def __init__(self, routes: Routes, down: Set[str]) -> None:
+    def __init__(self, routes: Ranking, down: Set[str]) -> None:
         self._routes = routes
         self._down = down
 
-    def get_preference_list(self, key: bytes, n: int, /) -> list[str]:
+    def get_preference_list(self, key: Key, n: int, /) -> list[str]:
         """Up to ``n`` nodes to try in turn: ``routes``' preference list,
         the nodes held down moved to its end."""
         down = self._down
@@ -201,7 +201,7 @@ class Gateway:
         backends: Iterable[str] | Mapping[str, str] = (),
         config: GatewayConfig | None = None,
         *,
-        router: GatewayRouter | None = None,
+        router: MutableRouter | None = None,
         weights: Mapping[str, float] | None = None,
         zones: Mapping[str, str] | None = None,
         health: AsyncHealthChecker | None = None,
@@ -267,7 +267,7 @@ class Gateway:
         zoning: Mapping[str, str] = self._zones if membership is None else \
             SharedZones(self._zones, membership)
         self._zoning = zoning
-        routes: Routes = router if ring is None or config.zone is None else \
+        routes: Ranking = router if ring is None or config.zone is None else \
             LocalFirst(ring, config.zone, zoning)
         #: Nodes this gateway's own checks hold down while a shared ring
         #: keeps them (without a membership they leave the router itself).
@@ -336,7 +336,7 @@ class Gateway:
         return self._config
 
     @property
-    def router(self) -> GatewayRouter:
+    def router(self) -> MutableRouter:
         """The router (ring, Maglev or rendezvous) requests are routed through."""
         return self._router
 

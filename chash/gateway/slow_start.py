@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from chash.weights import SlowStart, set_weight
 
 if TYPE_CHECKING:
-    from chash.gateway.view import GatewayRouter
+    from chash.routers import MutableRouter
 
 __all__ = ["WeightRamp"]
 
@@ -36,7 +36,7 @@ __all__ = ["WeightRamp"]
 class WeightRamp:
     """Ramps nodes of ``router`` back to their full weights."""
 
-    def __init__(self, router: GatewayRouter, duration: float, *,
+    def __init__(self, router: MutableRouter, duration: float, *,
                  clock: Callable[[], float] = time.monotonic, floor: float = 0.05,
                  apply: Callable[[str, float], None] | None = None) -> None:
         """Ramp over ``duration`` seconds from ``floor`` of the full weight;

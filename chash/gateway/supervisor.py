@@ -40,8 +40,8 @@ from chash.gateway.session_tickets import new_ticket_keys
 
 if TYPE_CHECKING:
     from chash.gateway.server import Gateway
-    from chash.gateway.view import GatewayRouter
     from chash.gateway.workers import Follower, Leader
+    from chash.routers import MutableRouter
 
 __all__ = ["Feeds", "Plan", "Reloader", "StartRefused", "banner", "build", "run", "run_loop",
            "serve", "supervise"]
@@ -108,7 +108,7 @@ class Feeds:
             self.membership.stop()
 
 
-def _no_feeds(router: GatewayRouter) -> Feeds | None:
+def _no_feeds(router: MutableRouter) -> Feeds | None:
     return None
 
 
@@ -123,11 +123,11 @@ class Plan:
     every worker)."""
     backends: dict[str, str]
     """``{node: host:port}``."""
-    router: Callable[[], GatewayRouter]
+    router: Callable[[], MutableRouter]
     """A new ring (each worker builds its own after the fork)."""
     zones: dict[str, str] = field(default_factory=dict)
     """``{node: zone}``."""
-    feeds: Callable[[GatewayRouter], Feeds | None] = _no_feeds
+    feeds: Callable[[MutableRouter], Feeds | None] = _no_feeds
     """What feeds the ring built (a shared ring, a record set), or None."""
     listen: tuple[str, int] = ("127.0.0.1", 8080)
     duration: float | None = None

@@ -5,15 +5,14 @@
 app never imports the gateway (the gateway imports the admin app to start
 it).  ``Gateway`` satisfies the protocol; a test may pass any object that
 does.  This module imports nothing of the gateway but its configuration,
-and that only for type checking; of the ring, the router types
-``GatewayRouter`` names.
+and that only for type checking; of the ring, ``chash.routers``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol
 
-from chash._chash import ConsistentHashRouter, MaglevRouter, RendezvousRouter
+from chash.routers import MutableRouter
 
 if TYPE_CHECKING:
     from chash.gateway.config import GatewayConfig
@@ -24,10 +23,11 @@ if TYPE_CHECKING:
 
 __all__ = ["GatewayRouter", "GatewayView"]
 
-#: What a gateway routes through: the ring (any of its layouts), Maglev or
-#: rendezvous.  (Jump is not offered: a gateway must drop a backend from
-#: the middle of its list, which a jump router cannot.)
-GatewayRouter: TypeAlias = ConsistentHashRouter | MaglevRouter | RendezvousRouter
+#: What a gateway routes through (``chash.routers.MutableRouter``; the old
+#: name, kept): the ring (any of its layouts), Maglev or rendezvous.  (Not
+#: jump: a gateway must drop a backend from the middle of its list, which
+#: a jump router cannot; ``Gateway`` refuses one.)
+GatewayRouter = MutableRouter
 
 
 class GatewayView(Protocol):
@@ -38,7 +38,7 @@ class GatewayView(Protocol):
         """The settings (key rule, paths, ``missing_key``...)."""
 
     @property
-    def router(self) -> GatewayRouter:
+    def router(self) -> MutableRouter:
         """The router requests are routed through."""
 
     @property

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from chash.gateway.config import GatewayConfig
     from chash.gateway.reload import ReloadOutcome, Reloads
     from chash.gateway.server import Gateway
-    from chash.gateway.view import GatewayRouter
     from chash.health import AsyncHealthChecker
+    from chash.routers import MutableRouter
 
 __all__ = ["Follower", "GroupCounters", "Leader", "WorkerReport", "merge_snapshots"]
 
@@ -178,7 +178,7 @@ class Leader:
     Give ``Leader.membership`` (the leader itself) and ``Leader.counters``
     to the ``Gateway`` of worker 0, then ``await start(gateway)``."""
 
-    def __init__(self, router: GatewayRouter, links: list[socket.socket], *,
+    def __init__(self, router: MutableRouter, links: list[socket.socket], *,
                  share_verdicts: bool, admin_listen: tuple[str, int] | None = None) -> None:
         """``links``: one socket to each other worker, worker 1 first.
         ``share_verdicts``: send the checker's verdicts to the others (not
@@ -355,7 +355,7 @@ class Follower:
     ``health_reports`` (when verdicts are shared), then ``await
     start(gateway)``."""
 
-    def __init__(self, router: GatewayRouter, link: socket.socket) -> None:
+    def __init__(self, router: MutableRouter, link: socket.socket) -> None:
         """``link``: the socket to the leader."""
         self._router = router
         self._local = LocalMembership(router)
@@ -464,7 +464,7 @@ class GroupView:
         return self._gateway.config
 
     @property
-    def router(self) -> GatewayRouter:
+    def router(self) -> MutableRouter:
         """Worker 0's ring (the verdicts keep every worker's alike)."""
         return self._gateway.router
 

@@ -7,7 +7,8 @@ from types import TracebackType
 from typing import Any
 
 from chash.grpc.calls import Failover, Method, NodeChannel, Serializer, grpc, target_of
-from chash.routing.sticky import NodePool, Ring, StickyRoutes
+from chash.routers import Lookup
+from chash.routing.sticky import NodePool, StickyRoutes
 
 __all__ = ["AsyncChannelPool"]
 
@@ -22,7 +23,7 @@ class AsyncChannelPool:
     stream-response ones return async iterators.  For one event loop.
     """
 
-    def __init__(self, router: Ring, addresses: Mapping[str, str] | None = None, *,
+    def __init__(self, router: Lookup, addresses: Mapping[str, str] | None = None, *,
                  channel_factory: Callable[[str], Any] = grpc.aio.insecure_channel,
                  retries: int = 2, health: object = None) -> None:
         self._routes = StickyRoutes(router, addresses, retries=retries, health=health)

@@ -15,10 +15,11 @@ import threading
 import time
 from collections.abc import Container
 
-from chash.health.membership import EditableRouter, LocalMembership, Membership
+from chash.health.membership import LocalMembership, Membership
 from chash.health.probes import ProbeOutcome, describe
 from chash.health.settings import HealthSettings, OnChange, UrlSpec
 from chash.health.state import HealthState, NodeState, NodeStatus, Transition
+from chash.routers import MutableRouter
 
 __all__ = ["CheckerCore", "logger"]
 
@@ -26,7 +27,7 @@ __all__ = ["CheckerCore", "logger"]
 logger = logging.getLogger("chash.health")
 
 
-def _membership_for(router: EditableRouter | None, membership: Membership | None) -> Membership:
+def _membership_for(router: MutableRouter | None, membership: Membership | None) -> Membership:
     """The given membership, else a LocalMembership of ``router``."""
     if membership is not None:
         return membership
@@ -41,7 +42,7 @@ class CheckerCore:
 
     def __init__(
         self,
-        router: EditableRouter | None,
+        router: MutableRouter | None,
         *,
         url: UrlSpec = "http://{node}/health",
         interval: float = 5.0,

@@ -10,20 +10,14 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+from chash.routers import MutableRouter
+
 __all__ = ["EditableRouter", "LocalMembership", "Membership"]
 
 
-class EditableRouter(Protocol):
-    """The part of ``chash.ConsistentHashRouter`` that LocalMembership uses."""
-
-    @property
-    def weights(self) -> dict[str, float]: ...
-
-    def add_service_node(self, node: str, weight: float, /) -> None: ...
-
-    def remove_service_node(self, node: str, /) -> None: ...
-
-    def __contains__(self, node: str, /) -> bool: ...
+#: The routers LocalMembership edits (``chash.routers.MutableRouter``; the
+#: old name, kept).
+EditableRouter = MutableRouter
 
 
 class Membership(Protocol):
@@ -65,7 +59,7 @@ class LocalMembership:
     round if it is still down.
     """
 
-    def __init__(self, router: EditableRouter) -> None:
+    def __init__(self, router: MutableRouter) -> None:
         """Manage ``router`` (a ``chash.ConsistentHashRouter`` or alike)."""
         self._router = router
         self._lock = threading.Lock()
@@ -75,7 +69,7 @@ class LocalMembership:
         self._zones: dict[str, str] = {}
 
     @property
-    def router(self) -> EditableRouter:
+    def router(self) -> MutableRouter:
         """The router this membership edits."""
         return self._router
 

@@ -7,7 +7,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from chash.httpx.exchange import Attempts, KeySpec, Library, default_library, library_of, reader_for
-from chash.routing.sticky import NodePool, Ring, StickyRoutes
+from chash.routers import Lookup
+from chash.routing.sticky import NodePool, StickyRoutes
 
 if TYPE_CHECKING:
     import httpx
@@ -56,7 +57,7 @@ class StickyTransport(_Base):
     Thread-safe: one transport serves a client shared by many threads.
     """
 
-    def __init__(self, router: Ring, addresses: Mapping[str, str] | None = None, *,
+    def __init__(self, router: Lookup, addresses: Mapping[str, str] | None = None, *,
                  key: KeySpec, retries: int = 2, health: object = None,
                  balance: float | None = None, transport: httpx.BaseTransport | None = None
                  ) -> None:

@@ -29,7 +29,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from chash._chash import (
     ConsistentHashRouter,
@@ -40,22 +40,18 @@ from chash._chash import (
     _moving_keys,
 )
 from chash.migration import state as _state
+from chash.routers import Router
 
 Key = str | bytes
 #: One key to move: (key, source node, target node).
 Triple = tuple[Key, str, str]
 
 
-class Ring(Protocol):
-    """What a migration asks of its two routers: a ``ConsistentHashRouter``
-    (any layout), a ``MaglevRouter``, a ``JumpRouter`` or a
-    ``RendezvousRouter``, both of one family.  Those with arcs also have
-    ``diff(other)``."""
-
-    def get_target_node(self, request_key: Key, /) -> str | None: ...
-    def get_target_nodes(self, keys: Iterable[Key], /) -> list[str | None]: ...
-    def fingerprint(self) -> str: ...
-    def __contains__(self, node: object, /) -> bool: ...
+#: What a migration asks of its two routers (``chash.routers.Router``; the
+#: old name, kept): a ``ConsistentHashRouter`` (any layout), a
+#: ``MaglevRouter``, a ``JumpRouter`` or a ``RendezvousRouter``, both of
+#: one family.  Those with arcs also have ``diff(other)``.
+Ring = Router
 
 
 #: The router families a migration knows, and which of them have arcs.
@@ -71,7 +67,7 @@ def _family(router: object) -> type:
     return type(router)
 
 
-def _arcs(old: Ring, new: Ring) -> list[Move] | None:
+def _arcs(old: Router, new: Router) -> list[Move] | None:
     """``old.diff(new)``, or None for routers that have no arcs."""
     family = _family(old)
     if family is not _family(new):
@@ -85,7 +81,7 @@ def _arcs(old: Ring, new: Ring) -> list[Move] | None:
     return moves
 
 
-R = TypeVar("R", bound=Ring)
+R = TypeVar("R", bound=Router)
 
 
 class Progress(NamedTuple):

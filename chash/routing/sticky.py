@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from chash.bounded import BoundedLoadRouter
+from chash.routers import Lookup
 from chash.routing.keys import parse_address
 
 __all__ = ["NodePool", "Ring", "StickyRoutes", "host_port", "key_of", "missing_key"]
@@ -30,17 +31,9 @@ __all__ = ["NodePool", "Ring", "StickyRoutes", "host_port", "key_of", "missing_k
 T = TypeVar("T")
 
 
-class Ring(Protocol):
-    """The part of ``chash.ConsistentHashRouter`` the sticky clients use."""
-
-    @property
-    def nodes(self) -> list[str]: ...
-
-    def __len__(self) -> int: ...
-
-    def get_target_node(self, request_key: str | bytes, /) -> str | None: ...
-
-    def get_preference_list(self, key: str | bytes, n: int, /) -> list[str]: ...
+#: What the sticky clients use of a router (``chash.routers.Lookup``; the
+#: old name, kept).
+Ring = Lookup
 
 
 def host_port(address: str) -> tuple[str, int]:
@@ -81,7 +74,7 @@ class StickyRoutes:
     its first.  Thread-safe.
     """
 
-    def __init__(self, router: Ring, addresses: Mapping[str, str] | None = None, *,
+    def __init__(self, router: Lookup, addresses: Mapping[str, str] | None = None, *,
                  retries: int = 2, health: object = None, balance: float | None = None) -> None:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be an integer >= 0, not {retries!r}")
@@ -157,7 +150,7 @@ class NodePool(Generic[T]):
     costs one read of ``router.nodes`` when nothing changed.
     """
 
-    def __init__(self, router: Ring, open: Callable[[str], T]) -> None:
+    def __init__(self, router: Lookup, open: Callable[[str], T]) -> None:
         self._router = router
         self._open = open
         self._items: dict[str, T] = {}

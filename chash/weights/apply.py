@@ -7,7 +7,7 @@ node missing, as a remove followed by an add would show it.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from chash.routers import MutableRouter
 
 #: Layouts whose weights are whole numbers (their references' integer weights).
 _WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy", "envoy", "grpc", "squid"})
@@ -17,30 +17,23 @@ _AT_LEAST_ONE = frozenset({"varnish"})
 _WEIGHTLESS = frozenset({"nghttpx", "pymemcache", "caddy"})
 
 
-class WeightedRouter(Protocol):
-    """The part of ``chash.ConsistentHashRouter`` used here."""
-
-    @property
-    def weights(self) -> dict[str, float]: ...
-
-    @property
-    def layout(self) -> str: ...
-
-    def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
+#: The routers whose weights are set here (``chash.routers.MutableRouter``;
+#: the old name, kept).
+WeightedRouter = MutableRouter
 
 
-def whole_weights(router: WeightedRouter) -> bool:
+def whole_weights(router: MutableRouter) -> bool:
     """True when the router's layout takes whole-number weights only."""
     return router.layout in _WHOLE
 
 
-def weightless(router: WeightedRouter) -> bool:
+def weightless(router: MutableRouter) -> bool:
     """True when the router's layout has no weights (nghttpx's affinity
     ring, pymemcache's and Caddy's rendezvous): nothing to ramp or steer."""
     return router.layout in _WEIGHTLESS
 
 
-def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
+def set_weight(router: MutableRouter, node: str, weight: float) -> float:
     """Gives ``node`` (in the router) this weight, rounded to a whole number
     >= 1 on layouts that need one (raised to 1 on varnish's, which takes
     real weights from 1); returns the weight set.  KeyError for a node not
