@@ -48,9 +48,10 @@ import ssl
 import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chash._chash import ConsistentHashRouter
+from chash._chash import ConsistentHashRouter, JumpRouter
 from chash._optional import require
 from chash._text import plural
 from chash.gateway.admin import make_registry, start_admin
@@ -75,7 +76,7 @@ if TYPE_CHECKING:
 
     from chash.health import AsyncHealthChecker, Membership
 
-__all__ = ["Gateway", "LocalVerdicts", "OnChange", "SharedZones"]
+__all__ = ["Gateway", "GatewayParts", "LocalVerdicts", "OnChange", "SharedZones"]
 
 
 class LocalVerdicts:
@@ -214,115 +215,45 @@ class Gateway:
         ramp: WeightRamp | None = None,
         tls_ticket_keys: bytes | None = None,
     ) -> None:
-        """See the class docstring.  Raises ImportError (``MissingExtra``)
-        without aiohttp."""
-        require("aiohttp", user="chash.gateway", extra="gateway")
-        require("httptools", user="chash.gateway", extra="gateway")
-        if config is not None and not isinstance(config, GatewayConfig):
-            raise TypeError(f"config must be a GatewayConfig, not {type(config).__name__}")
-        if isinstance(health, bool):
-            raise TypeError("health takes a health checker (chash.health.AsyncHealthChecker) or "
-                            "None; to turn the checks off, pass GatewayConfig(health=False)")
-        if health is not None and not callable(getattr(health, "report_failure", None)):
-            raise TypeError(f"health must be a health checker (chash.health.AsyncHealthChecker), "
-                            f"not {type(health).__name__}")
-        self._config = config = config if config is not None else GatewayConfig()
-        if isinstance(backends, Mapping):
-            addresses = {str(node): parse_backend(addr) for node, addr in backends.items()}
-        else:
-            addresses = {}
-            for addr in backends:
-                address = parse_backend(addr)
-                if address in addresses:
-                    raise ValueError(f"backend {address} is listed twice")
-                addresses[address] = address
-        self._addresses = addresses
-        if router is None:
-            router = getattr(membership, "router", None) or ConsistentHashRouter()
-        self._router = router
-        ring = router if isinstance(router, ConsistentHashRouter) else None
-        if ring is None:
-            # (A shared membership refuses such a router itself: it keeps a ring.)
-            kind = type(router).__name__
-            if zones or config.zone is not None:
-                raise ValueError(f"zones are the ConsistentHashRouter's (a {kind} has none)")
-        if config.slow_start and weightless(router):
-            raise ValueError(f"slow_start ramps weights: the {router.layout} layout has none")
-        self._zones = dict((ring.zones if ring is not None else {}) if zones is None else zones)
-        if membership is None:
-            for node in addresses:
-                if node not in router:
-                    weight = (weights or {}).get(node, 1.0)
-                    if ring is not None:
-                        ring.add_service_node(node, weight, zone=self._zones.get(node))
-                    else:
-                        router.add_service_node(node, weight)
-        self._membership = membership
-        if config.slow_start and membership is not None and ramp is None:
-            raise ValueError("slow_start ramps the gateway's own ring: with a membership the "
-                             "shared ring's weights come from its store")
-        if ramp is None and config.slow_start:
-            ramp = WeightRamp(router, config.slow_start)
-        self._ramp = ramp
-        zoning: Mapping[str, str] = self._zones if membership is None else \
-            SharedZones(self._zones, membership)
-        self._zoning = zoning
-        routes: Ranking = router if ring is None or config.zone is None else \
-            LocalFirst(ring, config.zone, zoning)
+        """See the class docstring.  ``GatewayParts.build`` makes the
+        collaborators from the arguments; they are stored here, and the
+        metrics registered on ``registry`` read this gateway.  Raises
+        ImportError (``MissingExtra``) without aiohttp."""
+        parts = GatewayParts.build(
+            backends, config, router=router, weights=weights, zones=zones, health=health,
+            membership=membership, counters=counters, health_reports=health_reports,
+            tracer_provider=tracer_provider, ramp=ramp, tls_ticket_keys=tls_ticket_keys,
+            health_url=self._health_url, health_changed=self._health_changed)
+        self._config = parts.config
+        self._key = parts.config.key_rule
+        self._addresses = parts.addresses
+        self._router = parts.router
+        self._zones = parts.zones
+        self._zoning = parts.zoning
+        self._membership = parts.membership
+        self._ramp = parts.ramp
         #: Nodes this gateway's own checks hold down while a shared ring
         #: keeps them (without a membership they leave the router itself).
-        self._held_down: set[str] = set()
-        if membership is not None:
-            routes = LocalVerdicts(routes, self._held_down)
-        self._key = config.key_rule
+        self._held_down = parts.held_down
+        self._counters = parts.counters
+        self._backend_tls = parts.backend_tls
+        self._health = parts.health
+        self._own_health = parts.own_health
+        self._verdicts = parts.verdicts
+        self._tunnels = parts.tunnels
+        self._proxy = parts.proxy
+        self._ticket_keys = parts.ticket_keys
+        self._tls = parts.tls
+        self._tls_certificate = parts.tls_certificate
         self._on_change = on_change
-        self._counters = counters if counters is not None else RouteCounters()
         self._started_at: float | None = None
         self._hints: dict[str, str] = {}
-        self._own_health = False
-        # The context of https:// backends, built now when one is known (or
-        # may come from a shared ring) so that a CA bundle that does not
-        # load is told before anything listens, and the health checks have it.
-        self._backend_tls = BackendTls(
-            config.backend_ca, config.backend_insecure,
-            eager=membership is not None or any(upstream_of(a).secure
-                                                for a in addresses.values()))
-        if health is None and config.health:
-            from chash.health import AsyncHealthChecker
-
-            health = AsyncHealthChecker(
-                None if membership is not None else router, membership=membership,
-                url=self._health_url, interval=config.health_interval,
-                timeout=config.health_timeout, fall=config.fall, rise=config.rise,
-                on_change=self._health_changed, ssl_context=self._backend_tls.context()
-                if self._backend_tls.built else None)
-            self._own_health = True
-        self._health = health
-        self._registry, self._metrics_off = make_registry(self, config.metrics, registry)
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
-        def owner(key: bytes) -> str | None:
-            nodes = routes.get_preference_list(key, 1)
-            return nodes[0] if nodes else None
-
-        # What applies the health verdicts to this ring (a reload forgets a
-        # removed node there): the checker's membership, or the one a
-        # worker of --workers N follows its leader's verdicts through.
-        self._verdicts: object = getattr(health, "membership", None) if health is not None \
-            else health_reports
-        self._tunnels = Tunnels(config, owner, router.__contains__, router.fingerprint)
-        self._proxy = Proxy(config, routes, addresses, self._counters,
-                            health if health is not None else health_reports,
-                            attempt_tracer(config.tracing, tracer_provider), self._tunnels,
-                            self._backend_tls)
-        self._ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
-        #: The listener's TLS context (None: plain HTTP), built now so that
-        #: a certificate that does not load is told before anything listens.
-        self._tls: ssl.SSLContext | None = _tls_context(config, self._ticket_keys)
-        self._tls_certificate = _certificate(config)
         self._tls_listener: TlsListener | None = None
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
+        self._registry, self._metrics_off = make_registry(self, parts.config.metrics, registry)
         #: What reloads this gateway (``chash.gateway.supervisor.Reloader``),
         #: served at ``POST /-/reload`` and shown on the status page; None:
         #: the gateway is not reloaded.
@@ -687,6 +618,187 @@ class Gateway:
     def status(self) -> dict[str, Any]:
         """What the admin status page shows, as a JSON-ready dict."""
         return admin_status(self)
+
+
+@dataclass(frozen=True, eq=False)
+class GatewayParts:
+    """The collaborators a ``Gateway`` runs with, made from its arguments by
+    ``GatewayParts.build`` (which ``Gateway(...)`` calls) and stored by
+    ``Gateway.__init__``.  Each field is what the gateway keeps under that
+    name; see ``Gateway`` for the arguments they come from."""
+
+    config: GatewayConfig
+    #: ``{node: address}`` of every configured backend.
+    addresses: dict[str, str]
+    router: MutableRouter
+    #: The gateway's own zones (``zones``, or the ring's).
+    zones: dict[str, str]
+    #: The zones lookups read: ``zones``, or the shared ring's first
+    #: (``SharedZones``) with a membership.
+    zoning: Mapping[str, str]
+    membership: Membership | None
+    ramp: WeightRamp | None
+    #: The nodes this gateway's own checks hold down while a shared ring
+    #: keeps them (read at each lookup by ``LocalVerdicts``).
+    held_down: set[str]
+    counters: RouteCounters
+    backend_tls: BackendTls
+    health: AsyncHealthChecker | None
+    #: Whether ``health`` was built here (its TLS context is then ours).
+    own_health: bool
+    #: What applies the health verdicts to this ring (a reload forgets a
+    #: removed node there): the checker's membership, or the one a worker
+    #: of --workers N follows its leader's verdicts through.
+    verdicts: object
+    tunnels: Tunnels
+    proxy: Proxy
+    ticket_keys: bytes
+    #: The listener's TLS context (None: plain HTTP), built now so that a
+    #: certificate that does not load is told before anything listens.
+    tls: ssl.SSLContext | None
+    tls_certificate: str | None
+
+    @classmethod
+    def build(
+        cls,
+        backends: Iterable[str] | Mapping[str, str] = (),
+        config: GatewayConfig | None = None,
+        *,
+        router: MutableRouter | None = None,
+        weights: Mapping[str, float] | None = None,
+        zones: Mapping[str, str] | None = None,
+        health: AsyncHealthChecker | None = None,
+        membership: Membership | None = None,
+        counters: RouteCounters | None = None,
+        health_reports: HealthReports | None = None,
+        tracer_provider: Any = None,
+        ramp: WeightRamp | None = None,
+        tls_ticket_keys: bytes | None = None,
+        health_url: Callable[[str], str] | None = None,
+        health_changed: OnChange | None = None,
+    ) -> GatewayParts:
+        """The collaborators of a gateway with these arguments (those of
+        ``Gateway``): the arguments checked, the backends missing from the
+        router added to it, and the health checker, the ramp, the routes,
+        the tunnels, the proxy and the TLS contexts made.  ``health_url``
+        and ``health_changed`` are what a health checker built here calls
+        (the gateway's own URL and transition handlers; by default
+        ``http://{node}<health_path>`` and nothing).  TypeError or
+        ValueError naming what is wrong with an argument."""
+        require("aiohttp", user="chash.gateway", extra="gateway")
+        require("httptools", user="chash.gateway", extra="gateway")
+        config = _checked(config, health)
+        addresses = _addresses(backends)
+        router, zones = _filled(router, config, addresses, weights=weights, zones=zones,
+                                membership=membership)
+        if config.slow_start and membership is not None and ramp is None:
+            raise ValueError("slow_start ramps the gateway's own ring: with a membership the "
+                             "shared ring's weights come from its store")
+        if ramp is None and config.slow_start:
+            ramp = WeightRamp(router, config.slow_start)
+        zoning: Mapping[str, str] = zones if membership is None else \
+            SharedZones(zones, membership)
+        routes: Ranking = LocalFirst(router, config.zone, zoning) \
+            if isinstance(router, ConsistentHashRouter) and config.zone is not None else router
+        held_down: set[str] = set()
+        if membership is not None:
+            routes = LocalVerdicts(routes, held_down)
+        # The context of https:// backends, built now when one is known (or
+        # may come from a shared ring) so that a CA bundle that does not
+        # load is told before anything listens, and the health checks have it.
+        backend_tls = BackendTls(
+            config.backend_ca, config.backend_insecure,
+            eager=membership is not None or any(upstream_of(a).secure
+                                                for a in addresses.values()))
+        own_health = health is None and config.health
+        if own_health:
+            from chash.health import AsyncHealthChecker
+
+            health = AsyncHealthChecker(
+                None if membership is not None else router, membership=membership,
+                url=health_url if health_url is not None else f"http://{{node}}{config.health_path}",
+                interval=config.health_interval, timeout=config.health_timeout,
+                fall=config.fall, rise=config.rise, on_change=health_changed,
+                ssl_context=backend_tls.context() if backend_tls.built else None)
+
+        def owner(key: bytes) -> str | None:
+            nodes = routes.get_preference_list(key, 1)
+            return nodes[0] if nodes else None
+
+        counters = counters if counters is not None else RouteCounters()
+        tunnels = Tunnels(config, owner, router.__contains__, router.fingerprint)
+        proxy = Proxy(config, routes, addresses, counters,
+                      health if health is not None else health_reports,
+                      attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)
+        ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
+        return cls(
+            config=config, addresses=addresses, router=router, zones=zones, zoning=zoning,
+            membership=membership, ramp=ramp, held_down=held_down, counters=counters,
+            backend_tls=backend_tls, health=health, own_health=own_health,
+            verdicts=getattr(health, "membership", None) if health is not None
+            else health_reports,
+            tunnels=tunnels, proxy=proxy, ticket_keys=ticket_keys,
+            tls=_tls_context(config, ticket_keys), tls_certificate=_certificate(config))
+
+
+def _checked(config: GatewayConfig | None, health: object) -> GatewayConfig:
+    """``config`` (the defaults if None); TypeError for a ``config`` or a
+    ``health`` of the wrong kind."""
+    if config is not None and not isinstance(config, GatewayConfig):
+        raise TypeError(f"config must be a GatewayConfig, not {type(config).__name__}")
+    if isinstance(health, bool):
+        raise TypeError("health takes a health checker (chash.health.AsyncHealthChecker) or "
+                        "None; to turn the checks off, pass GatewayConfig(health=False)")
+    if health is not None and not callable(getattr(health, "report_failure", None)):
+        raise TypeError(f"health must be a health checker (chash.health.AsyncHealthChecker), "
+                        f"not {type(health).__name__}")
+    return config if config is not None else GatewayConfig()
+
+
+def _addresses(backends: Iterable[str] | Mapping[str, str]) -> dict[str, str]:
+    """``{node: address}`` of ``backends`` (a list of addresses, each its own
+    node, or a mapping); ValueError for an address listed twice."""
+    if isinstance(backends, Mapping):
+        return {str(node): parse_backend(addr) for node, addr in backends.items()}
+    addresses: dict[str, str] = {}
+    for addr in backends:
+        address = parse_backend(addr)
+        if address in addresses:
+            raise ValueError(f"backend {address} is listed twice")
+        addresses[address] = address
+    return addresses
+
+
+def _filled(router: MutableRouter | None, config: GatewayConfig, addresses: Mapping[str, str],
+            *, weights: Mapping[str, float] | None, zones: Mapping[str, str] | None,
+            membership: Membership | None) -> tuple[MutableRouter, dict[str, str]]:
+    """The router to route through (by default the membership's, or a new
+    ring) and the nodes' zones, the backends missing from it added (without
+    a membership: then the shared ring says which nodes are in); TypeError
+    or ValueError for a router the settings cannot use."""
+    if router is None:
+        router = getattr(membership, "router", None) or ConsistentHashRouter()
+    if isinstance(router, JumpRouter):
+        raise TypeError("a gateway cannot route through a JumpRouter: it must take a failed "
+                        "backend out wherever it sits, and jump drops only its last bucket; "
+                        "use a ConsistentHashRouter, a MaglevRouter or a RendezvousRouter")
+    ring = router if isinstance(router, ConsistentHashRouter) else None
+    # (A shared membership refuses a router other than a ring itself.)
+    if ring is None and (zones or config.zone is not None):
+        raise ValueError(f"zones are the ConsistentHashRouter's (a {type(router).__name__} "
+                         "has none)")
+    if config.slow_start and weightless(router):
+        raise ValueError(f"slow_start ramps weights: the {router.layout} layout has none")
+    own = dict((ring.zones if ring is not None else {}) if zones is None else zones)
+    if membership is None:
+        for node in addresses:
+            if node not in router:
+                weight = (weights or {}).get(node, 1.0)
+                if ring is not None:
+                    ring.add_service_node(node, weight, zone=own.get(node))
+                else:
+                    router.add_service_node(node, weight)
+    return router, own
 
 
 def _url(host: str, port: int, scheme: str = "http") -> str:

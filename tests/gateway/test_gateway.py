@@ -158,6 +158,30 @@ def test_backends_join_a_given_router() -> None:
     assert gateway.address_of("zz") == "zz"
 
 
+def test_the_builder_makes_the_parts_and_the_gateway_stores_them() -> None:
+    """``GatewayParts.build`` makes every collaborator from the arguments,
+    with no gateway; ``Gateway(...)`` is that build, stored."""
+    from chash.gateway.server import GatewayParts
+
+    router = ConsistentHashRouter(40, hash="xxh3")
+    backends = {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}
+    config = GatewayConfig(metrics=False, health_path="/up")
+    parts = GatewayParts.build(backends, config, router=router, weights={"b": 3.0})
+    assert parts.router is router and router.weights == {"a": 1.0, "b": 3.0}
+    assert parts.addresses == backends and parts.config is config
+    assert parts.proxy.router is router  # no zone, no membership: the router itself
+    assert parts.own_health and parts.health is not None
+    assert parts.health.url_for("a") == "http://a/up"  # no gateway: the plain template
+    assert parts.tls is None and parts.tls_certificate is None
+    gateway = Gateway(backends, config, router=ConsistentHashRouter(40, hash="xxh3"),
+                      weights={"b": 3.0})
+    assert gateway.router.fingerprint() == router.fingerprint()
+    assert gateway.health is not None and gateway.health.url_for("a") == "http://127.0.0.1:1/up"
+    # A wrong argument is refused by the builder, before anything is made.
+    with pytest.raises(TypeError, match="config must be a GatewayConfig"):
+        GatewayParts.build(backends, {"attempts": 2})  # type: ignore[arg-type]
+
+
 def test_collaborators_are_injected() -> None:
     """A library user's own router and health checker are the ones used:
     request outcomes are reported to that checker."""

@@ -18,7 +18,7 @@ pytest.importorskip("httptools", reason="the gateway extra (httptools) is not in
 
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import run  # noqa: E402
-from chash import ConsistentHashRouter, MaglevRouter, RendezvousRouter  # noqa: E402
+from chash import ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter  # noqa: E402
 from chash.gateway import Gateway, GatewayConfig  # noqa: E402
 from chash.gateway.view import GatewayRouter  # noqa: E402
 
@@ -140,6 +140,11 @@ def test_routers_without_room_are_refused_clearly() -> None:
     with pytest.raises(ValueError, match="the nghttpx layout has none"):
         Gateway(addresses, GatewayConfig(health=False, slow_start=5.0),
                 router=ConsistentHashRouter(layout="nghttpx"))
+    # Jump drops only its last bucket: refused before any node is added.
+    jump = JumpRouter()
+    with pytest.raises(TypeError, match="cannot route through a JumpRouter"):
+        Gateway(backends, GatewayConfig(health=False), router=jump)
+    assert len(jump) == 0
 
 
 @pytest.mark.parametrize("kind,layout,full,start", [
