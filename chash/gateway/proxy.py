@@ -26,6 +26,7 @@ from chash.gateway.bodies import copy_chunked, copy_exactly
 from chash.gateway.channel import BLOCK, Channel, ReadTimeout
 from chash.gateway.config import GatewayConfig
 from chash.gateway.express import CLOSE, Express, Handoff, Refuse, Relayed, Resume, Sent, Serve
+from chash.gateway.failover import Failover
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
 from chash.gateway.messages import (
     Body,
@@ -38,7 +39,7 @@ from chash.gateway.messages import (
 )
 from chash.gateway.parser import PENDING, RequestParser
 from chash.gateway.pool import NoSlot, Pool
-from chash.gateway.retry import Outcome, next_attempt
+from chash.gateway.retry import Outcome
 from chash.gateway.tls import request_key
 from chash.gateway.tracing import AttemptTracer
 from chash.gateway.tunnel import Tunnels
@@ -406,32 +407,27 @@ class Proxy:
         until one answers; else answer 502 or 504.  Whether the client
         connection may go on.  ``body`` None: streamed from the client.
         ``first``: the request went to ``nodes[0]`` already (see ``Sent``)."""
-        config = self.config
-        loop = client.loop
-        tried: list[str] = []
-        timed_out = False
-        index: int | None = 0
-        while index is not None:
-            node = nodes[index]
-            if index:
+        # (A streamed body that went with a failed attempt is not
+        # replayable: the policy stops there.)
+        walk = self._walk(request, nodes, deadline, replayable=body is not None)
+        for node in walk:
+            if walk.attempt:
                 self.counters.retry()
             pool = self.pool_of(node)
             self.in_flight[node] = self.in_flight.get(node, 0) + 1
             tracer = self._tracer
             span = None if tracer is None else tracer.start(
-                node, index, request.method, pool.host, pool.port)
+                node, walk.attempt, request.method, pool.host, pool.port)
             outcome, detail = Outcome.FAILED, "the gateway failed"
             try:
                 outcome, detail, keep = await self._attempt(
-                    client, request, nodes, index, pool, upstream_head, body, deadline,
-                    first=first)
+                    client, request, walk, pool, upstream_head, body, deadline, first=first)
                 first = None
                 if outcome is Outcome.NOT_DELIVERED and not detail:
                     # A reused connection turned out closed: once more, on
                     # a new one (a fresh one never reports this).
                     outcome, detail, keep = await self._attempt(
-                        client, request, nodes, index, pool, upstream_head, body, deadline,
-                        True)
+                        client, request, walk, pool, upstream_head, body, deadline, True)
                     if outcome is Outcome.NOT_DELIVERED and not detail:
                         detail = "disconnected before answering"
             finally:
@@ -441,32 +437,33 @@ class Proxy:
                     tracer.end(span, outcome.value, detail)
             if outcome is Outcome.ANSWERED:
                 if detail == "client":  # the client's side of a streamed body failed
-                    self.counters.routed(nodes[0], "rejected")
+                    self.counters.routed(walk.owner, "rejected")
                     return False
-                if index:
+                if walk.attempt:
                     logger.info("request for key %r served by %s after %s", key, node,
-                                "; ".join(tried), extra={"node": node})
+                                "; ".join(walk.tried), extra={"node": node})
                 # One lock for the request's counts; an answer whose status
                 # counts as a failure was counted as a failed attempt already.
-                self.counters.routed(nodes[0], "ok", None if detail else node)
+                self.counters.routed(walk.owner, "ok", None if detail else node)
                 return keep
-            tried.append(f"{node}: {detail}")
-            timed_out = detail.startswith(("timed out", "connect timed out", "no free"))
-            if not keep:  # a streamed body went with the attempt
-                break
-            index = next_attempt(nodes, index, request.method, outcome,
-                                 retry_unsafe=config.retry_unsafe, replayable=body is not None)
-            if index is not None and loop.time() >= deadline:
-                tried.append(f"deadline of {config.deadline:g}s passed")
-                timed_out = True
-                break
-        self.counters.routed(nodes[0], "failed")
-        detail = "; ".join(tried)
-        if timed_out:
-            return self._answer(client, request, 504, f"no backend answered in time ({detail})",
-                                body is None)
-        return self._answer(client, request, 502, f"no backend answered ({detail})",
-                            body is None)
+            walk.failed(detail, outcome, client.loop.time())
+        return self._unanswered(client, request, walk, body is None)
+
+    def _walk(self, request: RequestHead, nodes: Sequence[str], deadline: float, *,
+              replayable: bool) -> Failover:
+        """The walk of ``request`` along ``nodes`` under this configuration's
+        retry policy, until the loop time ``deadline``."""
+        config = self.config
+        return Failover(nodes, request.method, retry_unsafe=config.retry_unsafe,
+                        replayable=replayable, deadline=deadline, limit=config.deadline)
+
+    def _unanswered(self, client: Channel, request: RequestHead, walk: Failover,
+                    close: bool = False) -> bool:
+        """Count the request failed and answer 502 or 504 (``walk.verdict``);
+        whether the client connection may go on."""
+        self.counters.routed(walk.owner, "failed")
+        status, message = walk.verdict()
+        return self._answer(client, request, status, message, close)
 
     # -- a WebSocket handshake -------------------------------------------------
 
@@ -484,16 +481,11 @@ class Proxy:
                 503, f"{self.config.max_tunnels} WebSocket tunnels are open, the most allowed",
                 not request.keep_alive, retry_after=1))
             return request.keep_alive
-        config = self.config
         head = upgrade_head(request, remote, client.secure)
-        loop = client.loop
-        deadline = loop.time() + config.deadline
-        tried: list[str] = []
-        timed_out = False
-        index: int | None = 0
-        while index is not None:
-            node = nodes[index]
-            if index:
+        deadline = client.loop.time() + self.config.deadline
+        walk = self._walk(request, nodes, deadline, replayable=True)
+        for node in walk:
+            if walk.attempt:
                 self.counters.retry()
             self.in_flight[node] = self.in_flight.get(node, 0) + 1
             tunnels.pending += 1  # counted against the cap while under way
@@ -503,11 +495,9 @@ class Proxy:
             finally:
                 self.in_flight[node] -= 1
                 tunnels.pending -= 1
-            following = next_attempt(nodes, index, request.method, outcome,
-                                     retry_unsafe=config.retry_unsafe, replayable=True)
             if conn is not None and response is not None:
-                if outcome is Outcome.ANSWERED or following is None:  # the last node's answer
-                    self.counters.routed(nodes[0], "ok", node)
+                if outcome is Outcome.ANSWERED or walk.last(outcome):  # the last node's answer
+                    self.counters.routed(walk.owner, "ok", node)
                     if response.status == 101:
                         await tunnels.run(client, conn, node, key, switching_head(
                             response, b"websocket", self.node_line(node)))
@@ -519,18 +509,8 @@ class Proxy:
                     conn.close()
                     return keep and not client.lost
                 conn.close()
-            tried.append(f"{node}: {detail}")
-            timed_out = detail.startswith(("timed out", "connect timed out"))
-            index = following
-            if index is not None and loop.time() >= deadline:
-                tried.append(f"deadline of {config.deadline:g}s passed")
-                timed_out = True
-                break
-        self.counters.routed(nodes[0], "failed")
-        detail = "; ".join(tried)
-        if timed_out:
-            return self._answer(client, request, 504, f"no backend answered in time ({detail})")
-        return self._answer(client, request, 502, f"no backend answered ({detail})")
+            walk.failed(detail, outcome, client.loop.time())
+        return self._unanswered(client, request, walk)
 
     async def _handshake(self, request: RequestHead, node: str, head: bytes, deadline: float,
                          ) -> tuple[Outcome, str, Channel | None, ResponseHead | None]:
@@ -588,11 +568,11 @@ class Proxy:
 
     # -- one attempt -----------------------------------------------------------
 
-    async def _attempt(self, client: Channel, request: RequestHead, nodes: Sequence[str],
-                       index: int, pool: Pool, upstream_head: bytes, body: bytes | None,
+    async def _attempt(self, client: Channel, request: RequestHead, walk: Failover,
+                       pool: Pool, upstream_head: bytes, body: bytes | None,
                        deadline: float, fresh: bool = False,
                        first: Sent | None = None) -> Attempt:
-        """One attempt on ``nodes[index]``: ``(outcome, detail, keep)``.
+        """One attempt on ``walk.node``: ``(outcome, detail, keep)``.
 
         ANSWERED: the answer was relayed and ``keep`` says whether the client
         connection may go on; ``detail`` is "client" if the client's own
@@ -603,7 +583,7 @@ class Proxy:
         ``first``: the request was sent already on a pooled connection.
         """
         config = self.config
-        node = nodes[index]
+        node = walk.node
         if first is not None:
             conn, reused = first[0], True
         else:
@@ -651,9 +631,7 @@ class Proxy:
                 self._failed(node, f"HTTP {status}")
             else:
                 self.succeeded(node)
-            if status in config.retry_statuses and next_attempt(
-                    nodes, index, request.method, Outcome.RETRY_STATUS,
-                    retry_unsafe=config.retry_unsafe, replayable=replayable) is not None:
+            if status in config.retry_statuses and not walk.last(Outcome.RETRY_STATUS):
                 if not failed:
                     self.counters.attempt(node, ok=True)
                 return Outcome.RETRY_STATUS, f"HTTP {status}", True

@@ -52,7 +52,9 @@ def test_each_protocol_asks_more_than_the_one_before() -> None:
             return ["a"][:n]
 
     class Looks(Ranks):
-        nodes = ["a"]
+        @property
+        def nodes(self) -> list[str]:
+            return ["a"]
 
         def __len__(self) -> int:
             return 1
