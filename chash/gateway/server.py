@@ -151,9 +151,10 @@ class Gateway:
         router: the ring (the balancer) to route through; by default the
             membership's router, or a new ``ConsistentHashRouter()``.  A
             ``MaglevRouter`` or a ``RendezvousRouter`` does as well, with
-            neither zones nor a shared membership (both keep a ring); jump
-            is not offered, since a gateway must drop a backend from the
-            middle of its list.  Slow start needs a layout with weights.
+            neither zones nor a shared membership (both keep a ring); a
+            ``JumpRouter`` is refused (TypeError), since a gateway must drop
+            a backend from the middle of its list.  Slow start needs a
+            layout with weights.
             Backends missing from it are added with ``weights.get(node,
             1.0)``, unless a membership is given (then the shared ring says
             which nodes are in).
