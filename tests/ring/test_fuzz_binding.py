@@ -41,12 +41,13 @@ from hypothesis.stateful import (
 )
 
 import chash
+from _support.ci import in_ci
 from _support.hashes import signed_narrow_hash
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring, snapshot
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
-IN_CI = bool(os.environ.get("CI"))
+IN_CI = in_ci()
 
 
 def budget(ci: int, dev: int) -> int:
