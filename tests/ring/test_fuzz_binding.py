@@ -11,8 +11,8 @@ Every answer is compared with a model that shares no code with the router:
 tests/_support/reference_router.py's ModelRouter: the documented formula
 for MD5 and the documented layout, and for the other hashes and layouts the
 same algorithm over the independent oracles of tests/_support/hashes.py
-(hashlib, zlib, mmh3, xxhash, and small Python references for MurmurHash2
-and FNV-1a).  Every failed call must leave the router exactly
+(hashlib, zlib, mmh3, murmurhash2, xxhash, and small Python references
+for FNV-1a and the others).  Every failed call must leave the router exactly
 as it was, and router._check() runs after every step.
 
 Budget: CHASH_FUZZ_EXAMPLES examples per test when set (for long runs);
