@@ -84,12 +84,17 @@ def backends() -> Iterator[Callable[..., Backend]]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The randomized partition run's replay and length
+    """The randomized partition run's seeds and length
     (tests/partitions/test_randomized.py)."""
     group = parser.getgroup("chash partitions")
-    group.addoption("--partitions-seed", type=int, default=None, metavar="SEED",
-                    help="replay the randomized partition run with this seed (it prints the "
-                         "seed of every run; default: a new one)")
-    group.addoption("--partitions-seconds", type=float, default=60.0, metavar="S",
-                    help="how long the randomized partition run lasts, half with each store "
-                         "(default 60)")
+    group.addoption("--partitions-seed", type=int, action="append", default=None,
+                    metavar="SEED",
+                    help="run the randomized partition run with this seed (repeatable), to "
+                         "replay a run: every run prints its seed (default: the test's fixed "
+                         "seeds)")
+    group.addoption("--partitions-fresh", type=int, default=0, metavar="N",
+                    help="run the randomized partition run with N fresh random seeds instead "
+                         "of its fixed ones (each printed)")
+    group.addoption("--partitions-rounds", type=int, default=4, metavar="N",
+                    help="rounds (a fault, changes, the heal) of the randomized partition run "
+                         "with each store, for each seed (default 4)")
