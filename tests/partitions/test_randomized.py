@@ -35,9 +35,10 @@ from _support.waiting import wait_until
 
 #: The seeds of every run unless told otherwise (CI's): fixed, so that a
 #: failure replays.  In the default 4 rounds each draws every kind of
-#: fault of either store (etcd: split, gateway, minority, minority and
-#: gateway, minority, split, minority; Redis: replica, gateway, primary,
-#: primary and gateway, primary, replica, replica).
+#: fault of either store (each run prints what it drew): with etcd, seed 5
+#: split, gateway, minority, minority and seed 6 gateway, minority, split,
+#: minority; with Redis, seed 5 replica, gateway, primary, primary and
+#: seed 6 gateway, primary, replica, replica.
 SEEDS = (5, 6)
 
 
