@@ -1,6 +1,7 @@
-"""Which chash the tests import, shared fixtures (HTTP backends), and the
-hypothesis profiles: "ci" (reproducible, bounded) when CI is set, else
-"dev".
+"""Which chash the tests import, shared fixtures (HTTP backends), the
+hypothesis profiles: "ci" (reproducible, bounded) in CI, else "dev", and
+the CI guard (a skip, xfail or xpass fails a run in CI); "in CI" is
+``_support.ci.in_ci()``.
 
 The suite tests whichever chash is installed: an editable install of this
 checkout, or a wheel (from an unpacked sdist, say). ``python -m pytest`` puts
@@ -49,6 +50,7 @@ def _prefer_installed_chash() -> None:
 # Before anything imports chash (the _support helpers do).
 _prefer_installed_chash()
 
+from _support import ci  # noqa: E402
 from _support.http_backends import Backend  # noqa: E402
 
 settings.register_profile(
@@ -59,7 +61,11 @@ settings.register_profile(
     max_examples=25,
 )
 settings.register_profile("dev", deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.load_profile("ci" if ci.in_ci() else "dev")
+
+# The CI guard: in CI a skip, an xfail or an xpass fails the run.
+pytest_sessionfinish = ci.pytest_sessionfinish
+pytest_terminal_summary = ci.pytest_terminal_summary
 
 
 @pytest.fixture
@@ -78,37 +84,17 @@ def backends() -> Iterator[Callable[..., Backend]]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The randomized partition run's replay and length
+    """The randomized partition run's seeds and length
     (tests/partitions/test_randomized.py)."""
     group = parser.getgroup("chash partitions")
-    group.addoption("--partitions-seed", type=int, default=None, metavar="SEED",
-                    help="replay the randomized partition run with this seed (it prints the "
-                         "seed of every run; default: a new one)")
-    group.addoption("--partitions-seconds", type=float, default=60.0, metavar="S",
-                    help="how long the randomized partition run lasts, half with each store "
-                         "(default 60)")
-
-
-def _skipped(config: pytest.Config) -> list[pytest.TestReport]:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    return list(reporter.stats.get("skipped", [])) if reporter is not None else []
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """In CI (``CI=true``) every test must run: a skip (a program or an
-    extra missing, which outside CI only skips) fails the run."""
-    if os.environ.get("CI") == "true" and exitstatus == pytest.ExitCode.OK \
-            and _skipped(session.config):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
-                            config: pytest.Config) -> None:
-    """Say why a CI run with skips failed, naming each skip's reason."""
-    skipped = _skipped(config)
-    if os.environ.get("CI") != "true" or not skipped:
-        return
-    terminalreporter.section("skipped in CI: every test must run here", red=True)
-    for report in skipped:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
-        terminalreporter.write_line(f"{report.nodeid}: {reason}")
+    group.addoption("--partitions-seed", type=int, action="append", default=None,
+                    metavar="SEED",
+                    help="run the randomized partition run with this seed (repeatable), to "
+                         "replay a run: every run prints its seed (default: the test's fixed "
+                         "seeds)")
+    group.addoption("--partitions-fresh", type=int, default=0, metavar="N",
+                    help="run the randomized partition run with N fresh random seeds instead "
+                         "of its fixed ones (each printed)")
+    group.addoption("--partitions-rounds", type=int, default=4, metavar="N",
+                    help="rounds (a fault, changes, the heal) of the randomized partition run "
+                         "with each store, for each seed (default 4)")

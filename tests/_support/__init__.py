@@ -9,6 +9,7 @@ One line a module:
 - ``reference_request_policy``: the gateway's request-head policy in Python, the C policy's reference;
 - ``heads``: generated and mutated request heads, for the parser's differential tests;
 - ``collisions``: node ids whose ring points collide, for tests of ties;
+- ``ci``: whether the tests run in CI (``CI=true``), ``missing()`` (skip, or fail in CI), the CI guard's hooks;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
 - ``ports``: free loopback ports;
 - ``plotting``: whether matplotlib can draw here;

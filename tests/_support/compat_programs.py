@@ -18,20 +18,17 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import pytest
-
+from _support.ci import missing
 from _support.ports import free_port, free_ports
 
 
-def require(binary: str) -> str:
-    """The path of a program; skip (fail in CI) when it is not installed."""
+def require(binary: str, package: str | None = None) -> str:
+    """The path of a program; skip (fail in CI) when it is not installed,
+    naming Debian's ``package`` for it (default: the program's name)."""
     path = shutil.which(binary) or next(
         (p for p in (f"/usr/sbin/{binary}", f"/usr/bin/{binary}") if os.access(p, os.X_OK)), None)
     if path is None:
-        message = f"{binary} is not installed (Debian: apt-get install {binary})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"{binary} is not installed (Debian: apt-get install {package or binary})")
     return path
 
 

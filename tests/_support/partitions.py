@@ -10,8 +10,10 @@ own, and the history checker that judges a run.
 * ``Operator(host, endpoints)``: ``chash ring ...`` run on a host, every
   change recorded in the ``History``;
 * ``agree(...)``: every gateway holds the stored ring, and after a heal
-  promise 3 as written: within ``ONE_RING`` (2 × ``RESYNC``) of the moment
-  the last link was healed, as the gateways' own clocks tell;
+  promise 3 as docs/reliability.md writes it: within ``ONE_RING`` (2 ×
+  ``RESYNC``) of the latest of the last heal, the operator's last change
+  and the store's last refusal of the check's read, as the gateways' own
+  clocks tell;
 * ``EtcdSetup(network)``: all of it for the etcd scenarios: three
   members, three gateways, the operator, a history;
 * ``History``: every change attempted with its outcome (committed at
@@ -383,7 +385,8 @@ class Operator:
 #: break the bound.
 RESYNC = 2.0
 
-#: Promise 3: one ring within this many seconds of the last heal.
+#: Promise 3: one ring within this many seconds of the latest of the last
+#: heal, the operator's last change and the store's last refusal (``agree``).
 ONE_RING = 2 * RESYNC
 
 #: How long the harness waits for what it waits on (a generous timeout for

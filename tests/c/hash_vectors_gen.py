@@ -5,8 +5,9 @@ Every vector hashes a prefix of one deterministic byte pattern (see
 pattern() below, mirrored by fill_pattern() in test_hash.c) with an oracle:
 hashlib for MD5, SHA-1 and SHA-256, zlib for CRC-32, mmh3 for MurmurHash3
 (x86_32, and x64_128's bytes as mmh3.hash_bytes gives them), the
-xxhash package for XXH32/XXH64/XXH3, and for MurmurHash2 and FNV-1a the
-small reference implementations of tests/_support/hashes.py.
+xxhash package for XXH32/XXH64/XXH3, the murmurhash2 package for
+MurmurHash2, and for FNV-1a the small reference implementation of
+tests/_support/hashes.py.
 
 The output replaces the text between the BEGIN/END GENERATED VECTORS
 markers of test_hash.c.  Usage: python3 tests/c/hash_vectors_gen.py

@@ -15,7 +15,6 @@ import bisect
 import contextlib
 import ctypes
 import ctypes.util
-import os
 import random
 import socket
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from _support.ci import missing
 from _support.collisions import loopback_hosts, shared_point, shared_points
 from _support.compat_programs import (
     ask_nginx,
@@ -300,10 +300,7 @@ BEHAVIOR_HASH, BEHAVIOR_KETAMA, BEHAVIOR_KETAMA_WEIGHTED = 2, 3, 16
 def system_libmemcached() -> ctypes.CDLL:
     name = ctypes.util.find_library("memcached")
     if name is None:
-        message = "libmemcached is not installed (Debian: apt-get install libmemcached-dev)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("libmemcached is not installed (Debian: apt-get install libmemcached-dev)")
     lib = ctypes.CDLL(name)
     lib.memcached_create.restype = ctypes.c_void_p
     lib.memcached_create.argtypes = [ctypes.c_void_p]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from _support.ci import missing
 from _support.compat_programs import program_env, require, varied_keys
 from chash import JumpRouter
 
@@ -62,10 +63,7 @@ BUCKETS = [*range(3, 21), 100, 1000, 65536]
 
 def require_guava() -> Path:
     if not GUAVA_JAR.is_file():
-        message = f"Guava is not installed at {GUAVA_JAR} (Debian: apt-get install libguava-java)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"Guava is not installed at {GUAVA_JAR} (Debian: apt-get install libguava-java)")
     return GUAVA_JAR
 
 

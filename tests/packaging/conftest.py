@@ -1,4 +1,4 @@
 """Tests of what users install and read: the import errors of a missing C
 extension, the optional-import helper, and the docs' snippets run as
-written.  No fixture of their own.
+written; and of the suite's own CI guard.  No fixture of their own.
 """

@@ -2,9 +2,20 @@
 ring`` changes the ring and every gateway routes without pause, then
 everything healed and the whole history judged.
 
-``--partitions-seed SEED`` replays a run (every run prints its seed, and a
-failure names it); ``--partitions-seconds S`` makes it longer (60 s by
-default, as in CI: half with etcd, half with Redis and Sentinel).  The faults: a gateway isolated, an etcd member cut
+Seeds: by default (in CI as anywhere) the fixed list ``SEEDS``, one run of
+each store per seed, the seed in the test's id (``[seed=N]``), printed by
+the run and named by its failure with the command that replays it:
+``--partitions-seed SEED`` runs that seed alone (repeat the option for
+several).  Exploring: ``--partitions-fresh N`` runs N fresh seeds instead,
+each printed the same way.  A run is ``--partitions-rounds N`` rounds with
+each store (4 by default), a round being a fault (or none), changes, a
+pause and the heal.  Counted in rounds rather than seconds, and with the
+rounds drawn apart from the changes (``_draws``), a replay makes the same
+faults on the same hosts with the same pauses and as many changes in each
+round, however fast the machine and whatever came of the changes; the
+changes themselves are the same as long as the same ones commit.
+
+The faults: a gateway isolated, an etcd member cut
 off from the others (the minority side; the leader or not), a 2/1 split
 of a member and a gateway from the rest; each healed before the next,
 with changes made throughout and every gateway routing keys without pause
@@ -22,27 +33,69 @@ from _support.partitions import EtcdSetup as Setup
 from _support.partitions import Operator, RedisSetup
 from _support.waiting import wait_until
 
+#: The seeds of every run unless told otherwise (CI's): fixed, so that a
+#: failure replays.  In the default 4 rounds each draws every kind of
+#: fault of either store (each run prints what it drew): with etcd, seed 5
+#: split, gateway, minority, minority and seed 6 gateway, minority, split,
+#: minority; with Redis, seed 5 replica, gateway, primary, primary and
+#: seed 6 gateway, primary, replica, replica.
+SEEDS = (5, 6)
 
-def test_random_faults_while_the_ring_changes(network: Network,
+
+_FRESH = pytest.StashKey[list[int]]()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test once per seed: ``--partitions-seed``'s, else
+    ``--partitions-fresh N`` fresh ones (the same for both stores), else
+    ``SEEDS``."""
+    if "seed" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    seeds = config.getoption("--partitions-seed") or []
+    fresh = config.getoption("--partitions-fresh")
+    if not seeds and fresh:
+        if _FRESH not in config.stash:
+            draw = random.SystemRandom()
+            config.stash[_FRESH] = [draw.randrange(1 << 32) for _ in range(fresh)]
+        seeds = config.stash[_FRESH]
+    metafunc.parametrize("seed", seeds or SEEDS, ids=lambda seed: f"seed={seed}")
+
+
+def _replay(seed: int, request: pytest.FixtureRequest) -> str:
+    """The command that replays this seed's run."""
+    rounds = int(request.config.getoption("--partitions-rounds"))
+    return (f"python3 -m pytest tests/partitions/test_randomized.py --partitions-seed {seed} "
+            f"--partitions-rounds {rounds}")
+
+
+def _rounds(seed: int, request: pytest.FixtureRequest) -> int:
+    """The run's rounds; prints how to replay it."""
+    rounds = int(request.config.getoption("--partitions-rounds"))
+    assert rounds > 0, "--partitions-rounds must be positive"
+    print(f"randomized partition run, seed {seed}, {rounds} rounds; "
+          f"replay: {_replay(seed, request)}")
+    return rounds
+
+
+def test_random_faults_while_the_ring_changes(network: Network, seed: int,
                                               request: pytest.FixtureRequest) -> None:
-    seed, seconds = _options(request)
+    rounds = _rounds(seed, request)
     try:
-        _run(network, random.Random(seed), seconds)
+        _run(network, seed, rounds)
     except AssertionError as exc:
-        raise AssertionError(f"--partitions-seed {seed}: {exc}") from exc
+        raise AssertionError(f"seed {seed} ({_replay(seed, request)}): {exc}") from exc
 
 
-def _options(request: pytest.FixtureRequest) -> tuple[int, float]:
-    seed = request.config.getoption("--partitions-seed")
-    if seed is None:
-        seed = random.SystemRandom().randrange(1 << 32)
-    seconds = float(request.config.getoption("--partitions-seconds"))
-    print(f"randomized partition run: --partitions-seed {seed} --partitions-seconds "
-          f"{seconds:g} ({seconds / 2:g} s of it on this store)")
-    return int(seed), seconds / 2  # the run's time, shared by the two stores
+def _draws(seed: int) -> tuple[random.Random, random.Random]:
+    """Two streams from one seed: the rounds' (faults, their hosts, how many
+    changes, the pauses), which therefore never depend on what came of a
+    change, and the changes' own (which node, which weight)."""
+    return random.Random(seed), random.Random(f"{seed} changes")
 
 
-def _run(network: Network, rng: random.Random, seconds: float) -> None:
+def _run(network: Network, seed: int, rounds: int) -> None:
+    rng, pick = _draws(seed)
     setup = Setup(network)
     nodes: dict[str, float] = {}
     for node in ("n0:1", "n1:1", "n2:1"):
@@ -51,9 +104,10 @@ def _run(network: Network, rng: random.Random, seconds: float) -> None:
     setup.agree("the gateways hold the first nodes")
     made = 3
     faults = 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    started, drawn = time.monotonic(), []
+    for _ in range(rounds):
         fault = rng.choice(["gateway", "minority", "split", "none"])
+        drawn.append(fault)
         members, gateways = setup.members, list(setup.hosts.values())
         if fault == "gateway":
             network.isolate(rng.choice(gateways))
@@ -66,7 +120,7 @@ def _run(network: Network, rng: random.Random, seconds: float) -> None:
             network.split([rng.choice(members), rng.choice(gateways)])
         faults += fault != "none"
         for _ in range(rng.randint(1, 3)):
-            action = rng.choice(["add", "weight", "remove"] if len(nodes) > 2 else ["add"])
+            action = pick.choice(["add", "weight", "remove"] if len(nodes) > 2 else ["add"])
             if action == "add":
                 node = f"n{made}:1"
                 made += 1
@@ -74,10 +128,10 @@ def _run(network: Network, rng: random.Random, seconds: float) -> None:
                 if attempt.committed:
                     nodes[node] = 1.0
             elif action == "weight":
-                node = rng.choice(sorted(nodes))
-                setup.change("weight", node, str(rng.randint(1, 4)))
+                node = pick.choice(sorted(nodes))
+                setup.change("weight", node, str(pick.randint(1, 4)))
             else:
-                node = rng.choice(sorted(nodes))
+                node = pick.choice(sorted(nodes))
                 if setup.change("remove", node).committed:
                     del nodes[node]
             setup.history.sample(setup.gateways)
@@ -85,27 +139,29 @@ def _run(network: Network, rng: random.Random, seconds: float) -> None:
         setup.history.sample(setup.gateways)
         network.heal()
     setup.agree("one ring after the last heal")
-    print(f"{faults} faults, {len(setup.history.attempts)} changes attempted, "
+    print(f"{faults} faults in {rounds} rounds ({', '.join(drawn)}), "
+          f"{time.monotonic() - started:.0f} s; {len(setup.history.attempts)} changes attempted, "
           f"{len(setup.history.committed())} committed")
     assert len(setup.history.committed()) > 3
     setup.finish()
 
 
-def test_random_faults_with_redis_and_sentinel(network: Network,
+def test_random_faults_with_redis_and_sentinel(network: Network, seed: int,
                                                request: pytest.FixtureRequest) -> None:
     """The same with Redis: a gateway isolated, the primary cut off with
     one gateway (the sentinels fail over on the other side), the replica
     cut off; ``chash ring --redis-min-replicas 1`` makes the changes, so a
     change is committed only once the replica has it."""
     pytest.importorskip("redis", reason="redis-py not installed")
-    seed, seconds = _options(request)
+    rounds = _rounds(seed, request)
     try:
-        _run_redis(network, random.Random(seed), seconds)
+        _run_redis(network, seed, rounds)
     except AssertionError as exc:
-        raise AssertionError(f"--partitions-seed {seed}: {exc}") from exc
+        raise AssertionError(f"seed {seed} ({_replay(seed, request)}): {exc}") from exc
 
 
-def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
+def _run_redis(network: Network, seed: int, rounds: int) -> None:
+    rng, pick = _draws(seed)
     setup = RedisSetup(network)
     redis = setup.sentinels
     assert redis is not None
@@ -119,9 +175,10 @@ def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
         assert operator().change("add", node).committed
         nodes.add(node)
     made, faults = 3, 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    started, drawn = time.monotonic(), []
+    for _ in range(rounds):
         fault = rng.choice(["gateway", "primary", "replica", "none"])
+        drawn.append(fault)
         failed_over = False
         if fault == "gateway":
             network.isolate(rng.choice(list(hosts.values())))
@@ -137,13 +194,13 @@ def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
             failed_over = True
         faults += fault != "none"
         for _ in range(rng.randint(1, 2)):
-            if rng.random() < 0.6 or len(nodes) <= 2:
+            if pick.random() < 0.6 or len(nodes) <= 2:
                 node = f"n{made}:1"
                 made += 1
                 if operator().change("add", node).committed:
                     nodes.add(node)
             else:
-                node = rng.choice(sorted(nodes))
+                node = pick.choice(sorted(nodes))
                 if operator().change("remove", node).committed:
                     nodes.discard(node)
             history.sample(gateways)
@@ -154,6 +211,7 @@ def _run_redis(network: Network, rng: random.Random, seconds: float) -> None:
             setup.agree("one ring after the heal")  # promise 3, before the next fault
             redis.ready(setup.op)
     setup.agree("one ring after the last heal")
-    print(f"{faults} faults, {len(history.attempts)} changes attempted, "
+    print(f"{faults} faults in {rounds} rounds ({', '.join(drawn)}), "
+          f"{time.monotonic() - started:.0f} s; {len(history.attempts)} changes attempted, "
           f"{len(history.committed())} committed")
     setup.finish()

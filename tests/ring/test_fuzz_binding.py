@@ -11,8 +11,8 @@ Every answer is compared with a model that shares no code with the router:
 tests/_support/reference_router.py's ModelRouter: the documented formula
 for MD5 and the documented layout, and for the other hashes and layouts the
 same algorithm over the independent oracles of tests/_support/hashes.py
-(hashlib, zlib, mmh3, xxhash, and small Python references for MurmurHash2
-and FNV-1a).  Every failed call must leave the router exactly
+(hashlib, zlib, mmh3, murmurhash2, xxhash, and small Python references
+for FNV-1a and the others).  Every failed call must leave the router exactly
 as it was, and router._check() runs after every step.
 
 Budget: CHASH_FUZZ_EXAMPLES examples per test when set (for long runs);
@@ -41,12 +41,13 @@ from hypothesis.stateful import (
 )
 
 import chash
+from _support.ci import in_ci
 from _support.hashes import signed_narrow_hash
 from _support.reference_router import ModelRouter, as_bytes, assert_same_ring, snapshot
 from chash import HASHES, LAYOUTS, MAX_NODE_POINTS, MAX_VIRTUAL_NODES, ConsistentHashRouter
 
 _explicit = int(os.environ.get("CHASH_FUZZ_EXAMPLES", "0") or 0)
-IN_CI = bool(os.environ.get("CI"))
+IN_CI = in_ci()
 
 
 def budget(ci: int, dev: int) -> int:

@@ -1,12 +1,13 @@
 """The C hash functions, through chash._chash._hash, against oracles.
 
 Oracles: hashlib (md5, sha1, sha256), zlib.crc32, mmh3 (MurmurHash3 x86_32,
-and x64_128 through mmh3.hash_bytes),
-xxhash (XXH32, XXH64, XXH3-64), and for MurmurHash2 and FNV-1a the small
-reference implementations of tests/_support/hashes.py, written from the
-algorithm descriptions; one-at-a-time (over signed chars, as libmemcached)
+and x64_128 through mmh3.hash_bytes), murmurhash2 (MurmurHash2, 32-bit),
+xxhash (XXH32, XXH64, XXH3-64), and for FNV-1a the small reference
+implementation of tests/_support/hashes.py, written from the algorithm
+description; one-at-a-time (over signed chars, as libmemcached)
 likewise, and it is checked against libmemcached itself through pylibmc in
-tests/compat/test_compat_programs.py.
+tests/compat/test_compat_programs.py.  MurmurHash2 and MurmurHash3 x86_32
+also give SMHasher's published verification values.
 
 _hash(name, data, seed=0) returns an int: the digest read as a big-endian
 integer for "md5", "sha1", "sha256" and "murmur3_128" (its 16 bytes, h1
@@ -15,6 +16,8 @@ them), the hash value itself for the others.
 """
 import random
 
+import mmh3
+import murmurhash2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -141,3 +144,51 @@ def test_random_short(name, data, seed):
 def test_random_long(name, n, salt, seed):
     bits = ORACLES[name][1]
     check(name, random_bytes(n, salt), seed & ((1 << bits) - 1) if bits else 0)
+
+
+# -- MurmurHash2 (32-bit) against implementations this project did not write --------
+
+def smhasher_verification(hash32):
+    """SMHasher's VerificationTest (src/KeysetTest.cpp) of a 32-bit hash
+    ``hash32(data, seed)``: the keys {}, {0}, {0, 1}, ..., {0, ..., 254}
+    hashed with seeds 256, 255, ..., 1; their 256 values, little-endian,
+    hashed with seed 0; that value is the verification value."""
+    key = bytes(range(256))
+    values = b"".join(hash32(key[:n], 256 - n).to_bytes(4, "little") for n in range(256))
+    return hash32(values, 0)
+
+
+# The verification values SMHasher publishes in its table of hashes
+# (https://github.com/aappleby/smhasher/blob/master/src/main.cpp):
+# "Murmur2", MurmurHash2 for x86, 32-bit: 0x27864C1E; "Murmur3A",
+# MurmurHash3 for x86, 32-bit: 0xB0F57EE3.  Every key length 0-255 and 256
+# seeds go into each.
+SMHASHER = {"murmur2": 0x27864C1E, "murmur3": 0xB0F57EE3}
+
+
+@pytest.mark.parametrize("name", sorted(SMHASHER))
+def test_smhasher_verification_values(name):
+    assert smhasher_verification(lambda data, seed: _hash(name, data, seed)) == SMHASHER[name]
+
+
+def test_the_libraries_give_smhasher_values_too():
+    # The oracles themselves are the published algorithms, seeds included;
+    # and the procedure above tells a hash from a near miss (MurmurHash3 is
+    # not MurmurHash2).
+    assert smhasher_verification(murmurhash2.murmurhash2) == SMHASHER["murmur2"]
+    assert smhasher_verification(lambda d, s: mmh3.hash(d, s, signed=False)) == SMHASHER["murmur3"]
+    assert smhasher_verification(lambda d, s: mmh3.hash(d, s, signed=False)) != SMHASHER["murmur2"]
+
+
+def test_murmur2_against_the_murmurhash2_package():
+    # murmurhash2 (PyPI): Austin Appleby's MurmurHash2, 32-bit, h = seed ^ length.
+    rng = random.Random(0x5BD1E995)
+    for n in range(65):
+        for _ in range(200):
+            data = rng.randbytes(n)
+            seed = rng.choice((0, M32, rng.getrandbits(32)))
+            assert _hash("murmur2", data, seed) == murmurhash2.murmurhash2(data, seed), (n, seed)
+    for n in (1000, 4099, 65539, 1 << 20):
+        data = rng.randbytes(n)
+        for seed in (0, 0x9747B28C, M32):
+            assert _hash("murmur2", data, seed) == murmurhash2.murmurhash2(data, seed), (n, seed)

@@ -13,15 +13,14 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import os
 import pathlib
-import shutil
 import subprocess
 
 import pytest
 import uhashring
 
 from _support import hashes
+from _support.compat_programs import program_env, require
 from _support.hashes import ORACLES
 from _support.reference_router import ModelRouter
 from chash import HASHES, ConsistentHashRouter
@@ -202,13 +201,10 @@ def test_node_layout_routes_like_the_node_ring(ring: dict) -> None:
 
 
 def test_node_vectors_regenerate_identically_with_node() -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node (Node.js) is not on PATH: cannot rerun tests/vectors/node_ring.js")
-    # Without the sanitizer runtime a sanitized test run may preload.
-    env = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
+    # Node.js reruns the design document's ring (skips without it, fails in CI).
+    node = require("node", package="nodejs")
     result = subprocess.run([node, str(VECTORS / "node_ring.js")], capture_output=True,
-                            check=True, timeout=60, env=env)
+                            check=True, timeout=60, env=program_env())
     assert json.loads(result.stdout.decode("utf-8")) == NODE_VECTORS
 
 

@@ -370,8 +370,33 @@ def test_round_robin_has_no_affinity(result: dict[str, Any]) -> None:
     assert rows["jump"]["same_node_on_repeat"] == 1.0
 
 
+def as_json(value: Any) -> Any:
+    """``value`` as JSON reads it back: tuples become lists; anything JSON
+    has no form for (a set, an object, a key that is not a string, NaN or
+    an infinity) raises, as ``--json`` would."""
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+def json_values(value: Any) -> Any:
+    """``value`` with its tuples as lists: what it should read back as."""
+    if isinstance(value, dict):
+        return {key: json_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_values(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("bad", [{"x": math.nan}, {"x": math.inf}, {1: "int key"}, {"x": {1, 2}},
+                                 {"x": object()}, {"x": [1.5, (2, -math.inf)]}])
+def test_the_json_check_catches_what_json_cannot_carry(bad: dict[Any, Any]) -> None:
+    with pytest.raises((ValueError, TypeError, AssertionError)):
+        assert as_json(bad) == json_values(bad)
+
+
 def test_json_shape(result: dict[str, Any]) -> None:
-    assert json.loads(json.dumps(result)) == json.loads(json.dumps(result))
+    # What ``--json`` prints reads back as the same values: JSON's own types
+    # only (tuples as arrays), string keys, finite numbers.
+    assert as_json(result) == json_values(result)
     assert set(result) >= {"config", "keys", "nodes", "strategies", "remap", "balance_by_vnodes",
                            "balance_by_strategy", "ring_cost", "comparison", "seconds"}
     ids = [s["id"] for s in result["strategies"]]
