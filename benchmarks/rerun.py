@@ -38,7 +38,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 JSON = "{json}"
 RUNS: dict[str, tuple[str, list[str]]] = {
     "router": ("python", ["benchmarks/bench_router.py", "--repeat", "11", "--json", JSON]),
-    "fastring": ("python3.13", ["benchmarks/bench_fastring.py", "--repeat", "15", "--json", JSON]),
+    "fastring": ("python3.13", ["benchmarks/bench_fastring.py", "--repeat", "41", "--json", JSON]),
     "families": ("python3.13", ["benchmarks/bench_router.py", "--families-only", "--repeat", "15",
                                 "--json", JSON]),
     "gateway": ("python", ["benchmarks/bench_gateway.py", "--repeat", "9", "--json", JSON]),
