@@ -19,8 +19,10 @@ round, so a burst of load hits all of them alike.  Samples are short (about
 a millisecond of lookups, one add or remove) and a sample during which the
 thread was preempted (its involuntary context switches grew) is retaken with
 fresh keys, up to a few times.  The table shows wall-clock medians
-(``time.perf_counter_ns``) and the ratios rival / chash, which are the
-result; absolute times are context.  Samples too long to escape the
+(``time.perf_counter_ns``) and the ratios rival / chash twice, the ratio of
+the medians and the median of the per-round ratios (``_ratios.py``), which
+are the result; absolute times are context.  A target holds only when both
+ratios meet it.  Samples too long to escape the
 scheduler (building big rings) also record the thread's CPU time, and rows
 with preempted samples get a CPU-time cross-check under the table.  The
 collector is off in timed sections and every contender is warmed up first.
