@@ -547,6 +547,44 @@ def rerun_archive() -> str:
     return "\n".join(lines) + "\n"
 
 
+def migration_table() -> str:
+    data = load("migration")
+    diffs = rows_of(data, "diff, one node added")
+    runs = rows_of(data, "Migration: every batch of 200")
+    label = "route twice / diff"
+    lines = ["| nodes | `diff` | route 100,000 keys twice | ratio: of medians / of rounds "
+             "(by CPU time) | quoted | Migration, all batches |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for n, r in diffs.items():
+        lines.append(
+            f"| {n:,} | {r['median']['diff']:.2f} ms | {r['median']['route keys twice']:.1f} ms | "
+            f"{_ratios.pair_text(r['ratios'][label], r['paired_ratios'][label])} "
+            f"({x(r['cpu_ratios'][label], '×')}) | {x(quote(r, label), '×')} | "
+            f"{_ratios.fmt(runs[n]['median']['Migration'])} ms |")
+    return "\n".join(lines) + "\n"
+
+
+def rebuild_table() -> str:
+    data = load("rebuild")
+    label = "one by one / _replace_nodes"
+    big = [r for r in data["rows"] if r["nodes"] == max(x["nodes"] for x in data["rows"])]
+    lines = ["| layout | 10,000 nodes: `_replace_nodes` | `pickle` | one by one | ratio: of medians "
+             "/ of rounds | quoted |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in big:
+        m = r["median"]
+        lines.append(f"| {r['row'].removesuffix(' layout')} | {num(m['_replace_nodes'])} ms | "
+                     f"{num(m['pickle'])} ms | {num(m['one by one'])} ms | "
+                     f"{_ratios.pair_text(r['ratios'][label], r['paired_ratios'][label])} | "
+                     f"{x(quote(r, label), '×')} |")
+    swaps = [r["median"]["_replace_nodes"] for r in big]
+    quoted = [quote(r, label) for r in big]
+    lines += ["", f"10,000 nodes swap in within {span(swaps, ' ms', ' to ')}, "
+              f"{span(quoted, '×', ' to ')} faster than one by one (the quoted ratio: the least "
+              "favourable of both ratios and, the samples being preempted, of both by CPU time)."]
+    return "\n".join(lines) + "\n"
+
+
 def verbatim(path: str) -> str:
     return "```text\n" + (RESULTS.parent / path).read_text(encoding="utf-8").rstrip("\n") + \
         "\n```\n"
@@ -570,6 +608,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "tls table": tls_table,
     "websocket table": websocket_table,
     "rerun archive": rerun_archive,
+    "migration table": migration_table,
+    "rebuild table": rebuild_table,
 }
 
 
