@@ -9,7 +9,7 @@ frame's payload unmasked), nginx proxying WebSocket (``proxy_http_version
 tunnels between them.  Each tunnel sends a 1 KiB binary message, waits for
 its echo, and sends the next; the client counts echoes and their round
 trips.  Contenders are measured interleaved, the order rotated each round;
-the medians and the ratio to nginx in the same round are printed.
+the medians and both ratios to nginx (``_ratios``) are printed.
 
 The client and the backend speak RFC 6455 frames of their own here (the
 benchmark's, not the gateway's): masked client frames of one fixed size,
@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import _ratios
 
 ECHO = r'''
 import asyncio, base64, hashlib, sys
@@ -324,13 +326,19 @@ def run(args: Any, bench: Any) -> int:
             for proc in procs:
                 proc.stop()
     lines = ["", f"commit {commit}, load average {os.getloadavg()[0]:.1f} at the end",
+             _ratios.LEGEND,
              f"{'contender':10s} {'msg/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'errors':>7s} "
-             f"{'x nginx':>8s} {'p99 x nginx':>12s}"]
+             f"{'x nginx':>13s} {'p99 x nginx':>13s}"]
+    both: dict[str, dict[str, float]] = {}
     for row in rows.values():
+        base = rows["nginx"]
+        mps = _ratios.both([s.mps for s in row.samples], [s.mps for s in base.samples])
+        p99 = _ratios.both([s.p99_ms for s in row.samples], [s.p99_ms for s in base.samples])
+        both[row.name] = {"ratio_of_medians": mps[0], "median_of_round_ratios": mps[1],
+                          "p99_ratio_of_medians": p99[0], "p99_median_of_round_ratios": p99[1]}
         lines.append(f"{row.name:10s} {row.median('mps'):9,.0f} {row.median('p50_ms'):8.2f} "
                      f"{row.median('p99_ms'):8.2f} {sum(s.errors for s in row.samples):7d} "
-                     f"{statistics.median(row.ratios):8.2f} "
-                     f"{statistics.median(row.p99_ratios):12.2f}")
+                     f"{_ratios.pair_text(*mps, ''):>13s} {_ratios.pair_text(*p99, ''):>13s}")
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps({
@@ -340,8 +348,7 @@ def run(args: Any, bench: Any) -> int:
                          "duration": args.duration, "repeat": args.repeat},
             "rows": {name: {"samples": [vars(s) for s in row.samples], "ratios": row.ratios,
                             "p99_ratios": row.p99_ratios, "median_mps": row.median("mps"),
-                            "median_ratio_to_nginx": statistics.median(row.ratios),
-                            "median_p99_ratio_to_nginx": statistics.median(row.p99_ratios)}
+                            **both[name]}
                      for name, row in rows.items()},
         }, indent=2) + "\n")
     errors = sum(s.errors for row in rows.values() for s in row.samples)

@@ -6,8 +6,10 @@ backends (each answers ``GET`` with its own name), an nginx load balancer
 hdr(X-User-Id)`` + ``hash-type consistent``) and ``chash gateway``, at 1
 and 2 worker processes each.  ``wrk`` sends ``X-User-Id`` headers from a
 pool of keys; the contenders are measured interleaved, ``--repeat`` times,
-and the medians are printed with the ratio to nginx measured in the same
-round.  A failover run then kills one backend under load and restarts it:
+and the medians are printed with both ratios to nginx with as many workers
+(``_ratios``: of the medians / the median of the per-round ratios).
+Targets (both ratios must meet them): 0.5x nginx's requests at every
+worker count, p99 within 2x nginx's.  A failover run then kills one backend under load and restarts it:
 failed requests and the keys that moved (through the gateway, and through
 nginx and haproxy for comparison).
 
@@ -49,6 +51,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import _ratios
 
 BACKENDS = ("a", "b", "c")
 KEYS = 1000
@@ -379,6 +383,10 @@ def wrk(port: int, script: Path, duration: float, threads: int, connections: int
     return parse_wrk(out)
 
 
+#: Targets against nginx with as many workers: requests at least, p99 at most.
+RPS_TARGET, P99_TARGET = 0.5, 2.0
+
+
 @dataclass
 class Row:
     name: str
@@ -387,6 +395,27 @@ class Row:
 
     def median(self, attr: str) -> float:
         return statistics.median(getattr(s, attr) for s in self.samples)
+
+    def values(self, attr: str) -> list[float]:
+        return [getattr(s, attr) for s in self.samples]
+
+
+def versus(row: Row, base: Row, attr: str = "rps") -> tuple[float, float]:
+    """Both ratios of row to base (the same rounds): of the medians, and
+    the median of the per-round ratios."""
+    return _ratios.both(row.values(attr), base.values(attr))
+
+
+def judged(row: Row, base: Row) -> dict[str, Any]:
+    """row's ratios to base, its targets and their verdicts (both ratios)."""
+    rps, rps_rounds = versus(row, base)
+    p99, p99_rounds = versus(row, base, "p99_ms")
+    return {"ratio_of_medians": rps, "median_of_round_ratios": rps_rounds,
+            "conservative": _ratios.conservative([rps, rps_rounds], ">="),
+            "p99_ratio_of_medians": p99, "p99_median_of_round_ratios": p99_rounds,
+            "p99_conservative": _ratios.conservative([p99, p99_rounds], "<="),
+            "rps_ok": _ratios.holds([rps, rps_rounds], ">=", RPS_TARGET),
+            "p99_ok": _ratios.holds([p99, p99_rounds], "<=", P99_TARGET)}
 
 
 def throughput(lab: Lab, script: Path, args: argparse.Namespace) -> dict[str, Row]:
@@ -495,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(["which", tool], capture_output=True).returncode:
             parser.error(f"{tool} is not on PATH (apt-get install {tool})")
     revision = commit()
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="chash-bench-") as tmp:
         root = Path(tmp)
         script = root / "keys.lua"
@@ -506,22 +536,35 @@ def main(argv: list[str] | None = None) -> int:
             failovers = [] if args.no_failover else [
                 failover(lab, script, args, f"{kind}-{args.workers[0]}")
                 for kind in ("chash", "nginx", "haproxy")]
-    lines = ["", f"commit {revision}, load average {os.getloadavg()[0]:.1f} at the end",
+    lines = ["", f"commit {revision}, load average {load_start:.1f} at the start, "
+             f"{os.getloadavg()[0]:.1f} at the end", _ratios.LEGEND,
              f"{'contender':12s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
-             f"{'errors':>7s} {'x nginx':>8s}"
+             f"{'errors':>7s} {'x nginx':>13s} {'p99 x nginx':>13s}  target"
              + ("  (chash-ref: revision " + args.reference + ")" if args.reference else "")]
+    verdicts: dict[str, dict[str, Any]] = {}
     for row in rows.values():
+        base = rows[f"nginx-{row.name.rsplit('-', 1)[1]}"]
+        got = verdicts[row.name] = judged(row, base)
+        target = ""
+        if row.name.startswith("chash-") and not row.name.startswith("chash-ref"):
+            target = (f"≥ {RPS_TARGET}× {'✓' if got['rps_ok'] else '✗'}; "
+                      f"p99 ≤ {P99_TARGET}× {'✓' if got['p99_ok'] else '✗'}")
         lines.append(f"{row.name:12s} {row.median('rps'):9,.0f} {row.median('p50_ms'):8.2f} "
                      f"{row.median('p99_ms'):8.2f} "
                      f"{sum(s.errors + s.non_2xx for s in row.samples):7d} "
-                     f"{statistics.median(row.ratios):8.2f}")
+                     f"{_ratios.pair_text(got['ratio_of_medians'], got['median_of_round_ratios'], ''):>13s} "
+                     f"{_ratios.pair_text(got['p99_ratio_of_medians'], got['p99_median_of_round_ratios'], ''):>13s}"
+                     f"  {target}".rstrip())
+    checked = [v for name, v in verdicts.items()
+               if name.startswith("chash-") and not name.startswith("chash-ref")]
+    met = sum(v["rps_ok"] for v in checked) + sum(v["p99_ok"] for v in checked)
+    lines.append(f"targets met: {met} of {2 * len(checked)} (each by both its ratio of medians "
+                 "and its median of per-round ratios)")
     speedup = None
     if args.reference and "chash-ref-1" in rows:
-        speedup = statistics.median(
-            new.rps / old.rps for new, old in zip(rows["chash-1"].samples,
-                                                  rows["chash-ref-1"].samples, strict=True)
-            if old.rps)
-        lines.append(f"chash-1 / chash-ref-1 (same rounds): {speedup:.2f}x")
+        speedup = versus(rows["chash-1"], rows["chash-ref-1"])
+        lines.append("chash-1 / chash-ref-1 (same rounds): "
+                     f"{_ratios.pair_text(*speedup, 'x')}")
     if failovers:
         lines += ["", "failover (backend b killed under load, restarted):"]
         for fo in failovers:
@@ -537,10 +580,13 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine(),
             "commit": revision,
             "settings": {k: v for k, v in vars(args).items() if k != "json"},
+            "load_average": {"start": load_start, "end": os.getloadavg()[0]},
+            "ratio_statistics": _ratios.LEGEND,
             "rows": {name: {"samples": [vars(s) for s in row.samples], "ratios": row.ratios,
-                            "median_rps": row.median("rps"),
-                            "median_ratio_to_nginx": statistics.median(row.ratios)}
+                            "median_rps": row.median("rps"), "median_p99_ms": row.median("p99_ms"),
+                            **verdicts[name]}
                      for name, row in rows.items()},
+            "targets_met": met, "targets_total": 2 * len(checked),
             "speedup_over_reference": speedup,
             "failover": failovers,
         }, indent=2) + "\n")

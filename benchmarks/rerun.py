@@ -1,0 +1,134 @@
+"""Rerun benchmarks as committed, archive the runs they replace, and
+regenerate the README figures from the new files.
+
+    python3 benchmarks/rerun.py router fastring families --python3.13 PATH
+    python3 benchmarks/rerun.py gateway gateway-tls
+    python3 benchmarks/rerun.py --list
+
+For each benchmark named, in the order given, one after the other: build
+the extension in place for the interpreter it runs on (the checkout's
+own chash, whatever is installed), run the command of RUNS (stdout and
+the JSON to a scratch folder), and only when it succeeded move the
+current ``results/NAME.txt`` and ``.json`` to ``results/archive/`` as
+``NAME-COMMIT.txt`` (the commit the old run measured) and write the new
+ones: the command on the first line, the script's output, and the wall
+clock the command took on the last.  Then ``readme_figures.py`` rewrites
+the generated regions of README.md and benchmarks/README.md.
+
+The machine's other work moves absolute times; the rounds are set for a
+busy 2-core machine (more rounds than the scripts' defaults).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: name -> (interpreter: "python" or "python3.13", arguments after it; JSON
+#: is the place of the --json file).
+JSON = "{json}"
+RUNS: dict[str, tuple[str, list[str]]] = {
+    "router": ("python", ["benchmarks/bench_router.py", "--repeat", "11", "--json", JSON]),
+    "fastring": ("python3.13", ["benchmarks/bench_fastring.py", "--repeat", "41", "--json", JSON]),
+    "families": ("python3.13", ["benchmarks/bench_router.py", "--families-only", "--repeat", "15",
+                                "--json", JSON]),
+    "gateway": ("python", ["benchmarks/bench_gateway.py", "--repeat", "9", "--json", JSON]),
+    "gateway-tls": ("python", ["benchmarks/bench_gateway.py", "--tls", "--repeat", "9",
+                               "--json", JSON]),
+}
+
+
+def interpreter(kind: str, args: argparse.Namespace) -> str:
+    if kind == "python":
+        return sys.executable
+    found = args.python3_13 or shutil.which("python3.13")
+    if not found:
+        raise SystemExit("fastring needs CPython 3.13: pass --python3.13 PATH")
+    return str(found)
+
+
+def old_commit(name: str) -> str:
+    """The commit the current result measured: its JSON's, else the commit
+    that last changed the file."""
+    path = RESULTS / f"{name}.json"
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        commit = data.get("commit") or data.get("machine", {}).get("commit")
+        if commit:
+            return str(commit).split()[0]
+    out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h", "--",
+                          str(RESULTS / f"{name}.txt")], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def archive(name: str) -> None:
+    commit = old_commit(name)
+    for ext in (".txt", ".json"):
+        current = RESULTS / f"{name}{ext}"
+        if current.is_file():
+            target = RESULTS / "archive" / f"{name}-{commit}{ext}"
+            if target.exists():
+                raise SystemExit(f"{target} exists already: archive it by hand")
+            current.rename(target)
+
+
+def rerun(name: str, args: argparse.Namespace) -> float:
+    """Run one benchmark; its wall clock in seconds."""
+    kind, argv = RUNS[name]
+    python = interpreter(kind, args)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    subprocess.run([python, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory(prefix=f"chash-rerun-{name}-") as tmp:
+        out = Path(tmp) / f"{name}.json"
+        command = [python, *(str(out) if a == JSON else a for a in argv)]
+        shown = " ".join(["python3.13" if kind == "python3.13" else "python3",
+                          *(f"benchmarks/results/{name}.json" if a == JSON else a for a in argv)])
+        print(f"[{time.strftime('%H:%M:%S')}] {shown}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        took = time.monotonic() - started
+        if done.returncode != 0:
+            sys.stdout.write(done.stdout)
+            raise SystemExit(f"{name}: exit status {done.returncode}; results left as they were")
+        archive(name)
+        text = done.stdout.strip("\n")
+        (RESULTS / f"{name}.txt").write_text(
+            f"$ {shown}\n{text}\n\n(wall clock of the command: {took:.0f} s)\n", encoding="utf-8")
+        shutil.copyfile(out, RESULTS / f"{name}.json")
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {took:.0f} s", file=sys.stderr, flush=True)
+    return took
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(RUNS))
+    parser.add_argument("--python3.13", dest="python3_13", metavar="PATH",
+                        help="the CPython 3.13 with fastring (default: python3.13 on PATH)")
+    parser.add_argument("--list", action="store_true", help="print the commands and stop")
+    args = parser.parse_args(argv)
+    if args.list or not args.names:
+        for name, (kind, rest) in RUNS.items():
+            print(f"{name:12s} {kind} {' '.join(rest).replace(JSON, f'results/{name}.json')}")
+        return 0
+    unknown = [n for n in args.names if n not in RUNS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(RUNS)}")
+    for name in args.names:
+        rerun(name, args)
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "readme_figures.py")], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
