@@ -11,6 +11,8 @@ their sources (docs/llm.md).
   preference list under its bound;
 - ``cache-aware``: SGLang model gateway's defaults (balance threshold 64,
   ratio 1.5, cache threshold 0.3) over the replica's records;
+- ``prefix``: ``chash.affinity.PrefixAffinity`` over the ring, told each
+  worker's load and queued work.
 """
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from chash._chash import ConsistentHashRouter
+from chash.affinity import PrefixAffinity
 from chash.simulate.serving import PolicyFactory, ServingConfig, View, average, replay
-from chash.simulate.trace import TraceRequest
+from chash.simulate.trace import BLOCK_TOKENS, TraceRequest
 
-__all__ = ["POLICIES", "CacheAware", "Chwbl", "LeastLoaded", "RingPolicy",
+__all__ = ["POLICIES", "CacheAware", "Chwbl", "LeastLoaded", "PrefixPolicy", "RingPolicy",
            "RoundRobin", "bounded_choice", "compare", "ring_key"]
 
 #: SGLang's cache-aware defaults: imbalance beyond both thresholds routes
@@ -134,12 +137,34 @@ class CacheAware:
         return min(order, key=lambda j: (len(view.records[j]), loads[j], j))
 
 
+class PrefixPolicy:
+    """``chash.affinity.PrefixAffinity`` over the ring, its record a
+    replica's own, told the view's loads and queued work (seconds, in
+    tokens at the prefill rate)."""
+
+    def __init__(self, config: ServingConfig) -> None:
+        self.affinity = PrefixAffinity(_ring(config), capacity=config.cache_blocks,
+                                       block_tokens=BLOCK_TOKENS, key_blocks=config.key_blocks)
+        self.names = config.names
+        self.index = {name: j for j, name in enumerate(self.names)}
+        self.rate = config.prefill_rate
+
+    def choose(self, request: TraceRequest, view: View) -> int:
+        rate = self.rate
+        node = self.affinity.route(
+            request.hash_ids, loads=dict(zip(self.names, view.loads, strict=True)),
+            queued={name: q * rate for name, q in zip(self.names, view.queued, strict=True)},
+            tokens=request.input_length)
+        return self.index[node]
+
+
 POLICIES: dict[str, PolicyFactory] = {
     "round-robin": RoundRobin,
     "least-loaded": LeastLoaded,
     "ring": RingPolicy,
     "chwbl": Chwbl,
     "cache-aware": CacheAware,
+    "prefix": PrefixPolicy,
 }
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -361,3 +362,55 @@ def test_cli_trace_errors(argv: list[str], tmp_path: Path, capsys: pytest.Captur
         code = int(exc.code or 0)
     assert code == 2
     assert "error" in capsys.readouterr().err
+
+
+class PrefixRule:
+    """The prefix policy's documented rule in plain Python: along the ring's
+    preference list for the first K ids, queued x P + uncached tokens + rank
+    x 512; its own LRU record a worker."""
+
+    def __init__(self, config: ServingConfig) -> None:
+        self.router = POLICIES["ring"](config).router  # type: ignore[attr-defined]
+        self.config = config
+        self.records = [BlockLRU(config.cache_blocks) for _ in range(config.workers)]
+
+    def choose(self, request: TraceRequest, view: View) -> int:
+        names = self.router.get_preference_list(ring_key(request.hash_ids, self.config.key_blocks),
+                                                self.config.workers)
+        tokens = request.input_length or 512 * len(request.hash_ids)
+        costs = []
+        for rank, name in enumerate(names):
+            j = int(name[1:])
+            hits = self.records[j].match(request.hash_ids)
+            costs.append(view.queued[j] * self.config.prefill_rate
+                         + max(0, tokens - 512 * hits) + 512 * rank)
+        j = int(names[costs.index(min(costs))][1:])
+        self.records[j].insert(request.hash_ids)
+        return j
+
+
+@pytest.mark.parametrize("replicas,shared", [(1, False), (3, False), (3, True)])
+def test_prefix_policy_follows_its_rule(replicas: int, shared: bool) -> None:
+    records = parse_trace(json.dumps(r) for r in random_trace(random.Random(8), 200))
+    config = ServingConfig(workers=4, cache_blocks=20, prefill_rate=3000.0, replicas=replicas,
+                           shared_loads=shared)
+    got = replay(records, POLICIES["prefix"], config)
+    want = replay(records, PrefixRule, config)
+    assert got["routed"] == want["routed"]
+    assert got["ttft"] == pytest.approx(want["ttft"]) and got["hit_rate"] == want["hit_rate"]
+
+
+def test_prefix_on_a_hand_trace() -> None:
+    # The first three hand requests with room for 8 blocks a worker; the
+    # ring puts both keys "1,2" and "3,4" first on w0.
+    config = replace(HAND_CONFIG, cache_blocks=8)
+    ring = Chwbl(config).router
+    assert [ring.get_preference_list(k, 2)[0] for k in ("1,2", "3,4")] == ["w0", "w0"]
+    result = replay(parse_trace(json.dumps(r) for r in HAND[:3]), POLICIES["prefix"], config)
+    # 1: w0 idle, 0 -> 1.0.  2 at 0.5: w0 costs 0.5 s x 1024 queued + 1024 uncached = 1536,
+    # w1 1024 + one step (512) = 1536: the tie goes to w0, 1.0 -> 2.0.  3 at 1.0: w0
+    # costs 1024 queued + 512 uncached (2 blocks held) = 1536, w1 1536 + 512: w0,
+    # 2.0 -> 2.5.
+    assert result["routed"] == [3, 0]
+    assert result["hit_rate"] == 1024 / (1024 + 1024 + 1536)
+    assert result["ttft"] == {"mean": 4.0 / 3, "p50": 1.5, "p90": 1.5, "p99": 1.5}
