@@ -320,6 +320,7 @@ class _AffinityTable:
         queued: Mapping[str, float] | None,
         tokens: float,
         block_tokens: float,
+        miss_cost: float,
         rank_cost: float,
         load_cost: float,
         /,

@@ -11,8 +11,10 @@ prefill.  ``prefix_blocks`` turns a prompt into chained block hashes;
    any state;
 2. along that list, each node's cost is an estimate, in tokens of prefill,
    of the time to the request's first token there: the work queued ahead of
-   it, plus the prompt's tokens not expected in its cache (past the blocks
-   its record holds), plus ``rank_cost`` a step down the list (so that,
+   it, plus ``miss_cost`` times the prompt's tokens not expected in its
+   cache (past the blocks its record holds; 3 by default, since a miss
+   also delays what queues behind it and costs the prefix's later
+   requests their hits there), plus ``rank_cost`` a step down the list (so that,
    other things equal, the first choices win and records stay put), plus
    ``load_cost`` an in-flight request;
 3. the cheapest node wins (ties to the earlier one) and the blocks are
@@ -61,15 +63,17 @@ class PrefixAffinity:
     hashes remembered a node (the engine's cache size in blocks is the
     natural value).  ``block_tokens``: the tokens a block stands for (the
     ``block`` given to ``prefix_blocks``).  ``key_blocks``: the leading
-    blocks the preference list is keyed by.  ``rank_cost`` (default one
-    block's tokens) and ``load_cost`` (default 0): tokens of prefill a step
-    down the list and an in-flight request are worth.
+    blocks the preference list is keyed by.  ``miss_cost`` (default 3):
+    what a token to prefill is worth in tokens of queued work.
+    ``rank_cost`` (default one block's tokens) and ``load_cost`` (default
+    0): tokens of queued work a step down the list and an in-flight request
+    are worth.
 
     Safe to share between threads: calls are serialised by a lock.
     """
 
     def __init__(self, router: PreferenceRouter, *, capacity: int = 16_384, block_tokens: int = 128,
-                 key_blocks: int = 2, rank_cost: float | None = None,
+                 key_blocks: int = 2, miss_cost: float = 3.0, rank_cost: float | None = None,
                  load_cost: float = 0.0) -> None:
         for name, value in (("capacity", capacity), ("block_tokens", block_tokens),
                             ("key_blocks", key_blocks)):
@@ -79,6 +83,7 @@ class PrefixAffinity:
         self._table = _AffinityTable(capacity)
         self._block_tokens = float(block_tokens)
         self._key_blocks = key_blocks
+        self._miss_cost = _cost("miss_cost", miss_cost)
         self._rank_cost = _cost("rank_cost", block_tokens if rank_cost is None else rank_cost)
         self._load_cost = _cost("load_cost", load_cost)
         self._in_flight: dict[str, int] = {}
@@ -112,7 +117,7 @@ class PrefixAffinity:
             own = loads is None
             index = self._table.route(blocks, nodes, self._in_flight if own else loads, queued,
                                       0.0 if tokens is None else float(tokens), self._block_tokens,
-                                      self._rank_cost, self._load_cost)
+                                      self._miss_cost, self._rank_cost, self._load_cost)
             node = nodes[index]
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
         return node

@@ -286,7 +286,8 @@ static int mapped(PyObject *mapping, PyObject *node, const char *what, double *o
 }
 
 PyDoc_STRVAR(affinity_route_doc,
-"route($self, blocks, nodes, loads, queued, tokens, block_tokens, rank_cost, load_cost, /)\n"
+"route($self, blocks, nodes, loads, queued, tokens, block_tokens, miss_cost, rank_cost,\n"
+"      load_cost, /)\n"
 "--\n\n"
 "The index in nodes (a preference order) of the node with the lowest\n"
 "estimated cost for blocks, which are then recorded there; see\n"
@@ -294,13 +295,14 @@ PyDoc_STRVAR(affinity_route_doc,
 
 static PyObject *affinity_route(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "route() takes 8 arguments (%zd given)", nargs);
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "route() takes 9 arguments (%zd given)", nargs);
         return NULL;
     }
     chash_affinity_weights weights;
-    double *w[4] = {&weights.tokens, &weights.block_tokens, &weights.rank_cost, &weights.load_cost};
-    for (int k = 0; k < 4; k++) {
+    double *w[5] = {&weights.tokens, &weights.block_tokens, &weights.miss_cost, &weights.rank_cost,
+                    &weights.load_cost};
+    for (int k = 0; k < 5; k++) {
         *w[k] = PyFloat_AsDouble(args[4 + k]);
         if (*w[k] == -1.0 && PyErr_Occurred())
             return NULL;

@@ -315,7 +315,7 @@ int chash_affinity_choose(const chash_affinity *table, const chash_affinity_cand
                           const chash_affinity_weights *weights, size_t *choice)
 {
     if (count == 0 || !usable(weights->tokens) || !usable(weights->block_tokens)
-        || !usable(weights->rank_cost) || !usable(weights->load_cost))
+        || !usable(weights->miss_cost) || !usable(weights->rank_cost) || !usable(weights->load_cost))
         return CHASH_EINVAL;
     for (size_t r = 0; r < count; r++)
         if (!slot_lru(table, candidates[r].slot) || !usable(candidates[r].load)
@@ -323,7 +323,7 @@ int chash_affinity_choose(const chash_affinity *table, const chash_affinity_cand
             return CHASH_EINVAL;
     double tokens = weights->tokens > 0.0 ? weights->tokens : (double)n * weights->block_tokens;
     /* What a node holding every block would still prefill. */
-    double floor_miss = fmax(0.0, tokens - (double)n * weights->block_tokens);
+    double floor_miss = weights->miss_cost * fmax(0.0, tokens - (double)n * weights->block_tokens);
     size_t best = 0;
     double best_cost = INFINITY;
     for (size_t r = 0; r < count; r++) {
@@ -332,7 +332,8 @@ int chash_affinity_choose(const chash_affinity *table, const chash_affinity_cand
         if (fixed + floor_miss >= best_cost)
             continue; /* cannot win even with every block cached: skip the match */
         size_t hits = chash_affinity_match(table, c->slot, blocks, n);
-        double cost = fixed + fmax(0.0, tokens - (double)hits * weights->block_tokens);
+        double cost = fixed
+                      + weights->miss_cost * fmax(0.0, tokens - (double)hits * weights->block_tokens);
         if (cost < best_cost) {
             best_cost = cost;
             best = r;

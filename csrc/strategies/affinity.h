@@ -92,20 +92,24 @@ typedef struct {
 /* How a choice weighs its terms, every one in tokens of prefill:
  * tokens: the prompt's length (0: n x block_tokens);
  * block_tokens: the tokens a block stands for;
+ * miss_cost: what each token to prefill (not expected in cache) costs, in
+ *   tokens of queued work: above 1 when a miss also costs the requests
+ *   queued behind it and the hits a prefix's later requests lose;
  * rank_cost: what each step down the preference order costs;
  * load_cost: what each in-flight request costs. */
 typedef struct {
     double tokens;
     double block_tokens;
+    double miss_cost;
     double rank_cost;
     double load_cost;
 } chash_affinity_weights;
 
 /*
  * The candidate (index into candidates, given in preference order) with
- * the lowest estimated cost: queued + the prompt's tokens not expected in
- * cache (those past the blocks its slot holds) + rank x rank_cost +
- * load x load_cost; ties to the earlier candidate.  A candidate whose
+ * the lowest estimated cost: queued + miss_cost x the prompt's tokens not
+ * expected in cache (those past the blocks its slot holds) +
+ * rank x rank_cost + load x load_cost; ties to the earlier candidate.  A candidate whose
  * cost cannot beat the best so far even with every block cached is not
  * matched at all.  Returns 0 with *choice set, or CHASH_EINVAL (no
  * candidate, a slot not in use, a weight or term negative or not finite).

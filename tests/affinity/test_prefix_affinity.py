@@ -20,8 +20,9 @@ class Model:
     """The documented rule, plainly."""
 
     def __init__(self, router: ConsistentHashRouter, capacity: int, block_tokens: int,
-                 key_blocks: int, rank_cost: float, load_cost: float) -> None:
+                 key_blocks: int, miss_cost: float, rank_cost: float, load_cost: float) -> None:
         self.router, self.capacity, self.block_tokens = router, capacity, block_tokens
+        self.miss_cost = miss_cost
         self.key_blocks, self.rank_cost, self.load_cost = key_blocks, rank_cost, load_cost
         self.records: dict[str, OrderedDict[int, None]] = {}
 
@@ -37,7 +38,8 @@ class Model:
         key = ",".join(map(str, blocks[:self.key_blocks]))
         nodes = self.router.get_preference_list(key, len(self.router))
         total = tokens if tokens else len(blocks) * self.block_tokens
-        costs = [queued.get(node, 0) + max(0, total - self.match(node, blocks) * self.block_tokens)
+        costs = [queued.get(node, 0)
+                 + self.miss_cost * max(0, total - self.match(node, blocks) * self.block_tokens)
                  + rank * self.rank_cost + loads.get(node, 0) * self.load_cost
                  for rank, node in enumerate(nodes)]
         node = nodes[costs.index(min(costs))]
@@ -55,6 +57,7 @@ def test_route_matches_the_model(ring: ConsistentHashRouter, seed: int) -> None:
     rng = random.Random(seed)
     kwargs = {"capacity": rng.choice([3, 8, 50]), "block_tokens": rng.choice([1, 16, 512]),
               "key_blocks": rng.choice([1, 2, 3]), "rank_cost": rng.choice([0.0, 16.0, 700.0]),
+              "miss_cost": rng.choice([0.0, 1.0, 3.0]),
               "load_cost": rng.choice([0.0, 40.0])}
     policy = PrefixAffinity(ring, **kwargs)  # type: ignore[arg-type]
     model = Model(ring, **kwargs)  # type: ignore[arg-type]
@@ -82,7 +85,7 @@ def test_an_idle_cluster_gets_the_anchor_and_replicas_agree(ring: ConsistentHash
 
 
 def test_queued_work_moves_a_prompt_off_its_cached_node(ring: ConsistentHashRouter) -> None:
-    policy = PrefixAffinity(ring, block_tokens=100)
+    policy = PrefixAffinity(ring, block_tokens=100, miss_cost=1.0)
     blocks = [1, 2, 3, 4]
     home = policy.route(blocks, loads={}, queued={})
     again = policy.route(blocks, loads={}, queued={home: 399.0})
@@ -136,7 +139,7 @@ def test_bad_input_leaves_the_state_as_it_was(ring: ConsistentHashRouter, kwargs
 
 
 @pytest.mark.parametrize("kwargs", [{"capacity": 0}, {"block_tokens": 0}, {"key_blocks": 0},
-                                    {"capacity": True}, {"rank_cost": -1.0},
+                                    {"capacity": True}, {"rank_cost": -1.0}, {"miss_cost": math.nan},
                                     {"load_cost": math.inf}, {"capacity": 2**31}])
 def test_bad_settings_are_refused(ring: ConsistentHashRouter, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):

@@ -102,7 +102,8 @@ static void test_choose(void)
     chash_affinity_add(t, &c);
     uint64_t blocks[4] = {10, 11, 12, 13};
     chash_affinity_record(t, b, blocks, 3);
-    chash_affinity_weights w = {.tokens = 0, .block_tokens = 100, .rank_cost = 50, .load_cost = 0};
+    chash_affinity_weights w = {.tokens = 0, .block_tokens = 100, .miss_cost = 1, .rank_cost = 50,
+                                .load_cost = 0};
     chash_affinity_candidate cands[3] = {{a, 0, 0}, {b, 0, 0}, {c, 0, 0}};
     /* a: 400 to prefill; b: 100 + rank 50 */
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 1);
@@ -117,12 +118,19 @@ static void test_choose(void)
     cands[0].load = 5; /* a: 900; c: 400 + 100 = 500; b: 450 */
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 1);
     /* the prompt's own length bounds what hits save */
-    w = (chash_affinity_weights){.tokens = 120, .block_tokens = 100, .rank_cost = 50};
+    w = (chash_affinity_weights){.tokens = 120, .block_tokens = 100, .miss_cost = 1, .rank_cost = 50};
     cands[0].load = cands[1].load = 0;
     cands[1].queued = 80; /* a: 120; b: 80 + 0 + 50 = 130 */
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 0);
     w.tokens = 0; /* 4 blocks of 100: a 400, b 130 */
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 1);
+    /* misses weighed 3 to 1 against queued work: a: 3 x 400 = 1200; b with
+     * 600 queued: 600 + 3 x 100 + 50 = 950 */
+    w.miss_cost = 3;
+    cands[1].queued = 600;
+    CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 1);
+    w.miss_cost = 1; /* a: 400 < b: 750 */
+    CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_OK && choice == 0);
     cands[1].queued = 0;
     /* refusals */
     CHECK(chash_affinity_choose(t, cands, 0, blocks, 4, &w, &choice) == CHASH_EINVAL);
@@ -134,6 +142,9 @@ static void test_choose(void)
     w.rank_cost = NAN;
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_EINVAL);
     w.rank_cost = 0;
+    w.miss_cost = -1;
+    CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_EINVAL);
+    w.miss_cost = 1;
     cands[2].slot = 42;
     CHECK(chash_affinity_choose(t, cands, 3, blocks, 4, &w, &choice) == CHASH_EINVAL);
     chash_affinity_free(t);

@@ -134,7 +134,7 @@ static void op_choose(reader *r, chash_affinity *t, model_slot *model)
         cands[i].queued = q == 255 ? -1.0 : q * 10.0;
         valid = valid && model[cands[i].slot].used && cands[i].queued >= 0;
     }
-    chash_affinity_weights w = {next(r) * 10.0, next(r), next(r), next(r) % 4};
+    chash_affinity_weights w = {next(r) * 10.0, next(r), next(r) % 5, next(r), next(r) % 4};
     uint64_t blocks[8];
     size_t n = read_blocks(r, blocks);
     size_t choice = 999;
@@ -147,7 +147,7 @@ static void op_choose(reader *r, chash_affinity *t, model_slot *model)
     size_t want = 0;
     for (size_t i = 0; i < count; i++) {
         size_t hits = model_match(&model[cands[i].slot], blocks, n);
-        double cost = cands[i].queued + fmax(0.0, tokens - (double)hits * w.block_tokens)
+        double cost = cands[i].queued + w.miss_cost * fmax(0.0, tokens - (double)hits * w.block_tokens)
                       + (double)i * w.rank_cost + cands[i].load * w.load_cost;
         if (cost < best) {
             best = cost;

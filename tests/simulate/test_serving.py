@@ -366,8 +366,8 @@ def test_cli_trace_errors(argv: list[str], tmp_path: Path, capsys: pytest.Captur
 
 class PrefixRule:
     """The prefix policy's documented rule in plain Python: along the ring's
-    preference list for the first K ids, queued x P + uncached tokens + rank
-    x 512; its own LRU record a worker."""
+    preference list for the first K ids, queued x P + 3 x uncached tokens +
+    rank x 512; its own LRU record a worker."""
 
     def __init__(self, config: ServingConfig) -> None:
         self.router = POLICIES["ring"](config).router  # type: ignore[attr-defined]
@@ -383,7 +383,7 @@ class PrefixRule:
             j = int(name[1:])
             hits = self.records[j].match(request.hash_ids)
             costs.append(view.queued[j] * self.config.prefill_rate
-                         + max(0, tokens - 512 * hits) + 512 * rank)
+                         + 3 * max(0, tokens - 512 * hits) + 512 * rank)
         j = int(names[costs.index(min(costs))][1:])
         self.records[j].insert(request.hash_ids)
         return j
@@ -407,10 +407,10 @@ def test_prefix_on_a_hand_trace() -> None:
     ring = Chwbl(config).router
     assert [ring.get_preference_list(k, 2)[0] for k in ("1,2", "3,4")] == ["w0", "w0"]
     result = replay(parse_trace(json.dumps(r) for r in HAND[:3]), POLICIES["prefix"], config)
-    # 1: w0 idle, 0 -> 1.0.  2 at 0.5: w0 costs 0.5 s x 1024 queued + 1024 uncached = 1536,
-    # w1 1024 + one step (512) = 1536: the tie goes to w0, 1.0 -> 2.0.  3 at 1.0: w0
-    # costs 1024 queued + 512 uncached (2 blocks held) = 1536, w1 1536 + 512: w0,
-    # 2.0 -> 2.5.
+    # Costs are queued x P + 3 x uncached + 512 a step down the list.
+    # 1: w0 idle, 0 -> 1.0.  2 at 0.5: w0 costs 512 queued + 3 x 1024 = 3584, w1
+    # 3 x 1024 + 512 = 3584: the tie goes to w0, 1.0 -> 2.0.  3 at 1.0: w0 costs
+    # 1024 queued + 3 x 512 (2 blocks held) = 2560, w1 3 x 1536 + 512: w0, 2.0 -> 2.5.
     assert result["routed"] == [3, 0]
     assert result["hit_rate"] == 1024 / (1024 + 1024 + 1536)
     assert result["ttft"] == {"mean": 4.0 / 3, "p50": 1.5, "p90": 1.5, "p99": 1.5}
