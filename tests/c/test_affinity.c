@@ -6,6 +6,7 @@
  * step.  affinity.c is included here with an allocator that fails on
  * demand; the hashes and the mixer are linked.
  */
+#include "affinity_model.h"
 #include "check.h"
 #include "failing_alloc.h"
 
@@ -169,40 +170,6 @@ static void test_failed_allocations(void)
     }
     fail_countdown = -1;
     chash_affinity_free(t);
-}
-
-/* A plain model: an array a slot, most recent last. */
-typedef struct {
-    uint64_t keys[8];
-    size_t n;
-} model_lru;
-
-static void model_touch(model_lru *m, uint64_t key, size_t cap)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (m->keys[i] == key) {
-            memmove(&m->keys[i], &m->keys[i + 1], (m->n - i - 1) * sizeof key);
-            m->n--;
-            break;
-        }
-    if (m->n == cap) {
-        memmove(&m->keys[0], &m->keys[1], (m->n - 1) * sizeof key);
-        m->n--;
-    }
-    m->keys[m->n++] = key;
-}
-
-static size_t model_match(const model_lru *m, const uint64_t *blocks, size_t n)
-{
-    size_t k = 0;
-    for (; k < n; k++) {
-        size_t i = 0;
-        while (i < m->n && m->keys[i] != blocks[k])
-            i++;
-        if (i == m->n)
-            break;
-    }
-    return k;
 }
 
 static void test_random_against_model(void)

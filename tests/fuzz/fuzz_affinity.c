@@ -56,6 +56,8 @@ static void *fz_realloc(void *p, size_t size)
 #include "strategies/affinity.c"
 #include "strategies/mix.c"
 
+#include "../c/affinity_model.h"
+
 #define FZ_ASSERT(cond)                                                              \
     do {                                                                             \
         if (!(cond)) {                                                               \
@@ -78,40 +80,10 @@ static uint8_t next(reader *r)
     return r->at < r->size ? r->data[r->at++] : 0;
 }
 
-typedef struct {
-    int used;
-    uint64_t keys[CAP];
-    size_t n;
-} model_slot;
-
-static void model_touch(model_slot *m, uint64_t key)
+/* A slot's match: none for a slot not in use. */
+static size_t slot_match(const model_lru *m, const uint64_t *blocks, size_t n)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (m->keys[i] == key) {
-            memmove(&m->keys[i], &m->keys[i + 1], (m->n - i - 1) * sizeof key);
-            m->n--;
-            break;
-        }
-    if (m->n == CAP) {
-        memmove(&m->keys[0], &m->keys[1], (m->n - 1) * sizeof key);
-        m->n--;
-    }
-    m->keys[m->n++] = key;
-}
-
-static size_t model_match(const model_slot *m, const uint64_t *blocks, size_t n)
-{
-    if (!m->used)
-        return 0;
-    size_t k = 0;
-    for (; k < n; k++) {
-        size_t i = 0;
-        while (i < m->n && m->keys[i] != blocks[k])
-            i++;
-        if (i == m->n)
-            break;
-    }
-    return k;
+    return m->used ? model_match(m, blocks, n) : 0;
 }
 
 static size_t read_blocks(reader *r, uint64_t *blocks)
@@ -122,7 +94,7 @@ static size_t read_blocks(reader *r, uint64_t *blocks)
     return n;
 }
 
-static void op_choose(reader *r, chash_affinity *t, model_slot *model)
+static void op_choose(reader *r, chash_affinity *t, model_lru *model)
 {
     chash_affinity_candidate cands[MAX_SLOTS];
     size_t count = next(r) % (MAX_SLOTS + 1);
@@ -146,7 +118,7 @@ static void op_choose(reader *r, chash_affinity *t, model_slot *model)
     double best = INFINITY;
     size_t want = 0;
     for (size_t i = 0; i < count; i++) {
-        size_t hits = model_match(&model[cands[i].slot], blocks, n);
+        size_t hits = slot_match(&model[cands[i].slot], blocks, n);
         double cost = cands[i].queued + w.miss_cost * fmax(0.0, tokens - (double)hits * w.block_tokens)
                       + (double)i * w.rank_cost + cands[i].load * w.load_cost;
         if (cost < best) {
@@ -210,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     chash_affinity *t = chash_affinity_new(CAP);
     if (!t)
         return 0;
-    model_slot model[MAX_SLOTS];
+    model_lru model[MAX_SLOTS];
     memset(model, 0, sizeof model);
     uint64_t blocks[8];
     while (r.at < r.size) {
@@ -245,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int used = slot < MAX_SLOTS && model[slot].used;
             FZ_ASSERT(chash_affinity_record(t, slot, blocks, n) == (used ? CHASH_OK : CHASH_ENOENT));
             for (size_t k = 0; used && k < n; k++)
-                model_touch(&model[slot], blocks[k]);
+                model_touch(&model[slot], blocks[k], CAP);
             break;
         }
         case OP_CHOOSE:
@@ -265,7 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = read_blocks(&r, blocks);
         for (size_t s = 0; s < MAX_SLOTS; s++) {
             FZ_ASSERT(chash_affinity_held(t, s) == (model[s].used ? model[s].n : 0));
-            FZ_ASSERT(chash_affinity_match(t, s, blocks, n) == model_match(&model[s], blocks, n));
+            FZ_ASSERT(chash_affinity_match(t, s, blocks, n) == slot_match(&model[s], blocks, n));
         }
     }
     fz_countdown = -1;
