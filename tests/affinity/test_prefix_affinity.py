@@ -4,8 +4,10 @@ anchor replicas agree on, its own in-flight counts, forget, errors that
 leave the state as it was, threads, and the documented example."""
 from __future__ import annotations
 
+import gc
 import math
 import random
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -200,3 +202,21 @@ def test_the_documented_example_routes_by_prefix() -> None:
     router.finished(first)
     router.finished(first)
     assert router.in_flight[first] == 0
+
+
+def test_route_keeps_no_reference_it_should_not(ring: ConsistentHashRouter) -> None:
+    policy = PrefixAffinity(ring, capacity=32)
+    blocks = [10**18 + k for k in range(70)]  # beyond the binding's stack buffer
+    loads = {f"w{j}": 1 for j in range(8)}
+    queued = {f"w{j}": 5.0 for j in range(8)}
+    for _ in range(50):
+        policy.done(policy.route(blocks, loads=loads, queued=queued))
+    before = [sys.getrefcount(x) for x in (blocks, loads, queued, blocks[0], *loads)]
+    objects = len(gc.get_objects())
+    for _ in range(2000):
+        policy.route(blocks, loads=loads, queued=queued)
+        policy.match("w0", blocks)
+        with pytest.raises(ValueError):
+            policy.route([1, -1], loads=loads)
+    assert [sys.getrefcount(x) for x in (blocks, loads, queued, blocks[0], *loads)] == before
+    assert len(gc.get_objects()) <= objects + 10

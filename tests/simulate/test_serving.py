@@ -349,6 +349,15 @@ def test_cli_trace_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFix
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_cli_trace_json_alone_prints_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path / "t.jsonl", random_trace(random.Random(6), 30))
+    assert main(["simulate", "--trace", str(trace), "--workers", "2", "--policy", "prefix",
+                 "--policy", "ring", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["policy"] for row in data["policies"]] == ["prefix", "ring"]
+    assert data["trace"] == "t.jsonl" and data["seeds"] == [1]
+
+
 @pytest.mark.parametrize("argv", [
     ["--trace", "/nonexistent.jsonl"], ["--prefill-rate", "0"], ["--decode-time", "-1"],
     ["--seed", "x"], ["--policy", "nope"], ["--workers", "0"],
