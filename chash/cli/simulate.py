@@ -228,7 +228,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--bounded-vnodes", type=_vnode_list, default=(10, 150), metavar="V,V,...",
                         help="rings the bounded-loads columns run over (default 10,150)")
     parser.add_argument("--balance-factor", type=_balance_factor, default=1.25, metavar="C",
-                        help="bounded loads: no node above ceil(C * keys / nodes) (default 1.25)")
+                        help="bounded loads: no node above ceil(C * keys / nodes); with --trace, "
+                             "chwbl's c (default 1.25)")
     parser.add_argument("--maglev-size", type=positive_int, default=65537, metavar="M",
                         help="Maglev table size, a prime (default 65537)")
     parser.add_argument("--hash", choices=HASHES, default="md5",
