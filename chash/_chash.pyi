@@ -2,7 +2,7 @@
 the strategy functions beside the ring that chash.simulate uses (private;
 every argument positional-only)."""
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal, NamedTuple, Protocol, Self, TypeVar, final
 
 from typing_extensions import Buffer, disjoint_base
@@ -306,6 +306,35 @@ class BoundedLoads:
     def loads(self) -> dict[str, int]: ...
     @property
     def in_flight(self) -> int: ...
+
+@final
+class _AffinityTable:
+    """What chash.affinity.PrefixAffinity routed where, in C (private)."""
+
+    def __new__(cls, capacity: int) -> Self: ...
+    def route(
+        self,
+        blocks: Sequence[int],
+        nodes: Sequence[str],
+        loads: Mapping[str, float] | None,
+        queued: Mapping[str, float] | None,
+        tokens: float,
+        block_tokens: float,
+        miss_cost: float,
+        rank_cost: float,
+        load_cost: float,
+        /,
+    ) -> int: ...
+    def match(self, node: str, blocks: Sequence[int], /) -> int: ...
+    def held(self, node: str, /) -> int: ...
+    def forget(self, node: str, /) -> None: ...
+    def nodes(self) -> list[str]: ...
+    def _check(self) -> None: ...
+    @property
+    def capacity(self) -> int: ...
+
+def prefix_blocks(data: str | Sequence[int], *, block: int = 128, limit: int = 128) -> list[int]:
+    """The chained hashes of a prompt's blocks (chash.affinity.prefix_blocks)."""
 
 def _hash(name: str, data: bytes, seed: int = 0, /) -> int: ...
 def _moving_keys(

@@ -32,10 +32,12 @@ HTTP_SOURCES := http/request_head.c
 # and lookups), bounded loads, over one mixer.
 STRATEGY_SOURCES := strategies/mix.c strategies/jump.c strategies/rendezvous.c \
                     strategies/maglev.c strategies/bounded.c
+# Prefix-cache affinity for LLM routing (csrc/strategies/affinity.c).
+AFFINITY_SOURCES := strategies/affinity.c
 
 # The engine: everything above; plain C11, no Python.
 ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
-                  $(HTTP_SOURCES) $(HAPROXY_ID_SOURCES)
+                  $(HTTP_SOURCES) $(HAPROXY_ID_SOURCES) $(AFFINITY_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
@@ -45,4 +47,4 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/zones.c 
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_names.c python/node_list.c python/ring64.c python/maglev.c python/jump.c \
                    python/rendezvous.c python/rendezvous_nodes.c python/bounded.c \
-                   python/simulate.c python/http_head.c
+                   python/simulate.c python/http_head.c python/affinity.c

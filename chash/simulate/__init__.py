@@ -19,6 +19,12 @@ depends only on the keys and the nodes.  Shrinking a cluster by its newest
 node moves exactly the keys that growing it moved, so the growth steps read
 backwards are the shrink steps; a failure removes a node from the middle.
 
+``chash simulate --trace`` replays an LLM request trace (``trace``:
+Mooncake's JSONL format) through inference workers with prefix caches and
+prefill queues (``serving``: the model, ``replay()``), under each routing
+policy (``policies``: the baselines and ``compare()``), printed and drawn by
+``report``; docs/llm.md.
+
 ``render()`` formats a result as text tables and ``plot()`` draws it with
 matplotlib (the ``plot`` extra).  All the heavy loops run in C.
 
@@ -41,9 +47,24 @@ from chash.simulate.config import (
 from chash.simulate.config import TIMING_REPEATS as TIMING_REPEATS
 from chash.simulate.measures import ROUND_ROBIN_SEED as ROUND_ROBIN_SEED
 from chash.simulate.measures import load_stats, simulate
+from chash.simulate.plots import figure_class as figure_class
 from chash.simulate.plots import plot
 from chash.simulate.plots import plot_figure as plot_figure
 from chash.simulate.plots import plot_path as plot_path
+from chash.simulate.policies import (
+    POLICIES,
+    CacheAware,
+    Chwbl,
+    LeastLoaded,
+    PrefixPolicy,
+    RingPolicy,
+    RoundRobin,
+    bounded_choice,
+    compare,
+    ring_key,
+)
+from chash.simulate.report import plot_comparison, render_comparison
+from chash.simulate.serving import BlockLRU, Policy, ServingConfig, View, average, percentile, replay
 from chash.simulate.strategies import BoundedStrategy as BoundedStrategy
 from chash.simulate.strategies import JumpStrategy as JumpStrategy
 from chash.simulate.strategies import MaglevStrategy as MaglevStrategy
@@ -52,8 +73,33 @@ from chash.simulate.strategies import RendezvousStrategy as RendezvousStrategy
 from chash.simulate.strategies import RingStrategy as RingStrategy
 from chash.simulate.strategies import Strategy, Workload, build_strategies
 from chash.simulate.text import render
+from chash.simulate.text import table as table
+from chash.simulate.trace import BLOCK_TOKENS, TraceRequest, parse_trace, read_trace
 
 __all__ = [
+    "BLOCK_TOKENS",
+    "POLICIES",
+    "BlockLRU",
+    "CacheAware",
+    "Chwbl",
+    "LeastLoaded",
+    "Policy",
+    "PrefixPolicy",
+    "RingPolicy",
+    "RoundRobin",
+    "ServingConfig",
+    "TraceRequest",
+    "View",
+    "average",
+    "bounded_choice",
+    "compare",
+    "parse_trace",
+    "percentile",
+    "plot_comparison",
+    "read_trace",
+    "render_comparison",
+    "replay",
+    "ring_key",
     "DEFAULT_BALANCE_VNODES",
     "DEFAULT_RING_VNODES",
     "MAX_MAGLEV_SIZE",

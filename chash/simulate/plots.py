@@ -8,7 +8,7 @@ from typing import Any
 from chash._optional import require
 from chash._text import plural
 
-__all__ = ["plot", "plot_figure", "plot_path"]
+__all__ = ["figure_class", "plot", "plot_figure", "plot_path"]
 
 
 #: Who needs matplotlib, in the error raised without it: "chash simulate
@@ -16,7 +16,7 @@ __all__ = ["plot", "plot_figure", "plot_path"]
 _PLOT_USER = "chash simulate --plot"
 
 
-def _figure_class() -> Any:
+def figure_class() -> Any:
     """``matplotlib.figure.Figure``; ImportError naming the extra without
     matplotlib."""
     # The package itself first: a test (or a user) may block matplotlib
@@ -32,11 +32,11 @@ def plot_path(path: str) -> str:
 
     ImportError naming the extra without matplotlib; ValueError when the
     extension is not an image format matplotlib writes."""
-    figure_class = _figure_class()
+    figure = figure_class()
     ext = os.path.splitext(path)[1]
     if not ext:
         return path + ".png"
-    formats = figure_class().canvas.get_supported_filetypes()
+    formats = figure().canvas.get_supported_filetypes()
     if ext[1:].lower() not in formats:
         raise ValueError(f"cannot draw a {ext!r} file: use one of "
                          f"{', '.join('.' + name for name in sorted(formats))}")
@@ -46,7 +46,7 @@ def plot_path(path: str) -> str:
 def plot_figure(result: dict[str, Any]) -> Any:
     """The remap fractions and load spreads of ``result`` as a matplotlib
     ``Figure`` (ImportError naming the extra without matplotlib)."""
-    figure = _figure_class()(figsize=(16, 6), layout="constrained")
+    figure = figure_class()(figsize=(16, 6), layout="constrained")
     halves: Any = figure.subfigures(1, 2, width_ratios=[1.25, 2])
     remap_fig, load_fig = halves
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from chash._text import plural
 
-__all__ = ["render"]
+__all__ = ["render", "table"]
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     """Right-aligned columns but the first, a rule under the headers."""
     body = [list(row) for row in rows]
     widths = [max([len(headers[i]), *(len(row[i]) for row in body)]) for i in range(len(headers))]
@@ -58,7 +58,7 @@ def render(result: dict[str, Any]) -> str:
     for failure in result["remap"]["failure"]:
         rows.append([f"{failure['from']} -> {failure['to']}, {failure['failed']} fails",
                      _pct(failure["ideal"]), *(_pct(failure["moved"][i]) for i in ids)])
-    out += _table(["nodes", "ideal 1/N", *(s["label"] for s in strategies)], rows)
+    out += table(["nodes", "ideal 1/N", *(s["label"] for s in strategies)], rows)
     out += [
         f"ring/V: the ring with V virtual nodes a node; bounded/V: bounded loads, "
         f"c = {config['balance_factor']:g}, over ring/V;",
@@ -68,21 +68,21 @@ def render(result: dict[str, Any]) -> str:
         f"Load balance by virtual nodes ({last} nodes, {plural(keys, 'key')}; "
         f"arc = share of the ring each node owns)",
     ]
-    out += _table(
+    out += table(
         ["virtual nodes", "max/mean", "min/mean", "std dev", "std dev/mean", "arc std dev/mean"],
         ([str(r["virtual_nodes"]), f"{r['max_over_mean']:.3f}", f"{r['min_over_mean']:.3f}",
           f"{r['stddev']:,.0f}", _pct(r["relative_stddev"]), _pct(r["arc_relative_stddev"])]
          for r in result["balance_by_vnodes"]))
     out += ["", f"Load balance by strategy ({last} nodes; keys thrown at random: "
                 f"std dev/mean {_pct(result['random_relative_stddev'])})"]
-    out += _table(
+    out += table(
         ["strategy", "max/mean", "min/mean", "std dev", "std dev/mean"],
         ([r["label"], f"{r['max_over_mean']:.3f}", f"{r['min_over_mean']:.3f}",
           f"{r['stddev']:,.0f}", _pct(r["relative_stddev"])] for r in result["balance_by_strategy"]))
     out += ["", f"Ring memory and build time by virtual nodes ({last} nodes; build: "
                 f"add_service_node node by node,",
             "or add_service_nodes all at once; lookup: key_distribution, key hashing included)"]
-    out += _table(
+    out += table(
         ["virtual nodes", "points", "engine", "bytes/point", "as Python list+dict",
          "build, node by node", "build, all at once", "lookup"],
         ([str(r["virtual_nodes"]), f"{r['points']:,}", _bytes(r["memory_bytes"]),
@@ -92,7 +92,7 @@ def render(result: dict[str, Any]) -> str:
     at = result["comparison_at"]
     out += ["", "Strategies side by side (routing cost includes hashing the key; "
                 "round robin: two passes over the keys)"]
-    out += _table(
+    out += table(
         ["strategy", f"moved {at['growth'][0]}->{at['growth'][1]}",
          f"moved {at['failure'][0]}->{at['failure'][1]} (fail)", "growth/ideal",
          "same node on repeat", "max/mean", "state", "route"],

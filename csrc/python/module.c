@@ -12,6 +12,7 @@
  */
 #include "state.h"
 
+#include "affinity.h"
 #include "bounded.h"
 #include "diff.h"
 #include "http_head.h"
@@ -93,7 +94,7 @@ static int module_exec(PyObject *module)
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
         || jump_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
         || bounded_type_setup(module) < 0
-        || diff_module_setup(module) < 0)
+        || diff_module_setup(module) < 0 || affinity_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)

@@ -24,7 +24,7 @@ SOURCE = Path(__file__).resolve().parents[2]
 #: below. Within the subsystem layer the rooms stand apart (see SEPARATE).
 LAYERS: list[tuple[str, set[str]]] = [
     ("engine binding", {"chash._chash"}),
-    ("ring", {"chash", "chash.bounded", "chash.compat", "chash.metrics", "chash.routers",
+    ("ring", {"chash", "chash.affinity", "chash.bounded", "chash.compat", "chash.metrics", "chash.routers",
               "chash.simulate", "chash.zones", "chash._text", "chash._optional", "chash._version"}),
     ("subsystems", {"chash.health", "chash.membership", "chash.discovery", "chash.routing",
                     "chash.httpx", "chash.grpc", "chash.aiohttp", "chash.migration",
@@ -174,7 +174,7 @@ def test_arrows_point_down() -> None:
 
 #: The modules flat in chash/: the facade and a few ring-level modules; every
 #: other room is a package.
-FLAT = {"__init__.py", "__main__.py", "_optional.py", "_text.py", "_version.py", "bounded.py",
+FLAT = {"__init__.py", "__main__.py", "_optional.py", "_text.py", "_version.py", "affinity.py", "bounded.py",
         "demo.py", "metrics.py", "routers.py", "zones.py"}
 #: Rooms that are packages, one module a program's grammar or a concern,
 #: whose facade re-exports the names of the modules inside.
