@@ -186,7 +186,6 @@ class Proxy:
             if channel.on_wake is not None:
                 channel.wake()
         self.tunnels.close_all()
-        await self.tunnels.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
