@@ -10,13 +10,16 @@ reading from the other pauses until it catches up: a slow reader holds the
 sender back, and the memory of a tunnel stays bounded whatever its traffic.
 
 A tunnel with no byte either way for ``tunnel_idle_timeout`` seconds is
-closed.  The gateway closes tunnels itself in two more cases, with a
-WebSocket close frame sent to the client between two of the backend's
-frames (``chash.gateway.frames``): 1012 (Service Restart) when the ring
-gives the tunnel's key another owner (``on_ring_change="close"``) or its
-node left the ring, and 1001 (Going Away) when the gateway stops.  A
-tunnel that reaches no frame boundary within ``tunnel_close_grace``
-seconds is closed without the frame.
+closed.  The gateway closes tunnels itself in two more cases, with
+WebSocket close frames between two frames of each stream
+(``chash.gateway.frames``): 1012 (Service Restart) to the client when the
+ring gives the tunnel's key another owner (``on_ring_change="close"``) or
+its node left the ring, and 1001 (Going Away) when the gateway stops; the
+backend gets 1001 in both.  Each direction first finishes the frame in
+flight, however long a reader that paused takes, within
+``tunnel_close_grace`` seconds; what is not done then is cut without a
+frame (logged).  The ring's changes reach ``Tunnels.ring_changed`` from
+whoever makes them (``Gateway.ring_changed``); nothing polls the ring.
 
 ``Tunnels`` also keeps the counts the admin listener shows: tunnels open
 by node, opened by node, closed by node and reason, bytes by direction.
