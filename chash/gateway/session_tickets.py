@@ -36,6 +36,7 @@ A leaf: it imports nothing of the gateway.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -75,10 +76,10 @@ def set_ticket_keys(context: ssl.SSLContext, keys: bytes) -> bool:
     that long."""
     if len(keys) != TICKET_KEYS_SIZE:
         raise ValueError(f"ticket keys are {TICKET_KEYS_SIZE} bytes, not {len(keys)}")
-    pointer = _ssl_ctx_of(context)
+    openssl = _openssl()
+    pointer = None if openssl is None else _ssl_ctx_of(context)
     if pointer is None:
         return False
-    openssl = _openssl()
     buffer = ctypes.create_string_buffer(keys, TICKET_KEYS_SIZE)
     return bool(openssl.SSL_CTX_ctrl(pointer, _SSL_CTRL_SET_TLSEXT_TICKET_KEYS,
                                      TICKET_KEYS_SIZE, buffer))
@@ -107,8 +108,10 @@ _HEADER = object.__basicsize__
 #: ``SSL_CTX`` addresses alive, as OpenSSL's ex_data callbacks report them.
 _alive: set[int] = set()
 _lock = threading.Lock()
-#: The looked-up library and the callbacks kept alive: ``[library or None]``.
+#: The looked-up library, once looked up: ``[library or None]``.
 _found: list[Any] = []
+#: The callbacks OpenSSL holds (ctypes frees a thunk with its last reference).
+_callbacks: list[Any] = []
 
 # void CRYPTO_EX_new(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
 #                    long argl, void *argp), and CRYPTO_EX_free alike.
@@ -161,9 +164,26 @@ def _look_up_openssl() -> Any:
                           ctypes.c_void_p, _EX_CALLBACK]
     new_index.restype = ctypes.c_int
     made, freed = _EX_CALLBACK(_made), _EX_CALLBACK(_freed)
-    if new_index(_CRYPTO_EX_INDEX_SSL_CTX, 0, None, made, None, freed) < 0:
+    index = new_index(_CRYPTO_EX_INDEX_SSL_CTX, 0, None, made, None, freed)
+    if index < 0:
         return None
-    library.chash_callbacks = (made, freed)  # called as long as the process lives
+    _callbacks.extend((made, freed))  # kept alive while OpenSSL may call them
+    try:
+        free_index = library.CRYPTO_free_ex_index
+    except AttributeError:
+        return None  # the callbacks would outlive the interpreter: better none of this
+    free_index.argtypes = [ctypes.c_int, ctypes.c_int]
+    free_index.restype = ctypes.c_int
+
+    def unregister() -> None:
+        # At exit, before the interpreter is torn down: contexts freed after
+        # (while finalizing) must not call into Python.  Nothing is set after.
+        with _lock:
+            _found[0] = None
+            _alive.clear()
+        free_index(_CRYPTO_EX_INDEX_SSL_CTX, index)
+
+    atexit.register(unregister)
     return library
 
 
