@@ -280,6 +280,9 @@ class Tunnel:
         self.reason = reason
         self.closing = code
         self._polite = True
+        # Hear from both sides again (a side that half-closed was let go):
+        # their ends, and that their connections are gone, settle the close.
+        self.client.fast, self.backend.fast = self._from_client, self._from_backend
         if self._timer is not None:
             self._timer.cancel()
         self._timer = self.client.loop.call_later(grace, self._cut, grace)
