@@ -185,6 +185,15 @@ class AiohttpClient:
 CLIENTS = {"websockets": WebsocketsClient, "aiohttp": AiohttpClient}
 
 
+async def hold_a_frame_open(client: WebsocketsClient | AiohttpClient, tunnel: Tunnel) -> None:
+    """The client stops reading, then asks for a 16 MiB message: once the
+    socket buffers are full, the gateway holds the backend back mid-frame."""
+    client.pause()
+    await client.send(f"send:{BIG}")
+    await eventually(lambda: tunnel.client.write_paused and not tunnel.boundaries.at_boundary,
+                     "the client holding a frame open", timeout=60)
+
+
 async def change_or_stop(gateway: Gateway, trigger: str) -> asyncio.Future[None] | None:
     """A ring change that takes the key's node out (1012), or a stop (1001)."""
     if trigger == "ring_change":
@@ -208,12 +217,7 @@ def test_a_client_not_reading_mid_frame_gets_the_frame_then_the_close(
             await client.open(gateway)
             try:
                 tunnel = the_tunnel(gateway)
-                client.pause()
-                await client.send(f"send:{BIG}")
-                # The gateway holds the backend back mid-message.
-                await eventually(lambda: tunnel.client.write_paused
-                                 and not tunnel.boundaries.at_boundary,
-                                 "the client holding a frame open", timeout=60)
+                await hold_a_frame_open(client, tunnel)
                 stopping = await change_or_stop(gateway, trigger)
                 await eventually(lambda: tunnel.reason is not None, "the close begun")
                 code = 1012 if trigger == "ring_change" else 1001
@@ -279,11 +283,7 @@ def test_a_client_still_not_reading_when_the_grace_runs_out_is_cut(
             await client.open(gateway)
             try:
                 tunnel = the_tunnel(gateway)
-                client.pause()
-                await client.send(f"send:{BIG}")
-                await eventually(lambda: tunnel.client.write_paused
-                                 and not tunnel.boundaries.at_boundary,
-                                 "the client holding a frame open", timeout=60)
+                await hold_a_frame_open(client, tunnel)
                 with caplog.at_level(logging.WARNING, logger="chash.gateway"):
                     await change_or_stop(gateway, "ring_change")
                     await eventually(lambda: not gateway.tunnels.live,
