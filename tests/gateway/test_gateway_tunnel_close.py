@@ -349,3 +349,52 @@ def test_a_change_made_from_another_thread_reaches_the_tunnels() -> None:
             assert tunnel.reason == "ring_change"
             await client.aclose()
     run(main(), timeout=120)
+
+
+def test_a_shared_ring_change_closes_the_moved_tunnel() -> None:
+    """With a Redis membership (its own threads apply the store's changes
+    to the router), another instance removes the key's node: the
+    membership's listener tells the gateway, whose loop closes the tunnel
+    with 1012."""
+    redis = pytest.importorskip("redis", reason="redis-py is not installed")
+    from _support.redis_server import running_server
+    from chash import ConsistentHashRouter
+    from chash.membership import RedisMembership
+
+    servers = running_server()
+    srv = next(servers)
+    try:
+        async def main() -> None:
+            backends = {name: Backend() for name in ("a", "b")}
+            for backend in backends.values():
+                backend.server = await serve(backend.handler, "127.0.0.1", 0, compression=None)
+            router = ConsistentHashRouter()
+            for name in backends:
+                router.add_service_node(name)
+            client = redis.Redis(**srv.client_kwargs())
+            shared = RedisMembership(router, client, "rooms", bootstrap=True)
+            operator = RedisMembership(ConsistentHashRouter(), client, "rooms")
+            await asyncio.to_thread(shared.start)
+            gateway = Gateway({name: b.address for name, b in backends.items()},
+                              GatewayConfig(health=False, on_ring_change="close"),
+                              membership=shared)
+            try:
+                await gateway.start()
+                ws = WebsocketsClient()
+                await ws.open(gateway)
+                tunnel = the_tunnel(gateway)
+                await asyncio.to_thread(operator.refresh)
+                await asyncio.to_thread(operator.remove_node, tunnel.node)
+                assert await ws.close_code() == 1012
+                assert tunnel.reason == "ring_change" and tunnel.node not in router
+                await ws.aclose()
+            finally:
+                await gateway.stop()
+                await asyncio.to_thread(shared.stop)
+                client.close()
+                for backend in backends.values():
+                    backend.server.close()
+                    await backend.server.wait_closed()
+        run(main(), timeout=120)
+    finally:
+        servers.close()
