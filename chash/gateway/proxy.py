@@ -187,6 +187,10 @@ class Proxy:
                 channel.wake()
         self.tunnels.close_all()
         if self._tasks:
+            # A tunnel has its own grace to reach its close frames (it cuts
+            # itself after it): waited for, when longer.
+            if self.tunnels.live:
+                grace = max(grace, self.config.tunnel_close_grace)
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
             task.cancel()

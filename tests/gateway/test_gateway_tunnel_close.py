@@ -398,3 +398,27 @@ def test_a_shared_ring_change_closes_the_moved_tunnel() -> None:
         run(main(), timeout=120)
     finally:
         servers.close()
+
+
+def test_a_stop_waits_for_the_tunnels_own_grace() -> None:
+    """``stop(grace)`` shorter than ``tunnel_close_grace``: a client that
+    resumes after the first, within the second, still gets its frame and
+    its 1001."""
+    async def main() -> None:
+        async with cluster(grace=30.0) as (gateway, _):
+            client = WebsocketsClient()
+            await client.open(gateway)
+            try:
+                tunnel = the_tunnel(gateway)
+                await hold_a_frame_open(client, tunnel)
+                stopping = asyncio.ensure_future(gateway.stop(grace=0.1))
+                await eventually(lambda: tunnel.reason == "stop", "the close begun")
+                await asyncio.sleep(1.0)  # well past the stop's own grace
+                assert not stopping.done()
+                client.resume()
+                assert await client.receive() == b"x" * BIG
+                assert await client.close_code() == 1001
+                await asyncio.wait_for(stopping, 60)
+            finally:
+                await client.aclose()
+    run(main(), timeout=120)
