@@ -17,7 +17,7 @@ import logging
 import math
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from chash._optional import require
@@ -125,6 +125,7 @@ class DnsSrvDiscovery:
         self._failing: str | None = None
         #: [target, the set last applied to it (None until one was)]
         self._targets: list[list[Any]] = []
+        self._listeners: list[Callable[[], object]] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -191,9 +192,18 @@ class DnsSrvDiscovery:
         change, so instances sharing a ring do not rewrite it every poll."""
         with self._lock:
             pending = [entry for entry in self._targets if entry[1] != nodes]
+        applied = False
         for entry in pending:
             if self._apply(entry[0], nodes):
                 entry[1] = dict(nodes)
+                applied = True
+        if applied:
+            for listener in list(self._listeners):
+                try:
+                    listener()
+                except Exception:
+                    logger.exception("a listener of %s failed", self.name,
+                                     extra={"srv": self.name})
 
     def _failed(self, why: str) -> None:
         with self._lock:
@@ -227,6 +237,15 @@ class DnsSrvDiscovery:
             nodes = self._nodes
         if nodes is not None:
             self._bring_targets(nodes)
+
+    def add_listener(self, listener: Callable[[], object]) -> None:
+        """Call ``listener()`` after each record set brought to the
+        targets (from the thread that looked it up); its errors are logged.
+        (The gateway closes the WebSocket tunnels a change moved.)"""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, not {listener!r}")
+        with self._lock:
+            self._listeners.append(listener)
 
     def next_poll(self) -> float:
         """Seconds until the next lookup: ``interval``, else the TTL of

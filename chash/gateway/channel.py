@@ -228,6 +228,12 @@ class Channel(asyncio.Protocol):
             self.wake()
 
     @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (``connection_lost`` came: what
+        was written before a ``close`` has gone out, or never will)."""
+        return self._lost
+
+    @property
     def lost(self) -> bool:
         """Whether the connection is gone or closing."""
         return self._lost or self.transport is None or self.transport.is_closing()

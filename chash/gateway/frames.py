@@ -102,8 +102,15 @@ class FrameBoundaries:
         return first
 
 
-def close_frame(code: int) -> bytes:
-    """An unmasked close frame (a server's) with status ``code`` and no reason."""
+def close_frame(code: int, mask: bytes | None = None) -> bytes:
+    """A close frame with status ``code`` and no reason: unmasked (a
+    server's), or masked with the 4-byte ``mask`` (a client's, RFC 6455
+    §5.3: what the gateway sends a backend)."""
     if not 1000 <= code <= 4999:
         raise ValueError(f"a close code is 1000 to 4999, not {code!r}")
-    return b"\x88\x02" + code.to_bytes(2, "big")
+    if mask is None:
+        return b"\x88\x02" + code.to_bytes(2, "big")
+    if len(mask) != 4:
+        raise ValueError(f"a masking key is 4 bytes, not {len(mask)}")
+    payload = bytes(a ^ b for a, b in zip(code.to_bytes(2, "big"), mask, strict=False))
+    return b"\x88\x82" + mask + payload

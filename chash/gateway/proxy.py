@@ -187,8 +187,11 @@ class Proxy:
             if channel.on_wake is not None:
                 channel.wake()
         self.tunnels.close_all()
-        await self.tunnels.stop()
         if self._tasks:
+            # A tunnel has its own grace to reach its close frames (it cuts
+            # itself after it): waited for, when longer.
+            if self.tunnels.live:
+                grace = max(grace, self.config.tunnel_close_grace)
             await asyncio.wait(list(self._tasks), timeout=grace)
         for task in list(self._tasks):
             task.cancel()

@@ -252,6 +252,7 @@ class Gateway:
         self._server: asyncio.AbstractServer | None = None
         self._admin_runner: web.AppRunner | None = None
         self._tls_listener: TlsListener | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._bound: list[tuple[str, int]] = []
         self._admin_bound: list[tuple[str, int]] = []
         self._registry, self._metrics_off = make_registry(self, parts.config.metrics, registry)
@@ -435,8 +436,29 @@ class Gateway:
                     "probes off with --no-health")
             self._hints[node] = hint
             logger.warning("%s", hint, extra={"node": node})
+        self._tunnels.ring_changed()  # the verdict is applied: what moved
         if self._on_change is not None:
             self._on_change(node, old, new, reason)
+
+    def ring_changed(self) -> None:
+        """Tell the gateway that its ring changed, so that the WebSocket
+        tunnels it moved close now (``on_ring_change``).  The gateway
+        calls it itself after each change it makes or hears of: health
+        verdicts, reloads, slow-start steps, the leader's batches with
+        ``--workers N``, a membership's new versions, a record set of
+        ``--dns-srv``; call it after changing ``router`` yourself.  Safe
+        from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return  # not running: no tunnel
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._tunnels.ring_changed()
+        else:
+            loop.call_soon_threadsafe(self._tunnels.ring_changed)
 
     # -- reload ----------------------------------------------------------------
 
@@ -532,6 +554,7 @@ class Gateway:
             if self._own_health and self._health is not None and backend_tls.built:
                 self._health.ssl_context = backend_tls.context()
         self._tunnels.reconfigure(config)
+        self._tunnels.ring_changed()
         # The new TLS context serves the handshakes from now on; connections
         # already open keep theirs.
         self._tls, self._tls_certificate = tls, certificate
@@ -549,7 +572,10 @@ class Gateway:
         port (SO_REUSEPORT)."""
         if self._server is not None or self._tls_listener is not None:
             raise RuntimeError("the gateway is already running")
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
+        add_listener = getattr(self._membership, "add_listener", None)
+        if callable(add_listener):  # a shared ring: its new versions
+            add_listener(self.ring_changed)
         if self._tls is not None:
             listener = TlsListener(self._proxy.accept, self._current_tls,
                                    self._config.tls_handshake_timeout)
@@ -571,7 +597,7 @@ class Gateway:
                     self, *self._config.admin_listen)
             self._started_at = time.time()
             if self._ramp is not None:
-                self._ramp.start()
+                self._ramp.start(on_change=self._tunnels.ring_changed)
             if self._health is not None and not self._health.running:
                 await self._health.start()
         except BaseException:
@@ -589,6 +615,9 @@ class Gateway:
             await self._health.stop()
         if self._ramp is not None:
             await self._ramp.stop()
+        remove_listener = getattr(self._membership, "remove_listener", None)
+        if callable(remove_listener):
+            remove_listener(self.ring_changed)
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -727,7 +756,7 @@ class GatewayParts:
             return nodes[0] if nodes else None
 
         counters = counters if counters is not None else RouteCounters()
-        tunnels = Tunnels(config, owner, router.__contains__, router.fingerprint)
+        tunnels = Tunnels(config, owner, router.__contains__)
         proxy = Proxy(config, routes, addresses, counters,
                       health if health is not None else health_reports,
                       attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)

@@ -75,21 +75,28 @@ class WeightRamp:
         """The nodes still ramping."""
         return self._ramp.ramping()
 
-    def step(self) -> None:
-        """Gives every ramping node its weight for now."""
+    def step(self) -> bool:
+        """Gives every ramping node its weight for now; whether a weight
+        changed."""
+        changed = False
         for node, weight in self._ramp.step(self._clock()).items():
             if node in self._router:
                 self._apply(node, weight)
+                changed = True
+        return changed
 
-    async def _run(self, interval: float) -> None:
+    async def _run(self, interval: float, on_change: Callable[[], object] | None) -> None:
         while True:
             await asyncio.sleep(interval)
-            self.step()
+            if self.step() and on_change is not None:
+                on_change()
 
-    def start(self, interval: float = 0.5) -> None:
-        """Steps the ramps every ``interval`` seconds on the running loop."""
+    def start(self, interval: float = 0.5, *,
+              on_change: Callable[[], object] | None = None) -> None:
+        """Steps the ramps every ``interval`` seconds on the running loop,
+        calling ``on_change()`` after each step that changed a weight."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(interval))
+            self._task = asyncio.get_running_loop().create_task(self._run(interval, on_change))
 
     async def stop(self) -> None:
         """Stops stepping (the weights stay as they are)."""

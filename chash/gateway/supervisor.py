@@ -261,6 +261,12 @@ def build(plan: Plan, worker: int = 0,
                       membership=verdicts, counters=counters, health_reports=reports, ramp=ramp,
                       tls_ticket_keys=ticket_keys)
     gateway.reloads = Reloader(plan, gateway, adapt)
+    # A record set written into the ring itself (not through a shared
+    # ring's store, whose new versions the gateway hears of on its own).
+    listen = getattr(None if feeds is None or membership is not None else feeds.discovery,
+                     "add_listener", None)
+    if callable(listen):
+        listen(gateway.ring_changed)
     return gateway, feeds, role
 
 

@@ -10,13 +10,16 @@ reading from the other pauses until it catches up: a slow reader holds the
 sender back, and the memory of a tunnel stays bounded whatever its traffic.
 
 A tunnel with no byte either way for ``tunnel_idle_timeout`` seconds is
-closed.  The gateway closes tunnels itself in two more cases, with a
-WebSocket close frame sent to the client between two of the backend's
-frames (``chash.gateway.frames``): 1012 (Service Restart) when the ring
-gives the tunnel's key another owner (``on_ring_change="close"``) or its
-node left the ring, and 1001 (Going Away) when the gateway stops.  A
-tunnel that reaches no frame boundary within ``tunnel_close_grace``
-seconds is closed without the frame.
+closed.  The gateway closes tunnels itself in two more cases, with
+WebSocket close frames between two frames of each stream
+(``chash.gateway.frames``): 1012 (Service Restart) to the client when the
+ring gives the tunnel's key another owner (``on_ring_change="close"``) or
+its node left the ring, and 1001 (Going Away) when the gateway stops; the
+backend gets 1001 in both.  Each direction first finishes the frame in
+flight, however long a reader that paused takes, within
+``tunnel_close_grace`` seconds; what is not done then is cut without a
+frame (logged).  The ring's changes reach ``Tunnels.ring_changed`` from
+whoever makes them (``Gateway.ring_changed``); nothing polls the ring.
 
 ``Tunnels`` also keeps the counts the admin listener shows: tunnels open
 by node, opened by node, closed by node and reason, bytes by direction.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,8 +52,6 @@ DIRECTIONS = ("client_to_backend", "backend_to_client")
 #: WebSocket close codes (RFC 6455 §7.4.1, IANA registry).
 GOING_AWAY = 1001
 SERVICE_RESTART = 1012
-#: Seconds between two looks at the ring for tunnels to close.
-RING_POLL = 0.2
 
 
 @dataclass(frozen=True)
@@ -81,16 +83,25 @@ def merge_tunnel_counts(counts: list[TunnelCounts]) -> TunnelCounts:
 
 class Tunnel:
     """One upgraded connection: the client's, the backend's, and what the
-    gateway knows of the stream it relays to the client.
+    gateway knows of the two streams of frames it relays.
 
     The bytes are relayed from the channels' callbacks (``Channel.fast``):
     what arrives on one side is written to the other at once, with no task
     step per read.  When a side falls behind (its transport's buffer over
     the high-water mark), reading from the other side pauses until it has
-    caught up (``Channel.on_writable``)."""
+    caught up (``Channel.on_writable``).
 
-    __slots__ = ("_done", "_idle", "_timer", "backend", "boundaries", "client", "closing",
-                 "down", "half_closed", "key", "last", "node", "reason", "up")
+    Closed by the gateway (``close``), a tunnel goes on relaying each
+    direction up to the end of the frame in flight: the client then gets
+    the close frame, the backend a masked close frame of its own (1001),
+    and whatever comes after is read and dropped until the other end
+    answers with its close frame (or closes), when its connection closes
+    once what was written has gone out.  A side that stopped reading holds
+    that up, not the other; the grace bounds it all."""
+
+    __slots__ = ("_client_eof", "_backend_eof", "_down_closed", "_done", "_idle", "_polite",
+                 "_timer", "_up_closed", "backend", "boundaries", "client", "client_frames",
+                 "closing", "down", "half_closed", "key", "last", "node", "reason", "up")
 
     def __init__(self, client: Channel, backend: Channel, node: str, key: bytes,
                  idle: float) -> None:
@@ -98,8 +109,12 @@ class Tunnel:
         self.backend = backend
         self.node = node
         self.key = key
+        #: The frames of the backend's stream (to the client) ...
         self.boundaries = FrameBoundaries()
-        #: The close code to send the client at the next frame boundary.
+        #: ... and of the client's (to the backend).
+        self.client_frames = FrameBoundaries()
+        #: The close code to send the client at the next frame boundary
+        #: (None once sent, or when the gateway is not closing the tunnel).
         self.closing: int | None = None
         #: Why the tunnel ended (None while it runs).
         self.reason: str | None = None
@@ -112,6 +127,10 @@ class Tunnel:
         self._idle = idle
         self._timer: asyncio.TimerHandle | None = None
         self._done: asyncio.Future[None] = client.loop.create_future()
+        # Closing by the gateway: under way; each direction's close frame
+        # written (or not needed); an EOF passed on to the client, the backend.
+        self._polite = self._down_closed = self._up_closed = False
+        self._client_eof = self._backend_eof = False
 
     # -- running ---------------------------------------------------------------
 
@@ -123,7 +142,7 @@ class Tunnel:
         client.on_writable, backend.on_writable = self._client_writable, self._backend_writable
         self._arm(self._idle)
         self._from_backend(backend)
-        if self.reason is None or self.closing is not None:
+        if not self._done.done():
             self._from_client(client)
         return self._done
 
@@ -132,16 +151,29 @@ class Tunnel:
         if client.buffered:
             data = client.take(client.buffered)
             self.last = client.loop.time()
-            self.up += len(data)
-            if backend.lost:
-                self.end("backend")
-                return
-            assert backend.transport is not None
-            backend.transport.write(data)
-            if backend.write_paused and not client.lost:
-                assert client.transport is not None
-                client.transport.pause_reading()  # until the backend catches up
-        if client.peer_closed:
+            frames = self.client_frames
+            had_close = frames.saw_close
+            first = frames.feed(data)
+            if not self._up_closed:  # (after it, read to see the client's answer; dropped)
+                ends = self._polite and first >= 0
+                if ends:
+                    data = data[:first]  # the frame in flight, and no more
+                self.up += len(data)
+                if backend.lost:
+                    if not self._polite:
+                        self.end("backend")
+                        return
+                else:
+                    assert backend.transport is not None
+                    backend.transport.write(data)
+                    if ends:
+                        self._close_up(had_close)
+                    elif backend.write_paused and not client.lost:
+                        assert client.transport is not None
+                        client.transport.pause_reading()  # until the backend catches up
+        if self._polite:
+            self._settle()
+        elif client.peer_closed:
             self._closed_by("client", client, backend)
 
     def _from_backend(self, backend: Channel) -> None:
@@ -149,33 +181,38 @@ class Tunnel:
         if backend.buffered:
             data = backend.take(backend.buffered)
             self.last = backend.loop.time()
+            had_close = self.boundaries.saw_close
             first = self.boundaries.feed(data)
-            if self.closing is not None and first >= 0:
-                self.down += first
-                if not client.lost:
-                    client.write(data[:first])
-                self._send_close(self.closing)
-                return
-            self.down += len(data)
-            if client.lost:
-                self.end("client")
-                return
-            assert client.transport is not None
-            client.transport.write(data)
-            if client.write_paused and not backend.lost:
-                assert backend.transport is not None
-                backend.transport.pause_reading()  # until the client catches up
-        if backend.peer_closed:
+            if not self._down_closed:  # (after it, read to see the backend's answer; dropped)
+                ends = self._polite and first >= 0
+                if ends:
+                    data = data[:first]
+                self.down += len(data)
+                if client.lost:
+                    if not self._polite:
+                        self.end("client")
+                        return
+                else:
+                    assert client.transport is not None
+                    client.transport.write(data)
+                    if ends:
+                        self._close_down(had_close)
+                    elif client.write_paused and not backend.lost:
+                        assert backend.transport is not None
+                        backend.transport.pause_reading()  # until the client catches up
+        if self._polite:
+            self._settle()
+        elif backend.peer_closed:
             self._closed_by("backend", backend, client)
 
     def _client_writable(self) -> None:
         backend = self.backend
-        if self.reason is None and backend.transport is not None and not backend.lost:
+        if not self._done.done() and backend.transport is not None and not backend.lost:
             backend.transport.resume_reading()
 
     def _backend_writable(self) -> None:
         client = self.client
-        if self.reason is None and client.transport is not None and not client.lost:
+        if not self._done.done() and client.transport is not None and not client.lost:
             client.transport.resume_reading()
 
     def _closed_by(self, side: str, source: Channel, sink: Channel) -> None:
@@ -195,6 +232,10 @@ class Tunnel:
             self.end(self.half_closed)
         else:
             sink.transport.write_eof()  # the half-close, passed on
+            if sink is self.client:
+                self._client_eof = True
+            else:
+                self._backend_eof = True
 
     def _arm(self, delay: float) -> None:
         self._timer = self.client.loop.call_later(delay, self._check_idle)
@@ -228,28 +269,114 @@ class Tunnel:
             self._done.set_result(None)
 
     def close(self, code: int, reason: str, grace: float) -> None:
-        """Send the client a close frame with ``code`` at the next frame
-        boundary of the backend's stream, then close both sides; after
-        ``grace`` seconds without a boundary, close without the frame."""
-        if self.reason is not None or self.closing is not None:
+        """Close the tunnel politely: send the client a close frame with
+        ``code`` at the next frame boundary of the backend's stream (and
+        the backend a close frame, 1001, at the next of the client's),
+        then close each side once it has answered; after ``grace``
+        seconds, cut whatever is left without a frame (logged when the
+        client's close frame did not go out)."""
+        if self.reason is not None or self._done.done():
             return
         self.reason = reason
-        if self.boundaries.at_boundary:
-            # Whatever the backend sent has been written whole: the frame
-            # goes between two of its frames.
-            self._send_close(code)
-            return
         self.closing = code
+        self._polite = True
+        # Hear from both sides again (a side that half-closed was let go):
+        # their ends, and that their connections are gone, settle the close.
+        self.client.fast, self.backend.fast = self._from_client, self._from_backend
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.client.loop.call_later(grace, self.end, reason)
+        self._timer = self.client.loop.call_later(grace, self._cut, grace)
+        self._settle()
 
-    def _send_close(self, code: int) -> None:
-        try:
-            self.client.write(close_frame(code))
-        except ConnectionError:
-            pass
-        self.end(self.reason or "stop")
+    def _close_down(self, had_close: bool) -> None:
+        """The backend's stream is at a frame boundary: the client's close
+        frame (unless ``had_close``: the backend's own went before it); from now on the
+        backend's bytes are read and dropped."""
+        self._down_closed = True
+        code, self.closing = self.closing, None
+        client, backend = self.client, self.backend
+        if code is not None and not had_close and not self._client_eof:
+            try:
+                client.write(close_frame(code))
+            except ConnectionError:
+                pass
+        if backend.transport is not None and not backend.lost:
+            backend.transport.resume_reading()
+
+    def _close_up(self, had_close: bool) -> None:
+        """The client's stream is at a frame boundary: the backend's close
+        frame (unless ``had_close``: the client's own went before it); from now on the
+        client's bytes are read and dropped."""
+        self._up_closed = True
+        client, backend = self.client, self.backend
+        if not had_close and not self._backend_eof:
+            try:
+                backend.write(close_frame(GOING_AWAY, os.urandom(4)))
+            except ConnectionError:
+                pass
+        if client.transport is not None and not client.lost:
+            client.transport.resume_reading()
+
+    def _settle(self) -> None:
+        """Closing politely: write the close frames a boundary allows,
+        close each side whose end answered, end once both are gone."""
+        if self._done.done():
+            return
+        client, backend = self.client, self.backend
+        if not self._down_closed:
+            if self.boundaries.at_boundary:
+                self._close_down(self.boundaries.saw_close)
+            elif backend.peer_closed:
+                # The backend's stream ended mid-frame: no boundary will come.
+                self._cut(None)
+                return
+        if not self._up_closed and (self.client_frames.at_boundary or client.peer_closed):
+            # (A client stream that ended mid-frame gets no frame after it.)
+            self._close_up(self.client_frames.saw_close or not self.client_frames.at_boundary)
+        if client.closed and not self._down_closed:  # gone: nobody to tell
+            self._finish()
+            backend.abort()
+            return
+        if self._down_closed and not client.lost and (
+                client.peer_closed or self.client_frames.saw_close):
+            client.close()  # the client answered: once the close frame is out
+        if self._up_closed and not backend.lost and (
+                backend.peer_closed or self.boundaries.saw_close):
+            backend.close()
+        if client.closed and backend.closed:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        client, backend = self.client, self.backend
+        client.fast = backend.fast = None
+        client.on_writable = backend.on_writable = None
+        if not self._done.done():
+            self._done.set_result(None)
+
+    def _cut(self, grace: float | None) -> None:
+        """Close both sides at once, logging when the client's close frame
+        has not gone out whole: the grace ran out (``grace``), or the
+        backend's stream ended mid-frame (None)."""
+        self._timer = None
+        if self._done.done():
+            return
+        client = self.client
+        unsent = not self._down_closed or (
+            not client.closed and client.transport is not None
+            and client.transport.get_write_buffer_size() > 0)
+        if unsent and not client.closed:
+            logger.warning(
+                "WebSocket tunnel to %s cut without its close frame (%s): %s",
+                self.node, self.reason,
+                f"no frame boundary, or a client not reading, within {grace:g} s"
+                if grace is not None else "the backend's stream ended mid-frame",
+                extra={"node": self.node})
+        self._finish()
+        client.abort()
+        self.backend.abort()
 
 
 class Tunnels:
@@ -257,22 +384,20 @@ class Tunnels:
 
     def __init__(self, config: GatewayConfig,
                  owner: Callable[[bytes], str | None] | None = None,
-                 in_ring: Callable[[str], bool] | None = None,
-                 fingerprint: Callable[[], object] | None = None) -> None:
+                 in_ring: Callable[[str], bool] | None = None) -> None:
         """``owner(key)``: the node the ring gives ``key`` now (None: no
-        node); ``in_ring(node)``: whether ``node`` is in the ring;
-        ``fingerprint()``: something that changes when the ring does.
-        Without all three, tunnels ignore the ring."""
+        node); ``in_ring(node)``: whether ``node`` is in the ring.  Without
+        both, tunnels ignore the ring.  Whoever changes the ring calls
+        ``ring_changed`` after (the gateway does, on each change it makes
+        or hears of)."""
         self._config = config
         self._owner = owner
         self._in_ring = in_ring
-        self._fingerprint = fingerprint
         self.live: set[Tunnel] = set()
         self._open: dict[str, int] = {}
         self._opened: dict[str, int] = {}
         self._closed: dict[tuple[str, str], int] = {}
         self._bytes = dict.fromkeys(DIRECTIONS, 0)
-        self._watch: asyncio.Task[None] | None = None
         #: Handshakes under way (kept by the proxy), which count against the cap.
         self.pending = 0
 
@@ -304,7 +429,6 @@ class Tunnels:
         self.live.add(tunnel)
         self._open[node] = self._open.get(node, 0) + 1
         self._opened[node] = self._opened.get(node, 0) + 1
-        self._start_watch()
         try:
             client.write(head)
             await tunnel.start()
@@ -330,9 +454,11 @@ class Tunnels:
             tunnel.close(code, reason, self._config.tunnel_close_grace)
 
     def ring_changed(self) -> None:
-        """Close the tunnels the ring moved: with ``on_ring_change="close"``
-        those whose key has another owner, always those whose node left
-        the ring (1012, so that their clients reconnect)."""
+        """The ring changed: close the tunnels it moved, with
+        ``on_ring_change="close"`` those whose key has another owner,
+        always those whose node left the ring (1012, so that their clients
+        reconnect).  Called right after each change, on the loop's thread;
+        a call with nothing moved closes nothing."""
         owner, in_ring = self._owner, self._in_ring
         if owner is None or in_ring is None:
             return
@@ -340,32 +466,3 @@ class Tunnels:
         for tunnel in list(self.live):
             if (move and owner(tunnel.key) != tunnel.node) or not in_ring(tunnel.node):
                 tunnel.close(SERVICE_RESTART, "ring_change", self._config.tunnel_close_grace)
-
-    def _start_watch(self) -> None:
-        if self._watch is None and self._fingerprint is not None and self._owner is not None \
-                and self._in_ring is not None:
-            self._watch = asyncio.get_running_loop().create_task(self._follow_ring())
-
-    async def _follow_ring(self) -> None:
-        """Look at the ring's fingerprint a few times a second while
-        tunnels are open; on a change, close those it moved."""
-        assert self._fingerprint is not None
-        seen = self._fingerprint()
-        try:
-            while self.live:
-                await asyncio.sleep(RING_POLL)
-                now = self._fingerprint()
-                if now != seen:
-                    seen = now
-                    self.ring_changed()
-        except Exception:
-            logger.exception("following the ring for the tunnels failed")
-        finally:
-            self._watch = None
-
-    async def stop(self) -> None:
-        """Stop following the ring."""
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.cancel()
-            await asyncio.wait([watch])

@@ -416,6 +416,8 @@ class Follower:
             elif change[0] == "weight" and change[1] in self._router:
                 set_weight(self._router, change[1], change[2])
         self._changes = changes
+        if self._gateway is not None:
+            self._gateway.ring_changed()
 
     async def start(self, gateway: Gateway) -> None:
         """Listen to the leader and push ``gateway``'s counters to it."""

@@ -97,6 +97,9 @@ class MembershipCore:
         self._answered = (clock(), wall())
         #: An exchange that takes longer than this counts as an outage.
         self.stall_after = max(2.0, 2 * self.resync_interval)
+        #: Called with no argument after each change made to the router
+        #: (``MembershipDriver.add_listener``), outside the lock.
+        self.listeners: list[Callable[[], object]] = []
         hash_ = router.hash
         hash_name = hash_ if isinstance(hash_, str) else \
             f"{getattr(hash_, '__module__', '?')}.{getattr(hash_, '__qualname__', repr(hash_))}"
@@ -387,6 +390,7 @@ class MembershipCore:
             logger.info("ring %s at version %d: %s", self.name, state.version,
                         _describe(added, removed, reweighed),
                         extra={"ring": self.name, "version": state.version})
+            self._changed()
         return True
 
     def repair(self) -> None:
@@ -400,6 +404,16 @@ class MembershipCore:
             logger.warning("router of ring %s differed from the shared ring; repaired: %s",
                            self.name, _describe(added, removed, reweighed),
                            extra={"ring": self.name})
+            self._changed()
+
+    def _changed(self) -> None:
+        """Call every listener (the router changed); their errors are logged."""
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("a ring listener of ring %s failed", self.name,
+                                  extra={"ring": self.name})
 
     def foreign_digest(self, digest: str) -> None:
         """Log, once per version, that the store holds a digest this instance

@@ -7,6 +7,9 @@ driver's worker (``_poke``, which each driver defines).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+
 from chash._chash import ConsistentHashRouter
 from chash.membership.core import MembershipCore
 from chash.membership.settings import MembershipSettings
@@ -123,6 +126,20 @@ class MembershipDriver:
             raise TypeError("node must be str")
         self._core.queue_vote(node, False)
         self._poke()
+
+    def add_listener(self, listener: Callable[[], object]) -> None:
+        """Call ``listener()`` after each change this membership makes to
+        its router (a new version of the shared ring applied, or a router
+        repaired), from the thread or task that made it; its errors are
+        logged.  (The gateway closes the WebSocket tunnels a change moved.)"""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, not {listener!r}")
+        self._core.listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], object]) -> None:
+        """Stop calling ``listener`` (nothing if it was not added)."""
+        with contextlib.suppress(ValueError):
+            self._core.listeners.remove(listener)
 
     def _poke(self) -> None:
         """Wake the worker: a vote waits."""

@@ -178,3 +178,18 @@ def test_a_local_membership_follows_leaving_taken_out_nodes_out(served: DnsServe
     found.refresh()
     assert local.taken_out() == {}  # forgotten: never re-added
     assert router.weights == {"b4.example:8084": 10.0}
+
+
+def test_listeners_hear_of_each_set_brought_to_the_targets(served: DnsServer) -> None:
+    router = ConsistentHashRouter()
+    found = discovery(served)
+    heard: list[dict[str, float]] = []
+    found.add_listener(lambda: heard.append(dict(router.weights)))
+    found.follow(router)
+    assert heard == []  # nothing resolved yet: nothing brought
+    found.refresh()
+    assert heard == [IN_SERVICE]
+    found.refresh()  # the same set: nothing written, nobody told
+    assert heard == [IN_SERVICE]
+    with pytest.raises(TypeError, match="callable"):
+        found.add_listener(None)  # type: ignore[arg-type]

@@ -115,6 +115,32 @@ def test_close_frames_are_the_protocols() -> None:
         close_frame(999)
 
 
+def test_a_masked_close_frame_is_what_a_client_sends() -> None:
+    """The frame the gateway sends a backend: read back by the websockets
+    library's own parser as a server reads a client's frames."""
+    frame = close_frame(1001, mask=b"\x12\x34\x56\x78")
+    assert frame[:6] == b"\x88\x82\x12\x34\x56\x78"
+    chunks = [frame]
+
+    def read_exact(n: int):  # type: ignore[no-untyped-def]
+        data = chunks[0][:n]
+        chunks[0] = chunks[0][n:]
+        yield from ()
+        return data
+
+    reading = frames_mod.Frame.parse(read_exact, mask=True)
+    try:
+        next(reading)
+    except StopIteration as done:
+        parsed = done.value
+    assert parsed.opcode is frames_mod.Opcode.CLOSE
+    assert frames_mod.Close.parse(parsed.data).code == 1001
+    reader = FrameBoundaries()
+    assert reader.feed(frame) == len(frame) and reader.saw_close
+    with pytest.raises(ValueError, match="4 bytes"):
+        close_frame(1001, mask=b"\x00")
+
+
 def test_a_close_frame_is_noticed() -> None:
     reader = FrameBoundaries()
     reader.feed(_encode(0x1, b"hi", True, False) + _encode(0x9, b"", True, False))

@@ -237,3 +237,31 @@ def test_workers_act_as_one_gateway() -> None:
             for backend in backends.values():
                 await backend.stop()
     run(main(), timeout=180)
+
+
+def test_a_follower_tells_its_gateway_after_each_batch() -> None:
+    """The leader's batch applied, the follower's gateway hears of it at
+    once (its tunnels close what moved): no look at the ring later."""
+    import socket as socket_module
+
+    from chash.gateway.workers import Follower
+
+    router = ConsistentHashRouter()
+    router.add_service_nodes(["a", "b"])
+    ours, theirs = socket_module.socketpair()
+    told: list[list[str]] = []
+
+    class Told:
+        def ring_changed(self) -> None:
+            told.append(sorted(router.weights))
+
+    try:
+        follower = Follower(router, ours)
+        follower._gateway = Told()  # type: ignore[assignment]
+        follower._receive(("batch", 1, [("down", "a", "refused")]))
+        assert told == [["b"]] and follower.ring_changes == 1
+        follower._receive(("batch", 2, [("up", "a")]))
+        assert told == [["b"], ["a", "b"]]
+    finally:
+        ours.close()
+        theirs.close()

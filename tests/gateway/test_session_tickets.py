@@ -204,3 +204,43 @@ def test_every_worker_resumes_every_session_before_and_after_sighup(
             await backend.stop()
 
     run(main(), timeout=180)
+
+
+def test_the_context_pointer_is_one_openssl_reported() -> None:
+    """The ``SSL_CTX`` used is one OpenSSL announced making, forgotten when
+    OpenSSL frees it; a read at any other offset of the object finds no
+    announced address and sets nothing (nothing unvouched is called)."""
+    import gc
+
+    from chash.gateway import session_tickets
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    pointer = session_tickets._ssl_ctx_of(context)
+    assert pointer is not None and pointer in session_tickets._alive
+    for wrong in (8, 24, 32, 40):  # not where this build keeps it
+        session_tickets._HEADER = object.__basicsize__ + wrong - 16
+        try:
+            assert session_tickets._ssl_ctx_of(context) is None
+            assert not set_ticket_keys(context, new_ticket_keys())
+        finally:
+            session_tickets._HEADER = object.__basicsize__
+    assert set_ticket_keys(context, new_ticket_keys())
+    del context
+    gc.collect()
+    assert pointer not in session_tickets._alive
+
+
+def test_a_context_made_before_the_module_is_left_alone() -> None:
+    """OpenSSL never announced it: no keys are set, and nothing breaks."""
+    import subprocess
+    import sys
+
+    code = ("import ssl\n"
+            "early = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+            "from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys\n"
+            "late = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+            "print(set_ticket_keys(early, new_ticket_keys()), "
+            "set_ticket_keys(late, new_ticket_keys()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split() == ["False", "True"]

@@ -54,8 +54,10 @@ def test_the_ramp_steps_on_the_loop() -> None:
     clock = Clock()
     ramp = WeightRamp(router, 1.0, clock=clock)
 
+    told: list[float] = []
+
     async def main() -> None:
-        ramp.start(interval=0.01)
+        ramp.start(interval=0.01, on_change=lambda: told.append(router.weights["a"]))
         ramp.node_up("a")
         clock.now = 2.0
         for _ in range(200):
@@ -66,6 +68,7 @@ def test_the_ramp_steps_on_the_loop() -> None:
 
     asyncio.run(main())
     assert ramp.ramping() == [] and router.weights["a"] == 1.0
+    assert told == [1.0]  # told once, after the step that changed the weight
 
 
 def test_the_gateway_ramps_a_node_its_health_checks_bring_back() -> None:

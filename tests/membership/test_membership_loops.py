@@ -186,3 +186,23 @@ def test_every_step_watches_for_a_stalled_exchange(caplog: pytest.LogCaptureFixt
     assert "Redis unreachable for ring orders (TimeoutError: no answer for 2s)" \
         in caplog.records[0].getMessage()
     c.exchange_ended(ticket)
+
+
+def test_listeners_hear_of_each_change_to_the_router() -> None:
+    c = core()
+    heard: list[list[str]] = []
+    c.listeners.append(lambda: heard.append(sorted(c.router.weights)))
+
+    def broken() -> None:
+        raise RuntimeError("a listener that fails")
+
+    c.listeners.append(broken)  # logged; the others still hear
+    assert c.apply(MembershipState("e1", 1, c.config, {"a": 1.0}))
+    assert heard == [["a"]]
+    assert c.apply(MembershipState("e1", 2, c.config, {"a": 1.0}))  # nothing moved: not told
+    assert heard == [["a"]]
+    assert c.apply(MembershipState("e1", 3, c.config, {"a": 1.0, "b": 1.0}))
+    assert heard == [["a"], ["a", "b"]]
+    c.router.remove_service_node("b")  # behind the membership's back: repaired, told
+    c.repair()
+    assert heard == [["a"], ["a", "b"], ["a", "b"]]
