@@ -17,7 +17,10 @@ from _support.compat_programs import require
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gateway.py"
 
 
-def bench_module() -> ModuleType:
+def bench_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    # The script imports its siblings (_ratios) as it does when run from
+    # benchmarks/, where its own folder is first on the path.
+    monkeypatch.syspath_prepend(str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_gateway", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -35,7 +38,7 @@ def test_a_gateway_that_cannot_start_leaves_nothing_running(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require("nginx")
     require("haproxy")
-    bench = bench_module()
+    bench = bench_module(monkeypatch)
     broken = tmp_path / "src" / "chash"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('the C extension is not built')\n")
