@@ -27,9 +27,9 @@
  *
  * Invariants (checked by chash_anchor_check()): nremoved < high, or both
  * are 0; the stack holds distinct ids below high; exactly the stacked ids
- * are marked removed; a removed id's view size is high minus its stack
- * depth + 1 (the count its removal left) and its chain target is what a
- * fresh replay of the stack computes; no id at or above high is marked.
+ * are marked removed; the r-th removed id from the bottom (r from 0) has
+ * the view high - 1 - r (the live count its removal left) and the chain
+ * target a replay of the stack computes; no id at or above high is marked.
  *
  * Plain C11, no Python.  Every allocation goes through CHASH_MALLOC /
  * CHASH_REALLOC / CHASH_FREE (alloc.h).  A chash_anchor is not safe to
@@ -107,14 +107,14 @@ int chash_anchor_state(const chash_anchor *a, uint8_t *out, size_t cap);
  * does for every state its getState() writes.  Refused with CHASH_EINVAL,
  * the set unchanged: a length below 4 or not a multiple of 4; high above
  * CHASH_ANCHOR_MAX_BUCKETS (CHASH_ERANGE); a removed id not below high or
- * named twice; every id removed (a state getState() never writes, which
- * hash4j would take and then misreport).  CHASH_ENOMEM leaves it unchanged
+ * named twice; every id removed (a state getState() never writes: hash4j
+ * takes it and is left with no bucket yet one id not marked removed).  CHASH_ENOMEM leaves it unchanged
  * too.
  */
 int chash_anchor_set_state(chash_anchor *a, const uint8_t *state, size_t len);
 
 /*
- * Asserts every invariant listed above (O(high + removed^2) at worst, for
+ * Asserts every invariant listed above (O(slots + removed * chain), for
  * tests).  Returns 0 or CHASH_ECORRUPT.
  */
 int chash_anchor_check(const chash_anchor *a);
