@@ -95,6 +95,101 @@ int chash_anchor_lookup(const chash_anchor *a, uint64_t hash, uint32_t *bucket)
     return CHASH_OK;
 }
 
+/*
+ * The set as it would be after some removals, without touching it: high
+ * (lowered while the removals took the top bucket with nothing removed, as
+ * chash_anchor_remove() does), the stack's depth, and the removed buckets'
+ * slots kept aside, consulted before the set's own.
+ */
+typedef struct overlay {
+    const chash_anchor *a;
+    uint32_t high, nremoved;
+    size_t n;
+    uint32_t *ids;
+    anchor_slot *slots;
+} overlay;
+
+static anchor_slot overlay_slot(const overlay *o, uint32_t b)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->ids[i] == b)
+            return o->slots[i];
+    anchor_slot live = {0, 0};
+    return b < o->a->nslots ? o->a->slots[b] : live;
+}
+
+static uint32_t overlay_at_view(const overlay *o, uint32_t b, uint32_t v)
+{
+    for (;;) {
+        anchor_slot s = overlay_slot(o, b);
+        if (s.view < v)
+            return b;
+        b = s.next;
+    }
+}
+
+static uint32_t overlay_lookup(const overlay *o, uint64_t hash)
+{
+    if (o->high <= 1)
+        return 0;
+    chash_splitmix64 g = {hash};
+    uint32_t b = chash_jumpback_walk(&g, o->high);
+    for (;;) {
+        uint32_t v = overlay_slot(o, b).view;
+        if (v == 0)
+            return b;
+        b = overlay_at_view(o, uniform_below(&g, v), v);
+    }
+}
+
+/* chash_anchor_remove()'s rules on the overlay; b is live and not the
+ * last live bucket (the caller stops before that). */
+static void overlay_remove(overlay *o, uint32_t b)
+{
+    if (b == o->high - 1 && o->nremoved == 0) {
+        o->high--;
+        return;
+    }
+    o->nremoved++;
+    uint32_t n = o->high - o->nremoved;
+    anchor_slot s = {overlay_at_view(o, n, n + 1), n};
+    o->ids[o->n] = b;
+    o->slots[o->n] = s;
+    o->n++;
+}
+
+int chash_anchor_preference(const chash_anchor *a, uint64_t hash, size_t want, uint32_t *out,
+                            size_t *found)
+{
+    *found = 0;
+    if (want == 0)
+        return CHASH_OK;
+    if (a->high <= a->nremoved)
+        return CHASH_ENOENT;
+    uint32_t live = a->high - a->nremoved;
+    if (want > live)
+        want = live;
+    overlay o = {a, a->high, a->nremoved, 0, NULL, NULL};
+    if (want > 1) {
+        o.ids = CHASH_MALLOC((want - 1) * sizeof *o.ids);
+        o.slots = CHASH_MALLOC((want - 1) * sizeof *o.slots);
+        if (!o.ids || !o.slots) {
+            CHASH_FREE(o.ids);
+            CHASH_FREE(o.slots);
+            return CHASH_ENOMEM;
+        }
+    }
+    for (size_t k = 0; k < want; k++) {
+        out[k] = overlay_lookup(&o, hash);
+        if (k + 1 < want)
+            overlay_remove(&o, out[k]);
+    }
+    CHASH_FREE(o.ids);
+    CHASH_FREE(o.slots);
+    *found = want;
+    return CHASH_OK;
+}
+
 int chash_anchor_add(chash_anchor *a, uint32_t *bucket)
 {
     if (a->nremoved > 0) {

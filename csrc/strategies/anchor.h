@@ -79,6 +79,18 @@ int chash_anchor_remove(chash_anchor *a, uint32_t b);
  */
 int chash_anchor_lookup(const chash_anchor *a, uint64_t hash, uint32_t *bucket);
 
+/*
+ * A preference list for a key hash: out[0] is its bucket, out[k] the
+ * bucket it would have if out[0..k) were removed, in that order (each
+ * removal as chash_anchor_remove() would do it), without changing the set.
+ * want is cut to the number of live buckets; writes *found (<= want) ids.
+ * Costs O(want^2) beyond want lookups.  Returns 0, CHASH_ENOENT when the
+ * set has no bucket (and want > 0), or CHASH_ENOMEM (scratch for want
+ * entries); nothing is changed either way.
+ */
+int chash_anchor_preference(const chash_anchor *a, uint64_t hash, size_t want, uint32_t *out,
+                            size_t *found);
+
 /* Live buckets (hash4j's getNumBuckets()). */
 uint32_t chash_anchor_size(const chash_anchor *a);
 

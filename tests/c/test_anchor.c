@@ -7,7 +7,7 @@
  * hashes after the step), the full answers and the state bytes at each
  * checkpoint; hash4j's own stability test replayed with its random stream.
  * Then invariants: jump's contract for JumpBackHash, minimal movement on
- * every add and remove, chash_anchor_check() throughout, malformed states
+ * every add and remove, preference lists equal to removing in turn, chash_anchor_check() throughout, malformed states
  * refused with the set unchanged, failed allocations changing nothing.
  * anchor.c is included here so that allocations can fail on demand.
  */
@@ -234,6 +234,33 @@ static uint64_t probe_digest(const chash_anchor *a, uint32_t *answers)
     return d;
 }
 
+/* The preference list equals the buckets a copy of the set gives while
+ * each is removed in turn; the set itself does not change. */
+static int preference_matches(const chash_anchor *a, uint64_t hash, size_t want)
+{
+    size_t len = chash_anchor_state_size(a), found = 0;
+    uint8_t *st = malloc(len);
+    uint32_t *pref = malloc((want + 1) * sizeof *pref);
+    chash_anchor *c = chash_anchor_new();
+    int ok = st && pref && c && chash_anchor_state(a, st, len) == CHASH_OK
+             && chash_anchor_set_state(c, st, len) == CHASH_OK
+             && chash_anchor_preference(a, hash, want, pref, &found) == CHASH_OK;
+    size_t expect = want < chash_anchor_size(a) ? want : chash_anchor_size(a);
+    ok = ok && found == expect;
+    for (size_t k = 0; ok && k < found; k++) {
+        uint32_t b = UINT32_MAX;
+        ok = chash_anchor_lookup(c, hash, &b) == CHASH_OK && b == pref[k]
+             && chash_anchor_remove(c, b) == CHASH_OK;
+    }
+    uint8_t *again = malloc(len);
+    ok = ok && again && chash_anchor_state(a, again, len) == CHASH_OK && memcmp(again, st, len) == 0;
+    free(again);
+    free(st);
+    free(pref);
+    chash_anchor_free(c);
+    return ok;
+}
+
 static size_t mismatches, checkpoints, steps_total;
 
 static void miss(const char *what, uint32_t hist, uint32_t step)
@@ -281,6 +308,9 @@ static void checkpoint(blob *f, const chash_anchor *a, uint32_t hist, uint32_t s
         if (x != y)
             miss("parsed state answers", hist, step);
     }
+    for (uint32_t i = 0; i < 8 && live > 0; i++)
+        if (!preference_matches(a, probes[i], i < 2 && live < 64 ? live : 2 + 3 * i))
+            miss("preference list", hist, step);
     free(mine);
     free(again);
     chash_anchor_free(b);
@@ -521,9 +551,35 @@ static void test_anchor_refusals(void)
     fail_countdown = -1;
     CHECK(chash_anchor_check(a) == CHASH_OK);
 
+    /* Preference lists: the whole set, a failed scratch allocation. */
+    CHECK(preference_matches(a, 99, 100));
+    uint32_t pref[8];
+    size_t found = 5;
+    fail_countdown = 0;
+    CHECK(chash_anchor_preference(a, 99, 3, pref, &found) == CHASH_ENOMEM && found == 0);
+    fail_countdown = -1;
+    CHECK(chash_anchor_preference(a, 99, 1, pref, &found) == CHASH_OK && found == 1);
+    CHECK(chash_anchor_lookup(a, 99, &b) == CHASH_OK && b == pref[0]);
+    CHECK(chash_anchor_preference(a, 99, 0, pref, &found) == CHASH_OK && found == 0);
+    /* Nothing removed and the key in the top bucket: the first removal
+     * lowers high instead of stacking the id, as chash_anchor_remove(). */
+    chash_anchor *t = chash_anchor_new();
+    for (int i = 0; i < 20; i++)
+        chash_anchor_add(t, &b);
+    int top_seen = 0, all_match = 1;
+    for (uint64_t h = 0; h < 400; h++) {
+        CHECK(chash_anchor_lookup(t, h, &b) == CHASH_OK);
+        top_seen += b == 19;
+        all_match &= preference_matches(t, h, h % 7 ? 6 : 20);
+    }
+    CHECK(top_seen > 0);
+    CHECK(all_match);
+    chash_anchor_free(t);
+
     /* The empty set: no bucket to give; a state of four zero bytes. */
     chash_anchor *e = chash_anchor_new();
     CHECK(chash_anchor_lookup(e, 1, &b) == CHASH_ENOENT);
+    CHECK(chash_anchor_preference(e, 1, 2, pref, &found) == CHASH_ENOENT && found == 0);
     uint8_t z[4] = {1, 1, 1, 1};
     CHECK(chash_anchor_state(e, z, 4) == CHASH_OK && z[0] == 0 && z[3] == 0);
     CHECK(chash_anchor_set_state(a, z, 4) == CHASH_OK && chash_anchor_size(a) == 0);

@@ -117,6 +117,21 @@ static void check_set(const chash_anchor *a)
     size_t len2;
     uint8_t *s2 = state_of(b, &len2);
     FZ_ASSERT(len2 == len && memcmp(s, s2, len) == 0);
+    /* A probe's preference list is what removing each bucket in turn from
+     * the copy gives, and leaves the set as it was. */
+    uint32_t pref[6];
+    size_t found = 0;
+    int rc = chash_anchor_preference(a, probe(3), 6, pref, &found);
+    FZ_ASSERT(rc == (n ? CHASH_OK : CHASH_ENOENT));
+    FZ_ASSERT(found == (n < 6 ? n : 6));
+    for (size_t k = 0; k < found; k++) {
+        uint32_t got = UINT32_MAX;
+        FZ_ASSERT(chash_anchor_lookup(b, probe(3), &got) == CHASH_OK && got == pref[k]);
+        FZ_ASSERT(chash_anchor_remove(b, got) == CHASH_OK);
+    }
+    uint8_t *s3 = state_of(a, &len2);
+    FZ_ASSERT(len2 == len && memcmp(s, s3, len) == 0);
+    free(s3);
     free(s2);
     free(s);
     chash_anchor_free(b);
