@@ -29,9 +29,11 @@ HASH_SOURCES := hash/md5.c hash/sha1.c hash/sha256.c hash/murmur.c hash/murmur3_
 HTTP_SOURCES := http/request_head.c
 # Strategies beside the ring (csrc/strategies/, one file a strategy): jump
 # (and modulo), rendezvous, Maglev (its permutations, fills, Envoy's table
-# and lookups), bounded loads, over one mixer.
+# and lookups), bounded loads, over one mixer; JumpBackHash and
+# JumpBackAnchor (hash4j's, any bucket removable).
 STRATEGY_SOURCES := strategies/mix.c strategies/jump.c strategies/rendezvous.c \
-                    strategies/maglev.c strategies/bounded.c
+                    strategies/maglev.c strategies/bounded.c \
+                    strategies/jumpback.c strategies/anchor.c
 # Prefix-cache affinity for LLM routing (csrc/strategies/affinity.c).
 AFFINITY_SOURCES := strategies/affinity.c
 

@@ -12,6 +12,9 @@
  *
  *   jump.h        modulo (hash % n: nearly every key moves when n changes)
  *                 and jump consistent hash (Lamping & Veach 2014);
+ *   jumpback.h    JumpBackHash (Ertl 2025), hash4j's, over SplitMix64;
+ *   anchor.h      JumpBackAnchor, hash4j's: any bucket removable, its
+ *                 state shared as bytes;
  *   rendezvous.h  highest random weight (Thaler & Ravishankar 1998);
  *   maglev.h      Maglev (Eisenbud et al. 2016): permutations, the plain
  *                 and Envoy's weighted fill, Envoy's whole table, lookups;
@@ -22,15 +25,19 @@
  * Plain C11: no Python, no global state.  Bulk functions take arrays and
  * write one node index a key to out; they return 0 or a negative
  * chash_status (chash.h) and write nothing useful on error.  The only
- * allocations (Maglev and bounded loads scratch space) go through
- * CHASH_MALLOC / CHASH_FREE, replaceable at compile time.  No .c file of
- * its own: each strategy's file includes only its own header and mix.h.
+ * allocations (Maglev and bounded loads scratch space, JumpBackAnchor's
+ * set) go through CHASH_MALLOC / CHASH_REALLOC / CHASH_FREE, replaceable
+ * at compile time.  No .c file of its own: each strategy's file includes
+ * only its own header and mix.h (anchor.c also jumpback.h, whose walk it
+ * continues).
  */
 #ifndef CHASH_STRATEGIES_H
 #define CHASH_STRATEGIES_H
 
 #include "mix.h"
 #include "jump.h"
+#include "jumpback.h"
+#include "anchor.h"
 #include "rendezvous.h"
 #include "maglev.h"
 #include "bounded.h"

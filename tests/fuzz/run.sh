@@ -34,6 +34,10 @@
 # includes the affinity strategy and the mixer with its own failing
 # allocator and links HASH_SOURCES): its seeds of tests/fuzz/corpus_affinity/
 # replayed, then fuzzed for a quarter of SECONDS (at least 5).
+# tests/fuzz/fuzz_anchor.c, JumpBackHash and JumpBackAnchor, state parsing
+# of any bytes among them (it includes both with its own failing
+# allocator): its seeds of tests/fuzz/corpus_anchor/ replayed, then fuzzed
+# for a quarter of SECONDS (at least 5).
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
 # mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
 # ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
@@ -110,9 +114,10 @@ hash_list=$(sources HASH_SOURCES)
 read -ra hash_only <<<"$hash_list"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_rendezvous.c "${hash_only[@]}" -lm -o "$work/fuzz_rendezvous"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_affinity.c "${hash_only[@]}" -lm -o "$work/fuzz_affinity"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_anchor.c -o "$work/fuzz_anchor"
 
 mkdir -p "$work/corpus" "$work/crashes" "$work/corpus_wide" "$work/corpus_diff" "$work/corpus_http" \
-         "$work/corpus_ids" "$work/corpus_rendezvous" "$work/corpus_affinity"
+         "$work/corpus_ids" "$work/corpus_rendezvous" "$work/corpus_affinity" "$work/corpus_anchor"
 cp tests/fuzz/corpus/* "$work/corpus/"
 cp tests/fuzz/corpus_wide/* "$work/corpus_wide/"
 cp tests/fuzz/corpus_diff/* "$work/corpus_diff/"
@@ -120,6 +125,7 @@ cp tests/fuzz/corpus_http/* "$work/corpus_http/"
 cp tests/fuzz/corpus_ids/* "$work/corpus_ids/"
 cp tests/fuzz/corpus_rendezvous/* "$work/corpus_rendezvous/"
 cp tests/fuzz/corpus_affinity/* "$work/corpus_affinity/"
+cp tests/fuzz/corpus_anchor/* "$work/corpus_anchor/"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
@@ -182,11 +188,12 @@ replay_and_fuzz() {  # NAME MAX_LEN
 [ "$status" -eq 0 ] && replay_and_fuzz ids 1024
 [ "$status" -eq 0 ] && replay_and_fuzz rendezvous 2048
 [ "$status" -eq 0 ] && replay_and_fuzz affinity 2048
+[ "$status" -eq 0 ] && replay_and_fuzz anchor 2048
 
 if [ "$status" -ne 0 ]; then
   mkdir -p "$artifacts"
   cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$work/fuzz_wide" "$work/fuzz_diff" "$work/fuzz_http" \
-     "$work/fuzz_ids" "$work/fuzz_rendezvous" "$work/fuzz_affinity" "$artifacts/"
+     "$work/fuzz_ids" "$work/fuzz_rendezvous" "$work/fuzz_affinity" "$work/fuzz_anchor" "$artifacts/"
   for f in "$work"/crashes/*; do
     [ -e "$f" ] || continue
     cp "$f" "$artifacts/"
