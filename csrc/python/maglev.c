@@ -81,7 +81,7 @@ static int build_table(void *owner, PyObject *nodes, const uint64_t *weights, si
 
 static NodeListRebuild rebuild_of(MaglevObject *self)
 {
-    return (NodeListRebuild){self, build_table, release_table, (void **)&self->table, "maglev", 1};
+    return (NodeListRebuild){self, build_table, release_table, (void **)&self->table, "maglev", 1, NULL};
 }
 
 /* ------------------------------------------------------------------ */
@@ -560,7 +560,7 @@ static int maglev_contains(MaglevObject *self, PyObject *node)
 
 static PyObject *maglev_iter(MaglevObject *self)
 {
-    return PyObject_GetIter(self->list.nodes);
+    return node_list_iter(&self->list);
 }
 
 static PyObject *maglev_repr(MaglevObject *self)

@@ -95,7 +95,7 @@ static int build_wide(void *owner, PyObject *nodes, const uint64_t *weights, siz
 static NodeListRebuild rebuild_of(RouterObject *self)
 {
     return (NodeListRebuild){self, build_wide, release_wide, (void **)&self->r64.wide,
-                             layout_name(self), self->r64.kind != RING64_GRPC};
+                             layout_name(self), self->r64.kind != RING64_GRPC, NULL};
 }
 
 /* ------------------------------------------------------------------ */
