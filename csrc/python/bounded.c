@@ -32,7 +32,6 @@
  */
 #include "bounded.h"
 
-#include "jump.h"
 #include "maglev.h"
 #include "rendezvous.h"
 #include "router.h"
@@ -576,8 +575,6 @@ static const uint64_t *changes_of(PyObject *router)
     const uint64_t *changes = router_changes(router);
     if (!changes)
         changes = maglev_changes(router);
-    if (!changes)
-        changes = jump_changes(router);
     if (!changes)
         changes = rendezvous_changes(router);
     return changes;

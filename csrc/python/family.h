@@ -1,20 +1,26 @@
 /*
- * family.h - what a ConsistentHashRouter is made of: the object (its
- * family pointer, its zones, its family's state) and the const family
- * descriptor it points at (as CPython's array points at its arraydescr):
- * the functions that differ between
+ * family.h - what every router is made of: the one object layout (its
+ * family pointer, its zones, its change counter, its family's state) and
+ * the const family descriptor it points at (as CPython's array points at
+ * its arraydescr): the functions that differ between
  *
  *   ring32_family  the 32-bit ring changed in place (ring32/): the python,
  *                  node, ketama, nginx, libmemcached, haproxy, varnish and
- *                  nghttpx layouts;
- *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): the envoy and
- *                  grpc layouts.
+ *                  nghttpx layouts of ConsistentHashRouter;
+ *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): its envoy and
+ *                  grpc layouts;
+ *   jump_family    JumpRouter's buckets (jump.c).
  *
- * The type (router.c, router.h) parses every argument, keeps the zones
- * (zones.c) and owns the method table; a family does the ring work on the
- * router's one ring.  A router's family is fixed when it is made.  This
- * header is a leaf the type and the families both read: no function of
- * the type is declared here, so a family never calls back up into it.
+ * and the const class descriptor of each public class (router_class):
+ * its name, constructor and docstrings.  The shell (router.c, router.h)
+ * makes one type per class over the same slot functions, parses every
+ * shared argument, keeps the zones (zones.c) and the change counter, and
+ * derives each class's method and property tables from its family's
+ * descriptor: a method the family lacks is a NULL entry there (and a NULL
+ * docstring in its class), so the class has no such attribute.  A router's
+ * family is fixed when it is made.  This header is a leaf the shell and the
+ * families both read: no function of the shell is declared here, so a
+ * family never calls back up into it.
  *
  * Thread safety rests on the GIL: no family runs Python code while its
  * ring is half-changed (a Python hash callable of ring32 runs before the
@@ -30,6 +36,7 @@
 #include "engine/scheme.h"
 #include "engine/wide.h"
 #include "node_list.h"
+#include "strategies/jump.h"
 
 /* The haproxy layout's server ids in use, sorted, and HAProxy's counter
  * for the next automatic one (engine/haproxy_ids.h, used by ring32/haproxy.c). */
@@ -56,7 +63,16 @@ typedef struct {
     uint64_t max_ring;
 } Ring64State;
 
+/* JumpRouter's state (jump.c): buckets in add order, one a node. */
+typedef struct {
+    NodeList list;
+    chash_jump_rule rule;
+    chash_hash_id hash;
+    void *structure; /* the node list's structure slot: jump keeps none (NULL) */
+} JumpState;
+
 typedef struct router_family router_family;
+typedef struct router_class router_class;
 
 typedef struct {
     PyObject_HEAD
@@ -66,6 +82,7 @@ typedef struct {
     union {
         Ring32State r32;
         Ring64State r64;
+        JumpState jump;
     };
 } RouterObject;
 
@@ -79,6 +96,7 @@ typedef struct {
 struct router_family {
     const char *name;
     unsigned bits; /* point width: 32 or 64 */
+    const router_class *cls; /* the public class of its routers */
     /* Lifetime: release frees the family's state (the object's memory is
      * the type's); traverse visits its Python references. */
     void (*release)(RouterObject *self);
@@ -122,13 +140,63 @@ struct router_family {
     /* other is of the same family: the moves as plain (start, end, source,
      * target) tuples, or ValueError when the two cannot be compared. */
     PyObject *(*diff)(RouterObject *self, RouterObject *other);
+    /* __setstate__: None, or NULL with an exception. */
+    PyObject *(*setstate)(RouterObject *self, PyObject *state);
+    /* The weights the family (in self's layout) takes: "real" (any weight
+     * > 0), "whole" (whole numbers >= 1), "at_least_one" (real numbers
+     * >= 1), "none" (no weights: every node's is 1). */
+    const char *(*weight_rule)(RouterObject *self);
 };
 
 /* The settings a family reports (None where it has no such setting). */
 enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING };
 
+/* The methods and properties a class may have, in the shell's master
+ * tables' order (router.c). */
+enum router_method {
+    RM_ADD, RM_ADD_MANY, RM_REMOVE, RM_DISCARD, RM_GET, RM_GET_MANY, RM_GET_BY_HASH,
+    RM_GET_MANY_BY_HASH, RM_PREFERENCE, RM_OWNERSHIP, RM_DISTRIBUTION, RM_FINGERPRINT, RM_DIFF,
+    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_COUNT
+};
+enum router_property {
+    RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
+    RP_POINTS, RP_HASH, RP_LAYOUT, RP_MEMORY, RP_IDS, RP_ZONES, RP_WEIGHT_RULE, RP_COUNT
+};
+
+/*
+ * A public class: one heap type made by the shell from this.  make is its
+ * tp_new (it parses the constructor's arguments, picks the family, and
+ * makes the object with router_alloc); family is the family whose
+ * descriptor decides the tables (every family of the class must have the
+ * same NULL entries); methods and properties hold the docstrings, NULL
+ * where the class has no such attribute, which the shell checks against
+ * the family's NULL entries when it makes the type.  zones: the class
+ * takes id= and zone= in add_service_node and distinct_zones= in
+ * get_preference_list (else those keywords are refused as unknown).
+ */
+struct router_class {
+    const char *name; /* the type's qualified name: "chash.JumpRouter" */
+    const char *doc;
+    int subclassable;
+    int zones;
+    newfunc make;
+    const router_family *family;
+    const char *methods[RM_COUNT];
+    const char *properties[RP_COUNT];
+};
+
+/* The weight_rule property's docstring, one for every class. */
+#define WEIGHT_RULE_DOC                                                                   \
+    "The weights this router's layout takes: 'real' (any weight > 0), 'whole'\n"         \
+    "(whole numbers >= 1), 'at_least_one' (real numbers >= 1, as Varnish's) or\n"        \
+    "'none' (no weights: every node's is 1, and any other is a ValueError)."
+
 extern const router_family ring32_family;
 extern const router_family ring64_family;
+extern const router_family jump_family;
+
+extern const router_class ring_class; /* ConsistentHashRouter (ring_class.c) */
+extern const router_class jump_class; /* JumpRouter (jump.c) */
 
 /*
  * The families' constructors, on an object of the type freshly allocated
@@ -149,8 +217,8 @@ int ring64_layout(PyObject *layout);
 PyObject *ring64_rebuild(PyTypeObject *cls, PyObject *layout, PyObject *hash, PyObject *min_ring,
                          PyObject *max_ring, PyObject *pairs);
 
-/* A new object of type (ConsistentHashRouter or a subclass), zeroed, with
- * no family yet, for a family's init; NULL with an exception. */
+/* A new object of type (a router class, or a subclass), zeroed, with no
+ * family yet, for a family's init; NULL with an exception. */
 static inline RouterObject *router_alloc(PyTypeObject *type)
 {
     return (RouterObject *)type->tp_alloc(type, 0);

@@ -12,6 +12,8 @@
  */
 #include "maglev.h"
 
+#include "family.h"
+
 #include "args.h"
 #include "diff.h"
 #include "hash/hash.h"
@@ -530,6 +532,13 @@ static PyObject *get_hash(MaglevObject *self, void *Py_UNUSED(closure))
     return PyUnicode_FromString("xxh64");
 }
 
+/* Envoy's Maglev weights are uint32 integers from 1. */
+static PyObject *get_weight_rule(MaglevObject *self, void *Py_UNUSED(closure))
+{
+    (void)self;
+    return PyUnicode_FromString("whole");
+}
+
 static PyObject *get_layout(MaglevObject *self, void *Py_UNUSED(closure))
 {
     (void)self;
@@ -701,6 +710,7 @@ static PyGetSetDef maglev_getset[] = {
     {"points", (getter)get_points, NULL, "{node: number of table entries it holds}.", NULL},
     {"hash", (getter)get_hash, NULL, "The hash: 'xxh64'.", NULL},
     {"layout", (getter)get_layout, NULL, "'envoy'.", NULL},
+    {"weight_rule", (getter)get_weight_rule, NULL, WEIGHT_RULE_DOC, NULL},
     {"memory_bytes", (getter)get_memory, NULL, "Heap bytes the table holds.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

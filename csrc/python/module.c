@@ -15,7 +15,6 @@
 #include "bounded.h"
 #include "diff.h"
 #include "http_head.h"
-#include "jump.h"
 #include "maglev.h"
 #include "rendezvous.h"
 #include "ring32/ring32.h"
@@ -91,7 +90,7 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || jump_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
+        || rendezvous_type_setup(module) < 0
         || bounded_type_setup(module) < 0
         || diff_module_setup(module) < 0)
         return -1;
@@ -132,6 +131,8 @@ static int module_exec(PyObject *module)
 
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        Py_VISIT(get_state(module)->types[k]);
     Py_VISIT(get_state(module)->router_type);
     Py_VISIT(get_state(module)->maglev_type);
     Py_VISIT(get_state(module)->rendezvous_type);
@@ -141,6 +142,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 
 static int module_clear(PyObject *module)
 {
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        Py_CLEAR(get_state(module)->types[k]);
     Py_CLEAR(get_state(module)->router_type);
     Py_CLEAR(get_state(module)->maglev_type);
     Py_CLEAR(get_state(module)->rendezvous_type);

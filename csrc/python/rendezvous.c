@@ -12,6 +12,8 @@
  */
 #include "rendezvous.h"
 
+#include "family.h"
+
 #include "args.h"
 #include "hash/hash.h"
 #include "state.h"
@@ -513,6 +515,14 @@ static PyObject *get_hash(RendezvousObject *self, void *Py_UNUSED(closure))
     return PyUnicode_FromString(rdv_layouts[self->layout].hash);
 }
 
+/* hrw's weights are real, squid's whole; pymemcache and caddy have none. */
+static PyObject *get_weight_rule(RendezvousObject *self, void *Py_UNUSED(closure))
+{
+    const char *name = rdv_layouts[self->layout].name;
+    const char *rule = strcmp(name, "hrw") == 0 ? "real" : strcmp(name, "squid") == 0 ? "whole" : "none";
+    return PyUnicode_FromString(rule);
+}
+
 static PyObject *get_layout(RendezvousObject *self, void *Py_UNUSED(closure))
 {
     return PyUnicode_FromString(rdv_layouts[self->layout].name);
@@ -677,6 +687,7 @@ static PyGetSetDef rdv_getset[] = {
      "The layout's hash: 'xxh64' (hrw), 'murmur3' (pymemcache), 'fnv1a' (caddy), 'carp' (squid).",
      NULL},
     {"layout", (getter)get_layout, NULL, "'hrw', 'pymemcache', 'caddy' or 'squid'.", NULL},
+    {"weight_rule", (getter)get_weight_rule, NULL, WEIGHT_RULE_DOC, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

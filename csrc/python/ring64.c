@@ -14,6 +14,7 @@
 #include "hash/hash.h"
 #include "key_hash64.h"
 #include "state.h"
+#include "zones.h"
 
 #include <string.h>
 
@@ -550,9 +551,19 @@ static PyObject *ring64_diff(RouterObject *self, RouterObject *other)
     return list;
 }
 
+/* Envoy's and gRPC's weights are uint32 integers from 1. */
+static const char *ring64_weight_rule(RouterObject *self)
+{
+    (void)self;
+    return "whole";
+}
+
 const router_family ring64_family = {
     .name = "ring64",
     .bits = 64,
+    .cls = &ring_class,
+    .setstate = zones_setstate,
+    .weight_rule = ring64_weight_rule,
     .release = ring64_release,
     .traverse = ring64_traverse,
     .clear = ring64_clear,
