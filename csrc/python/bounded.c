@@ -32,7 +32,6 @@
  */
 #include "bounded.h"
 
-#include "maglev.h"
 #include "rendezvous.h"
 #include "router.h"
 #include "strategies/bounded.h"
@@ -573,8 +572,6 @@ static PyObject *bounded_repr(BoundedObject *self)
 static const uint64_t *changes_of(PyObject *router)
 {
     const uint64_t *changes = router_changes(router);
-    if (!changes)
-        changes = maglev_changes(router);
     if (!changes)
         changes = rendezvous_changes(router);
     return changes;

@@ -9,6 +9,7 @@
  *                  nghttpx layouts of ConsistentHashRouter;
  *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): its envoy and
  *                  grpc layouts;
+ *   maglev_family  MaglevRouter's table (maglev.c);
  *   jump_family    JumpRouter's buckets (jump.c).
  *
  * and the const class descriptor of each public class (router_class):
@@ -71,6 +72,14 @@ typedef struct {
     void *structure; /* the node list's structure slot: jump keeps none (NULL) */
 } JumpState;
 
+/* MaglevRouter's state (maglev.c): the node list and Envoy's table. */
+typedef struct {
+    NodeList list;
+    size_t table_size;     /* M, a prime */
+    uint64_t mod_magic[2]; /* ceil(2**128 / M), high and low halves, for h % M */
+    uint32_t *table;       /* node position per entry; PyMem, NULL with no node */
+} MaglevState;
+
 typedef struct router_family router_family;
 typedef struct router_class router_class;
 
@@ -83,6 +92,7 @@ typedef struct {
         Ring32State r32;
         Ring64State r64;
         JumpState jump;
+        MaglevState mg;
     };
 } RouterObject;
 
@@ -127,6 +137,7 @@ struct router_family {
     PyObject *(*points)(RouterObject *self);
     PyObject *(*hash_ring)(RouterObject *self);
     PyObject *(*node_map)(RouterObject *self);
+    PyObject *(*table)(RouterObject *self); /* a lookup table's owners, entry by entry */
     PyObject *(*hash_name)(RouterObject *self);
     PyObject *(*layout)(RouterObject *self);
     PyObject *(*settings)(RouterObject *self, int which); /* a router_setting */
@@ -149,7 +160,7 @@ struct router_family {
 };
 
 /* The settings a family reports (None where it has no such setting). */
-enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING };
+enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING, SETTING_TABLE_SIZE };
 
 /* The methods and properties a class may have, in the shell's master
  * tables' order (router.c). */
@@ -160,7 +171,8 @@ enum router_method {
 };
 enum router_property {
     RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
-    RP_POINTS, RP_HASH, RP_LAYOUT, RP_MEMORY, RP_IDS, RP_ZONES, RP_WEIGHT_RULE, RP_COUNT
+    RP_POINTS, RP_HASH, RP_LAYOUT, RP_MEMORY, RP_IDS, RP_ZONES, RP_TABLE, RP_TABLE_SIZE,
+    RP_WEIGHT_RULE, RP_COUNT
 };
 
 /*
@@ -194,9 +206,11 @@ struct router_class {
 extern const router_family ring32_family;
 extern const router_family ring64_family;
 extern const router_family jump_family;
+extern const router_family maglev_family;
 
 extern const router_class ring_class; /* ConsistentHashRouter (ring_class.c) */
 extern const router_class jump_class; /* JumpRouter (jump.c) */
+extern const router_class maglev_class; /* MaglevRouter (maglev.c) */
 
 /*
  * The families' constructors, on an object of the type freshly allocated

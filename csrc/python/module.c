@@ -89,8 +89,7 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module)
 {
-    if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || rendezvous_type_setup(module) < 0
+    if (router_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
         || bounded_type_setup(module) < 0
         || diff_module_setup(module) < 0)
         return -1;

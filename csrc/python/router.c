@@ -37,7 +37,8 @@ static int router_clear(RouterObject *self)
 }
 
 /* The classes, in the module state's order of their types. */
-static const router_class *const classes[ROUTER_CLASSES] = {&ring_class, &jump_class};
+static const router_class *const classes[ROUTER_CLASSES] = {&ring_class, &maglev_class,
+                                                             &jump_class};
 
 static size_t class_index(const router_class *cls)
 {
@@ -331,6 +332,16 @@ static PyObject *get_zones(RouterObject *self, void *Py_UNUSED(closure))
     return zones_get(self);
 }
 
+static PyObject *get_table(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return self->family->table(self);
+}
+
+static PyObject *get_table_size(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return self->family->settings(self, SETTING_TABLE_SIZE);
+}
+
 static PyObject *get_weight_rule(RouterObject *self, void *Py_UNUSED(closure))
 {
     return PyUnicode_FromString(self->family->weight_rule(self));
@@ -438,6 +449,8 @@ static const MasterProperty master_properties[RP_COUNT] = {
     [RP_MEMORY] = {"memory_bytes", (getter)get_memory, NEEDS(memory)},
     [RP_IDS] = {"ids", (getter)get_ids, NEEDS(ids)},
     [RP_ZONES] = {"zones", (getter)get_zones, NEEDS(contains)},
+    [RP_TABLE] = {"table", (getter)get_table, NEEDS(table)},
+    [RP_TABLE_SIZE] = {"table_size", (getter)get_table_size, NEEDS(settings)},
     [RP_WEIGHT_RULE] = {"weight_rule", (getter)get_weight_rule, NEEDS(weight_rule)},
 };
 
@@ -475,7 +488,7 @@ static int derive_tables(size_t k)
     class_methods[k][m] = (PyMethodDef){NULL, NULL, 0, NULL};
     for (size_t i = 0; i < RP_COUNT; i++) {
         int has = family_has(family, master_properties[i].needs) && (i != RP_ZONES || cls->zones);
-        if (i == RP_VNODES || i == RP_MIN_RING || i == RP_MAX_RING)
+        if (i == RP_VNODES || i == RP_MIN_RING || i == RP_MAX_RING || i == RP_TABLE_SIZE)
             has = has && cls->properties[i] != NULL; /* settings: the class says which */
         if (has != (cls->properties[i] != NULL))
             goto mismatch;
@@ -535,5 +548,6 @@ int router_type_setup(PyObject *module)
         if (make_type(module, k) < 0)
             return -1;
     get_state(module)->router_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[0]);
+    get_state(module)->maglev_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[1]);
     return 0;
 }
