@@ -10,7 +10,9 @@
  *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): its envoy and
  *                  grpc layouts;
  *   maglev_family  MaglevRouter's table (maglev.c);
- *   jump_family    JumpRouter's buckets (jump.c).
+ *   jump_family    JumpRouter's buckets (jump.c);
+ *   rendezvous_family  RendezvousRouter's scored node set (rendezvous.c,
+ *                  rendezvous_nodes.c).
  *
  * and the const class descriptor of each public class (router_class):
  * its name, constructor and docstrings.  The shell (router.c, router.h)
@@ -38,6 +40,7 @@
 #include "engine/wide.h"
 #include "node_list.h"
 #include "strategies/jump.h"
+#include "strategies/rendezvous.h"
 
 /* The haproxy layout's server ids in use, sorted, and HAProxy's counter
  * for the next automatic one (engine/haproxy_ids.h, used by ring32/haproxy.c). */
@@ -80,6 +83,15 @@ typedef struct {
     uint32_t *table;       /* node position per entry; PyMem, NULL with no node */
 } MaglevState;
 
+/* RendezvousRouter's state (rendezvous.c, rendezvous_nodes.c). */
+typedef struct {
+    chash_rdv_layout layout;
+    PyObject *nodes;    /* tuple of exact str, in add order */
+    double *weights;    /* PyMem, one a node */
+    PyObject *index;    /* dict: node -> its position in nodes */
+    chash_rdv_set *set; /* the engine's node set, always built */
+} RdvState;
+
 typedef struct router_family router_family;
 typedef struct router_class router_class;
 
@@ -93,6 +105,7 @@ typedef struct {
         Ring64State r64;
         JumpState jump;
         MaglevState mg;
+        RdvState rdv;
     };
 } RouterObject;
 
@@ -115,6 +128,9 @@ struct router_family {
     /* Membership.  id is the haproxy layout's server id object (None for
      * none); remove returns 1 (removed), 0 (absent) or -1. */
     int (*add)(RouterObject *self, PyObject *node, double weight, PyObject *id);
+    /* A weight argument (NULL: none given) as the family reads it, when
+     * it reads its own (NULL: the shell's parse_weight); 0 or -1. */
+    int (*read_weight)(RouterObject *self, PyObject *obj, double *weight);
     int (*add_many)(RouterObject *self, PyObject *nodes, double weight);
     int (*remove)(RouterObject *self, PyObject *node);
     int (*replace)(RouterObject *self, PyObject *pairs);
@@ -151,6 +167,8 @@ struct router_family {
     /* other is of the same family: the moves as plain (start, end, source,
      * target) tuples, or ValueError when the two cannot be compared. */
     PyObject *(*diff)(RouterObject *self, RouterObject *other);
+    /* _rebuild(cls, *args), a class method reading old pickles. */
+    PyObject *(*rebuild)(PyTypeObject *cls, PyObject *args);
     /* __setstate__: None, or NULL with an exception. */
     PyObject *(*setstate)(RouterObject *self, PyObject *state);
     /* The weights the family (in self's layout) takes: "real" (any weight
@@ -167,7 +185,7 @@ enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING, SETTIN
 enum router_method {
     RM_ADD, RM_ADD_MANY, RM_REMOVE, RM_DISCARD, RM_GET, RM_GET_MANY, RM_GET_BY_HASH,
     RM_GET_MANY_BY_HASH, RM_PREFERENCE, RM_OWNERSHIP, RM_DISTRIBUTION, RM_FINGERPRINT, RM_DIFF,
-    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_COUNT
+    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_REBUILD, RM_COUNT
 };
 enum router_property {
     RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
@@ -207,10 +225,12 @@ extern const router_family ring32_family;
 extern const router_family ring64_family;
 extern const router_family jump_family;
 extern const router_family maglev_family;
+extern const router_family rendezvous_family;
 
 extern const router_class ring_class; /* ConsistentHashRouter (ring_class.c) */
 extern const router_class jump_class; /* JumpRouter (jump.c) */
 extern const router_class maglev_class; /* MaglevRouter (maglev.c) */
+extern const router_class rendezvous_class; /* RendezvousRouter (rendezvous.c) */
 
 /*
  * The families' constructors, on an object of the type freshly allocated

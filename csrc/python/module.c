@@ -1,8 +1,9 @@
 /*
  * module.c - chash._chash: the one extension, over one copy of the engine.
- * It holds the ConsistentHashRouter type (router.c, over its families:
- * ring32/, ring64.c), MaglevRouter (maglev.c), JumpRouter (jump.c),
- * RendezvousRouter (rendezvous.c), the base of BoundedLoadRouter
+ * It holds the router classes, one shell (router.c) over the families:
+ * ConsistentHashRouter (ring_class.c; ring32/, ring64.c), MaglevRouter
+ * (maglev.c), JumpRouter (jump.c), RendezvousRouter (rendezvous.c,
+ * rendezvous_nodes.c); the base of BoundedLoadRouter
  * (bounded.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
@@ -16,7 +17,6 @@
 #include "diff.h"
 #include "http_head.h"
 #include "maglev.h"
-#include "rendezvous.h"
 #include "ring32/ring32.h"
 #include "router.h"
 #include "simulate.h"
@@ -89,7 +89,7 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module)
 {
-    if (router_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
+    if (router_type_setup(module) < 0
         || bounded_type_setup(module) < 0
         || diff_module_setup(module) < 0)
         return -1;

@@ -5,7 +5,8 @@
  * and the zones' bookkeeping, each written once; every call then goes to
  * the router's family, which does the ring work.  Each public class
  * (family.h's router_class: ConsistentHashRouter in ring_class.c,
- * JumpRouter in jump.c) becomes one heap type here, its tables the master
+ * MaglevRouter in maglev.c, JumpRouter in jump.c, RendezvousRouter in
+ * rendezvous.c) becomes one heap type here, its tables the master
  * tables filtered by its family's descriptor.  Part of chash._chash.
  */
 #include "router.h"
@@ -38,7 +39,7 @@ static int router_clear(RouterObject *self)
 
 /* The classes, in the module state's order of their types. */
 static const router_class *const classes[ROUTER_CLASSES] = {&ring_class, &maglev_class,
-                                                             &jump_class};
+                                                             &jump_class, &rendezvous_class};
 
 static size_t class_index(const router_class *cls)
 {
@@ -62,6 +63,15 @@ static void router_dealloc(RouterObject *self)
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
 
+/* A weight argument (NULL: none given), read by the family's own rule
+ * when it has one; 0 or -1. */
+static int read_weight(RouterObject *self, PyObject *obj, double *weight)
+{
+    if (self->family->read_weight)
+        return self->family->read_weight(self, obj, weight);
+    return parse_weight(obj, weight);
+}
+
 static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
 {
     static char *with_zones[] = {"real_node_id", "weight", "id", "zone", NULL};
@@ -73,7 +83,7 @@ static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
                                      zones ? with_zones : plain, &node, &weight_obj, &id, &zone))
         return NULL;
     double weight;
-    if (check_zone(zone) < 0 || parse_weight(weight_obj, &weight) < 0)
+    if (check_zone(zone) < 0 || read_weight(self, weight_obj, &weight) < 0)
         return NULL;
     ZoneUndo undo = {NULL, NULL};
     if (zone != Py_None && zones_set(self, node, zone, &undo) < 0)
@@ -94,7 +104,7 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
         return NULL;
     double weight;
-    if (parse_weight(weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
+    if (read_weight(self, weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
         return NULL;
     self->changes++;
     Py_RETURN_NONE;
@@ -257,6 +267,19 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
 static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
     return zones_reduce(self, self->family->reduce(self));
+}
+
+/* _rebuild(cls, ...): the class method old pickles of a class name. */
+static PyObject *router_class_rebuild(PyObject *cls, PyObject *args)
+{
+    module_state *state = state_of_type((PyTypeObject *)cls);
+    if (!state)
+        return NULL;
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        if (PyType_IsSubtype((PyTypeObject *)cls, state->types[k]))
+            return classes[k]->family->rebuild((PyTypeObject *)cls, args);
+    PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a router class");
+    return NULL;
 }
 
 static PyObject *router_setstate(RouterObject *self, PyObject *state)
@@ -427,6 +450,7 @@ static const MasterMethod master_methods[RM_COUNT] = {
     [RM_REDUCE] = {{"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, NULL}, NEEDS(reduce)},
     [RM_SETSTATE] = {{"__setstate__", (PyCFunction)router_setstate, METH_O, NULL}, NEEDS(setstate)},
     [RM_REPLACE] = {{"_replace_nodes", (PyCFunction)router_replace, METH_O, NULL}, NEEDS(replace)},
+    [RM_REBUILD] = {{"_rebuild", (PyCFunction)router_class_rebuild, METH_VARARGS | METH_CLASS, NULL}, NEEDS(rebuild)},
 };
 
 typedef struct {
@@ -549,5 +573,6 @@ int router_type_setup(PyObject *module)
             return -1;
     get_state(module)->router_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[0]);
     get_state(module)->maglev_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[1]);
+    get_state(module)->rendezvous_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[3]);
     return 0;
 }
