@@ -337,6 +337,16 @@ def _backend_head(
     secure: bool,
     /,
 ) -> bytes: ...
+_AnyRouter = TypeVar(
+    "_AnyRouter", ConsistentHashRouter, MaglevRouter, JumpRouter, RendezvousRouter)
+
+def _reconstruct(
+    cls: type[_AnyRouter],
+    family: Literal["ring32", "ring64", "maglev", "jump", "rendezvous"],
+    settings: tuple[object, ...],
+    nodes: list[str] | list[tuple[str, float]] | list[tuple[str, float, int]],
+    /,
+) -> _AnyRouter: ...
 def _rebuild_table(
     cls: type[ConsistentHashRouter] | type[MaglevRouter],
     layout: str,

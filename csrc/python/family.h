@@ -162,8 +162,14 @@ struct router_family {
     PyObject *(*repr)(RouterObject *self);
     /* other is of the same family; 1, 0 or -1. */
     int (*equal)(RouterObject *self, RouterObject *other);
-    /* Pickling: (callable, args) that make the router again, zones aside. */
+    /* Pickling, through the shell's one reconstructor (router.c's
+     * _reconstruct): reduce gives (settings, nodes), a tuple of what the
+     * family's constructor took and the nodes with their weights (as
+     * _replace_nodes reads them); unpickle makes a router of cls (the
+     * family's class or a subclass) from those again, checking them as a
+     * call's arguments.  Zones aside (the shell's). */
     PyObject *(*reduce)(RouterObject *self);
+    PyObject *(*unpickle)(PyTypeObject *cls, PyObject *settings, PyObject *nodes);
     /* other is of the same family: the moves as plain (start, end, source,
      * target) tuples, or ValueError when the two cannot be compared. */
     PyObject *(*diff)(RouterObject *self, RouterObject *other);

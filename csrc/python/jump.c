@@ -434,15 +434,13 @@ static int jump_check(RouterObject *self)
 /* ------------------------------------------------------------------ */
 /* Pickles: JumpRouter(layout=..., hash=...) with its nodes in order    */
 
+/* ((layout, hash), nodes in bucket order). */
 static PyObject *jump_reduce(RouterObject *self)
 {
     PyObject *nodes = node_list_nodes(&self->jump.list);
     if (!nodes)
         return NULL;
-    PyObject *result = Py_BuildValue("(O()(ssO))", (PyObject *)Py_TYPE(self), layout_name(self),
-                                     chash_hash_name(self->jump.hash), nodes);
-    Py_DECREF(nodes);
-    return result;
+    return Py_BuildValue("((ss)N)", layout_name(self), chash_hash_name(self->jump.hash), nodes);
 }
 
 /* (layout, hash, nodes): the router made to hold exactly these, in one
@@ -485,6 +483,25 @@ static PyObject *jump_setstate(RouterObject *self, PyObject *state)
     self->jump.rule = rule;
     self->jump.hash = hash_id;
     Py_RETURN_NONE;
+}
+
+/* A JumpRouter of cls made as JumpRouter(layout=, hash=), then holding
+ * nodes: what __setstate__ does with the state of earlier pickles. */
+static PyObject *jump_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *layout, *hash;
+    if (!PyArg_ParseTuple(settings, "OO:_reconstruct", &layout, &hash))
+        return NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *self = empty ? jump_new(cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    PyObject *state = self ? PyTuple_Pack(3, layout, hash, nodes) : NULL;
+    PyObject *done = state ? jump_setstate((RouterObject *)self, state) : NULL;
+    Py_XDECREF(state);
+    if (!done)
+        Py_CLEAR(self);
+    Py_XDECREF(done);
+    return self;
 }
 
 static PyObject *jump_nodes(RouterObject *self)
@@ -669,6 +686,7 @@ const router_family jump_family = {
     .repr = jump_repr,
     .equal = jump_equal,
     .reduce = jump_reduce,
+    .unpickle = jump_unpickle,
     .setstate = jump_setstate,
     .weight_rule = jump_weight_rule,
 };

@@ -403,18 +403,13 @@ static PyObject *maglev_diff(RouterObject *self, RouterObject *to)
     return list;
 }
 
+/* ((table_size,), pairs). */
 static PyObject *maglev_reduce(RouterObject *self)
 {
     PyObject *pairs = node_list_pairs(&self->mg.list);
-    PyObject *module = pairs ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
-    PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_table") : NULL;
-    PyObject *result = NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(OssKKnO))", rebuild, (PyObject *)Py_TYPE(self), "maglev", "xxh64",
-                               0ULL, 0ULL, (Py_ssize_t)self->mg.table_size, pairs);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(pairs);
-    return result;
+    if (!pairs)
+        return NULL;
+    return Py_BuildValue("((n)N)", (Py_ssize_t)self->mg.table_size, pairs);
 }
 
 PyObject *maglev_rebuild(PyTypeObject *cls, PyObject *table_size, PyObject *hash, PyObject *pairs)
@@ -427,6 +422,17 @@ PyObject *maglev_rebuild(PyTypeObject *cls, PyObject *table_size, PyObject *hash
     if (self && maglev_replace((RouterObject *)self, pairs) < 0)
         Py_CLEAR(self);
     return self;
+}
+
+static PyObject *maglev_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *size;
+    if (!PyArg_ParseTuple(settings, "O:_reconstruct", &size))
+        return NULL;
+    PyObject *hash = PyUnicode_FromString("xxh64");
+    PyObject *result = hash ? maglev_rebuild(cls, size, hash, nodes) : NULL;
+    Py_XDECREF(hash);
+    return result;
 }
 
 static PyObject *maglev_table(RouterObject *self)
@@ -651,6 +657,7 @@ const router_family maglev_family = {
     .repr = maglev_repr,
     .equal = maglev_equal,
     .reduce = maglev_reduce,
+    .unpickle = maglev_unpickle,
     .diff = maglev_diff,
     .weight_rule = maglev_weight_rule,
 };

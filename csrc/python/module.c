@@ -7,7 +7,9 @@
  * (bounded.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
- * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
+ * (_hash; the readers of earlier pickles, _rebuild and _rebuild_table,
+ * beside router.c's _reconstruct, which reads every pickle made now), its
+ * constants, its
  * state (state.h) and multi-phase init (PEP 489), which calls each
  * type's setup.
  */
@@ -78,6 +80,7 @@ static PyObject *module_rebuild_table(PyObject *module, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
+    {"_reconstruct", router_reconstruct, METH_VARARGS, reconstruct_doc},
     {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
     {"_rebuild_table", module_rebuild_table, METH_VARARGS, rebuild_table_doc},
     {"_request_head", (PyCFunction)(void (*)(void))module_request_head, METH_FASTCALL,

@@ -429,16 +429,13 @@ static PyObject *pairs_of(const RendezvousObject *self)
     return pairs;
 }
 
+/* ((layout,), pairs). */
 static PyObject *rdv_reduce(RendezvousObject *self)
 {
     PyObject *pairs = pairs_of(self);
-    PyObject *rebuild = pairs ? PyObject_GetAttrString((PyObject *)Py_TYPE(self), "_rebuild") : NULL;
-    PyObject *result = NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(sO))", rebuild, rdv_layouts[self->rdv.layout].name, pairs);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(pairs);
-    return result;
+    if (!pairs)
+        return NULL;
+    return Py_BuildValue("((s)N)", rdv_layouts[self->rdv.layout].name, pairs);
 }
 
 static PyObject *rdv_rebuild(PyTypeObject *cls, PyObject *args)
@@ -461,6 +458,17 @@ static PyObject *rdv_rebuild(PyTypeObject *cls, PyObject *args)
             Py_CLEAR(self);
     }
     return self;
+}
+
+static PyObject *rdv_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *layout;
+    if (!PyArg_ParseTuple(settings, "O:_reconstruct", &layout))
+        return NULL;
+    PyObject *args = PyTuple_Pack(2, layout, nodes);
+    PyObject *result = args ? rdv_rebuild(cls, args) : NULL;
+    Py_XDECREF(args);
+    return result;
 }
 
 static PyObject *rdv_nodes(RendezvousObject *self)
@@ -645,6 +653,7 @@ const router_family rendezvous_family = {
     .repr = rdv_repr,
     .equal = rdv_equal,
     .reduce = rdv_reduce,
+    .unpickle = rdv_unpickle,
     .rebuild = rdv_rebuild,
     .weight_rule = rdv_weight_rule,
 };

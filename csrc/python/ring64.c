@@ -510,22 +510,23 @@ static int ring64_equal(RouterObject *x, RouterObject *y)
     return node_list_equal(&x->r64.list, &y->r64.list, 1);
 }
 
-/* The pickle of earlier versions, kept: _rebuild_table(cls, layout, hash,
- * minimum_ring_size, maximum_ring_size, 0, pairs). */
+/* ((layout, hash, minimum_ring_size, maximum_ring_size), pairs). */
 static PyObject *ring64_reduce(RouterObject *self)
 {
     PyObject *pairs = node_list_pairs(&self->r64.list);
-    PyObject *module = pairs ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
-    PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_table") : NULL;
-    PyObject *result = NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(OssKKnO))", rebuild, (PyObject *)Py_TYPE(self),
-                               layout_name(self), point_hash_name(self->r64.hash),
-                               (unsigned long long)self->r64.min_ring,
-                               (unsigned long long)self->r64.max_ring, (Py_ssize_t)0, pairs);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(pairs);
-    return result;
+    if (!pairs)
+        return NULL;
+    return Py_BuildValue("((ssKK)N)", layout_name(self), point_hash_name(self->r64.hash),
+                         (unsigned long long)self->r64.min_ring,
+                         (unsigned long long)self->r64.max_ring, pairs);
+}
+
+static PyObject *ring64_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *layout, *hash, *lo, *hi;
+    if (!PyArg_ParseTuple(settings, "OOOO:_reconstruct", &layout, &hash, &lo, &hi))
+        return NULL;
+    return ring64_rebuild(cls, layout, hash, lo, hi, nodes);
 }
 
 static PyObject *list_node(PyObject *router, uint32_t index)
@@ -596,6 +597,7 @@ const router_family ring64_family = {
     .repr = ring64_repr,
     .equal = ring64_equal,
     .reduce = ring64_reduce,
+    .unpickle = ring64_unpickle,
     .diff = ring64_diff,
 };
 

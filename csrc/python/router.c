@@ -264,9 +264,56 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
     return list;
 }
 
+/* Every family pickles through one function, _reconstruct(cls, family,
+ * settings, nodes) (as arraymodule.c's _array_reconstructor does every
+ * typecode), the zones as the state. */
 static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return zones_reduce(self, self->family->reduce(self));
+    PyObject *parts = self->family->reduce(self);
+    PyObject *module = parts ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
+    PyObject *fn = module ? PyObject_GetAttrString(module, "_reconstruct") : NULL;
+    PyObject *plain = NULL;
+    if (fn)
+        plain = Py_BuildValue("(O(OsOO))", fn, (PyObject *)Py_TYPE(self), self->family->name,
+                              PyTuple_GET_ITEM(parts, 0), PyTuple_GET_ITEM(parts, 1));
+    Py_XDECREF(fn);
+    Py_XDECREF(parts);
+    return zones_reduce(self, plain);
+}
+
+/* Every family, for _reconstruct to find one by name. */
+static const router_family *const families[] = {&ring32_family, &ring64_family, &maglev_family,
+                                                &jump_family, &rendezvous_family};
+
+const char reconstruct_doc[] = PyDoc_STR(
+"_reconstruct(cls, family, settings, nodes, /)\n--\n\n"
+"A router of class cls (a router class, or a subclass of\n"
+"ConsistentHashRouter) of the named family, made with settings and\n"
+"holding nodes, as __reduce__ gave them: what every router's pickle is\n"
+"read by.  The arguments are checked as a call's.");
+
+PyObject *router_reconstruct(PyObject *module, PyObject *args)
+{
+    PyTypeObject *cls;
+    const char *name;
+    PyObject *settings, *nodes;
+    if (!PyArg_ParseTuple(args, "O!sO!O:_reconstruct", &PyType_Type, &cls, &name, &PyTuple_Type,
+                          &settings, &nodes))
+        return NULL;
+    module_state *state = get_state(module);
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
+        const router_family *family = families[f];
+        if (strcmp(family->name, name) != 0)
+            continue;
+        if (!PyType_IsSubtype(cls, state->types[class_index(family->cls)])) {
+            PyErr_Format(PyExc_TypeError, "_reconstruct: cls must be a %s type for the %s family",
+                         family->cls->name + 6, name);
+            return NULL;
+        }
+        return family->unpickle(cls, settings, nodes);
+    }
+    PyErr_Format(PyExc_ValueError, "_reconstruct: no router family %R", PyTuple_GET_ITEM(args, 1));
+    return NULL;
 }
 
 /* _rebuild(cls, ...): the class method old pickles of a class name. */

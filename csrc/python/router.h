@@ -16,4 +16,9 @@ int router_type_setup(PyObject *module);
  * other object (no exception). */
 const uint64_t *router_changes(PyObject *obj);
 
+/* chash._chash._reconstruct(cls, family, settings, nodes): the one
+ * reader of every router's pickles (module.c's function table). */
+PyObject *router_reconstruct(PyObject *module, PyObject *args);
+extern const char reconstruct_doc[];
+
 #endif /* CHASH_PY_ROUTER_H */

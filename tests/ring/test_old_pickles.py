@@ -86,3 +86,42 @@ def test_the_later_set_covers_every_class_and_layout() -> None:
     weighted = [record for record in EVERY.values()
                 if any(w != 1 for w in pickle.loads(base64.b64decode(record["pickle"])).weights.values())]
     assert len(weighted) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(EVERY))
+def test_every_class_pickles_through_the_one_reconstructor(name: str) -> None:
+    from make_pickles import every_class
+
+    router = every_class()[name]
+    fn, args, *state = router.__reduce__()
+    assert fn is chash._chash._reconstruct and args[0] is type(router)
+    again = fn(*args)
+    if state:
+        again.__setstate__(state[0])
+    assert type(again) is type(router) and again == router
+    assert again.fingerprint() == router.fingerprint()
+    assert again.get_target_nodes(KEYS) == router.get_target_nodes(KEYS)
+
+
+def test_the_reconstructor_checks_its_arguments() -> None:
+    from chash._chash import _reconstruct
+
+    with pytest.raises(ValueError, match="no router family 'ring16'"):
+        _reconstruct(chash.ConsistentHashRouter, "ring16", (), [])
+    with pytest.raises(TypeError, match="must be a MaglevRouter type"):
+        _reconstruct(chash.JumpRouter, "maglev", (251,), [])
+    with pytest.raises(TypeError):
+        _reconstruct(chash.JumpRouter, "jump", ["jump", "xxh64"], [])
+    with pytest.raises(ValueError, match="layout"):
+        _reconstruct(chash.JumpRouter, "jump", ("nope", "xxh64"), [])
+    with pytest.raises(ValueError):
+        _reconstruct(chash.MaglevRouter, "maglev", (251,), [("a", 0.5)])
+
+    mine = Mine(layout="envoy")
+    mine.add_service_node("a", 3)
+    again = pickle.loads(pickle.dumps(mine))
+    assert type(again) is Mine and again == mine
+
+
+class Mine(chash.ConsistentHashRouter):
+    """A subclass, pickled by reference to this module."""

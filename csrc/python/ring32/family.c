@@ -228,5 +228,6 @@ const router_family ring32_family = {
     .repr = ring32_repr,
     .equal = ring32_equal,
     .reduce = ring32_reduce,
+    .unpickle = ring32_unpickle,
     .diff = ring32_diff,
 };
