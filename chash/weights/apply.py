@@ -9,13 +9,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-#: Layouts whose weights are whole numbers (their references' integer weights).
-_WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy", "envoy", "grpc", "squid"})
-#: Layouts whose weights are real numbers >= 1 (Varnish's shard director).
-_AT_LEAST_ONE = frozenset({"varnish"})
-#: Layouts with no weights at all: every node's is 1.
-_WEIGHTLESS = frozenset({"nghttpx", "pymemcache", "caddy"})
-
 
 class WeightedRouter(Protocol):
     """The part of ``chash.ConsistentHashRouter`` used here."""
@@ -29,15 +22,24 @@ class WeightedRouter(Protocol):
     def add_service_node(self, real_node_id: str, weight: float = 1.0) -> None: ...
 
 
+def weight_rule(router: WeightedRouter) -> str:
+    """The weights the router's layout takes, as the router itself says
+    (``weight_rule`` of every chash router: "real", "whole",
+    "at_least_one" or "none"); "real" for a router that does not say."""
+    rule: str = getattr(router, "weight_rule", "real")
+    return rule
+
+
 def whole_weights(router: WeightedRouter) -> bool:
     """True when the router's layout takes whole-number weights only."""
-    return router.layout in _WHOLE
+    return weight_rule(router) == "whole"
 
 
 def weightless(router: WeightedRouter) -> bool:
     """True when the router's layout has no weights (nghttpx's affinity
-    ring, pymemcache's and Caddy's rendezvous): nothing to ramp or steer."""
-    return router.layout in _WEIGHTLESS
+    ring, pymemcache's and Caddy's rendezvous, jump): nothing to ramp or
+    steer."""
+    return weight_rule(router) == "none"
 
 
 def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
@@ -52,7 +54,7 @@ def set_weight(router: WeightedRouter, node: str, weight: float) -> float:
         raise ValueError(f"the {router.layout} layout has no weights: every node's is 1")
     if whole_weights(router):
         weight = float(max(1, round(weight)))
-    elif router.layout in _AT_LEAST_ONE:
+    elif weight_rule(router) == "at_least_one":
         weight = max(1.0, float(weight))
     weights = router.weights
     if node not in weights:
