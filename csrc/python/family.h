@@ -221,6 +221,15 @@ struct router_class {
     const char *properties[RP_COUNT];
 };
 
+/* The methods every class has, in a class's .methods: each class's file
+ * names their docstrings so (add_doc, ...) and adds its own entries. */
+#define ROUTER_COMMON_METHODS                                                             \
+    [RM_ADD] = add_doc, [RM_ADD_MANY] = add_many_doc, [RM_REMOVE] = remove_doc,           \
+    [RM_DISCARD] = discard_doc, [RM_GET] = get_doc, [RM_GET_MANY] = get_many_doc,         \
+    [RM_GET_BY_HASH] = get_by_hash_doc, [RM_PREFERENCE] = preference_doc,                 \
+    [RM_OWNERSHIP] = ownership_doc, [RM_DISTRIBUTION] = distribution_doc,                 \
+    [RM_FINGERPRINT] = fingerprint_doc, [RM_CHECK] = check_doc, [RM_REDUCE] = reduce_doc
+
 /* The weight_rule property's docstring, one for every class. */
 #define WEIGHT_RULE_DOC                                                                   \
     "The weights this router's layout takes: 'real' (any weight > 0), 'whole'\n"         \

@@ -253,8 +253,9 @@ static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-static PyObject *nodes_of(const RouterObject *self, const uint64_t *hashes, Py_ssize_t n)
+static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
+    RouterObject *self = owner;
     PyObject *result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++)
         PyList_SET_ITEM(result, i, owner_of(self, hashes[i]));
@@ -284,24 +285,16 @@ static uint64_t *hash_keys(const RouterObject *self, PyObject *keys, Py_ssize_t 
 
 static PyObject *jump_get_many(RouterObject *self, PyObject *keys)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *hashes = hash_keys(self, keys, &n);
-    if (!hashes)
-        return NULL;
-    PyObject *result = nodes_of(self, hashes, n);
-    PyMem_Free(hashes);
-    return result;
+    return node_list_route(self, hashes, n, nodes_of);
 }
 
 static PyObject *jump_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    if (!values)
-        return NULL;
-    PyObject *result = nodes_of(self, values, n);
-    PyMem_Free(values);
-    return result;
+    return node_list_route(self, values, n, nodes_of);
 }
 
 static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
@@ -320,9 +313,7 @@ static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
         PyMem_Free(buckets);
         return chash_py_error(status, NULL, "get_preference_list");
     }
-    PyObject *result = PyList_New((Py_ssize_t)found);
-    for (size_t i = 0; result && i < found; i++)
-        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(&self->jump.list, buckets[i])));
+    PyObject *result = node_list_pick(&self->jump.list, buckets, found);
     PyMem_Free(buckets);
     return result;
 }
@@ -699,21 +690,9 @@ const router_class jump_class = {
     .make = jump_new,
     .family = &jump_family,
     .methods = {
-        [RM_ADD] = add_doc,
-        [RM_ADD_MANY] = add_many_doc,
-        [RM_REMOVE] = remove_doc,
-        [RM_DISCARD] = discard_doc,
-        [RM_GET] = get_doc,
-        [RM_GET_MANY] = get_many_doc,
-        [RM_GET_BY_HASH] = get_by_hash_doc,
+        ROUTER_COMMON_METHODS,
         [RM_GET_MANY_BY_HASH] = get_many_by_hash_doc,
-        [RM_PREFERENCE] = preference_doc,
-        [RM_OWNERSHIP] = ownership_doc,
-        [RM_DISTRIBUTION] = distribution_doc,
-        [RM_FINGERPRINT] = fingerprint_doc,
         [RM_CALCULATE_HASH] = calc_doc,
-        [RM_CHECK] = check_doc,
-        [RM_REDUCE] = reduce_doc,
         [RM_SETSTATE] = setstate_doc,
     },
     .properties = {

@@ -182,8 +182,9 @@ static PyObject *maglev_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-static PyObject *nodes_of(const RouterObject *self, const uint64_t *hashes, Py_ssize_t n)
+static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
+    RouterObject *self = owner;
     PyObject *result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++)
         PyList_SET_ITEM(result, i, owner_of(self, hashes[i]));
@@ -192,24 +193,16 @@ static PyObject *nodes_of(const RouterObject *self, const uint64_t *hashes, Py_s
 
 static PyObject *maglev_get_many(RouterObject *self, PyObject *keys)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *hashes = key_hashes64(keys, &n);
-    if (!hashes)
-        return NULL;
-    PyObject *result = nodes_of(self, hashes, n);
-    PyMem_Free(hashes);
-    return result;
+    return node_list_route(self, hashes, n, nodes_of);
 }
 
 static PyObject *maglev_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, "maglev", &n);
-    if (!values)
-        return NULL;
-    PyObject *result = nodes_of(self, values, n);
-    PyMem_Free(values);
-    return result;
+    return node_list_route(self, values, n, nodes_of);
 }
 
 /* Envoy's Maglev retry walk: attempt a looks up h ^ (2**64 - a) (the hash
@@ -253,9 +246,7 @@ static PyObject *maglev_preference(RouterObject *self, PyObject *key, size_t wan
         PyMem_Free(owners);
         return PyErr_NoMemory();
     }
-    PyObject *result = PyList_New((Py_ssize_t)found);
-    for (size_t i = 0; result && i < found; i++)
-        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(&self->mg.list, owners[i])));
+    PyObject *result = node_list_pick(&self->mg.list, owners, found);
     PyMem_Free(owners);
     return result;
 }
@@ -263,10 +254,7 @@ static PyObject *maglev_preference(RouterObject *self, PyObject *key, size_t wan
 static PyObject *maglev_calculate_hash(RouterObject *self, PyObject *key)
 {
     (void)self;
-    uint64_t h;
-    if (key_hash64(key, &h) < 0)
-        return NULL;
-    return PyLong_FromUnsignedLongLong(h);
+    return key_hash64_int(key);
 }
 
 /* ------------------------------------------------------------------ */
@@ -670,22 +658,10 @@ const router_class maglev_class = {
     .make = maglev_new,
     .family = &maglev_family,
     .methods = {
-        [RM_ADD] = add_doc,
-        [RM_ADD_MANY] = add_many_doc,
-        [RM_REMOVE] = remove_doc,
-        [RM_DISCARD] = discard_doc,
-        [RM_GET] = get_doc,
-        [RM_GET_MANY] = get_many_doc,
-        [RM_GET_BY_HASH] = get_by_hash_doc,
+        ROUTER_COMMON_METHODS,
         [RM_GET_MANY_BY_HASH] = get_many_by_hash_doc,
-        [RM_PREFERENCE] = preference_doc,
-        [RM_OWNERSHIP] = ownership_doc,
-        [RM_DISTRIBUTION] = distribution_doc,
-        [RM_FINGERPRINT] = fingerprint_doc,
         [RM_DIFF] = diff_doc,
         [RM_CALCULATE_HASH] = calc_doc,
-        [RM_CHECK] = check_doc,
-        [RM_REDUCE] = reduce_doc,
         [RM_REPLACE] = replace_doc,
     },
     .properties = {

@@ -362,6 +362,24 @@ PyObject *node_list_nodes(const NodeList *list)
     return PySequence_List(list->nodes);
 }
 
+PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t n)
+{
+    PyObject *result = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; result && i < n; i++)
+        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(list, positions[i])));
+    return result;
+}
+
+PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
+                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n))
+{
+    if (!hashes)
+        return NULL;
+    PyObject *result = lookup(owner, hashes, n);
+    PyMem_Free(hashes);
+    return result;
+}
+
 PyObject *node_list_iter(const NodeList *list)
 {
     PyObject *now = PyList_AsTuple(list->nodes);

@@ -95,6 +95,13 @@ PyObject *node_list_iter(const NodeList *list);
 PyObject *node_list_weights(const NodeList *list);
 PyObject *node_list_counts(const NodeList *list);
 PyObject *node_list_pairs(const NodeList *list);
+/* The nodes at positions[0..n) (each < the node count), as a new list. */
+PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t n);
+/* lookup(owner, hashes, n) over a PyMem block of 64-bit hashes (NULL: an
+ * error already set), which is freed here: the batch lookups of the
+ * families that route 64-bit hashes (ring64.c, maglev.c, jump.c). */
+PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
+                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n));
 /* {node: values[k]} as floats / ints. */
 PyObject *node_list_float_map(const NodeList *list, const double *values);
 PyObject *node_list_count_map(const NodeList *list, const size_t *values);

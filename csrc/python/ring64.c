@@ -223,8 +223,9 @@ static PyObject *ring64_get_by_hash(RouterObject *self, PyObject *hash)
 }
 
 /* The nodes of hashes[0..n) as a list. */
-static PyObject *nodes_of(RouterObject *self, const uint64_t *hashes, Py_ssize_t n)
+static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
+    RouterObject *self = owner;
     PyObject *result = PyList_New(n);
     if (!result)
         return NULL;
@@ -247,24 +248,16 @@ static PyObject *nodes_of(RouterObject *self, const uint64_t *hashes, Py_ssize_t
 
 static PyObject *ring64_get_many(RouterObject *self, PyObject *keys)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *hashes = key_hashes64(keys, &n);
-    if (!hashes)
-        return NULL;
-    PyObject *result = nodes_of(self, hashes, n);
-    PyMem_Free(hashes);
-    return result;
+    return node_list_route(self, hashes, n, nodes_of);
 }
 
 static PyObject *ring64_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    if (!values)
-        return NULL;
-    PyObject *result = nodes_of(self, values, n);
-    PyMem_Free(values);
-    return result;
+    return node_list_route(self, values, n, nodes_of);
 }
 
 static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t want)
@@ -282,9 +275,7 @@ static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t wan
         PyMem_Free(owners);
         return PyErr_NoMemory();
     }
-    PyObject *result = PyList_New((Py_ssize_t)found);
-    for (size_t i = 0; result && i < found; i++)
-        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(&self->r64.list, owners[i])));
+    PyObject *result = node_list_pick(&self->r64.list, owners, found);
     PyMem_Free(owners);
     return result;
 }
@@ -292,10 +283,7 @@ static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t wan
 static PyObject *ring64_calculate_hash(RouterObject *self, PyObject *key)
 {
     (void)self;
-    uint64_t h;
-    if (key_hash64(key, &h) < 0)
-        return NULL;
-    return PyLong_FromUnsignedLongLong(h);
+    return key_hash64_int(key);
 }
 
 /* ------------------------------------------------------------------ */

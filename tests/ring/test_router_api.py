@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from make_api_record import PROTOCOLS, signature
 
 import chash
 
@@ -21,15 +22,6 @@ RECORD = json.loads((Path(__file__).parents[1] / "vectors" / "router_api.json")
 CLASSES: dict[str, Any] = RECORD["classes"]
 #: Added after ea11c0d, on every class.
 ADDED = {"weight_rule"}
-PROTOCOLS = ("__reduce__", "__setstate__", "__iter__", "__len__", "__contains__", "__eq__",
-             "__repr__", "__hash__")
-
-
-def signature(obj: Any) -> str | None:
-    try:
-        return str(inspect.signature(obj))
-    except (TypeError, ValueError):
-        return None
 
 
 def same_doc(now: str | None, then: str | None) -> bool:
