@@ -578,7 +578,7 @@ PyDoc_STRVAR(remove_doc,
 PyDoc_STRVAR(discard_doc,
 "discard_service_node($self, real_node_id, /)\n--\n\n"
 "Remove the node if it is here (it must be the last bucket, as for\n"
-"remove_service_node); do nothing otherwise.");
+"remove_service_node); do nothing otherwise.  Cost: O(1) amortized.");
 
 PyDoc_STRVAR(get_doc,
 "get_target_node($self, request_key, /)\n--\n\n"
