@@ -35,6 +35,18 @@ LAYOUTS = ("python", "ketama", "haproxy", "envoy", "maglev", "jump", "hrw")
 WITHIN = 0.03
 
 
+def this_checkout() -> ModuleType:
+    """chash._chash of this checkout; SystemExit when ``import chash``
+    finds another one (an editable install of another tree comes before
+    this folder unless PYTHONPATH names it)."""
+    import chash
+
+    if not Path(chash.__file__).resolve().is_relative_to(ROOT):
+        raise SystemExit(f"chash is imported from {chash.__file__}, not from this checkout: "
+                         f"run with PYTHONPATH={ROOT}")
+    return chash._chash
+
+
 def load_revision(rev: str, scratch: Path) -> ModuleType:
     """chash._chash as it was at rev, built in scratch and loaded as a module
     of its own (not in sys.modules)."""
@@ -119,11 +131,10 @@ def rows(rev: str, node_counts: Sequence[int], keys: list[str],
          repeat: int) -> tuple[str, int, int]:
     """The table, how many medians are more than 3 % slower, and how many
     are slower than the reference's slowest round."""
-    import chash
-
+    current = this_checkout()
     with tempfile.TemporaryDirectory() as scratch:
         reference = load_revision(rev, Path(scratch))
-    engines = {"this": chash._chash, "ref": reference}
+    engines = {"this": current, "ref": reference}
     plans = []
     for n in node_counts:
         nodes = [f"10.{i >> 8 & 255}.{i & 255}.7:8080" for i in range(n)]

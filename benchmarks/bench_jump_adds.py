@@ -8,7 +8,7 @@ and CPU time: a count at which one engine takes minutes is timed once, not
 in rounds.  A count above --reference-max runs on this checkout only (the
 reference's cost grows with the square of the count).
 
-    python benchmarks/bench_jump_adds.py --reference ea11c0d --counts 1000,4000,16000,100000
+    PYTHONPATH=. python benchmarks/bench_jump_adds.py --reference ea11c0d --counts 1000,4000,16000,100000
 """
 from __future__ import annotations
 
@@ -23,9 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _against_revision import load_revision
-
-import chash
+from _against_revision import load_revision, this_checkout
 
 
 def single_adds(engine: Any, n: int) -> tuple[float, float]:
@@ -57,9 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = [int(c) for c in args.counts.split(",")]
     with tempfile.TemporaryDirectory() as scratch:
         reference = load_revision(args.reference, Path(scratch))
-    engines = {"this": chash._chash, "reference": reference}
+    engines = {"this": this_checkout(), "reference": reference}
     print(f"JumpRouter: n single add_service_node calls, this checkout against {args.reference}")
-    print(f"{'n':>7} {'this s':>9} {'this cpu':>9} {'ref s':>9} {'ref cpu':>9} {'ratio':>8}")
+    print("milliseconds, wall clock and CPU time; ratio: this / reference, by wall clock")
+    print(f"{'n':>7} {'this ms':>10} {'this cpu':>10} {'ref ms':>10} {'ref cpu':>10} {'ratio':>8}")
     for k, n in enumerate(counts):
         order = ["this", "reference"] if k % 2 == 0 else ["reference", "this"]
         got: dict[str, tuple[float, float]] = {}
@@ -70,10 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         this = got["this"]
         if "reference" in got:
             ref = got["reference"]
-            print(f"{n:>7} {this[0]:>9.3f} {this[1]:>9.3f} {ref[0]:>9.3f} {ref[1]:>9.3f} "
-                  f"{this[0] / ref[0]:>8.4f}", flush=True)
+            print(f"{n:>7} {this[0] * 1e3:>10.2f} {this[1] * 1e3:>10.2f} {ref[0] * 1e3:>10.2f} "
+                  f"{ref[1] * 1e3:>10.2f} {this[0] / ref[0]:>8.5f}", flush=True)
         else:
-            print(f"{n:>7} {this[0]:>9.3f} {this[1]:>9.3f} {'-':>9} {'-':>9} {'-':>8}", flush=True)
+            print(f"{n:>7} {this[0] * 1e3:>10.2f} {this[1] * 1e3:>10.2f} {'-':>10} {'-':>10} "
+                  f"{'-':>8}", flush=True)
     return 0
 
 
