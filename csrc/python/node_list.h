@@ -1,8 +1,10 @@
 /*
- * node_list.h - what the routers rebuilt whole share (the 64-bit ring
- * family, ring64.c, and MaglevRouter, maglev.c): the ordered node list
- * with integer weights, its index, and the all-or-nothing rebuild that
- * swaps a new list and its owner's new structure in at once.
+ * node_list.h - what the families over an ordered node list share (the
+ * 64-bit ring, ring64.c; Maglev, maglev.c; jump, jump.c): the node list
+ * with integer weights, its index, the all-or-nothing rebuild that swaps a
+ * new list and its owner's new structure in at once, the O(1) amortized
+ * append and drop of the last node for an owner whose structure a last
+ * node does not change (jump), and their batch lookups of 64-bit hashes.
  *
  * A NodeList holds exact str only (node names), so releasing or looking
  * one up never runs Python code.  Its owner says how to build its
