@@ -253,12 +253,22 @@ static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
+/* The loop runs no Python code, so the buckets stay as they are: read
+ * into locals once. */
 static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
-    RouterObject *self = owner;
+    const RouterObject *self = owner;
     PyObject *result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++)
-        PyList_SET_ITEM(result, i, owner_of(self, hashes[i]));
+    const size_t buckets = (size_t)node_list_len(&self->jump.list);
+    if (!result || buckets == 0) {
+        for (Py_ssize_t i = 0; result && i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+        return result;
+    }
+    PyObject *const *items = node_list_items(&self->jump.list);
+    const chash_jump_rule rule = self->jump.rule;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyList_SET_ITEM(result, i, Py_NewRef(items[chash_jump_by(rule, hashes[i], buckets)]));
     return result;
 }
 

@@ -68,6 +68,13 @@ static inline PyObject *node_list_at(const NodeList *list, size_t k)
     return PyList_GET_ITEM(list->nodes, (Py_ssize_t)k);
 }
 
+/* The nodes' array, for a loop that runs no Python code (the list cannot
+ * change under it): one load per node instead of two. */
+static inline PyObject *const *node_list_items(const NodeList *list)
+{
+    return ((PyListObject *)list->nodes)->ob_item;
+}
+
 /* The position of node, or -1 (also for a non-str; -1 with an exception
  * when a str subclass cannot be copied). */
 Py_ssize_t node_list_position(const NodeList *list, PyObject *node);

@@ -240,8 +240,9 @@ static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
         return PyErr_NoMemory();
     }
     chash_wide_owners(self->r64.wide, hashes, (size_t)n, owners);
+    PyObject *const *items = node_list_items(&self->r64.list);
     for (Py_ssize_t i = 0; i < n; i++)
-        PyList_SET_ITEM(result, i, Py_NewRef(node_list_at(&self->r64.list, owners[i])));
+        PyList_SET_ITEM(result, i, Py_NewRef(items[owners[i]]));
     PyMem_Free(owners);
     return result;
 }
