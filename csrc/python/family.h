@@ -215,6 +215,10 @@ struct router_class {
     const char *doc;
     int subclassable;
     int zones;
+    /* Every router of the class is of family: its methods that only pass
+     * their argument on (lookups) then call the family's function
+     * directly, without the shell's indirect call. */
+    int one_family;
     newfunc make;
     const router_family *family;
     const char *methods[RM_COUNT];

@@ -697,6 +697,7 @@ const router_class jump_class = {
     .doc = jump_doc,
     .subclassable = 0,
     .zones = 0,
+    .one_family = 1,
     .make = jump_new,
     .family = &jump_family,
     .methods = {

@@ -666,6 +666,7 @@ const router_class maglev_class = {
     .doc = maglev_doc,
     .subclassable = 0,
     .zones = 0,
+    .one_family = 1,
     .make = maglev_new,
     .family = &maglev_family,
     .methods = {

@@ -663,6 +663,7 @@ const router_class rendezvous_class = {
     .doc = rdv_doc,
     .subclassable = 0,
     .zones = 0,
+    .one_family = 1,
     .make = rdv_new,
     .family = &rendezvous_family,
     .methods = {

@@ -476,6 +476,8 @@ const uint64_t *router_changes(PyObject *obj)
 typedef struct {
     PyMethodDef def; /* doc from the class */
     size_t needs;
+    int direct; /* METH_O and only passes self and its argument on: a
+                 * class of one family may call the family's function */
 } MasterMethod;
 
 static const MasterMethod master_methods[RM_COUNT] = {
@@ -483,16 +485,16 @@ static const MasterMethod master_methods[RM_COUNT] = {
     [RM_ADD_MANY] = {{"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add_many)},
     [RM_REMOVE] = {{"remove_service_node", (PyCFunction)router_remove, METH_O, NULL}, NEEDS(remove)},
     [RM_DISCARD] = {{"discard_service_node", (PyCFunction)router_discard, METH_O, NULL}, NEEDS(remove)},
-    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get)},
-    [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many)},
-    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash)},
-    [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash)},
+    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), 1},
+    [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many), 1},
+    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), 1},
+    [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash), 1},
     [RM_PREFERENCE] = {{"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(preference)},
     [RM_OWNERSHIP] = {{"ownership", (PyCFunction)router_ownership, METH_NOARGS, NULL}, NEEDS(ownership)},
-    [RM_DISTRIBUTION] = {{"key_distribution", (PyCFunction)router_key_distribution, METH_O, NULL}, NEEDS(key_distribution)},
+    [RM_DISTRIBUTION] = {{"key_distribution", (PyCFunction)router_key_distribution, METH_O, NULL}, NEEDS(key_distribution), 1},
     [RM_FINGERPRINT] = {{"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, NULL}, NEEDS(fingerprint)},
     [RM_DIFF] = {{"diff", (PyCFunction)router_diff, METH_O, NULL}, NEEDS(diff)},
-    [RM_CALCULATE_HASH] = {{"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, NULL}, NEEDS(calculate_hash)},
+    [RM_CALCULATE_HASH] = {{"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, NULL}, NEEDS(calculate_hash), 1},
     [RM_CHECK] = {{"_check", (PyCFunction)router_check, METH_NOARGS, NULL}, NEEDS(check)},
     [RM_REDUCE] = {{"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, NULL}, NEEDS(reduce)},
     [RM_SETSTATE] = {{"__setstate__", (PyCFunction)router_setstate, METH_O, NULL}, NEEDS(setstate)},
@@ -554,6 +556,9 @@ static int derive_tables(size_t k)
         if (!cls->methods[i])
             continue;
         class_methods[k][m] = master_methods[i].def;
+        if (cls->one_family && master_methods[i].direct)
+            memcpy(&class_methods[k][m].ml_meth, (const char *)family + master_methods[i].needs,
+                   sizeof class_methods[k][m].ml_meth);
         class_methods[k][m++].ml_doc = cls->methods[i];
     }
     class_methods[k][m] = (PyMethodDef){NULL, NULL, 0, NULL};
