@@ -396,12 +396,7 @@ static PyObject *jump_fingerprint(RouterObject *self)
             at[2] = (uint8_t)(tags[k] >> 8);
             at[3] = (uint8_t)tags[k];
         }
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(buf, (size_t)(at - buf), digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(buf, (size_t)(at - buf));
     }
     PyMem_Free(tags);
     PyMem_Free(buf);

@@ -384,12 +384,7 @@ static PyObject *rdv_fingerprint(RendezvousObject *self)
     const char *bytes = PyUnicode_AsUTF8AndSize(text, &len);
     PyObject *result = NULL;
     if (bytes) {
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(bytes, (size_t)len, digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(bytes, (size_t)len);
     }
     Py_DECREF(text);
     return result;

@@ -363,12 +363,7 @@ static PyObject *ring64_fingerprint(RouterObject *self)
             put_be(at, chash_wide_point(self->r64.wide, i), 8);
             put_be(at + 8, tags[chash_wide_owner(self->r64.wide, i)], 4);
         }
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(buf, (size_t)(at - buf), digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(buf, (size_t)(at - buf));
     }
     PyMem_Free(tags);
     PyMem_Free(buf);
