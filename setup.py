@@ -53,7 +53,10 @@ elif _flag("CHASH_DEBUG"):
     undef.append("NDEBUG")
 else:
     # Release: no debug info; -g0 overrides the -g in Python's own CFLAGS.
-    compile_args += ["-O3", "-g0"]
+    # Functions start on a 64-byte line, so a hot engine loop (Maglev's
+    # table fill) runs at one speed whatever code comes before it in the
+    # binary: measured at +6 % for an unchanged function moved 32 bytes.
+    compile_args += ["-O3", "-g0", "-falign-functions=64"]
     if sys.platform.startswith("linux"):
         link_args.append("-Wl,--strip-debug")
 if _flag("CHASH_WERROR"):

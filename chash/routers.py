@@ -10,7 +10,7 @@ for a router (a view over one, a test's double):
 * ``Lookup``: a ranking with the owner of a key and the node list: the
   sticky clients (``chash.routing.sticky``).
 * ``Router``: every read the layers above make of a router: membership
-  tests, weights, layout and hash, batch lookups, ownership and the
+  tests, weights and the weight rule, layout and hash, batch lookups, ownership and the
   fingerprint (metrics, migration, the gateway's status page).
 * ``MutableRouter``: a router whose nodes and weights change: health
   verdicts (``chash.health.LocalMembership``), weights
@@ -80,6 +80,13 @@ class Router(Lookup, Protocol):
     @property
     def layout(self) -> str:
         """The layout's name (``"python"``, ``"ketama"``, ``"envoy"``...)."""
+        ...
+
+    @property
+    def weight_rule(self) -> str:
+        """The weights the router takes: ``"real"`` (any > 0), ``"whole"``
+        (whole numbers >= 1), ``"at_least_one"`` (real numbers >= 1) or
+        ``"none"`` (every node's is 1)."""
         ...
 
     @property

@@ -8,7 +8,7 @@ haproxy); on those that share out a fixed number of points by weight
 (ketama, libmemcached, envoy, grpc) every node's count follows.  Weights
 are whole numbers where the layout's program counts them so, at least 1 on
 varnish's, and absent on the weightless layouts (``weightless``: nghttpx,
-pymemcache, caddy).
+pymemcache, caddy, jump), as each router's ``weight_rule`` says.
 """
 from chash.weights.apply import set_weight, weightless, whole_weights
 from chash.weights.load import LoadController

@@ -9,28 +9,28 @@ from __future__ import annotations
 
 from chash.routers import MutableRouter
 
-#: Layouts whose weights are whole numbers (their references' integer weights).
-_WHOLE = frozenset({"ketama", "nginx", "libmemcached", "haproxy", "envoy", "grpc", "squid"})
-#: Layouts whose weights are real numbers >= 1 (Varnish's shard director).
-_AT_LEAST_ONE = frozenset({"varnish"})
-#: Layouts with no weights at all: every node's is 1.
-_WEIGHTLESS = frozenset({"nghttpx", "pymemcache", "caddy"})
-
 
 #: The routers whose weights are set here (``chash.routers.MutableRouter``;
 #: the old name, kept).
 WeightedRouter = MutableRouter
 
 
+def weight_rule(router: MutableRouter) -> str:
+    """The weights the router's layout takes, as the router itself says
+    (``weight_rule``: "real", "whole", "at_least_one" or "none")."""
+    return router.weight_rule
+
+
 def whole_weights(router: MutableRouter) -> bool:
     """True when the router's layout takes whole-number weights only."""
-    return router.layout in _WHOLE
+    return weight_rule(router) == "whole"
 
 
 def weightless(router: MutableRouter) -> bool:
     """True when the router's layout has no weights (nghttpx's affinity
-    ring, pymemcache's and Caddy's rendezvous): nothing to ramp or steer."""
-    return router.layout in _WEIGHTLESS
+    ring, pymemcache's and Caddy's rendezvous, jump): nothing to ramp or
+    steer."""
+    return weight_rule(router) == "none"
 
 
 def set_weight(router: MutableRouter, node: str, weight: float) -> float:
@@ -45,7 +45,7 @@ def set_weight(router: MutableRouter, node: str, weight: float) -> float:
         raise ValueError(f"the {router.layout} layout has no weights: every node's is 1")
     if whole_weights(router):
         weight = float(max(1, round(weight)))
-    elif router.layout in _AT_LEAST_ONE:
+    elif weight_rule(router) == "at_least_one":
         weight = max(1.0, float(weight))
     weights = router.weights
     if node not in weights:

@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include "engine/chash.h"
+#include "hash/hash.h"
 
 /*
  * The one place engine status codes become Python exceptions.  node (may
@@ -69,6 +70,18 @@ static inline int chash_py_key_bytes(PyObject *key, const char **buf, Py_ssize_t
     }
     PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.200s", Py_TYPE(key)->tp_name);
     return -1;
+}
+
+/* A fingerprint(): the first 8 bytes of MD5(buf[0..len)) as 16 lowercase
+ * hex digits, a new str; NULL with an exception. */
+static inline PyObject *chash_py_fingerprint(const void *buf, size_t len)
+{
+    uint8_t digest[CHASH_MD5_DIGEST_SIZE];
+    chash_md5(buf, len, digest);
+    char hex[17];
+    for (int i = 0; i < 8; i++)
+        PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return PyUnicode_FromStringAndSize(hex, 16);
 }
 
 /* 1 when obj's type, or a base of it, was made with this tp_dealloc: an

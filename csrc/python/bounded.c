@@ -18,7 +18,7 @@
  *
  * The table follows the router: a ConsistentHashRouter, MaglevRouter,
  * JumpRouter or RendezvousRouter counts its membership changes
- * (router_changes() and its siblings); when the count moved since the
+ * (the shell's one counter, read by router_changes()); when it moved since the
  * table was built, the next acquire rebuilds it from router.weights,
  * carrying every held load over.  Any other router (an object with
  * get_target_node, get_preference_list and weights, or iterable nodes) is
@@ -32,9 +32,6 @@
  */
 #include "bounded.h"
 
-#include "jump.h"
-#include "maglev.h"
-#include "rendezvous.h"
 #include "router.h"
 #include "strategies/bounded.h"
 
@@ -570,19 +567,6 @@ static PyObject *bounded_repr(BoundedObject *self)
 /* ------------------------------------------------------------------ */
 /* Lifetime                                                           */
 
-/* The change count of a router of this extension, or NULL. */
-static const uint64_t *changes_of(PyObject *router)
-{
-    const uint64_t *changes = router_changes(router);
-    if (!changes)
-        changes = maglev_changes(router);
-    if (!changes)
-        changes = jump_changes(router);
-    if (!changes)
-        changes = rendezvous_changes(router);
-    return changes;
-}
-
 static PyObject *bounded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"router", "balance_factor", NULL};
@@ -610,7 +594,7 @@ static PyObject *bounded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->router = Py_NewRef(router);
     self->balance = balance;
-    self->changes = changes_of(router);
+    self->changes = router_changes(router); /* the shell's one counter, or NULL */
     self->get = PyObject_GetAttrString(router, "get_target_node");
     if (self->get && PyCFunction_Check(self->get) && PyCFunction_GET_SELF(self->get) == router
         && PyCFunction_GET_FLAGS(self->get) == METH_O) {

@@ -1,20 +1,29 @@
 /*
- * family.h - what a ConsistentHashRouter is made of: the object (its
- * family pointer, its zones, its family's state) and the const family
- * descriptor it points at (as CPython's array points at its arraydescr):
- * the functions that differ between
+ * family.h - what every router is made of: the one object layout (its
+ * family pointer, its zones, its change counter, its family's state) and
+ * the const family descriptor it points at (as CPython's array points at
+ * its arraydescr): the functions that differ between
  *
  *   ring32_family  the 32-bit ring changed in place (ring32/): the python,
  *                  node, ketama, nginx, libmemcached, haproxy, varnish and
- *                  nghttpx layouts;
- *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): the envoy and
- *                  grpc layouts.
+ *                  nghttpx layouts of ConsistentHashRouter;
+ *   ring64_family  the 64-bit ring rebuilt whole (ring64.c): its envoy and
+ *                  grpc layouts;
+ *   maglev_family  MaglevRouter's table (maglev.c);
+ *   jump_family    JumpRouter's buckets (jump.c);
+ *   rendezvous_family  RendezvousRouter's scored node set (rendezvous.c,
+ *                  rendezvous_nodes.c).
  *
- * The type (router.c, router.h) parses every argument, keeps the zones
- * (zones.c) and owns the method table; a family does the ring work on the
- * router's one ring.  A router's family is fixed when it is made.  This
- * header is a leaf the type and the families both read: no function of
- * the type is declared here, so a family never calls back up into it.
+ * and the const class descriptor of each public class (router_class):
+ * its name, constructor and docstrings.  The shell (router.c, router.h)
+ * makes one type per class over the same slot functions, parses every
+ * shared argument, keeps the zones (zones.c) and the change counter, and
+ * derives each class's method and property tables from its family's
+ * descriptor: a method the family lacks is a NULL entry there (and a NULL
+ * docstring in its class), so the class has no such attribute.  A router's
+ * family is fixed when it is made.  This header is a leaf the shell and the
+ * families both read: no function of the shell is declared here, so a
+ * family never calls back up into it.
  *
  * Thread safety rests on the GIL: no family runs Python code while its
  * ring is half-changed (a Python hash callable of ring32 runs before the
@@ -30,6 +39,8 @@
 #include "engine/scheme.h"
 #include "engine/wide.h"
 #include "node_list.h"
+#include "strategies/jump.h"
+#include "strategies/rendezvous.h"
 
 /* The haproxy layout's server ids in use, sorted, and HAProxy's counter
  * for the next automatic one (engine/haproxy_ids.h, used by ring32/haproxy.c). */
@@ -56,7 +67,33 @@ typedef struct {
     uint64_t max_ring;
 } Ring64State;
 
+/* JumpRouter's state (jump.c): buckets in add order, one a node. */
+typedef struct {
+    NodeList list;
+    chash_jump_rule rule;
+    chash_hash_id hash;
+    void *structure; /* the node list's structure slot: jump keeps none (NULL) */
+} JumpState;
+
+/* MaglevRouter's state (maglev.c): the node list and Envoy's table. */
+typedef struct {
+    NodeList list;
+    size_t table_size;     /* M, a prime */
+    uint64_t mod_magic[2]; /* ceil(2**128 / M), high and low halves, for h % M */
+    uint32_t *table;       /* node position per entry; PyMem, NULL with no node */
+} MaglevState;
+
+/* RendezvousRouter's state (rendezvous.c, rendezvous_nodes.c). */
+typedef struct {
+    chash_rdv_layout layout;
+    PyObject *nodes;    /* tuple of exact str, in add order */
+    double *weights;    /* PyMem, one a node */
+    PyObject *index;    /* dict: node -> its position in nodes */
+    chash_rdv_set *set; /* the engine's node set, always built */
+} RdvState;
+
 typedef struct router_family router_family;
+typedef struct router_class router_class;
 
 typedef struct {
     PyObject_HEAD
@@ -66,6 +103,9 @@ typedef struct {
     union {
         Ring32State r32;
         Ring64State r64;
+        JumpState jump;
+        MaglevState mg;
+        RdvState rdv;
     };
 } RouterObject;
 
@@ -79,6 +119,7 @@ typedef struct {
 struct router_family {
     const char *name;
     unsigned bits; /* point width: 32 or 64 */
+    const router_class *cls; /* the public class of its routers */
     /* Lifetime: release frees the family's state (the object's memory is
      * the type's); traverse visits its Python references. */
     void (*release)(RouterObject *self);
@@ -87,6 +128,9 @@ struct router_family {
     /* Membership.  id is the haproxy layout's server id object (None for
      * none); remove returns 1 (removed), 0 (absent) or -1. */
     int (*add)(RouterObject *self, PyObject *node, double weight, PyObject *id);
+    /* A weight argument (NULL: none given) as the family reads it, when
+     * it reads its own (NULL: the shell's parse_weight); 0 or -1. */
+    int (*read_weight)(RouterObject *self, PyObject *obj, double *weight);
     int (*add_many)(RouterObject *self, PyObject *nodes, double weight);
     int (*remove)(RouterObject *self, PyObject *node);
     int (*replace)(RouterObject *self, PyObject *pairs);
@@ -109,6 +153,7 @@ struct router_family {
     PyObject *(*points)(RouterObject *self);
     PyObject *(*hash_ring)(RouterObject *self);
     PyObject *(*node_map)(RouterObject *self);
+    PyObject *(*table)(RouterObject *self); /* a lookup table's owners, entry by entry */
     PyObject *(*hash_name)(RouterObject *self);
     PyObject *(*layout)(RouterObject *self);
     PyObject *(*settings)(RouterObject *self, int which); /* a router_setting */
@@ -117,18 +162,94 @@ struct router_family {
     PyObject *(*repr)(RouterObject *self);
     /* other is of the same family; 1, 0 or -1. */
     int (*equal)(RouterObject *self, RouterObject *other);
-    /* Pickling: (callable, args) that make the router again, zones aside. */
+    /* Pickling, through the shell's one reconstructor (router.c's
+     * _reconstruct): reduce gives (settings, nodes), a tuple of what the
+     * family's constructor took and the nodes with their weights (as
+     * _replace_nodes reads them); unpickle makes a router of cls (the
+     * family's class or a subclass) from those again, checking them as a
+     * call's arguments.  Zones aside (the shell's). */
     PyObject *(*reduce)(RouterObject *self);
+    PyObject *(*unpickle)(PyTypeObject *cls, PyObject *settings, PyObject *nodes);
     /* other is of the same family: the moves as plain (start, end, source,
      * target) tuples, or ValueError when the two cannot be compared. */
     PyObject *(*diff)(RouterObject *self, RouterObject *other);
+    /* _rebuild(cls, *args), a class method reading old pickles. */
+    PyObject *(*rebuild)(PyTypeObject *cls, PyObject *args);
+    /* __setstate__: None, or NULL with an exception. */
+    PyObject *(*setstate)(RouterObject *self, PyObject *state);
+    /* The weights the family (in self's layout) takes: "real" (any weight
+     * > 0), "whole" (whole numbers >= 1), "at_least_one" (real numbers
+     * >= 1), "none" (no weights: every node's is 1). */
+    const char *(*weight_rule)(RouterObject *self);
 };
 
 /* The settings a family reports (None where it has no such setting). */
-enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING };
+enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING, SETTING_TABLE_SIZE };
+
+/* The methods and properties a class may have, in the shell's master
+ * tables' order (router.c). */
+enum router_method {
+    RM_ADD, RM_ADD_MANY, RM_REMOVE, RM_DISCARD, RM_GET, RM_GET_MANY, RM_GET_BY_HASH,
+    RM_GET_MANY_BY_HASH, RM_PREFERENCE, RM_OWNERSHIP, RM_DISTRIBUTION, RM_FINGERPRINT, RM_DIFF,
+    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_REBUILD, RM_COUNT
+};
+enum router_property {
+    RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
+    RP_POINTS, RP_HASH, RP_LAYOUT, RP_MEMORY, RP_IDS, RP_ZONES, RP_TABLE, RP_TABLE_SIZE,
+    RP_WEIGHT_RULE, RP_COUNT
+};
+
+/*
+ * A public class: one heap type made by the shell from this.  make is its
+ * tp_new (it parses the constructor's arguments, picks the family, and
+ * makes the object with router_alloc); family is the family whose
+ * descriptor decides the tables (every family of the class must have the
+ * same NULL entries); methods and properties hold the docstrings, NULL
+ * where the class has no such attribute, which the shell checks against
+ * the family's NULL entries when it makes the type.  zones: the class
+ * takes id= and zone= in add_service_node and distinct_zones= in
+ * get_preference_list (else those keywords are refused as unknown).
+ */
+struct router_class {
+    const char *name; /* the type's qualified name: "chash.JumpRouter" */
+    const char *doc;
+    int subclassable;
+    int zones;
+    /* Every router of the class is of family: its methods that only pass
+     * their argument on (lookups) then call the family's function
+     * directly, without the shell's indirect call. */
+    int one_family;
+    newfunc make;
+    const router_family *family;
+    const char *methods[RM_COUNT];
+    const char *properties[RP_COUNT];
+};
+
+/* The methods every class has, in a class's .methods: each class's file
+ * names their docstrings so (add_doc, ...) and adds its own entries. */
+#define ROUTER_COMMON_METHODS                                                             \
+    [RM_ADD] = add_doc, [RM_ADD_MANY] = add_many_doc, [RM_REMOVE] = remove_doc,           \
+    [RM_DISCARD] = discard_doc, [RM_GET] = get_doc, [RM_GET_MANY] = get_many_doc,         \
+    [RM_GET_BY_HASH] = get_by_hash_doc, [RM_PREFERENCE] = preference_doc,                 \
+    [RM_OWNERSHIP] = ownership_doc, [RM_DISTRIBUTION] = distribution_doc,                 \
+    [RM_FINGERPRINT] = fingerprint_doc, [RM_CHECK] = check_doc, [RM_REDUCE] = reduce_doc
+
+/* The weight_rule property's docstring, one for every class. */
+#define WEIGHT_RULE_DOC                                                                   \
+    "The weights this router's layout takes: 'real' (any weight > 0), 'whole'\n"         \
+    "(whole numbers >= 1), 'at_least_one' (real numbers >= 1, as Varnish's) or\n"        \
+    "'none' (no weights: every node's is 1, and any other is a ValueError)."
 
 extern const router_family ring32_family;
 extern const router_family ring64_family;
+extern const router_family jump_family;
+extern const router_family maglev_family;
+extern const router_family rendezvous_family;
+
+extern const router_class ring_class; /* ConsistentHashRouter (ring_class.c) */
+extern const router_class jump_class; /* JumpRouter (jump.c) */
+extern const router_class maglev_class; /* MaglevRouter (maglev.c) */
+extern const router_class rendezvous_class; /* RendezvousRouter (rendezvous.c) */
 
 /*
  * The families' constructors, on an object of the type freshly allocated
@@ -149,8 +270,8 @@ int ring64_layout(PyObject *layout);
 PyObject *ring64_rebuild(PyTypeObject *cls, PyObject *layout, PyObject *hash, PyObject *min_ring,
                          PyObject *max_ring, PyObject *pairs);
 
-/* A new object of type (ConsistentHashRouter or a subclass), zeroed, with
- * no family yet, for a family's init; NULL with an exception. */
+/* A new object of type (a router class, or a subclass), zeroed, with no
+ * family yet, for a family's init; NULL with an exception. */
 static inline RouterObject *router_alloc(PyTypeObject *type)
 {
     return (RouterObject *)type->tp_alloc(type, 0);

@@ -1,44 +1,35 @@
 /*
- * jump.c - chash.JumpRouter (jump.h): jump consistent hash (Lamping &
- * Veach 2014, strategies/jump.h) as a router.  The nodes are the buckets
- * 0..n-1 in the order they were added, kept in the ordered node list
- * (node_list.h) with weight 1 each; there is no table: a key goes to
- * nodes[jump(hash64(key), n)], hash64 being engine/scheme.h's
- * chash_hash64 (Guava's padToLong of the hash).
+ * jump.c - the jump family and the JumpRouter class (family.h): jump
+ * consistent hash (Lamping & Veach 2014, strategies/jump.h) as a router.
+ * The nodes are the buckets 0..n-1 in the order they were added, kept in
+ * the ordered node list (node_list.h) with weight 1 each; there is no
+ * table: a key goes to nodes[jump(hash64(key), n)], hash64 being
+ * engine/scheme.h's chash_hash64 (Guava's padToLong of the hash).  A new
+ * node is appended, and the last one dropped, in O(1) amortized (the node
+ * list's append).
  *
  * Layouts: "jump" is the paper's function; "guava" is Guava's
  * Hashing.consistentHash(long, int), the same walk in its own arithmetic
  * (chash_jump_guava).  Jump has no weights and cannot drop a bucket from
- * the middle: both are refused with a ValueError that says so.
- * Part of chash._chash.
+ * the middle: both are refused with a ValueError that says so.  The shell
+ * (router.c) does everything else of the type.  Part of chash._chash.
  *
- * Thread safety rests on the GIL: a membership change swaps the node list
- * in whole (node_list.c), running no Python code in between.
+ * Thread safety rests on the GIL: a membership change appends, drops or
+ * swaps the node list running no Python code in between (node_list.c).
  */
-#include "jump.h"
+#include "family.h"
 
 #include "args.h"
 #include "engine/scheme.h"
 #include "hash/hash.h"
-#include "state.h"
-#include "node_list.h"
-#include "strategies/jump.h"
 
 #include <string.h>
 
-typedef struct {
-    PyObject_HEAD
-    NodeList list;
-    chash_jump_rule rule;
-    chash_hash_id hash;
-    void *structure; /* the node list's structure slot: jump keeps none (NULL) */
-} JumpObject;
-
 static const char *const layout_names[] = {"jump", "guava"};
 
-static const char *layout_name(const JumpObject *self)
+static const char *layout_name(const RouterObject *self)
 {
-    return layout_names[self->rule == CHASH_JUMP_GUAVA];
+    return layout_names[self->jump.rule == CHASH_JUMP_GUAVA];
 }
 
 /* ------------------------------------------------------------------ */
@@ -66,10 +57,24 @@ static void release_buckets(void *structure)
     (void)structure; /* always NULL */
 }
 
-static NodeListRebuild rebuild_of(JumpObject *self)
+/* A new last bucket changes nothing else: the node list appends it in
+ * O(1) amortized, and drops the last one in O(1), with no rebuild. */
+static int append_bucket(void *owner, size_t n, size_t *count)
 {
-    return (NodeListRebuild){self, build_buckets, release_buckets, &self->structure,
-                             layout_name(self), 0};
+    (void)owner;
+    if (n >= CHASH_JUMP_MAX_BUCKETS) {
+        PyErr_Format(PyExc_ValueError, "JumpRouter holds at most %lu nodes",
+                     (unsigned long)CHASH_JUMP_MAX_BUCKETS);
+        return -1;
+    }
+    *count = 1;
+    return 0;
+}
+
+static NodeListRebuild rebuild_of(RouterObject *self)
+{
+    return (NodeListRebuild){self, build_buckets, release_buckets, &self->jump.structure,
+                             layout_name(self), 0, append_bucket};
 }
 
 /* ------------------------------------------------------------------ */
@@ -110,30 +115,31 @@ static int parse_hash_name(PyObject *obj, chash_hash_id *out)
     return 0;
 }
 
-/* A weight argument: jump has none, so only 1 is taken; 0 or -1. */
-static int parse_jump_weight(PyObject *weight_obj)
+/* A weight (the shell read it as a number): jump has none, so only 1 is
+ * taken; 0 or -1. */
+static int check_jump_weight(double weight)
 {
-    double weight;
-    if (parse_weight(weight_obj, &weight) < 0)
-        return -1;
-    if (weight != 1.0) {
+    if (weight == 1.0)
+        return 0;
+    PyObject *value = PyFloat_FromDouble(weight);
+    if (value) {
         PyErr_Format(PyExc_ValueError,
                      "JumpRouter has no weights (jump gives every bucket the same share): "
                      "weight must be 1, not %R; ConsistentHashRouter, MaglevRouter and "
                      "RendezvousRouter take weights",
-                     weight_obj);
-        return -1;
+                     value);
+        Py_DECREF(value);
     }
-    return 0;
+    return -1;
 }
 
-static int key_hash(const JumpObject *self, PyObject *key, uint64_t *out)
+static int key_hash(const RouterObject *self, PyObject *key, uint64_t *out)
 {
     const char *buf;
     Py_ssize_t len;
     if (chash_py_key_bytes(key, &buf, &len) < 0)
         return -1;
-    *out = chash_hash64(self->hash, buf, (size_t)len);
+    *out = chash_hash64(self->jump.hash, buf, (size_t)len);
     return 0;
 }
 
@@ -150,129 +156,88 @@ static PyObject *jump_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     chash_hash_id hash_id;
     if (parse_layout(layout, &rule) < 0 || parse_hash_name(hash, &hash_id) < 0)
         return NULL;
-    JumpObject *self = (JumpObject *)type->tp_alloc(type, 0);
+    RouterObject *self = router_alloc(type);
     if (!self)
         return NULL;
-    self->rule = rule;
-    self->hash = hash_id;
-    self->structure = NULL;
-    if (node_list_init(&self->list) < 0) {
+    if (node_list_init(&self->jump.list) < 0) {
         Py_DECREF(self);
         return NULL;
     }
+    self->jump.rule = rule;
+    self->jump.hash = hash_id;
+    self->jump.structure = NULL;
+    self->family = &jump_family;
     return (PyObject *)self;
 }
 
-static int jump_traverse(JumpObject *self, visitproc visit, void *arg)
+static int jump_traverse(RouterObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(Py_TYPE(self));
-    return node_list_traverse(&self->list, visit, arg);
+    return node_list_traverse(&self->jump.list, visit, arg);
 }
 
-static int jump_clear(JumpObject *self)
+static void jump_clear(RouterObject *self)
 {
     (void)self; /* holds only exact str and dicts of them: no cycle */
-    return 0;
 }
 
-static void jump_dealloc(JumpObject *self);
-
-const uint64_t *jump_changes(PyObject *obj)
+static void jump_release(RouterObject *self)
 {
-    if (!chash_py_made_by(obj, (void *)jump_dealloc))
-        return NULL;
-    return &((JumpObject *)obj)->list.changes;
-}
-
-static void jump_dealloc(JumpObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    node_list_free(&self->list);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    node_list_free(&self->jump.list);
 }
 
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
 
-static PyObject *done(int status)
+static int jump_add(RouterObject *self, PyObject *node, double weight, PyObject *id)
 {
-    if (status < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    (void)id; /* the shell passes None: JumpRouter takes no id */
+    if (check_jump_weight(weight) < 0)
+        return -1;
+    NodeListRebuild how = rebuild_of(self);
+    return node_list_add(&self->jump.list, node, 1.0, &how);
 }
 
-static PyObject *jump_add(JumpObject *self, PyObject *args, PyObject *kwds)
+static int jump_add_many(RouterObject *self, PyObject *nodes, double weight)
 {
-    static char *kwlist[] = {"real_node_id", "weight", NULL};
-    PyObject *node, *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_node", kwlist, &node, &weight_obj))
-        return NULL;
-    if (parse_jump_weight(weight_obj) < 0)
-        return NULL;
+    if (check_jump_weight(weight) < 0)
+        return -1;
     NodeListRebuild how = rebuild_of(self);
-    return done(node_list_add(&self->list, node, 1.0, &how));
-}
-
-static PyObject *jump_add_many(JumpObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"nodes", "weight", NULL};
-    PyObject *nodes, *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
-        return NULL;
-    if (parse_jump_weight(weight_obj) < 0)
-        return NULL;
-    NodeListRebuild how = rebuild_of(self);
-    return done(node_list_add_many(&self->list, nodes, 1.0, &how));
+    return node_list_add_many(&self->jump.list, nodes, 1.0, &how);
 }
 
 /* Removes node if it is the last bucket: 1 removed, 0 absent, -1 with
  * ValueError for a node that is not the last (or another error). */
-static int remove_last(JumpObject *self, PyObject *node)
+static int jump_remove(RouterObject *self, PyObject *node)
 {
-    Py_ssize_t at = node_list_position(&self->list, node);
+    Py_ssize_t at = node_list_position(&self->jump.list, node);
     if (at < 0)
         return PyErr_Occurred() ? -1 : 0;
-    Py_ssize_t n = node_list_len(&self->list);
+    Py_ssize_t n = node_list_len(&self->jump.list);
     if (at != n - 1) {
         PyErr_Format(PyExc_ValueError,
                      "cannot remove %R: it is bucket %zd of %zd, and jump consistent hash can "
                      "only drop the last bucket (%R); dropping another would renumber the "
                      "buckets after it and move their keys.  ConsistentHashRouter and "
                      "RendezvousRouter remove any node, moving only its keys",
-                     node, at, n, node_list_at(&self->list, (size_t)(n - 1)));
+                     node, at, n, node_list_at(&self->jump.list, (size_t)(n - 1)));
         return -1;
     }
     NodeListRebuild how = rebuild_of(self);
-    return node_list_remove(&self->list, node, &how);
-}
-
-static PyObject *jump_remove(JumpObject *self, PyObject *node)
-{
-    int removed = remove_last(self, node);
-    if (removed == 0)
-        PyErr_SetObject(PyExc_KeyError, node);
-    return done(removed <= 0 ? -1 : 0);
-}
-
-static PyObject *jump_discard(JumpObject *self, PyObject *node)
-{
-    return done(remove_last(self, node));
+    return node_list_remove(&self->jump.list, node, &how);
 }
 
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
-static PyObject *owner_of(const JumpObject *self, uint64_t h)
+static PyObject *owner_of(const RouterObject *self, uint64_t h)
 {
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     if (n == 0)
         Py_RETURN_NONE;
-    return Py_NewRef(node_list_at(&self->list, chash_jump_by(self->rule, h, n)));
+    return Py_NewRef(node_list_at(&self->jump.list, chash_jump_by(self->jump.rule, h, n)));
 }
 
-static PyObject *jump_get(JumpObject *self, PyObject *key)
+static PyObject *jump_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
     if (key_hash(self, key, &h) < 0)
@@ -280,7 +245,7 @@ static PyObject *jump_get(JumpObject *self, PyObject *key)
     return owner_of(self, h);
 }
 
-static PyObject *jump_get_by_hash(JumpObject *self, PyObject *hash)
+static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
 {
     uint64_t h;
     if (parse_hash_arg(hash, 64, layout_name(self), &h) < 0)
@@ -288,17 +253,28 @@ static PyObject *jump_get_by_hash(JumpObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-static PyObject *nodes_of(const JumpObject *self, const uint64_t *hashes, Py_ssize_t n)
+/* The loop runs no Python code, so the buckets stay as they are: read
+ * into locals once. */
+static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
+    const RouterObject *self = owner;
     PyObject *result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++)
-        PyList_SET_ITEM(result, i, owner_of(self, hashes[i]));
+    const size_t buckets = (size_t)node_list_len(&self->jump.list);
+    if (!result || buckets == 0) {
+        for (Py_ssize_t i = 0; result && i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+        return result;
+    }
+    PyObject *const *items = node_list_items(&self->jump.list);
+    const chash_jump_rule rule = self->jump.rule;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyList_SET_ITEM(result, i, Py_NewRef(items[chash_jump_by(rule, hashes[i], buckets)]));
     return result;
 }
 
 /* The 64-bit hash of every key of an iterable, in a PyMem buffer the
  * caller frees; NULL with an exception. */
-static uint64_t *hash_keys(const JumpObject *self, PyObject *keys, Py_ssize_t *n)
+static uint64_t *hash_keys(const RouterObject *self, PyObject *keys, Py_ssize_t *n)
 {
     PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
     if (!seq)
@@ -317,57 +293,42 @@ static uint64_t *hash_keys(const JumpObject *self, PyObject *keys, Py_ssize_t *n
     return hashes;
 }
 
-static PyObject *jump_get_many(JumpObject *self, PyObject *keys)
+static PyObject *jump_get_many(RouterObject *self, PyObject *keys)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *hashes = hash_keys(self, keys, &n);
-    if (!hashes)
-        return NULL;
-    PyObject *result = nodes_of(self, hashes, n);
-    PyMem_Free(hashes);
-    return result;
+    return node_list_route(self, hashes, n, nodes_of);
 }
 
-static PyObject *jump_get_many_by_hash(JumpObject *self, PyObject *hashes)
+static PyObject *jump_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    if (!values)
-        return NULL;
-    PyObject *result = nodes_of(self, values, n);
-    PyMem_Free(values);
-    return result;
+    return node_list_route(self, values, n, nodes_of);
 }
 
-static PyObject *jump_preference(JumpObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "get_preference_list expected 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    size_t want;
     uint64_t h;
-    if (parse_count(args[1], &want) < 0 || key_hash(self, args[0], &h) < 0)
+    if (key_hash(self, key, &h) < 0)
         return NULL;
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     want = want < n ? want : n;
     uint32_t *buckets = PyMem_New(uint32_t, want ? want : 1);
     if (!buckets)
         return PyErr_NoMemory();
     size_t found = 0;
-    int status = want ? chash_jump_preference(self->rule, h, n, want, buckets, &found) : CHASH_OK;
+    int status = want ? chash_jump_preference(self->jump.rule, h, n, want, buckets, &found) : CHASH_OK;
     if (status != CHASH_OK) {
         PyMem_Free(buckets);
         return chash_py_error(status, NULL, "get_preference_list");
     }
-    PyObject *result = PyList_New((Py_ssize_t)found);
-    for (size_t i = 0; result && i < found; i++)
-        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(&self->list, buckets[i])));
+    PyObject *result = node_list_pick(&self->jump.list, buckets, found);
     PyMem_Free(buckets);
     return result;
 }
 
-static PyObject *jump_calculate_hash(JumpObject *self, PyObject *key)
+static PyObject *jump_calculate_hash(RouterObject *self, PyObject *key)
 {
     uint64_t h;
     if (key_hash(self, key, &h) < 0)
@@ -378,26 +339,26 @@ static PyObject *jump_calculate_hash(JumpObject *self, PyObject *key)
 /* ------------------------------------------------------------------ */
 /* Introspection                                                      */
 
-static PyObject *jump_ownership(JumpObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *jump_ownership(RouterObject *self)
 {
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     double *share = PyMem_New(double, n ? n : 1);
     if (!share)
         return PyErr_NoMemory();
     for (size_t k = 0; k < n; k++)
         share[k] = 1.0 / (double)n;
-    PyObject *result = node_list_float_map(&self->list, share);
+    PyObject *result = node_list_float_map(&self->jump.list, share);
     PyMem_Free(share);
     return result;
 }
 
-static PyObject *jump_key_distribution(JumpObject *self, PyObject *keys)
+static PyObject *jump_key_distribution(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t nkeys;
     uint64_t *hashes = hash_keys(self, keys, &nkeys);
     if (!hashes)
         return NULL;
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     size_t *counts = PyMem_New(size_t, n ? n : 1);
     if (!counts) {
         PyMem_Free(hashes);
@@ -405,19 +366,19 @@ static PyObject *jump_key_distribution(JumpObject *self, PyObject *keys)
     }
     memset(counts, 0, (n ? n : 1) * sizeof *counts);
     for (Py_ssize_t i = 0; n && i < nkeys; i++)
-        counts[chash_jump_by(self->rule, hashes[i], n)]++;
-    PyObject *result = node_list_count_map(&self->list, counts);
+        counts[chash_jump_by(self->jump.rule, hashes[i], n)]++;
+    PyObject *result = node_list_count_map(&self->jump.list, counts);
     PyMem_Free(hashes);
     PyMem_Free(counts);
     return result;
 }
 
-static PyObject *jump_fingerprint(JumpObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *jump_fingerprint(RouterObject *self)
 {
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     char head[128];
     int head_len = PyOS_snprintf(head, sizeof head, "jump|%s|%s|%zu", layout_name(self),
-                                 chash_hash_name(self->hash), n);
+                                 chash_hash_name(self->jump.hash), n);
     uint32_t *tags = PyMem_New(uint32_t, n ? n : 1);
     uint8_t *buf = PyMem_Malloc((size_t)head_len + n * 4 + 1);
     if (!tags || !buf) {
@@ -426,7 +387,7 @@ static PyObject *jump_fingerprint(JumpObject *self, PyObject *Py_UNUSED(ignored)
         return PyErr_NoMemory();
     }
     PyObject *result = NULL;
-    if (node_list_tags(&self->list, tags) == 0) {
+    if (node_list_tags(&self->jump.list, tags) == 0) {
         memcpy(buf, head, (size_t)head_len);
         uint8_t *at = buf + head_len;
         for (size_t k = 0; k < n; k++, at += 4) {
@@ -435,55 +396,52 @@ static PyObject *jump_fingerprint(JumpObject *self, PyObject *Py_UNUSED(ignored)
             at[2] = (uint8_t)(tags[k] >> 8);
             at[3] = (uint8_t)tags[k];
         }
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(buf, (size_t)(at - buf), digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(buf, (size_t)(at - buf));
     }
     PyMem_Free(tags);
     PyMem_Free(buf);
     return result;
 }
 
-static PyObject *jump_check(JumpObject *self, PyObject *Py_UNUSED(ignored))
+static int jump_check(RouterObject *self)
 {
-    size_t n = (size_t)node_list_len(&self->list);
+    size_t n = (size_t)node_list_len(&self->jump.list);
     size_t *seen = PyMem_New(size_t, n ? n : 1);
-    if (!seen)
-        return PyErr_NoMemory();
-    int ok = self->structure == NULL && n <= CHASH_JUMP_MAX_BUCKETS;
+    if (!seen) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int ok = self->jump.structure == NULL && n <= CHASH_JUMP_MAX_BUCKETS;
     for (size_t k = 0; ok && k < n; k++) {
         seen[k] = 1;
-        ok = self->list.weights[k] == 1;
+        ok = self->jump.list.weights[k] == 1;
     }
-    ok = ok && node_list_check(&self->list, seen);
+    ok = ok && node_list_check(&self->jump.list, seen);
     PyMem_Free(seen);
     if (PyErr_Occurred())
-        return NULL;
-    if (!ok)
-        return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-    Py_RETURN_NONE;
+        return -1;
+    if (!ok) {
+        chash_py_error(CHASH_ECORRUPT, NULL, NULL);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Pickles: JumpRouter(layout=..., hash=...) with its nodes in order    */
 
-static PyObject *jump_reduce(JumpObject *self, PyObject *Py_UNUSED(ignored))
+/* ((layout, hash), nodes in bucket order). */
+static PyObject *jump_reduce(RouterObject *self)
 {
-    PyObject *nodes = node_list_nodes(&self->list);
+    PyObject *nodes = node_list_nodes(&self->jump.list);
     if (!nodes)
         return NULL;
-    PyObject *result = Py_BuildValue("(O()(ssO))", (PyObject *)Py_TYPE(self), layout_name(self),
-                                     chash_hash_name(self->hash), nodes);
-    Py_DECREF(nodes);
-    return result;
+    return Py_BuildValue("((ss)N)", layout_name(self), chash_hash_name(self->jump.hash), nodes);
 }
 
 /* (layout, hash, nodes): the router made to hold exactly these, in one
  * swap; as it was on any error. */
-static PyObject *jump_setstate(JumpObject *self, PyObject *state)
+static PyObject *jump_setstate(RouterObject *self, PyObject *state)
 {
     PyObject *layout, *hash, *nodes;
     if (!PyTuple_Check(state) || !PyArg_ParseTuple(state, "OOO:__setstate__", &layout, &hash, &nodes)) {
@@ -514,31 +472,50 @@ static PyObject *jump_setstate(JumpObject *self, PyObject *state)
     if (!pairs)
         return NULL;
     NodeListRebuild how = rebuild_of(self);
-    int status = node_list_replace(&self->list, pairs, &how);
+    int status = node_list_replace(&self->jump.list, pairs, &how);
     Py_DECREF(pairs);
     if (status < 0)
         return NULL;
-    self->rule = rule;
-    self->hash = hash_id;
+    self->jump.rule = rule;
+    self->jump.hash = hash_id;
     Py_RETURN_NONE;
 }
 
-static PyObject *get_nodes(JumpObject *self, void *Py_UNUSED(closure))
+/* A JumpRouter of cls made as JumpRouter(layout=, hash=), then holding
+ * nodes: what __setstate__ does with the state of earlier pickles. */
+static PyObject *jump_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
 {
-    return node_list_nodes(&self->list);
+    PyObject *layout, *hash;
+    if (!PyArg_ParseTuple(settings, "OO:_reconstruct", &layout, &hash))
+        return NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *self = empty ? jump_new(cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    PyObject *state = self ? PyTuple_Pack(3, layout, hash, nodes) : NULL;
+    PyObject *done = state ? jump_setstate((RouterObject *)self, state) : NULL;
+    Py_XDECREF(state);
+    if (!done)
+        Py_CLEAR(self);
+    Py_XDECREF(done);
+    return self;
 }
 
-static PyObject *get_weights(JumpObject *self, void *Py_UNUSED(closure))
+static PyObject *jump_nodes(RouterObject *self)
 {
-    return node_list_weights(&self->list);
+    return node_list_nodes(&self->jump.list);
 }
 
-static PyObject *get_hash(JumpObject *self, void *Py_UNUSED(closure))
+static PyObject *jump_weights(RouterObject *self)
 {
-    return PyUnicode_FromString(chash_hash_name(self->hash));
+    return node_list_weights(&self->jump.list);
 }
 
-static PyObject *get_layout(JumpObject *self, void *Py_UNUSED(closure))
+static PyObject *jump_hash_name(RouterObject *self)
+{
+    return PyUnicode_FromString(chash_hash_name(self->jump.hash));
+}
+
+static PyObject *jump_layout(RouterObject *self)
 {
     return PyUnicode_FromString(layout_name(self));
 }
@@ -546,43 +523,40 @@ static PyObject *get_layout(JumpObject *self, void *Py_UNUSED(closure))
 /* ------------------------------------------------------------------ */
 /* Protocols                                                          */
 
-static Py_ssize_t jump_len(JumpObject *self)
+static Py_ssize_t jump_len(RouterObject *self)
 {
-    return node_list_len(&self->list);
+    return node_list_len(&self->jump.list);
 }
 
-static int jump_contains(JumpObject *self, PyObject *node)
+static int jump_contains(RouterObject *self, PyObject *node)
 {
-    return node_list_contains(&self->list, node);
+    return node_list_contains(&self->jump.list, node);
 }
 
-static PyObject *jump_iter(JumpObject *self)
-{
-    return PyObject_GetIter(self->list.nodes);
-}
-
-static PyObject *jump_repr(JumpObject *self)
+static PyObject *jump_repr(RouterObject *self)
 {
     PyObject *type_name = PyType_GetName(Py_TYPE(self));
     if (!type_name)
         return NULL;
     PyObject *repr = PyUnicode_FromFormat("%U(layout='%s', hash='%s', nodes=%zd)", type_name,
-                                          layout_name(self), chash_hash_name(self->hash),
-                                          node_list_len(&self->list));
+                                          layout_name(self), chash_hash_name(self->jump.hash),
+                                          node_list_len(&self->jump.list));
     Py_DECREF(type_name);
     return repr;
 }
 
-static PyObject *jump_richcompare(PyObject *a, PyObject *b, int op)
+static int jump_equal(RouterObject *x, RouterObject *y)
 {
-    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
-        Py_RETURN_NOTIMPLEMENTED;
-    JumpObject *x = (JumpObject *)a, *y = (JumpObject *)b;
     /* Buckets are numbered by add order: the order is part of routing. */
-    int equal = x->rule == y->rule && x->hash == y->hash ? node_list_equal(&x->list, &y->list, 1) : 0;
-    if (equal < 0)
-        return NULL;
-    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+    if (x->jump.rule != y->jump.rule || x->jump.hash != y->jump.hash)
+        return 0;
+    return node_list_equal(&x->jump.list, &y->jump.list, 1);
+}
+
+static const char *jump_weight_rule(RouterObject *self)
+{
+    (void)self;
+    return "none";
 }
 
 /* ------------------------------------------------------------------ */
@@ -592,23 +566,24 @@ PyDoc_STRVAR(add_doc,
 "add_service_node($self, /, real_node_id, weight=1.0)\n--\n\n"
 "Append a node as the next bucket (n, of buckets 0..n); a node already\n"
 "here stays where it is.  Jump has no weights: any weight but 1 is a\n"
-"ValueError.");
+"ValueError.  Cost: O(1) amortized (no rebuild).");
 
 PyDoc_STRVAR(add_many_doc,
 "add_service_nodes($self, /, nodes, weight=1.0)\n--\n\n"
 "add_service_node(node) for every node of an iterable, in that order, all\n"
-"or none of them.");
+"or none of them.  Cost: O(n + k) rebuild of the node list (k nodes given).");
 
 PyDoc_STRVAR(remove_doc,
 "remove_service_node($self, real_node_id, /)\n--\n\n"
 "Remove the last bucket; KeyError if the node is not here, ValueError if\n"
 "it is not the last (jump can only drop its last bucket:\n"
-"ConsistentHashRouter and RendezvousRouter remove any node).");
+"ConsistentHashRouter and RendezvousRouter remove any node).  Cost: O(1)\n"
+"amortized.");
 
 PyDoc_STRVAR(discard_doc,
 "discard_service_node($self, real_node_id, /)\n--\n\n"
 "Remove the node if it is here (it must be the last bucket, as for\n"
-"remove_service_node); do nothing otherwise.");
+"remove_service_node); do nothing otherwise.  Cost: O(1) amortized.");
 
 PyDoc_STRVAR(get_doc,
 "get_target_node($self, request_key, /)\n--\n\n"
@@ -667,34 +642,6 @@ PyDoc_STRVAR(setstate_doc,
 "__setstate__($self, state, /)\n--\n\n"
 "Pickle support: hold exactly state = (layout, hash, nodes), in one swap.");
 
-static PyMethodDef jump_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))jump_add, METH_VARARGS | METH_KEYWORDS, add_doc},
-    {"add_service_nodes", (PyCFunction)(void (*)(void))jump_add_many, METH_VARARGS | METH_KEYWORDS, add_many_doc},
-    {"remove_service_node", (PyCFunction)jump_remove, METH_O, remove_doc},
-    {"discard_service_node", (PyCFunction)jump_discard, METH_O, discard_doc},
-    {"get_target_node", (PyCFunction)jump_get, METH_O, get_doc},
-    {"get_target_nodes", (PyCFunction)jump_get_many, METH_O, get_many_doc},
-    {"get_target_node_by_hash", (PyCFunction)jump_get_by_hash, METH_O, get_by_hash_doc},
-    {"get_target_nodes_by_hash", (PyCFunction)jump_get_many_by_hash, METH_O, get_many_by_hash_doc},
-    {"get_preference_list", (PyCFunction)(void (*)(void))jump_preference, METH_FASTCALL, preference_doc},
-    {"ownership", (PyCFunction)jump_ownership, METH_NOARGS, ownership_doc},
-    {"key_distribution", (PyCFunction)jump_key_distribution, METH_O, distribution_doc},
-    {"fingerprint", (PyCFunction)jump_fingerprint, METH_NOARGS, fingerprint_doc},
-    {"_calculate_hash", (PyCFunction)jump_calculate_hash, METH_O, calc_doc},
-    {"_check", (PyCFunction)jump_check, METH_NOARGS, check_doc},
-    {"__reduce__", (PyCFunction)jump_reduce, METH_NOARGS, reduce_doc},
-    {"__setstate__", (PyCFunction)jump_setstate, METH_O, setstate_doc},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef jump_getset[] = {
-    {"nodes", (getter)get_nodes, NULL, "The nodes in bucket order (the order they were added).", NULL},
-    {"weights", (getter)get_weights, NULL, "{node: 1.0}: jump has no weights.", NULL},
-    {"hash", (getter)get_hash, NULL, "The key hash, one of chash.HASHES.", NULL},
-    {"layout", (getter)get_layout, NULL, "'jump' (the paper's function) or 'guava'.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
 PyDoc_STRVAR(jump_doc,
 "JumpRouter(*, layout='jump', hash='xxh64')\n--\n\n"
 "Jump consistent hash (Lamping & Veach 2014) as a router: the nodes are\n"
@@ -706,35 +653,59 @@ PyDoc_STRVAR(jump_doc,
 "consistentHash(murmur3_128().hashString(key, UTF_8), n).  No diff(): a\n"
 "bucket owns no arcs of hashes to list; compare get_target_nodes(keys).");
 
-static PyType_Slot jump_slots[] = {
-    {Py_tp_doc, (void *)jump_doc},
-    {Py_tp_new, jump_new},
-    {Py_tp_dealloc, jump_dealloc},
-    {Py_tp_traverse, jump_traverse},
-    {Py_tp_clear, jump_clear},
-    {Py_tp_methods, jump_methods},
-    {Py_tp_getset, jump_getset},
-    {Py_tp_repr, jump_repr},
-    {Py_tp_richcompare, jump_richcompare},
-    {Py_tp_hash, PyObject_HashNotImplemented},
-    {Py_tp_iter, jump_iter},
-    {Py_sq_length, jump_len},
-    {Py_sq_contains, jump_contains},
-    {Py_mp_length, jump_len},
-    {0, NULL},
+const router_family jump_family = {
+    .name = "jump",
+    .bits = 64,
+    .cls = &jump_class,
+    .release = jump_release,
+    .traverse = jump_traverse,
+    .clear = jump_clear,
+    .add = jump_add,
+    .add_many = jump_add_many,
+    .remove = jump_remove,
+    .contains = jump_contains,
+    .len = jump_len,
+    .get = jump_get,
+    .get_many = jump_get_many,
+    .get_by_hash = jump_get_by_hash,
+    .get_many_by_hash = jump_get_many_by_hash,
+    .preference = jump_preference,
+    .calculate_hash = jump_calculate_hash,
+    .ownership = jump_ownership,
+    .key_distribution = jump_key_distribution,
+    .fingerprint = jump_fingerprint,
+    .check = jump_check,
+    .nodes = jump_nodes,
+    .weights = jump_weights,
+    .hash_name = jump_hash_name,
+    .layout = jump_layout,
+    .repr = jump_repr,
+    .equal = jump_equal,
+    .reduce = jump_reduce,
+    .unpickle = jump_unpickle,
+    .setstate = jump_setstate,
+    .weight_rule = jump_weight_rule,
 };
 
-static PyType_Spec jump_spec = {
+const router_class jump_class = {
     .name = "chash.JumpRouter",
-    .basicsize = sizeof(JumpObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .slots = jump_slots,
+    .doc = jump_doc,
+    .subclassable = 0,
+    .zones = 0,
+    .one_family = 1,
+    .make = jump_new,
+    .family = &jump_family,
+    .methods = {
+        ROUTER_COMMON_METHODS,
+        [RM_GET_MANY_BY_HASH] = get_many_by_hash_doc,
+        [RM_CALCULATE_HASH] = calc_doc,
+        [RM_SETSTATE] = setstate_doc,
+    },
+    .properties = {
+        [RP_NODES] = "The nodes in bucket order (the order they were added).",
+        [RP_WEIGHTS] = "{node: 1.0}: jump has no weights.",
+        [RP_HASH] = "The key hash, one of chash.HASHES.",
+        [RP_LAYOUT] = "'jump' (the paper's function) or 'guava'.",
+        [RP_WEIGHT_RULE] = WEIGHT_RULE_DOC,
+    },
 };
-
-int jump_type_setup(PyObject *module)
-{
-    PyTypeObject *type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &jump_spec, NULL);
-    if (!type)
-        return -1;
-    return PyModule_AddType(module, type);
-}

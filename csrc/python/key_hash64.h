@@ -2,7 +2,7 @@
  * key_hash64.h - a request key's 64-bit hash as Envoy's header hash policy,
  * gRPC's request_hash_header and Envoy's Maglev compute it: XXH64, seed 0,
  * of the key's bytes (a str's UTF-8, or bytes as they are).  Shared by the
- * 64-bit ring family (ring64.c) and MaglevRouter (maglev.c).
+ * 64-bit ring family (ring64.c) and the Maglev family (maglev.c).
  */
 #ifndef CHASH_PY_KEY_HASH64_H
 #define CHASH_PY_KEY_HASH64_H
@@ -19,6 +19,15 @@ static inline int key_hash64(PyObject *key, uint64_t *out)
         return -1;
     *out = chash_xxh64(buf, (size_t)len, 0);
     return 0;
+}
+
+/* _calculate_hash: the key's hash as an int; NULL with TypeError. */
+static inline PyObject *key_hash64_int(PyObject *key)
+{
+    uint64_t h;
+    if (key_hash64(key, &h) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 /* The hashes of every key of an iterable, in a PyMem block the caller

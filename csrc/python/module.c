@@ -1,12 +1,15 @@
 /*
  * module.c - chash._chash: the one extension, over one copy of the engine.
- * It holds the ConsistentHashRouter type (router.c, over its families:
- * ring32/, ring64.c), MaglevRouter (maglev.c), JumpRouter (jump.c),
- * RendezvousRouter (rendezvous.c), the base of BoundedLoadRouter
+ * It holds the router classes, one shell (router.c) over the families:
+ * ConsistentHashRouter (ring_class.c; ring32/, ring64.c), MaglevRouter
+ * (maglev.c), JumpRouter (jump.c), RendezvousRouter (rendezvous.c,
+ * rendezvous_nodes.c); the base of BoundedLoadRouter
  * (bounded.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions
- * (_hash, the pickles' _rebuild and _rebuild_table), its constants, its
+ * (_hash; the readers of earlier pickles, _rebuild and _rebuild_table,
+ * beside router.c's _reconstruct, which reads every pickle made now), its
+ * constants, its
  * state (state.h) and multi-phase init (PEP 489), which calls each
  * type's setup.
  */
@@ -16,9 +19,7 @@
 #include "bounded.h"
 #include "diff.h"
 #include "http_head.h"
-#include "jump.h"
 #include "maglev.h"
-#include "rendezvous.h"
 #include "ring32/ring32.h"
 #include "router.h"
 #include "simulate.h"
@@ -80,6 +81,7 @@ static PyObject *module_rebuild_table(PyObject *module, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"_hash", module_hash, METH_VARARGS, hash_fn_doc},
+    {"_reconstruct", router_reconstruct, METH_VARARGS, reconstruct_doc},
     {"_rebuild", module_rebuild, METH_VARARGS, rebuild_doc},
     {"_rebuild_table", module_rebuild_table, METH_VARARGS, rebuild_table_doc},
     {"_request_head", (PyCFunction)(void (*)(void))module_request_head, METH_FASTCALL,
@@ -91,8 +93,7 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module)
 {
-    if (router_type_setup(module) < 0 || maglev_type_setup(module) < 0
-        || jump_type_setup(module) < 0 || rendezvous_type_setup(module) < 0
+    if (router_type_setup(module) < 0
         || bounded_type_setup(module) < 0
         || diff_module_setup(module) < 0 || affinity_setup(module) < 0)
         return -1;
@@ -133,6 +134,8 @@ static int module_exec(PyObject *module)
 
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        Py_VISIT(get_state(module)->types[k]);
     Py_VISIT(get_state(module)->router_type);
     Py_VISIT(get_state(module)->maglev_type);
     Py_VISIT(get_state(module)->rendezvous_type);
@@ -142,6 +145,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 
 static int module_clear(PyObject *module)
 {
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        Py_CLEAR(get_state(module)->types[k]);
     Py_CLEAR(get_state(module)->router_type);
     Py_CLEAR(get_state(module)->maglev_type);
     Py_CLEAR(get_state(module)->rendezvous_type);

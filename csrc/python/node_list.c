@@ -15,8 +15,9 @@ int node_list_init(NodeList *list)
 {
     list->weights = NULL;
     list->counts = NULL;
+    list->capacity = 0;
     list->changes = 0;
-    list->nodes = PyTuple_New(0);
+    list->nodes = PyList_New(0);
     list->index = PyDict_New();
     if (!list->nodes || !list->index) {
         node_list_free(list);
@@ -31,6 +32,7 @@ void node_list_free(NodeList *list)
     PyMem_Free(list->counts);
     list->weights = NULL;
     list->counts = NULL;
+    list->capacity = 0;
     list->changes = 0;
     Py_CLEAR(list->nodes);
     Py_CLEAR(list->index);
@@ -105,8 +107,9 @@ int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
     size_t *counts = PyMem_New(size_t, n ? n : 1);
     uint64_t *copy = PyMem_New(uint64_t, n ? n : 1);
     PyObject *index = PyDict_New();
+    PyObject *names = PySequence_List(nodes);
     void *structure = NULL;
-    int result = counts && copy && index ? 0 : -1;
+    int result = counts && copy && index && names ? 0 : -1;
     if (result < 0 && !PyErr_Occurred())
         PyErr_NoMemory();
     if (result == 0) {
@@ -125,15 +128,17 @@ int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
         PyMem_Free(counts);
         PyMem_Free(copy);
         Py_XDECREF(index);
+        Py_XDECREF(names);
         return -1;
     }
     /* Nothing can fail from here: swap the new list and structure in whole. */
     void *old_structure = *how->slot;
     NodeList old = *list;
     *how->slot = structure;
-    list->nodes = Py_NewRef(nodes);
+    list->nodes = names;
     list->weights = copy;
     list->counts = counts;
+    list->capacity = n ? n : 1;
     list->index = index;
     list->changes++;
     if (old_structure)
@@ -156,8 +161,10 @@ static int update(NodeList *list, PyObject *const *add, const uint64_t *weights,
         PyErr_NoMemory();
         return -1;
     }
-    PyObject *tuple = node_names_merge(list->nodes, drop, add, nadd, list->weights, weights,
-                                       sizeof *w, w);
+    PyObject *old = PyList_AsTuple(list->nodes);
+    PyObject *tuple = old ? node_names_merge(old, drop, add, nadd, list->weights, weights,
+                                             sizeof *w, w) : NULL;
+    Py_XDECREF(old);
     int result = -1;
     if (tuple && check_total(how, w, (size_t)PyTuple_GET_SIZE(tuple)) == 0)
         result = node_list_set(list, tuple, w, how);
@@ -174,6 +181,77 @@ static int check_node(PyObject *node)
     return node_id(node, &id, &len);
 }
 
+/* Room for one more node in weights and counts, doubling; 0 or -1 with
+ * MemoryError (the arrays as they were, perhaps one of them larger). */
+static int reserve_one(NodeList *list)
+{
+    size_t n = (size_t)node_list_len(list);
+    if (n < list->capacity)
+        return 0;
+    size_t room = list->capacity < 4 ? 8 : list->capacity * 2;
+    uint64_t *weights = PyMem_Resize(list->weights, uint64_t, room);
+    if (!weights) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    list->weights = weights;
+    size_t *counts = PyMem_Resize(list->counts, size_t, room);
+    if (!counts) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    list->counts = counts;
+    list->capacity = room;
+    return 0;
+}
+
+/*
+ * Appends node (not present, its id checked) at weight w, as its owner's
+ * append says: O(1) amortized.  Each step that can fail comes before any
+ * that changes what a reader sees, and none runs Python code (the index's
+ * keys are exact str), so the list is as it was on an error.
+ */
+static int append(NodeList *list, PyObject *node, uint64_t w, const NodeListRebuild *how)
+{
+    size_t n = (size_t)node_list_len(list), count;
+    if (how->append(how->owner, n, &count) < 0 || reserve_one(list) < 0)
+        return -1;
+    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    PyObject *at = name ? PyLong_FromSize_t(n) : NULL;
+    int result = at ? PyDict_SetItem(list->index, name, at) : -1;
+    if (result == 0 && PyList_Append(list->nodes, name) < 0) {
+        /* Deleting the exact str just set cannot fail or run Python code. */
+        (void)PyDict_DelItem(list->index, name);
+        result = -1;
+    }
+    Py_XDECREF(at);
+    Py_XDECREF(name);
+    if (result < 0)
+        return -1;
+    list->weights[n] = w;
+    list->counts[n] = count;
+    list->changes++;
+    return 0;
+}
+
+/* Drops the last node (number n - 1), as its owner's append allows: O(1)
+ * amortized; 0, or -1 with MemoryError and the list as it was. */
+static int drop_last(NodeList *list)
+{
+    Py_ssize_t n = node_list_len(list);
+    PyObject *last = Py_NewRef(PyList_GET_ITEM(list->nodes, n - 1));
+    if (PyList_SetSlice(list->nodes, n - 1, n, NULL) < 0) {
+        Py_DECREF(last);
+        return -1;
+    }
+    /* An exact str key that is present: deleting it cannot fail or run
+     * Python code. */
+    (void)PyDict_DelItem(list->index, last);
+    Py_DECREF(last);
+    list->changes++;
+    return 0;
+}
+
 int node_list_add(NodeList *list, PyObject *node, double weight, const NodeListRebuild *how)
 {
     uint64_t w;
@@ -184,6 +262,8 @@ int node_list_add(NodeList *list, PyObject *node, double weight, const NodeListR
         return -1;
     if (at >= 0 && list->weights[at] == w)
         return 0;
+    if (at < 0 && how->append)
+        return append(list, node, w, how);
     return update(list, &node, &w, 1, -1, how);
 }
 
@@ -216,6 +296,8 @@ int node_list_remove(NodeList *list, PyObject *node, const NodeListRebuild *how)
     Py_ssize_t at = node_list_position(list, node);
     if (at < 0)
         return PyErr_Occurred() ? -1 : 0;
+    if (how->append && at == node_list_len(list) - 1)
+        return drop_last(list) < 0 ? -1 : 1;
     return update(list, NULL, NULL, 0, at, how) < 0 ? -1 : 1;
 }
 
@@ -280,6 +362,34 @@ PyObject *node_list_nodes(const NodeList *list)
     return PySequence_List(list->nodes);
 }
 
+PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t n)
+{
+    PyObject *result = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; result && i < n; i++)
+        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(list, positions[i])));
+    return result;
+}
+
+PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
+                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n))
+{
+    if (!hashes)
+        return NULL;
+    PyObject *result = lookup(owner, hashes, n);
+    PyMem_Free(hashes);
+    return result;
+}
+
+PyObject *node_list_iter(const NodeList *list)
+{
+    PyObject *now = PyList_AsTuple(list->nodes);
+    if (!now)
+        return NULL;
+    PyObject *it = PyObject_GetIter(now);
+    Py_DECREF(now);
+    return it;
+}
+
 /* {node: value(k)} over every node, value a new reference or NULL. */
 static PyObject *per_node(const NodeList *list, PyObject *(*value)(const void *, size_t),
                           const void *values)
@@ -288,7 +398,7 @@ static PyObject *per_node(const NodeList *list, PyObject *(*value)(const void *,
     Py_ssize_t n = node_list_len(list);
     for (Py_ssize_t k = 0; result && k < n; k++) {
         PyObject *v = value(values, (size_t)k);
-        if (!v || PyDict_SetItem(result, PyTuple_GET_ITEM(list->nodes, k), v) < 0)
+        if (!v || PyDict_SetItem(result, PyList_GET_ITEM(list->nodes, k), v) < 0)
             Py_CLEAR(result);
         Py_XDECREF(v);
     }
@@ -335,7 +445,7 @@ PyObject *node_list_pairs(const NodeList *list)
     Py_ssize_t n = node_list_len(list);
     PyObject *pairs = PyList_New(n);
     for (Py_ssize_t k = 0; pairs && k < n; k++) {
-        PyObject *item = Py_BuildValue("(OK)", PyTuple_GET_ITEM(list->nodes, k),
+        PyObject *item = Py_BuildValue("(OK)", PyList_GET_ITEM(list->nodes, k),
                                        (unsigned long long)list->weights[k]);
         if (!item)
             Py_CLEAR(pairs);
@@ -362,7 +472,7 @@ int node_list_tags(const NodeList *list, uint32_t *tags)
     Py_ssize_t n = node_list_len(list);
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t len;
-        const char *id = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(list->nodes, k), &len);
+        const char *id = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(list->nodes, k), &len);
         if (!id)
             return -1;
         uint8_t digest[CHASH_MD5_DIGEST_SIZE];
@@ -384,7 +494,7 @@ uint32_t *node_list_positions_in(const NodeList *from, const NodeList *to)
         return NULL;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *at = PyDict_GetItemWithError(to->index, PyTuple_GET_ITEM(from->nodes, k));
+        PyObject *at = PyDict_GetItemWithError(to->index, PyList_GET_ITEM(from->nodes, k));
         if (!at && PyErr_Occurred()) {
             PyMem_Free(same);
             return NULL;
@@ -399,7 +509,7 @@ int node_list_check(const NodeList *list, const size_t *seen)
     size_t n = (size_t)node_list_len(list);
     int ok = PyDict_GET_SIZE(list->index) == (Py_ssize_t)n;
     for (size_t k = 0; ok && k < n; k++)
-        ok = node_list_position(list, PyTuple_GET_ITEM(list->nodes, (Py_ssize_t)k)) == (Py_ssize_t)k
+        ok = node_list_position(list, PyList_GET_ITEM(list->nodes, (Py_ssize_t)k)) == (Py_ssize_t)k
              && list->weights[k] >= 1 && seen[k] == list->counts[k];
     return ok;
 }

@@ -1,8 +1,10 @@
 /*
- * node_list.h - what the routers rebuilt whole share (the 64-bit ring
- * family, ring64.c, and MaglevRouter, maglev.c): the ordered node list
- * with integer weights, its index, and the all-or-nothing rebuild that
- * swaps a new list and its owner's new structure in at once.
+ * node_list.h - what the families over an ordered node list share (the
+ * 64-bit ring, ring64.c; Maglev, maglev.c; jump, jump.c): the node list
+ * with integer weights, its index, the all-or-nothing rebuild that swaps a
+ * new list and its owner's new structure in at once, the O(1) amortized
+ * append and drop of the last node for an owner whose structure a last
+ * node does not change (jump), and their batch lookups of 64-bit hashes.
  *
  * A NodeList holds exact str only (node names), so releasing or looking
  * one up never runs Python code.  Its owner says how to build its
@@ -16,9 +18,10 @@
 #include "binding.h"
 
 typedef struct {
-    PyObject *nodes;   /* tuple of exact str, in add order */
+    PyObject *nodes;   /* list of exact str, in add order; never handed out */
     uint64_t *weights; /* PyMem, one a node, each >= 1 */
     size_t *counts;    /* PyMem: points or table entries a node owns */
+    size_t capacity;   /* room in weights and counts (>= the nodes) */
     PyObject *index;   /* dict: node -> its position in nodes */
     uint64_t changes;  /* lists swapped in: bounded loads re-read weights */
 } NodeList;
@@ -30,6 +33,13 @@ typedef struct {
  * node), 0, or -1 with an exception and nothing to free; release frees
  * one; *slot is where the owner keeps it.  layout names the layout in
  * messages; cap_total refuses a total weight above 2**32 - 1 (Envoy).
+ *
+ * append, when not NULL, says the owner keeps no structure that a new
+ * last node or the loss of the last one changes (jump's buckets): it
+ * gives the count of a node appended as number n (0, or -1 with an
+ * exception when there is no room for it), and a new node is then
+ * appended, and the last one removed, in O(1) amortized with no rebuild.
+ * cap_total must then be 0.
  */
 typedef struct {
     void *owner;
@@ -39,6 +49,7 @@ typedef struct {
     void **slot;
     const char *layout;
     int cap_total;
+    int (*append)(void *owner, size_t n, size_t *count);
 } NodeListRebuild;
 
 /* An empty list; 0, or -1 with an exception. */
@@ -49,12 +60,19 @@ int node_list_traverse(NodeList *list, visitproc visit, void *arg);
 
 static inline Py_ssize_t node_list_len(const NodeList *list)
 {
-    return PyTuple_GET_SIZE(list->nodes);
+    return PyList_GET_SIZE(list->nodes);
 }
 
 static inline PyObject *node_list_at(const NodeList *list, size_t k)
 {
-    return PyTuple_GET_ITEM(list->nodes, (Py_ssize_t)k);
+    return PyList_GET_ITEM(list->nodes, (Py_ssize_t)k);
+}
+
+/* The nodes' array, for a loop that runs no Python code (the list cannot
+ * change under it): one load per node instead of two. */
+static inline PyObject *const *node_list_items(const NodeList *list)
+{
+    return ((PyListObject *)list->nodes)->ob_item;
 }
 
 /* The position of node, or -1 (also for a non-str; -1 with an exception
@@ -81,9 +99,18 @@ int node_list_set(NodeList *list, PyObject *nodes, const uint64_t *weights,
 
 /* Views (new objects, NULL with an exception). */
 PyObject *node_list_nodes(const NodeList *list);
+/* An iterator over the nodes as they are now (later changes unseen). */
+PyObject *node_list_iter(const NodeList *list);
 PyObject *node_list_weights(const NodeList *list);
 PyObject *node_list_counts(const NodeList *list);
 PyObject *node_list_pairs(const NodeList *list);
+/* The nodes at positions[0..n) (each < the node count), as a new list. */
+PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t n);
+/* lookup(owner, hashes, n) over a PyMem block of 64-bit hashes (NULL: an
+ * error already set), which is freed here: the batch lookups of the
+ * families that route 64-bit hashes (ring64.c, maglev.c, jump.c). */
+PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
+                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n));
 /* {node: values[k]} as floats / ints. */
 PyObject *node_list_float_map(const NodeList *list, const double *values);
 PyObject *node_list_count_map(const NodeList *list, const size_t *values);

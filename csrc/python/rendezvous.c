@@ -1,16 +1,17 @@
 /*
- * rendezvous.c - chash.RendezvousRouter (rendezvous.h): highest random
- * weight as a router, in the layouts of strategies/rendezvous.h: "hrw"
+ * rendezvous.c - the rendezvous family and the RendezvousRouter class
+ * (family.h): highest random weight as a router, in the layouts of strategies/rendezvous.h: "hrw"
  * (weighted, the logarithmic method), "pymemcache" (pymemcache 4.0.0's
  * RendezvousHash), "caddy" (Caddy 2.6's hostByHashing), "squid" (Squid
  * 5.7's CARP).  Part of chash._chash.
  *
- * Here the type: construction, membership, lookups, views and its tables;
+ * Here the family: construction, membership, lookups, views and its
+ * docstrings (the shell, router.c, does everything else of the type);
  * what it holds and the all-or-nothing rebuild are rendezvous_nodes.c's
  * (rendezvous_nodes.h).  Lookups run no Python code once the key's bytes
  * are read, so under the GIL a lookup sees the old router or the new one.
  */
-#include "rendezvous.h"
+#include "family.h"
 
 #include "args.h"
 #include "hash/hash.h"
@@ -21,7 +22,7 @@
 
 static size_t count_of(const RendezvousObject *self)
 {
-    return (size_t)PyTuple_GET_SIZE(self->nodes);
+    return (size_t)PyTuple_GET_SIZE(self->rdv.nodes);
 }
 
 /* ------------------------------------------------------------------ */
@@ -75,10 +76,10 @@ static PyObject *rdv_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     chash_rdv_layout layout;
     if (parse_layout(layout_obj, &layout) < 0 || check_hash(hash, layout) < 0)
         return NULL;
-    RendezvousObject *self = (RendezvousObject *)type->tp_alloc(type, 0);
+    RendezvousObject *self = router_alloc(type);
     if (!self)
         return NULL;
-    self->layout = layout;
+    self->rdv.layout = layout;
     PyObject *empty = PyTuple_New(0);
     if (!empty || rdv_router_set(self, empty, NULL) < 0) {
         Py_XDECREF(empty);
@@ -86,91 +87,64 @@ static PyObject *rdv_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     Py_DECREF(empty);
+    self->family = &rendezvous_family;
     return (PyObject *)self;
 }
 
 static int rdv_traverse(RendezvousObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->nodes);
-    Py_VISIT(self->index);
+    Py_VISIT(self->rdv.nodes);
+    Py_VISIT(self->rdv.index);
     return 0;
 }
 
-static int rdv_clear(RendezvousObject *self)
+static void rdv_clear(RendezvousObject *self)
 {
     (void)self; /* holds only exact str and a dict of them: no cycle */
-    return 0;
 }
 
-static void rdv_dealloc(RendezvousObject *self);
-
-const uint64_t *rendezvous_changes(PyObject *obj)
+static void rdv_release(RendezvousObject *self)
 {
-    if (!chash_py_made_by(obj, (void *)rdv_dealloc))
-        return NULL;
-    return &((RendezvousObject *)obj)->changes;
-}
-
-static void rdv_dealloc(RendezvousObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    chash_rdv_free(self->set);
-    self->set = NULL;
-    PyMem_Free(self->weights);
-    self->weights = NULL;
-    Py_CLEAR(self->nodes);
-    Py_CLEAR(self->index);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    chash_rdv_free(self->rdv.set);
+    self->rdv.set = NULL;
+    PyMem_Free(self->rdv.weights);
+    self->rdv.weights = NULL;
+    Py_CLEAR(self->rdv.nodes);
+    Py_CLEAR(self->rdv.index);
 }
 
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
 
-static PyObject *done(int status)
+static int rdv_weight(RendezvousObject *self, PyObject *obj, double *w)
 {
-    if (status < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return rdv_read_weight(self->rdv.layout, obj, w);
 }
 
-static PyObject *rdv_add(RendezvousObject *self, PyObject *args, PyObject *kwds)
+static int rdv_add(RendezvousObject *self, PyObject *node, double w, PyObject *id)
 {
-    static char *kwlist[] = {"real_node_id", "weight", NULL};
-    PyObject *node, *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_node", kwlist, &node, &weight_obj))
-        return NULL;
-    const char *id;
+    (void)id; /* the shell passes None: RendezvousRouter takes no id */
+    const char *name;
     Py_ssize_t len;
-    double w;
-    if (node_id(node, &id, &len) < 0 || rdv_read_weight(self->layout, weight_obj, &w) < 0)
-        return NULL;
+    if (node_id(node, &name, &len) < 0)
+        return -1;
     Py_ssize_t at = rdv_position_of(self, node);
     if (at < 0 && PyErr_Occurred())
-        return NULL;
-    if (at >= 0 && self->weights[at] == w)
-        Py_RETURN_NONE;
-    return done(rdv_update(self, &node, &w, 1, -1));
+        return -1;
+    if (at >= 0 && self->rdv.weights[at] == w)
+        return 0;
+    return rdv_update(self, &node, &w, 1, -1);
 }
 
-static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *kwds)
+static int rdv_add_many(RendezvousObject *self, PyObject *nodes, double w)
 {
-    static char *kwlist[] = {"nodes", "weight", NULL};
-    PyObject *nodes, *weight_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
-        return NULL;
-    double w;
-    if (rdv_read_weight(self->layout, weight_obj, &w) < 0)
-        return NULL;
     if (PyUnicode_Check(nodes) || PyBytes_Check(nodes)) {
         PyErr_SetString(PyExc_TypeError, "nodes must be an iterable of str, not a single str");
-        return NULL;
+        return -1;
     }
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq)
-        return NULL;
+        return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     double *weights = PyMem_New(double, (size_t)n + 1);
     int result = weights ? 0 : -1;
@@ -186,10 +160,10 @@ static PyObject *rdv_add_many(RendezvousObject *self, PyObject *args, PyObject *
         result = rdv_update(self, n ? &PyTuple_GET_ITEM(seq, 0) : NULL, weights, n, -1);
     PyMem_Free(weights);
     Py_DECREF(seq);
-    return done(result);
+    return result;
 }
 
-static int remove_node(RendezvousObject *self, PyObject *node)
+static int rdv_remove(RendezvousObject *self, PyObject *node)
 {
     Py_ssize_t at = rdv_position_of(self, node);
     if (at < 0)
@@ -197,23 +171,21 @@ static int remove_node(RendezvousObject *self, PyObject *node)
     return rdv_update(self, NULL, NULL, 0, at) < 0 ? -1 : 1;
 }
 
-static PyObject *rdv_remove(RendezvousObject *self, PyObject *node)
-{
-    int removed = remove_node(self, node);
-    if (removed == 0)
-        PyErr_SetObject(PyExc_KeyError, node);
-    return done(removed <= 0 ? -1 : 0);
-}
-
-static PyObject *rdv_discard(RendezvousObject *self, PyObject *node)
-{
-    return done(remove_node(self, node));
-}
-
 /* Exactly the (node, weight) pairs of an iterable, in that order. */
-static PyObject *rdv_replace(RendezvousObject *self, PyObject *pairs)
+static int rdv_replace(RendezvousObject *self, PyObject *pairs)
 {
-    return done(rdv_nodes_replace(self, pairs));
+    return rdv_nodes_replace(self, pairs);
+}
+
+static int rdv_contains(RendezvousObject *self, PyObject *node)
+{
+    Py_ssize_t at = rdv_position_of(self, node);
+    return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+static Py_ssize_t rdv_len(RendezvousObject *self)
+{
+    return PyTuple_GET_SIZE(self->rdv.nodes);
 }
 
 /* ------------------------------------------------------------------ */
@@ -223,16 +195,16 @@ static PyObject *rdv_replace(RendezvousObject *self, PyObject *pairs)
 static PyObject *owner_of(const RendezvousObject *self, const key_view *v)
 {
     uint32_t winner;
-    int status = chash_rdv_lookup(self->set, v->buf, (size_t)v->len, &winner);
+    int status = chash_rdv_lookup(self->rdv.set, v->buf, (size_t)v->len, &winner);
     if (status == CHASH_ENOENT)
         Py_RETURN_NONE;
-    return Py_NewRef(PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)winner));
+    return Py_NewRef(PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)winner));
 }
 
 static PyObject *rdv_get(RendezvousObject *self, PyObject *key)
 {
     key_view v;
-    if (rdv_key_view_of(self->layout, key, &v) < 0)
+    if (rdv_key_view_of(self->rdv.layout, key, &v) < 0)
         return NULL;
     PyObject *result = owner_of(self, &v);
     rdv_key_view_release(&v);
@@ -241,19 +213,19 @@ static PyObject *rdv_get(RendezvousObject *self, PyObject *key)
 
 static PyObject *rdv_get_by_hash(RendezvousObject *self, PyObject *hash)
 {
-    if (self->layout != CHASH_RDV_HRW) {
+    if (self->rdv.layout != CHASH_RDV_HRW) {
         PyErr_Format(PyExc_ValueError,
                      "the %s layout scores the key's bytes, not a hash: use get_target_node",
-                     rdv_layouts[self->layout].name);
+                     rdv_layouts[self->rdv.layout].name);
         return NULL;
     }
     uint64_t h;
     if (parse_hash_arg(hash, 64, "hrw", &h) < 0)
         return NULL;
     uint32_t winner;
-    if (chash_rdv_lookup_hash(self->set, h, &winner) != CHASH_OK)
+    if (chash_rdv_lookup_hash(self->rdv.set, h, &winner) != CHASH_OK)
         Py_RETURN_NONE;
-    return Py_NewRef(PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)winner));
+    return Py_NewRef(PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)winner));
 }
 
 static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
@@ -265,7 +237,7 @@ static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
     PyObject *result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++) {
         key_view v;
-        if (rdv_key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
+        if (rdv_key_view_of(self->rdv.layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
             Py_CLEAR(result);
             break;
         }
@@ -276,15 +248,10 @@ static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
     return result;
 }
 
-static PyObject *rdv_preference(RendezvousObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *rdv_preference(RendezvousObject *self, PyObject *key, size_t want)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "get_preference_list expected 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    size_t want;
     key_view v;
-    if (parse_count(args[1], &want) < 0 || rdv_key_view_of(self->layout, args[0], &v) < 0)
+    if (rdv_key_view_of(self->rdv.layout, key, &v) < 0)
         return NULL;
     size_t n = count_of(self);
     want = want < n ? want : n;
@@ -295,14 +262,14 @@ static PyObject *rdv_preference(RendezvousObject *self, PyObject *const *args, P
     } else if (n == 0 || want == 0) {
         result = PyList_New(0);
     } else {
-        int status = chash_rdv_rank(self->set, v.buf, (size_t)v.len, order);
+        int status = chash_rdv_rank(self->rdv.set, v.buf, (size_t)v.len, order);
         if (status != CHASH_OK) {
             chash_py_error(status, NULL, "get_preference_list");
         } else {
             result = PyList_New((Py_ssize_t)want);
             for (size_t i = 0; result && i < want; i++)
                 PyList_SET_ITEM(result, (Py_ssize_t)i,
-                                Py_NewRef(PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)order[i])));
+                                Py_NewRef(PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)order[i])));
         }
     }
     PyMem_Free(order);
@@ -319,21 +286,21 @@ static PyObject *float_map(const RendezvousObject *self, const double *values)
     size_t n = count_of(self);
     for (size_t k = 0; result && k < n; k++) {
         PyObject *v = PyFloat_FromDouble(values[k]);
-        if (!v || PyDict_SetItem(result, PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)k), v) < 0)
+        if (!v || PyDict_SetItem(result, PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k), v) < 0)
             Py_CLEAR(result);
         Py_XDECREF(v);
     }
     return result;
 }
 
-static PyObject *rdv_ownership(RendezvousObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *rdv_ownership(RendezvousObject *self)
 {
     size_t n = count_of(self);
     double *share = PyMem_New(double, n ? n : 1);
     if (!share)
         return PyErr_NoMemory();
     for (size_t k = 0; k < n; k++)
-        share[k] = chash_rdv_share(self->set, k);
+        share[k] = chash_rdv_share(self->rdv.set, k);
     PyObject *result = float_map(self, share);
     PyMem_Free(share);
     return result;
@@ -354,7 +321,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
     int failed = 0;
     for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(seq); i++) {
         key_view v;
-        if (rdv_key_view_of(self->layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
+        if (rdv_key_view_of(self->rdv.layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
             failed = 1;
             break;
         }
@@ -362,7 +329,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
         /* The key's bytes are read: no Python code ran since n was taken
          * except a bytes subclass's __str__ (pymemcache), which may have
          * changed the router: count only what fits. */
-        if (chash_rdv_lookup(self->set, v.buf, (size_t)v.len, &winner) == CHASH_OK && winner < n)
+        if (chash_rdv_lookup(self->rdv.set, v.buf, (size_t)v.len, &winner) == CHASH_OK && winner < n)
             counts[winner]++;
         rdv_key_view_release(&v);
     }
@@ -372,7 +339,7 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
         result = PyDict_New();
         for (size_t k = 0; result && k < n; k++) {
             PyObject *c = PyLong_FromSize_t(counts[k]);
-            if (!c || PyDict_SetItem(result, PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)k), c) < 0)
+            if (!c || PyDict_SetItem(result, PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k), c) < 0)
                 Py_CLEAR(result);
             Py_XDECREF(c);
         }
@@ -387,24 +354,24 @@ static PyObject *rdv_key_distribution(RendezvousObject *self, PyObject *keys)
  * layouts that scan a list, sorted by name for the others. */
 static PyObject *canonical_nodes(const RendezvousObject *self)
 {
-    PyObject *list = PySequence_List(self->nodes);
-    if (list && !rdv_layouts[self->layout].ordered && PyList_Sort(list) < 0)
+    PyObject *list = PySequence_List(self->rdv.nodes);
+    if (list && !rdv_layouts[self->rdv.layout].ordered && PyList_Sort(list) < 0)
         Py_CLEAR(list);
     return list;
 }
 
-static PyObject *rdv_fingerprint(RendezvousObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *rdv_fingerprint(RendezvousObject *self)
 {
     PyObject *list = canonical_nodes(self);
     if (!list)
         return NULL;
-    PyObject *text = PyUnicode_FromFormat("rendezvous|%s|%s", rdv_layouts[self->layout].name,
-                                          rdv_layouts[self->layout].hash);
+    PyObject *text = PyUnicode_FromFormat("rendezvous|%s|%s", rdv_layouts[self->rdv.layout].name,
+                                          rdv_layouts[self->rdv.layout].hash);
     for (Py_ssize_t i = 0; text && i < PyList_GET_SIZE(list); i++) {
         PyObject *node = PyList_GET_ITEM(list, i);
         Py_ssize_t at = rdv_position_of(self, node);
         char weight[64];
-        PyOS_snprintf(weight, sizeof weight, "%.17g", at >= 0 ? self->weights[at] : 0.0);
+        PyOS_snprintf(weight, sizeof weight, "%.17g", at >= 0 ? self->rdv.weights[at] : 0.0);
         PyObject *part = PyUnicode_FromFormat("\n%U\t%s", node, weight);
         PyObject *joined = part ? PyUnicode_Concat(text, part) : NULL;
         Py_XDECREF(part);
@@ -417,41 +384,38 @@ static PyObject *rdv_fingerprint(RendezvousObject *self, PyObject *Py_UNUSED(ign
     const char *bytes = PyUnicode_AsUTF8AndSize(text, &len);
     PyObject *result = NULL;
     if (bytes) {
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(bytes, (size_t)len, digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(bytes, (size_t)len);
     }
     Py_DECREF(text);
     return result;
 }
 
-static PyObject *rdv_check(RendezvousObject *self, PyObject *Py_UNUSED(ignored))
+static int rdv_check(RendezvousObject *self)
 {
     size_t n = count_of(self);
-    int ok = self->set && chash_rdv_size(self->set) == n
-             && chash_rdv_layout_of(self->set) == self->layout
-             && PyDict_GET_SIZE(self->index) == (Py_ssize_t)n;
+    int ok = self->rdv.set && chash_rdv_size(self->rdv.set) == n
+             && chash_rdv_layout_of(self->rdv.set) == self->rdv.layout
+             && PyDict_GET_SIZE(self->rdv.index) == (Py_ssize_t)n;
     for (size_t k = 0; ok && k < n; k++) {
-        PyObject *node = PyTuple_GET_ITEM(self->nodes, (Py_ssize_t)k);
+        PyObject *node = PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k);
         ok = PyUnicode_CheckExact(node) && rdv_position_of(self, node) == (Py_ssize_t)k;
     }
     if (PyErr_Occurred())
-        return NULL;
-    int status = ok ? chash_rdv_check(self->set) : CHASH_ECORRUPT;
-    if (status != CHASH_OK)
-        return chash_py_error(status, NULL, NULL);
-    Py_RETURN_NONE;
+        return -1;
+    int status = ok ? chash_rdv_check(self->rdv.set) : CHASH_ECORRUPT;
+    if (status != CHASH_OK) {
+        chash_py_error(status, NULL, NULL);
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *pairs_of(const RendezvousObject *self)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(self->nodes);
+    Py_ssize_t n = PyTuple_GET_SIZE(self->rdv.nodes);
     PyObject *pairs = PyList_New(n);
     for (Py_ssize_t k = 0; pairs && k < n; k++) {
-        PyObject *item = Py_BuildValue("(Od)", PyTuple_GET_ITEM(self->nodes, k), self->weights[k]);
+        PyObject *item = Py_BuildValue("(Od)", PyTuple_GET_ITEM(self->rdv.nodes, k), self->rdv.weights[k]);
         if (!item)
             Py_CLEAR(pairs);
         else
@@ -460,81 +424,76 @@ static PyObject *pairs_of(const RendezvousObject *self)
     return pairs;
 }
 
-static PyObject *rdv_reduce(RendezvousObject *self, PyObject *Py_UNUSED(ignored))
+/* ((layout,), pairs). */
+static PyObject *rdv_reduce(RendezvousObject *self)
 {
     PyObject *pairs = pairs_of(self);
-    PyObject *rebuild = pairs ? PyObject_GetAttrString((PyObject *)Py_TYPE(self), "_rebuild") : NULL;
-    PyObject *result = NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(sO))", rebuild, rdv_layouts[self->layout].name, pairs);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(pairs);
-    return result;
+    if (!pairs)
+        return NULL;
+    return Py_BuildValue("((s)N)", rdv_layouts[self->rdv.layout].name, pairs);
 }
 
-static PyObject *rdv_rebuild(PyObject *cls, PyObject *args)
+static PyObject *rdv_rebuild(PyTypeObject *cls, PyObject *args)
 {
     PyObject *layout, *pairs;
     if (!PyArg_ParseTuple(args, "OO:_rebuild", &layout, &pairs))
         return NULL;
     PyObject *empty = PyTuple_New(0);
     PyObject *kw = empty ? Py_BuildValue("{sO}", "layout", layout) : NULL;
-    PyObject *self = kw ? PyObject_Call(cls, empty, kw) : NULL;
+    PyObject *self = kw ? PyObject_Call((PyObject *)cls, empty, kw) : NULL;
     Py_XDECREF(empty);
     Py_XDECREF(kw);
     if (self) {
-        module_state *state = state_of_type(Py_TYPE(self));
-        if (!state || !PyObject_TypeCheck(self, state->rendezvous_type)) {
-            if (state)
-                PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a RendezvousRouter type");
+        if (((RouterObject *)self)->family != &rendezvous_family) {
+            PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a RendezvousRouter type");
             Py_CLEAR(self);
             return NULL;
         }
-        PyObject *filled = rdv_replace((RendezvousObject *)self, pairs);
-        if (!filled)
+        if (rdv_replace((RendezvousObject *)self, pairs) < 0)
             Py_CLEAR(self);
-        Py_XDECREF(filled);
     }
     return self;
 }
 
-static PyObject *get_nodes(RendezvousObject *self, void *Py_UNUSED(closure))
+static PyObject *rdv_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
 {
-    return PySequence_List(self->nodes);
+    PyObject *layout;
+    if (!PyArg_ParseTuple(settings, "O:_reconstruct", &layout))
+        return NULL;
+    PyObject *args = PyTuple_Pack(2, layout, nodes);
+    PyObject *result = args ? rdv_rebuild(cls, args) : NULL;
+    Py_XDECREF(args);
+    return result;
 }
 
-static PyObject *get_weights(RendezvousObject *self, void *Py_UNUSED(closure))
+static PyObject *rdv_nodes(RendezvousObject *self)
 {
-    return float_map(self, self->weights);
+    return PySequence_List(self->rdv.nodes);
 }
 
-static PyObject *get_hash(RendezvousObject *self, void *Py_UNUSED(closure))
+static PyObject *rdv_weights(RendezvousObject *self)
 {
-    return PyUnicode_FromString(rdv_layouts[self->layout].hash);
+    return float_map(self, self->rdv.weights);
 }
 
-static PyObject *get_layout(RendezvousObject *self, void *Py_UNUSED(closure))
+static PyObject *rdv_hash_name(RendezvousObject *self)
 {
-    return PyUnicode_FromString(rdv_layouts[self->layout].name);
+    return PyUnicode_FromString(rdv_layouts[self->rdv.layout].hash);
 }
 
-/* ------------------------------------------------------------------ */
-/* Protocols                                                          */
-
-static Py_ssize_t rdv_len(RendezvousObject *self)
+/* hrw's weights are real, squid's whole; pymemcache and caddy have none. */
+static const char *rdv_weight_rule(RendezvousObject *self)
 {
-    return PyTuple_GET_SIZE(self->nodes);
+    switch (self->rdv.layout) {
+    case CHASH_RDV_HRW: return "real";
+    case CHASH_RDV_SQUID: return "whole";
+    default: return "none";
+    }
 }
 
-static int rdv_contains(RendezvousObject *self, PyObject *node)
+static PyObject *rdv_layout_name(RendezvousObject *self)
 {
-    Py_ssize_t at = rdv_position_of(self, node);
-    return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
-}
-
-static PyObject *rdv_iter(RendezvousObject *self)
-{
-    return PyObject_GetIter(self->nodes);
+    return PyUnicode_FromString(rdv_layouts[self->rdv.layout].name);
 }
 
 static PyObject *rdv_repr(RendezvousObject *self)
@@ -543,31 +502,26 @@ static PyObject *rdv_repr(RendezvousObject *self)
     if (!type_name)
         return NULL;
     PyObject *repr = PyUnicode_FromFormat("%U(layout='%s', hash='%s', nodes=%zd)", type_name,
-                                          rdv_layouts[self->layout].name, rdv_layouts[self->layout].hash,
-                                          PyTuple_GET_SIZE(self->nodes));
+                                          rdv_layouts[self->rdv.layout].name, rdv_layouts[self->rdv.layout].hash,
+                                          PyTuple_GET_SIZE(self->rdv.nodes));
     Py_DECREF(type_name);
     return repr;
 }
 
-static PyObject *rdv_richcompare(PyObject *a, PyObject *b, int op)
+static int rdv_equal(RendezvousObject *x, RendezvousObject *y)
 {
-    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
-        Py_RETURN_NOTIMPLEMENTED;
-    RendezvousObject *x = (RendezvousObject *)a, *y = (RendezvousObject *)b;
-    int equal = x->layout == y->layout;
+    int equal = x->rdv.layout == y->rdv.layout;
     if (equal) {
-        PyObject *wa = float_map(x, x->weights);
-        PyObject *wb = wa ? float_map(y, y->weights) : NULL;
+        PyObject *wa = float_map(x, x->rdv.weights);
+        PyObject *wb = wa ? float_map(y, y->rdv.weights) : NULL;
         equal = wb ? PyObject_RichCompareBool(wa, wb, Py_EQ) : -1;
         Py_XDECREF(wa);
         Py_XDECREF(wb);
     }
     /* The layouts that scan a list route by its order too. */
-    if (equal == 1 && rdv_layouts[x->layout].ordered)
-        equal = PyObject_RichCompareBool(x->nodes, y->nodes, Py_EQ);
-    if (equal < 0)
-        return NULL;
-    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+    if (equal == 1 && rdv_layouts[x->rdv.layout].ordered)
+        equal = PyObject_RichCompareBool(x->rdv.nodes, y->rdv.nodes, Py_EQ);
+    return equal;
 }
 
 /* ------------------------------------------------------------------ */
@@ -578,20 +532,23 @@ PyDoc_STRVAR(add_doc,
 "Add a node (or give a present one a new weight).  hrw takes any finite\n"
 "weight > 0 (a node's share is its weight's share), squid integer weights\n"
 "from 1 to 2**31 - 1 (cache_peer weight=N); pymemcache and caddy have no\n"
-"weights (1 only).");
+"weights (1 only).  Cost: O(n) rebuild of the node set (a present node\n"
+"given its weight again: O(1)).");
 
 PyDoc_STRVAR(add_many_doc,
 "add_service_nodes($self, /, nodes, weight=1.0)\n--\n\n"
 "add_service_node(node, weight) for every node of an iterable, in one\n"
-"rebuild: all or none of them.");
+"rebuild: all or none of them.  Cost: O(n + k) rebuild (k nodes given).");
 
 PyDoc_STRVAR(remove_doc,
 "remove_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node; KeyError if it is not here.  Only its keys move.");
+"Remove a node; KeyError if it is not here.  Only its keys move.  Cost:\n"
+"O(n) rebuild of the node set.");
 
 PyDoc_STRVAR(discard_doc,
 "discard_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node if it is here; do nothing otherwise.");
+"Remove a node if it is here; do nothing otherwise.  Cost: O(n) rebuild\n"
+"when it is.");
 
 PyDoc_STRVAR(get_doc,
 "get_target_node($self, request_key, /)\n--\n\n"
@@ -647,38 +604,7 @@ PyDoc_STRVAR(rebuild_doc,
 PyDoc_STRVAR(replace_doc,
 "_replace_nodes($self, nodes, /)\n--\n\n"
 "Make the router hold exactly nodes, a list of (node, weight) pairs, in\n"
-"that order, in one rebuild.");
-
-static PyMethodDef rdv_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))rdv_add, METH_VARARGS | METH_KEYWORDS, add_doc},
-    {"add_service_nodes", (PyCFunction)(void (*)(void))rdv_add_many, METH_VARARGS | METH_KEYWORDS,
-     add_many_doc},
-    {"remove_service_node", (PyCFunction)rdv_remove, METH_O, remove_doc},
-    {"discard_service_node", (PyCFunction)rdv_discard, METH_O, discard_doc},
-    {"get_target_node", (PyCFunction)rdv_get, METH_O, get_doc},
-    {"get_target_nodes", (PyCFunction)rdv_get_many, METH_O, get_many_doc},
-    {"get_target_node_by_hash", (PyCFunction)rdv_get_by_hash, METH_O, get_by_hash_doc},
-    {"get_preference_list", (PyCFunction)(void (*)(void))rdv_preference, METH_FASTCALL,
-     preference_doc},
-    {"ownership", (PyCFunction)rdv_ownership, METH_NOARGS, ownership_doc},
-    {"key_distribution", (PyCFunction)rdv_key_distribution, METH_O, distribution_doc},
-    {"fingerprint", (PyCFunction)rdv_fingerprint, METH_NOARGS, fingerprint_doc},
-    {"_check", (PyCFunction)rdv_check, METH_NOARGS, check_doc},
-    {"__reduce__", (PyCFunction)rdv_reduce, METH_NOARGS, reduce_doc},
-    {"_rebuild", (PyCFunction)rdv_rebuild, METH_VARARGS | METH_CLASS, rebuild_doc},
-    {"_replace_nodes", (PyCFunction)rdv_replace, METH_O, replace_doc},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef rdv_getset[] = {
-    {"nodes", (getter)get_nodes, NULL, "The nodes, in the order they were added.", NULL},
-    {"weights", (getter)get_weights, NULL, "{node: weight}.", NULL},
-    {"hash", (getter)get_hash, NULL,
-     "The layout's hash: 'xxh64' (hrw), 'murmur3' (pymemcache), 'fnv1a' (caddy), 'carp' (squid).",
-     NULL},
-    {"layout", (getter)get_layout, NULL, "'hrw', 'pymemcache', 'caddy' or 'squid'.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
+"that order, in one rebuild.  Cost: O(n) rebuild.");
 
 PyDoc_STRVAR(rdv_doc,
 "RendezvousRouter(*, layout='hrw', hash='xxh64')\n--\n\n"
@@ -693,36 +619,59 @@ PyDoc_STRVAR(rdv_doc,
 "'murmur3', caddy 'fnv1a', squid 'carp') and take no other name: omitted\n"
 "(or None) it is the layout's own.");
 
-static PyType_Slot rdv_slots[] = {
-    {Py_tp_doc, (void *)rdv_doc},
-    {Py_tp_new, rdv_new},
-    {Py_tp_dealloc, rdv_dealloc},
-    {Py_tp_traverse, rdv_traverse},
-    {Py_tp_clear, rdv_clear},
-    {Py_tp_methods, rdv_methods},
-    {Py_tp_getset, rdv_getset},
-    {Py_tp_repr, rdv_repr},
-    {Py_tp_richcompare, rdv_richcompare},
-    {Py_tp_hash, PyObject_HashNotImplemented},
-    {Py_tp_iter, rdv_iter},
-    {Py_sq_length, rdv_len},
-    {Py_sq_contains, rdv_contains},
-    {Py_mp_length, rdv_len},
-    {0, NULL},
+const router_family rendezvous_family = {
+    .name = "rendezvous",
+    .bits = 64,
+    .cls = &rendezvous_class,
+    .release = rdv_release,
+    .traverse = rdv_traverse,
+    .clear = rdv_clear,
+    .add = rdv_add,
+    .read_weight = rdv_weight,
+    .add_many = rdv_add_many,
+    .remove = rdv_remove,
+    .replace = rdv_replace,
+    .contains = rdv_contains,
+    .len = rdv_len,
+    .get = rdv_get,
+    .get_many = rdv_get_many,
+    .get_by_hash = rdv_get_by_hash,
+    .preference = rdv_preference,
+    .ownership = rdv_ownership,
+    .key_distribution = rdv_key_distribution,
+    .fingerprint = rdv_fingerprint,
+    .check = rdv_check,
+    .nodes = rdv_nodes,
+    .weights = rdv_weights,
+    .hash_name = rdv_hash_name,
+    .layout = rdv_layout_name,
+    .repr = rdv_repr,
+    .equal = rdv_equal,
+    .reduce = rdv_reduce,
+    .unpickle = rdv_unpickle,
+    .rebuild = rdv_rebuild,
+    .weight_rule = rdv_weight_rule,
 };
 
-static PyType_Spec rdv_spec = {
+const router_class rendezvous_class = {
     .name = "chash.RendezvousRouter",
-    .basicsize = sizeof(RendezvousObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .slots = rdv_slots,
+    .doc = rdv_doc,
+    .subclassable = 0,
+    .zones = 0,
+    .one_family = 1,
+    .make = rdv_new,
+    .family = &rendezvous_family,
+    .methods = {
+        ROUTER_COMMON_METHODS,
+        [RM_REPLACE] = replace_doc,
+        [RM_REBUILD] = rebuild_doc,
+    },
+    .properties = {
+        [RP_NODES] = "The nodes, in the order they were added.",
+        [RP_WEIGHTS] = "{node: weight}.",
+        [RP_HASH] = "The layout's hash: 'xxh64' (hrw), 'murmur3' (pymemcache), 'fnv1a' (caddy), "
+                    "'carp' (squid).",
+        [RP_LAYOUT] = "'hrw', 'pymemcache', 'caddy' or 'squid'.",
+        [RP_WEIGHT_RULE] = WEIGHT_RULE_DOC,
+    },
 };
-
-int rendezvous_type_setup(PyObject *module)
-{
-    PyTypeObject *type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &rdv_spec, NULL);
-    if (!type)
-        return -1;
-    get_state(module)->rendezvous_type = type;
-    return PyModule_AddType(module, type);
-}

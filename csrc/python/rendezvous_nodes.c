@@ -211,7 +211,7 @@ int rdv_router_set(RendezvousObject *self, PyObject *nodes, const double *weight
     if (result == 0) {
         if (n)
             memcpy(copy, weights, n * sizeof *copy);
-        result = rdv_build_set(self->layout, nodes, weights, &set);
+        result = rdv_build_set(self->rdv.layout, nodes, weights, &set);
     }
     for (size_t k = 0; result == 0 && k < n; k++) {
         PyObject *at = PyLong_FromSize_t(k);
@@ -225,14 +225,13 @@ int rdv_router_set(RendezvousObject *self, PyObject *nodes, const double *weight
         return -1;
     }
     /* Nothing can fail from here: swap everything in at once. */
-    chash_rdv_set *old_set = self->set;
-    double *old_weights = self->weights;
-    PyObject *old_nodes = self->nodes, *old_index = self->index;
-    self->set = set;
-    self->weights = copy;
-    self->nodes = Py_NewRef(nodes);
-    self->index = index;
-    self->changes++;
+    chash_rdv_set *old_set = self->rdv.set;
+    double *old_weights = self->rdv.weights;
+    PyObject *old_nodes = self->rdv.nodes, *old_index = self->rdv.index;
+    self->rdv.set = set;
+    self->rdv.weights = copy;
+    self->rdv.nodes = Py_NewRef(nodes);
+    self->rdv.index = index;
     chash_rdv_free(old_set);
     PyMem_Free(old_weights);
     Py_XDECREF(old_nodes);
@@ -251,7 +250,7 @@ Py_ssize_t rdv_position_of(const RendezvousObject *self, PyObject *node)
     PyObject *exact = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
     if (!exact)
         return -1;
-    PyObject *at = PyDict_GetItemWithError(self->index, exact);
+    PyObject *at = PyDict_GetItemWithError(self->rdv.index, exact);
     Py_DECREF(exact);
     return at ? PyLong_AsSsize_t(at) : -1;
 }
@@ -265,12 +264,12 @@ Py_ssize_t rdv_position_of(const RendezvousObject *self, PyObject *node)
 int rdv_update(RendezvousObject *self, PyObject *const *add, const double *weights,
                   Py_ssize_t nadd, Py_ssize_t drop)
 {
-    double *w = PyMem_New(double, (size_t)(PyTuple_GET_SIZE(self->nodes) + nadd) + 1);
+    double *w = PyMem_New(double, (size_t)(PyTuple_GET_SIZE(self->rdv.nodes) + nadd) + 1);
     if (!w) {
         PyErr_NoMemory();
         return -1;
     }
-    PyObject *tuple = node_names_merge(self->nodes, drop, add, nadd, self->weights, weights,
+    PyObject *tuple = node_names_merge(self->rdv.nodes, drop, add, nadd, self->rdv.weights, weights,
                                        sizeof *w, w);
     int result = tuple ? rdv_router_set(self, tuple, w) : -1;
     Py_XDECREF(tuple);
@@ -296,7 +295,7 @@ int rdv_nodes_replace(RendezvousObject *self, PyObject *pairs)
     PyObject *seq = PySequence_Tuple(pairs);
     if (!seq)
         return -1;
-    pair_weights into = {self->layout, PyMem_New(double, (size_t)PyTuple_GET_SIZE(seq) + 1)};
+    pair_weights into = {self->rdv.layout, PyMem_New(double, (size_t)PyTuple_GET_SIZE(seq) + 1)};
     PyObject *nodes = NULL;
     if (!into.weights)
         PyErr_NoMemory();

@@ -1,6 +1,6 @@
 /*
  * rendezvous_nodes.h - the inside of chash.RendezvousRouter, shared by its
- * two files: rendezvous.c (the type: construction, lookups, views, tables)
+ * two files: rendezvous.c (the family: construction, lookups, views, docs)
  * calls rendezvous_nodes.c (the bytes each layout hashes, the weight
  * rules, the all-or-nothing rebuild); calls point that one way.
  *
@@ -14,18 +14,10 @@
 #ifndef CHASH_PY_RENDEZVOUS_NODES_H
 #define CHASH_PY_RENDEZVOUS_NODES_H
 
-#include "binding.h"
-#include "strategies/rendezvous.h"
+#include "family.h"
 
-typedef struct {
-    PyObject_HEAD
-    chash_rdv_layout layout;
-    PyObject *nodes;    /* tuple of exact str, in add order */
-    double *weights;    /* PyMem, one a node */
-    PyObject *index;    /* dict: node -> its position in nodes */
-    chash_rdv_set *set; /* the engine's node set, always built */
-    uint64_t changes;   /* node sets swapped in: bounded loads re-read weights */
-} RendezvousObject;
+/* A RendezvousRouter: the shell's object, its state in self->rdv. */
+typedef RouterObject RendezvousObject;
 
 /* Each layout's name, its hash's name, and whether the order nodes were
  * added in takes part in routing (the programs that scan a list). */

@@ -14,6 +14,7 @@
 #include "hash/hash.h"
 #include "key_hash64.h"
 #include "state.h"
+#include "zones.h"
 
 #include <string.h>
 
@@ -95,7 +96,7 @@ static int build_wide(void *owner, PyObject *nodes, const uint64_t *weights, siz
 static NodeListRebuild rebuild_of(RouterObject *self)
 {
     return (NodeListRebuild){self, build_wide, release_wide, (void **)&self->r64.wide,
-                             layout_name(self), self->r64.kind != RING64_GRPC};
+                             layout_name(self), self->r64.kind != RING64_GRPC, NULL};
 }
 
 /* ------------------------------------------------------------------ */
@@ -222,8 +223,9 @@ static PyObject *ring64_get_by_hash(RouterObject *self, PyObject *hash)
 }
 
 /* The nodes of hashes[0..n) as a list. */
-static PyObject *nodes_of(RouterObject *self, const uint64_t *hashes, Py_ssize_t n)
+static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
 {
+    RouterObject *self = owner;
     PyObject *result = PyList_New(n);
     if (!result)
         return NULL;
@@ -238,32 +240,25 @@ static PyObject *nodes_of(RouterObject *self, const uint64_t *hashes, Py_ssize_t
         return PyErr_NoMemory();
     }
     chash_wide_owners(self->r64.wide, hashes, (size_t)n, owners);
+    PyObject *const *items = node_list_items(&self->r64.list);
     for (Py_ssize_t i = 0; i < n; i++)
-        PyList_SET_ITEM(result, i, Py_NewRef(node_list_at(&self->r64.list, owners[i])));
+        PyList_SET_ITEM(result, i, Py_NewRef(items[owners[i]]));
     PyMem_Free(owners);
     return result;
 }
 
 static PyObject *ring64_get_many(RouterObject *self, PyObject *keys)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *hashes = key_hashes64(keys, &n);
-    if (!hashes)
-        return NULL;
-    PyObject *result = nodes_of(self, hashes, n);
-    PyMem_Free(hashes);
-    return result;
+    return node_list_route(self, hashes, n, nodes_of);
 }
 
 static PyObject *ring64_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    if (!values)
-        return NULL;
-    PyObject *result = nodes_of(self, values, n);
-    PyMem_Free(values);
-    return result;
+    return node_list_route(self, values, n, nodes_of);
 }
 
 static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t want)
@@ -281,9 +276,7 @@ static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t wan
         PyMem_Free(owners);
         return PyErr_NoMemory();
     }
-    PyObject *result = PyList_New((Py_ssize_t)found);
-    for (size_t i = 0; result && i < found; i++)
-        PyList_SET_ITEM(result, (Py_ssize_t)i, Py_NewRef(node_list_at(&self->r64.list, owners[i])));
+    PyObject *result = node_list_pick(&self->r64.list, owners, found);
     PyMem_Free(owners);
     return result;
 }
@@ -291,10 +284,7 @@ static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t wan
 static PyObject *ring64_calculate_hash(RouterObject *self, PyObject *key)
 {
     (void)self;
-    uint64_t h;
-    if (key_hash64(key, &h) < 0)
-        return NULL;
-    return PyLong_FromUnsignedLongLong(h);
+    return key_hash64_int(key);
 }
 
 /* ------------------------------------------------------------------ */
@@ -373,12 +363,7 @@ static PyObject *ring64_fingerprint(RouterObject *self)
             put_be(at, chash_wide_point(self->r64.wide, i), 8);
             put_be(at + 8, tags[chash_wide_owner(self->r64.wide, i)], 4);
         }
-        uint8_t digest[CHASH_MD5_DIGEST_SIZE];
-        chash_md5(buf, (size_t)(at - buf), digest);
-        char hex[17];
-        for (int i = 0; i < 8; i++)
-            PyOS_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        result = PyUnicode_FromStringAndSize(hex, 16);
+        result = chash_py_fingerprint(buf, (size_t)(at - buf));
     }
     PyMem_Free(tags);
     PyMem_Free(buf);
@@ -509,22 +494,23 @@ static int ring64_equal(RouterObject *x, RouterObject *y)
     return node_list_equal(&x->r64.list, &y->r64.list, 1);
 }
 
-/* The pickle of earlier versions, kept: _rebuild_table(cls, layout, hash,
- * minimum_ring_size, maximum_ring_size, 0, pairs). */
+/* ((layout, hash, minimum_ring_size, maximum_ring_size), pairs). */
 static PyObject *ring64_reduce(RouterObject *self)
 {
     PyObject *pairs = node_list_pairs(&self->r64.list);
-    PyObject *module = pairs ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
-    PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_table") : NULL;
-    PyObject *result = NULL;
-    if (rebuild)
-        result = Py_BuildValue("(O(OssKKnO))", rebuild, (PyObject *)Py_TYPE(self),
-                               layout_name(self), point_hash_name(self->r64.hash),
-                               (unsigned long long)self->r64.min_ring,
-                               (unsigned long long)self->r64.max_ring, (Py_ssize_t)0, pairs);
-    Py_XDECREF(rebuild);
-    Py_XDECREF(pairs);
-    return result;
+    if (!pairs)
+        return NULL;
+    return Py_BuildValue("((ssKK)N)", layout_name(self), point_hash_name(self->r64.hash),
+                         (unsigned long long)self->r64.min_ring,
+                         (unsigned long long)self->r64.max_ring, pairs);
+}
+
+static PyObject *ring64_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *layout, *hash, *lo, *hi;
+    if (!PyArg_ParseTuple(settings, "OOOO:_reconstruct", &layout, &hash, &lo, &hi))
+        return NULL;
+    return ring64_rebuild(cls, layout, hash, lo, hi, nodes);
 }
 
 static PyObject *list_node(PyObject *router, uint32_t index)
@@ -550,9 +536,19 @@ static PyObject *ring64_diff(RouterObject *self, RouterObject *other)
     return list;
 }
 
+/* Envoy's and gRPC's weights are uint32 integers from 1. */
+static const char *ring64_weight_rule(RouterObject *self)
+{
+    (void)self;
+    return "whole";
+}
+
 const router_family ring64_family = {
     .name = "ring64",
     .bits = 64,
+    .cls = &ring_class,
+    .setstate = zones_setstate,
+    .weight_rule = ring64_weight_rule,
     .release = ring64_release,
     .traverse = ring64_traverse,
     .clear = ring64_clear,
@@ -585,6 +581,7 @@ const router_family ring64_family = {
     .repr = ring64_repr,
     .equal = ring64_equal,
     .reduce = ring64_reduce,
+    .unpickle = ring64_unpickle,
     .diff = ring64_diff,
 };
 

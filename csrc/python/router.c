@@ -1,8 +1,13 @@
 /*
- * router.c - the ConsistentHashRouter type (router.h): construction, the
- * method and property tables, argument parsing and the zones' bookkeeping,
- * each written once; every call then goes to the router's family, which
- * does the ring work.  Part of chash._chash.
+ * router.c - the shell of every router class (router.h): one object
+ * layout (family.h's RouterObject) and one set of slot functions, the
+ * master method and property tables, argument parsing, the change counter
+ * and the zones' bookkeeping, each written once; every call then goes to
+ * the router's family, which does the ring work.  Each public class
+ * (family.h's router_class: ConsistentHashRouter in ring_class.c,
+ * MaglevRouter in maglev.c, JumpRouter in jump.c, RendezvousRouter in
+ * rendezvous.c) becomes one heap type here, its tables the master
+ * tables filtered by its family's descriptor.  Part of chash._chash.
  */
 #include "router.h"
 
@@ -11,49 +16,11 @@
 #include "state.h"
 #include "zones.h"
 
+#include <stddef.h>
+#include <string.h>
+
 /* ------------------------------------------------------------------ */
 /* Construction and lifetime                                          */
-
-static PyObject *router_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"virtual_node_count", "hash", "layout", "minimum_ring_size",
-                             "maximum_ring_size", NULL};
-    PyObject *vnodes = Py_None, *hash = Py_None, *layout = NULL, *min_ring = NULL, *max_ring = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OOOO:ConsistentHashRouter", kwlist,
-                                     &vnodes, &hash, &layout, &min_ring, &max_ring))
-        return NULL;
-    RouterObject *self = router_alloc(type);
-    if (!self)
-        return NULL;
-    int status;
-    if (ring64_layout(layout)) {
-        if (vnodes != Py_None) {
-            PyErr_Format(PyExc_ValueError,
-                         "the %U layout sizes its ring by minimum_ring_size and maximum_ring_size, "
-                         "not virtual_node_count", layout);
-            status = -1;
-        } else {
-            status = ring64_init(self, layout, hash, min_ring, max_ring);
-        }
-    } else if ((min_ring && min_ring != Py_None) || (max_ring && max_ring != Py_None)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "minimum_ring_size and maximum_ring_size apply to the envoy and grpc "
-                        "layouts only");
-        status = -1;
-    } else {
-        Py_ssize_t count;
-        int given;
-        PyObject *name = layout ? Py_NewRef(layout) : PyUnicode_FromString("python");
-        status = name && parse_vnodes(vnodes, &count, &given) == 0
-                     ? ring32_init(self, count, given, hash, name) : -1;
-        Py_XDECREF(name);
-    }
-    if (status < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    return (PyObject *)self;
-}
 
 static int router_traverse(RouterObject *self, visitproc visit, void *arg)
 {
@@ -70,6 +37,18 @@ static int router_clear(RouterObject *self)
     return 0;
 }
 
+/* The classes, in the module state's order of their types. */
+static const router_class *const classes[ROUTER_CLASSES] = {&ring_class, &maglev_class,
+                                                             &jump_class, &rendezvous_class};
+
+static size_t class_index(const router_class *cls)
+{
+    size_t k = 0;
+    while (k + 1 < ROUTER_CLASSES && classes[k] != cls)
+        k++;
+    return k;
+}
+
 static void router_dealloc(RouterObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
@@ -84,15 +63,27 @@ static void router_dealloc(RouterObject *self)
 /* ------------------------------------------------------------------ */
 /* Membership                                                         */
 
+/* A weight argument (NULL: none given), read by the family's own rule
+ * when it has one; 0 or -1. */
+static int read_weight(RouterObject *self, PyObject *obj, double *weight)
+{
+    if (self->family->read_weight)
+        return self->family->read_weight(self, obj, weight);
+    return parse_weight(obj, weight);
+}
+
 static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"real_node_id", "weight", "id", "zone", NULL};
+    static char *with_zones[] = {"real_node_id", "weight", "id", "zone", NULL};
+    static char *plain[] = {"real_node_id", "weight", NULL};
     PyObject *node, *weight_obj = NULL, *id = Py_None, *zone = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:add_service_node", kwlist, &node,
-                                     &weight_obj, &id, &zone))
+    /* A class without zones takes neither id= nor zone=. */
+    int zones = self->family->cls->zones;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, zones ? "O|O$OO:add_service_node" : "O|O:add_service_node",
+                                     zones ? with_zones : plain, &node, &weight_obj, &id, &zone))
         return NULL;
     double weight;
-    if (check_zone(zone) < 0 || parse_weight(weight_obj, &weight) < 0)
+    if (check_zone(zone) < 0 || read_weight(self, weight_obj, &weight) < 0)
         return NULL;
     ZoneUndo undo = {NULL, NULL};
     if (zone != Py_None && zones_set(self, node, zone, &undo) < 0)
@@ -113,7 +104,7 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
         return NULL;
     double weight;
-    if (parse_weight(weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
+    if (read_weight(self, weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
         return NULL;
     self->changes++;
     Py_RETURN_NONE;
@@ -192,6 +183,10 @@ static PyObject *router_preference(RouterObject *self, PyObject *const *args, si
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     int distinct = 0;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw && !self->family->cls->zones) {
+        PyErr_SetString(PyExc_TypeError, "get_preference_list() takes no keyword arguments");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(name, "distinct_zones") != 0) {
@@ -253,8 +248,10 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
     module_state *state = state_of_type(Py_TYPE(self));
     if (!state)
         return NULL;
-    if (!PyObject_TypeCheck(other, state->router_type)) {
-        PyErr_Format(PyExc_TypeError, "diff() needs a ConsistentHashRouter, not %.200s",
+    const router_class *cls = self->family->cls;
+    PyTypeObject *type = state->types[class_index(cls)];
+    if (!PyObject_TypeCheck(other, type)) {
+        PyErr_Format(PyExc_TypeError, "diff() needs a %s, not %.200s", cls->name + 6,
                      Py_TYPE(other)->tp_name);
         return NULL;
     }
@@ -267,21 +264,77 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
     return list;
 }
 
+/* Every family pickles through one function, _reconstruct(cls, family,
+ * settings, nodes) (as arraymodule.c's _array_reconstructor does every
+ * typecode), the zones as the state. */
 static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return zones_reduce(self, self->family->reduce(self));
+    PyObject *parts = self->family->reduce(self);
+    PyObject *module = parts ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
+    PyObject *fn = module ? PyObject_GetAttrString(module, "_reconstruct") : NULL;
+    PyObject *plain = NULL;
+    if (fn)
+        plain = Py_BuildValue("(O(OsOO))", fn, (PyObject *)Py_TYPE(self), self->family->name,
+                              PyTuple_GET_ITEM(parts, 0), PyTuple_GET_ITEM(parts, 1));
+    Py_XDECREF(fn);
+    Py_XDECREF(parts);
+    return zones_reduce(self, plain);
 }
 
-const uint64_t *router_changes(PyObject *obj)
+/* Every family, for _reconstruct to find one by name. */
+static const router_family *const families[] = {&ring32_family, &ring64_family, &maglev_family,
+                                                &jump_family, &rendezvous_family};
+
+const char reconstruct_doc[] = PyDoc_STR(
+"_reconstruct(cls, family, settings, nodes, /)\n--\n\n"
+"A router of class cls (a router class, or a subclass of\n"
+"ConsistentHashRouter) of the named family, made with settings and\n"
+"holding nodes, as __reduce__ gave them: what every router's pickle is\n"
+"read by.  The arguments are checked as a call's.");
+
+PyObject *router_reconstruct(PyObject *module, PyObject *args)
 {
-    if (!chash_py_made_by(obj, (void *)router_dealloc))
+    PyTypeObject *cls;
+    const char *name;
+    PyObject *settings, *nodes;
+    if (!PyArg_ParseTuple(args, "O!sO!O:_reconstruct", &PyType_Type, &cls, &name, &PyTuple_Type,
+                          &settings, &nodes))
         return NULL;
-    return &((RouterObject *)obj)->changes;
+    module_state *state = get_state(module);
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
+        const router_family *family = families[f];
+        if (strcmp(family->name, name) != 0)
+            continue;
+        if (!PyType_IsSubtype(cls, state->types[class_index(family->cls)])) {
+            PyErr_Format(PyExc_TypeError, "_reconstruct: cls must be a %s type for the %s family",
+                         family->cls->name + 6, name);
+            return NULL;
+        }
+        return family->unpickle(cls, settings, nodes);
+    }
+    PyErr_Format(PyExc_ValueError, "_reconstruct: no router family %R", PyTuple_GET_ITEM(args, 1));
+    return NULL;
+}
+
+/* _rebuild(cls, ...): the class method old pickles of a class name. */
+static PyObject *router_class_rebuild(PyObject *cls, PyObject *args)
+{
+    module_state *state = state_of_type((PyTypeObject *)cls);
+    if (!state)
+        return NULL;
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        if (PyType_IsSubtype((PyTypeObject *)cls, state->types[k]))
+            return classes[k]->family->rebuild((PyTypeObject *)cls, args);
+    PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a router class");
+    return NULL;
 }
 
 static PyObject *router_setstate(RouterObject *self, PyObject *state)
 {
-    return zones_setstate(self, state);
+    PyObject *result = self->family->setstate(self, state);
+    if (result)
+        self->changes++;
+    return result;
 }
 
 static PyObject *get_vnodes(RouterObject *self, void *Py_UNUSED(closure))
@@ -349,6 +402,21 @@ static PyObject *get_zones(RouterObject *self, void *Py_UNUSED(closure))
     return zones_get(self);
 }
 
+static PyObject *get_table(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return self->family->table(self);
+}
+
+static PyObject *get_table_size(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return self->family->settings(self, SETTING_TABLE_SIZE);
+}
+
+static PyObject *get_weight_rule(RouterObject *self, void *Py_UNUSED(closure))
+{
+    return PyUnicode_FromString(self->family->weight_rule(self));
+}
+
 /* ------------------------------------------------------------------ */
 /* Protocols: len, in, iter, repr, ==                                 */
 
@@ -391,235 +459,172 @@ static PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
 /* ------------------------------------------------------------------ */
 /* The tables                                                         */
 
-PyDoc_STRVAR(add_doc,
-"add_service_node($self, /, real_node_id, weight=1.0, *, id=None, zone=None)\n--\n\n"
-"Add a node, or give a present one a new weight.\n\n"
-"In the 32-bit layouts the node owns round(virtual_node_count * weight)\n"
-"points (at least 1); adding a node already present with the same weight\n"
-"does nothing; with another weight, the node gains or loses only points of\n"
-"its own, so keys move only onto or off that node.  The nginx, ketama and\n"
-"libmemcached layouts take integer weights as their references do; in\n"
-"ketama (and in libmemcached once a weight is above 1) every node's point\n"
-"count follows from its share of the total weight, so any change\n"
-"recomputes them all.  The envoy and grpc layouts take integer weights\n"
-"from 1 to 2**32 - 1 and rebuild the ring, as their references do on every\n"
-"host change.\n\n"
-"id is the haproxy layout's server id (puid, 1 .. 2**31-1), which decides\n"
-"the node's points: given, it must be free; None numbers the node as\n"
-"HAProxy numbers a server without an id, counting in add order.  Other\n"
-"layouts take no id.\n\n"
-"zone names the node's zone (a datacentre, a rack) for\n"
-"get_preference_list(..., distinct_zones=True) and chash.zones; it never\n"
-"changes routing.  None leaves a node present as it was (a new node has\n"
-"no zone).");
+const uint64_t *router_changes(PyObject *obj)
+{
+    if (!chash_py_made_by(obj, (void *)router_dealloc))
+        return NULL;
+    return &((RouterObject *)obj)->changes;
+}
 
-PyDoc_STRVAR(add_many_doc,
-"add_service_nodes($self, /, nodes, weight=1.0)\n--\n\n"
-"add_service_node(node, weight) for every node of an iterable, faster: the\n"
-"new nodes enter the ring in one step, all or none of them.  Nodes already\n"
-"present get the weight as add_service_node would give it.");
+/* ------------------------------------------------------------------ */
+/* The master tables, and each class's tables derived from them       */
 
-PyDoc_STRVAR(remove_doc,
-"remove_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node and all its points; KeyError if it is not in the ring.");
+/* What a master entry needs of the family: the offset of its function
+ * in router_family (a NULL there: the class has no such attribute). */
+#define NEEDS(field) offsetof(router_family, field)
 
-PyDoc_STRVAR(discard_doc,
-"discard_service_node($self, real_node_id, /)\n--\n\n"
-"Remove a node if it is in the ring; do nothing otherwise.");
+typedef struct {
+    PyMethodDef def; /* doc from the class */
+    size_t needs;
+    int direct; /* METH_O and only passes self and its argument on: a
+                 * class of one family may call the family's function */
+} MasterMethod;
 
-PyDoc_STRVAR(get_doc,
-"get_target_node($self, request_key, /)\n--\n\n"
-"The node owning the first ring point >= the key's hash, wrapping around\n"
-"(the nearest point either way for the haproxy layout; Varnish's own\n"
-"lookup for the varnish layout, which keeps a hash above the last point at\n"
-"the last point); None when the ring is empty.  request_key is a str or bytes; the envoy and grpc layouts hash\n"
-"it with XXH64, as Envoy's header hash policy and gRPC's\n"
-"request_hash_header do.");
-
-PyDoc_STRVAR(get_many_doc,
-"get_target_nodes($self, keys, /)\n--\n\n"
-"get_target_node for every key of an iterable, as a list.");
-
-PyDoc_STRVAR(get_by_hash_doc,
-"get_target_node_by_hash($self, hash, /)\n--\n\n"
-"The node owning the first ring point >= hash, wrapping around, for a hash\n"
-"computed by the caller: an int from 0 to 2**32 - 1 (2**64 - 1 for the\n"
-"envoy and grpc layouts); None on an empty ring.");
-
-PyDoc_STRVAR(get_many_by_hash_doc,
-"get_target_nodes_by_hash($self, hashes, /)\n--\n\n"
-"get_target_node_by_hash for every hash of an iterable of ints, as a list;\n"
-"all are checked before any is looked up.");
-
-PyDoc_STRVAR(preference_doc,
-"get_preference_list($self, key, n, /, *, distinct_zones=False)\n--\n\n"
-"The first n distinct nodes met walking the ring clockwise from key's\n"
-"owner, owner first (fewer when the ring holds fewer): replicas or\n"
-"fallbacks.  With distinct_zones, the owner first, then the next nodes\n"
-"clockwise whose zone is not yet in the list (a node without a zone counts\n"
-"as a zone of its own), so n copies land in n zones when there are n.");
-
-PyDoc_STRVAR(ownership_doc,
-"ownership($self, /)\n--\n\n"
-"{node: fraction of the ring's positions (2**32, or 2**64) it owns}; the\n"
-"values sum to 1.");
-
-PyDoc_STRVAR(distribution_doc,
-"key_distribution($self, keys, /)\n--\n\n"
-"{node: how many of the keys route to it}, every node listed (0 included).");
-
-PyDoc_STRVAR(fingerprint_doc,
-"fingerprint($self, /)\n--\n\n"
-"A 16-digit hex checksum of what decides routing: the layout, hash and\n"
-"sizes, and every ring point with its owner's name.  Equal on every\n"
-"process that holds the same ring.");
-
-PyDoc_STRVAR(diff_doc,
-"diff($self, other, /)\n--\n\n"
-"The arcs of the ring whose owner differs between this router and other\n"
-"(the same layout and hash), as chash.Move(start, end, source, target)\n"
-"named tuples in ring order.  An arc holds the hashes h with\n"
-"start < h <= end, wrapping past the top of the ring (2**32, or 2**64 for\n"
-"the envoy and grpc layouts) when start > end; start == end is the whole\n"
-"ring.  Keys hashing inside an arc move from source (this router's owner)\n"
-"to target (other's); no other key changes owner.");
-
-PyDoc_STRVAR(calc_doc,
-"_calculate_hash($self, key, /)\n--\n\n"
-"The ring position of a str or bytes key (0 <= h < 2**32, or 2**64).");
-
-PyDoc_STRVAR(check_doc,
-"_check($self, /)\n--\n\n"
-"Verify every invariant of the ring; AssertionError if one is broken.");
-
-PyDoc_STRVAR(reduce_doc, "__reduce__($self, /)\n--\n\nPickle support: rebuilt from its nodes.");
-
-PyDoc_STRVAR(setstate_doc,
-"__setstate__($self, state, /)\n--\n\n"
-"Restore the zones a pickle carries ({'zones': {node: zone}}).");
-
-PyDoc_STRVAR(replace_doc,
-"_replace_nodes($self, nodes, /)\n--\n\n"
-"Make the ring hold exactly nodes, a list of (node, weight) pairs ((node,\n"
-"weight, id) for the haproxy layout), added in that order, in one step:\n"
-"lookups see the old ring or the new one.  For keeping the order that\n"
-"breaks ties the same on several processes.");
-
-static PyMethodDef router_methods[] = {
-    {"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, add_doc},
-    {"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, add_many_doc},
-    {"remove_service_node", (PyCFunction)router_remove, METH_O, remove_doc},
-    {"discard_service_node", (PyCFunction)router_discard, METH_O, discard_doc},
-    {"get_target_node", (PyCFunction)router_get, METH_O, get_doc},
-    {"get_target_nodes", (PyCFunction)router_get_many, METH_O, get_many_doc},
-    {"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, get_by_hash_doc},
-    {"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, get_many_by_hash_doc},
-    {"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, preference_doc},
-    {"ownership", (PyCFunction)router_ownership, METH_NOARGS, ownership_doc},
-    {"key_distribution", (PyCFunction)router_key_distribution, METH_O, distribution_doc},
-    {"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, fingerprint_doc},
-    {"diff", (PyCFunction)router_diff, METH_O, diff_doc},
-    {"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, calc_doc},
-    {"_check", (PyCFunction)router_check, METH_NOARGS, check_doc},
-    {"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, reduce_doc},
-    {"__setstate__", (PyCFunction)router_setstate, METH_O, setstate_doc},
-    {"_replace_nodes", (PyCFunction)router_replace, METH_O, replace_doc},
-    {NULL, NULL, 0, NULL},
+static const MasterMethod master_methods[RM_COUNT] = {
+    [RM_ADD] = {{"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add)},
+    [RM_ADD_MANY] = {{"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add_many)},
+    [RM_REMOVE] = {{"remove_service_node", (PyCFunction)router_remove, METH_O, NULL}, NEEDS(remove)},
+    [RM_DISCARD] = {{"discard_service_node", (PyCFunction)router_discard, METH_O, NULL}, NEEDS(remove)},
+    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), 1},
+    [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many), 1},
+    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), 1},
+    [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash), 1},
+    [RM_PREFERENCE] = {{"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(preference)},
+    [RM_OWNERSHIP] = {{"ownership", (PyCFunction)router_ownership, METH_NOARGS, NULL}, NEEDS(ownership)},
+    [RM_DISTRIBUTION] = {{"key_distribution", (PyCFunction)router_key_distribution, METH_O, NULL}, NEEDS(key_distribution), 1},
+    [RM_FINGERPRINT] = {{"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, NULL}, NEEDS(fingerprint)},
+    [RM_DIFF] = {{"diff", (PyCFunction)router_diff, METH_O, NULL}, NEEDS(diff)},
+    [RM_CALCULATE_HASH] = {{"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, NULL}, NEEDS(calculate_hash), 1},
+    [RM_CHECK] = {{"_check", (PyCFunction)router_check, METH_NOARGS, NULL}, NEEDS(check)},
+    [RM_REDUCE] = {{"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, NULL}, NEEDS(reduce)},
+    [RM_SETSTATE] = {{"__setstate__", (PyCFunction)router_setstate, METH_O, NULL}, NEEDS(setstate)},
+    [RM_REPLACE] = {{"_replace_nodes", (PyCFunction)router_replace, METH_O, NULL}, NEEDS(replace)},
+    [RM_REBUILD] = {{"_rebuild", (PyCFunction)router_class_rebuild, METH_VARARGS | METH_CLASS, NULL}, NEEDS(rebuild)},
 };
 
-static PyGetSetDef router_getset[] = {
-    {"virtual_node_count", (getter)get_vnodes, NULL,
-     "Points a node of weight 1 owns (0: the envoy and grpc layouts size the\n"
-     "ring by minimum_ring_size and maximum_ring_size).", NULL},
-    {"minimum_ring_size", (getter)get_min_ring, NULL,
-     "The envoy and grpc layouts' minimum ring size; None for the others.", NULL},
-    {"maximum_ring_size", (getter)get_max_ring, NULL,
-     "The envoy and grpc layouts' maximum ring size (gRPC caps both at\n"
-     "4096); None for the others.", NULL},
-    {"hash_ring", (getter)get_hash_ring, NULL,
-     "Every ring point, sorted (a new list each time).", NULL},
-    {"node_map", (getter)get_node_map, NULL,
-     "{point: node} (a new dict each time); a point shared by several nodes\n"
-     "maps to the node the ring routes it to.", NULL},
-    {"nodes", (getter)get_nodes, NULL, "The nodes, in the order they were added.", NULL},
-    {"weights", (getter)get_weights, NULL, "{node: weight}.", NULL},
-    {"points", (getter)get_points, NULL,
-     "{node: number of ring points it owns} (0 for a host the envoy or grpc\n"
-     "ring has no room for).", NULL},
-    {"hash", (getter)get_hash, NULL, "The hash: its name, or the callable.", NULL},
-    {"layout", (getter)get_layout, NULL,
-     "The layout: 'python', 'node', 'ketama', 'nginx', 'libmemcached',\n"
-     "'haproxy', 'varnish', 'nghttpx', 'envoy' or 'grpc'.", NULL},
-    {"memory_bytes", (getter)get_memory, NULL, "Heap bytes the ring holds.", NULL},
-    {"ids", (getter)get_ids, NULL,
-     "{node: server id} of the haproxy layout (HAProxy's puids, which decide\n"
-     "the points); empty for the other layouts.", NULL},
-    {"zones", (getter)get_zones, NULL,
-     "{node: zone} of the nodes added with a zone (a new dict each time).", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+typedef struct {
+    const char *name;
+    getter get;
+    size_t needs;
+} MasterProperty;
+
+static const MasterProperty master_properties[RP_COUNT] = {
+    [RP_VNODES] = {"virtual_node_count", (getter)get_vnodes, NEEDS(settings)},
+    [RP_MIN_RING] = {"minimum_ring_size", (getter)get_min_ring, NEEDS(settings)},
+    [RP_MAX_RING] = {"maximum_ring_size", (getter)get_max_ring, NEEDS(settings)},
+    [RP_HASH_RING] = {"hash_ring", (getter)get_hash_ring, NEEDS(hash_ring)},
+    [RP_NODE_MAP] = {"node_map", (getter)get_node_map, NEEDS(node_map)},
+    [RP_NODES] = {"nodes", (getter)get_nodes, NEEDS(nodes)},
+    [RP_WEIGHTS] = {"weights", (getter)get_weights, NEEDS(weights)},
+    [RP_POINTS] = {"points", (getter)get_points, NEEDS(points)},
+    [RP_HASH] = {"hash", (getter)get_hash, NEEDS(hash_name)},
+    [RP_LAYOUT] = {"layout", (getter)get_layout, NEEDS(layout)},
+    [RP_MEMORY] = {"memory_bytes", (getter)get_memory, NEEDS(memory)},
+    [RP_IDS] = {"ids", (getter)get_ids, NEEDS(ids)},
+    [RP_ZONES] = {"zones", (getter)get_zones, NEEDS(contains)},
+    [RP_TABLE] = {"table", (getter)get_table, NEEDS(table)},
+    [RP_TABLE_SIZE] = {"table_size", (getter)get_table_size, NEEDS(settings)},
+    [RP_WEIGHT_RULE] = {"weight_rule", (getter)get_weight_rule, NEEDS(weight_rule)},
 };
 
-PyDoc_STRVAR(router_doc,
-"ConsistentHashRouter(virtual_node_count=None, *, hash=None, layout='python',\n"
-"                     minimum_ring_size=None, maximum_ring_size=None)\n--\n\n"
-"A consistent-hash ring routing keys to nodes.\n\n"
-"With the defaults it routes exactly like the documented pure-Python\n"
-"ConsistentHashRouter: MD5 of the key's UTF-8 bytes mod 2**32, virtual keys\n"
-"'{node}_virtual_{i}', the first point >= the key's hash, wrapping around.\n"
-"layout 'nginx', 'ketama' and 'libmemcached' build the rings of nginx's\n"
-"hash ... consistent, libketama (twemproxy, libmemcached ketama_weighted)\n"
-"and libmemcached's ketama, integer weights and ties to the node added\n"
-"first included.  hash defaults to the layout's (md5; crc32 for nginx,\n"
-"one_at_a_time for libmemcached); virtual_node_count to the layout's own\n"
-"(python 100, node 150, ketama 160, nginx 160, libmemcached 100) and must\n"
-"lie in [1, 1000000].\n\n"
-"layout 'haproxy' builds HAProxy's hash-type consistent ring: weight x 16\n"
-"points per server, from its id (add_service_node(..., id=)), and the\n"
-"nearest point either way, a tie to the one before; hash 'sdbm_avalanche'\n"
-"by default, or sdbm, djb2, wt6, crc32, each with or without _avalanche.\n\n"
-"layout 'varnish' builds Varnish 7.1's shard director: points\n"
-"'{ident}{i}' hashed with SHA-256 (the last 4 bytes, little-endian),\n"
-"trunc(virtual_node_count x weight) per backend (its replicas, 67; weights\n"
-">= 1), its own lookup (no wrap above the last point) and its walk as the\n"
-"preference list.  layout 'nghttpx' builds nghttpx 1.52's affinity ring:\n"
-"160 SHA-256 points per backend 'HOST:PORT' from its address (weight 1),\n"
-"keys cut from SHA-256 as its affinity=ip is.\n\n"
-"layout 'envoy' and 'grpc' build Envoy's RING_HASH and gRPC's ring_hash:\n"
-"64-bit points '{node}_{i}' (hash 'xxh64', or 'murmur2_64' for envoy),\n"
-"counts by weight share between minimum_ring_size (1024) and\n"
-"maximum_ring_size (envoy 8388608, grpc 4096; grpc caps both at 4096),\n"
-"keys hashed with XXH64, the ring rebuilt on every change.");
+static int family_has(const router_family *family, size_t needs)
+{
+    void (*fn)(void);
+    memcpy(&fn, (const char *)family + needs, sizeof fn);
+    return fn != NULL;
+}
 
-static PyType_Slot router_slots[] = {
-    {Py_tp_doc, (void *)router_doc},
-    {Py_tp_new, router_new},
-    {Py_tp_dealloc, router_dealloc},
-    {Py_tp_traverse, router_traverse},
-    {Py_tp_clear, router_clear},
-    {Py_tp_methods, router_methods},
-    {Py_tp_getset, router_getset},
-    {Py_tp_repr, router_repr},
-    {Py_tp_richcompare, router_richcompare},
-    {Py_tp_hash, PyObject_HashNotImplemented},
-    {Py_tp_iter, router_iter},
-    {Py_sq_length, router_len},
-    {Py_sq_contains, router_contains},
-    {Py_mp_length, router_len},
-    {0, NULL},
-};
+/* Each class's tables and slots, filled when its type is first made (the
+ * same content every time: a second module object reuses them). */
+static PyMethodDef class_methods[ROUTER_CLASSES][RM_COUNT + 1];
+static PyGetSetDef class_getset[ROUTER_CLASSES][RP_COUNT + 1];
+static PyType_Slot class_slots[ROUTER_CLASSES][16];
+static PyType_Spec class_specs[ROUTER_CLASSES];
 
-static PyType_Spec router_spec = {
-    .name = "chash.ConsistentHashRouter",
-    .basicsize = sizeof(RouterObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .slots = router_slots,
-};
+/* The class's method table: every master method whose function the family
+ * has, with the class's docstring; SystemError when a class's docstrings
+ * and its family's NULL entries disagree (a table that could call NULL).
+ * Properties likewise; zones only for a class with zones.  0 or -1. */
+static int derive_tables(size_t k)
+{
+    const router_class *cls = classes[k];
+    const router_family *family = cls->family;
+    size_t m = 0, g = 0;
+    for (size_t i = 0; i < RM_COUNT; i++) {
+        if (family_has(family, master_methods[i].needs) != (cls->methods[i] != NULL))
+            goto mismatch;
+        if (!cls->methods[i])
+            continue;
+        class_methods[k][m] = master_methods[i].def;
+        if (cls->one_family && master_methods[i].direct)
+            memcpy(&class_methods[k][m].ml_meth, (const char *)family + master_methods[i].needs,
+                   sizeof class_methods[k][m].ml_meth);
+        class_methods[k][m++].ml_doc = cls->methods[i];
+    }
+    class_methods[k][m] = (PyMethodDef){NULL, NULL, 0, NULL};
+    for (size_t i = 0; i < RP_COUNT; i++) {
+        int has = family_has(family, master_properties[i].needs) && (i != RP_ZONES || cls->zones);
+        if (i == RP_VNODES || i == RP_MIN_RING || i == RP_MAX_RING || i == RP_TABLE_SIZE)
+            has = has && cls->properties[i] != NULL; /* settings: the class says which */
+        if (has != (cls->properties[i] != NULL))
+            goto mismatch;
+        if (!has)
+            continue;
+        class_getset[k][g++] = (PyGetSetDef){master_properties[i].name, master_properties[i].get,
+                                             NULL, cls->properties[i], NULL};
+    }
+    class_getset[k][g] = (PyGetSetDef){NULL, NULL, NULL, NULL, NULL};
+    return 0;
+mismatch:
+    PyErr_Format(PyExc_SystemError, "%s: its docstrings and its family's functions disagree",
+                 cls->name);
+    return -1;
+}
+
+static int make_type(PyObject *module, size_t k)
+{
+    const router_class *cls = classes[k];
+    if (derive_tables(k) < 0)
+        return -1;
+    PyType_Slot slots[] = {
+        {Py_tp_doc, (void *)cls->doc},
+        {Py_tp_new, (void *)cls->make},
+        {Py_tp_dealloc, router_dealloc},
+        {Py_tp_traverse, router_traverse},
+        {Py_tp_clear, router_clear},
+        {Py_tp_methods, class_methods[k]},
+        {Py_tp_getset, class_getset[k]},
+        {Py_tp_repr, router_repr},
+        {Py_tp_richcompare, router_richcompare},
+        {Py_tp_hash, PyObject_HashNotImplemented},
+        {Py_tp_iter, router_iter},
+        {Py_sq_length, router_len},
+        {Py_sq_contains, router_contains},
+        {Py_mp_length, router_len},
+        {0, NULL},
+    };
+    memcpy(class_slots[k], slots, sizeof slots);
+    class_specs[k] = (PyType_Spec){
+        .name = cls->name,
+        .basicsize = sizeof(RouterObject),
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC
+                 | (cls->subclassable ? Py_TPFLAGS_BASETYPE : 0),
+        .slots = class_slots[k],
+    };
+    PyTypeObject *type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &class_specs[k], NULL);
+    if (!type)
+        return -1;
+    get_state(module)->types[k] = type;
+    return PyModule_AddType(module, type);
+}
 
 int router_type_setup(PyObject *module)
 {
-    PyTypeObject *type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &router_spec, NULL);
-    if (!type)
-        return -1;
-    get_state(module)->router_type = type;
-    return PyModule_AddType(module, type);
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        if (make_type(module, k) < 0)
+            return -1;
+    get_state(module)->router_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[0]);
+    get_state(module)->maglev_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[1]);
+    get_state(module)->rendezvous_type = (PyTypeObject *)Py_NewRef(get_state(module)->types[3]);
+    return 0;
 }

@@ -8,8 +8,12 @@
 
 #include "binding.h"
 
+/* The router classes the shell makes (router.c), in its order. */
+#define ROUTER_CLASSES 4
+
 typedef struct {
-    PyTypeObject *router_type; /* chash.ConsistentHashRouter (router.c) */
+    PyTypeObject *types[ROUTER_CLASSES]; /* the router classes (router.c) */
+    PyTypeObject *router_type; /* chash.ConsistentHashRouter: types[0] (router.c) */
     PyTypeObject *maglev_type; /* chash.MaglevRouter (maglev.c) */
     PyTypeObject *rendezvous_type; /* chash.RendezvousRouter (rendezvous.c) */
     PyObject *move_type;       /* chash.Move, a namedtuple (diff.c) */

@@ -1,6 +1,7 @@
 /*
  * zones.h - the nodes' zones (datacentres, racks) beside the ring, kept by
- * the router type (router.c) around its family's calls: add_service_node's
+ * the router shell (router.c) around its family's calls, for the classes
+ * with zones (ConsistentHashRouter): add_service_node's
  * zone=, router.zones, get_preference_list's distinct_zones=, pickling.
  *
  * A zone is a label, never part of the ring: routing, the fingerprint and

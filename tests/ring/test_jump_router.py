@@ -354,3 +354,46 @@ class JumpMachine(RuleBasedStateMachine):
 TestJumpMachine = JumpMachine.TestCase
 TestJumpMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                     derandomize=True)
+
+
+def test_single_adds_append_and_route_as_one_batch() -> None:
+    # 100,000 adds one by one: each appends its bucket (O(1) amortized), so
+    # this finishes quickly; it used to rebuild the whole list on every add.
+    n = 100_000
+    nodes = names(n)
+    one_by_one = JumpRouter()
+    for node in nodes:
+        one_by_one.add_service_node(node)
+    one_by_one._check()
+    batch = router(n)
+    assert one_by_one == batch and one_by_one.nodes == nodes
+    keys = [f"user:{i}" for i in range(5_000)]
+    assert one_by_one.get_target_nodes(keys) == batch.get_target_nodes(keys)
+    assert one_by_one.fingerprint() == batch.fingerprint()
+    it = iter(one_by_one)
+    one_by_one.add_service_node("late")  # an iterator sees the nodes as they were
+    assert sum(1 for _ in it) == n
+    # Dropping the last buckets one by one is O(1) each, and the same as
+    # never having added them.
+    for node in ["late", *reversed(nodes[1_000:])]:
+        one_by_one.remove_service_node(node)
+    one_by_one._check()
+    assert one_by_one == router(1_000)
+    assert one_by_one.get_target_nodes(keys) == router(1_000).get_target_nodes(keys)
+    one_by_one.add_service_node(nodes[1_000])
+    one_by_one._check()
+    assert one_by_one.get_target_nodes(keys) == router(1_001).get_target_nodes(keys)
+
+
+def test_a_str_subclass_is_appended_as_an_exact_str() -> None:
+    class Name(str):
+        pass
+
+    r = router(3)
+    r.add_service_node(Name("extra"))
+    r._check()
+    assert [type(node) for node in r.nodes] == [str] * 4
+    assert "extra" in r and r.nodes[-1] == "extra"
+    r.remove_service_node(Name("extra"))
+    r._check()
+    assert r == router(3)

@@ -467,7 +467,8 @@ def _stub_names(tree: ast.Module) -> tuple[set[str], list[str] | None, dict[str,
 
 # Type aliases and type variables that exist only in stubs.
 STUB_ALIASES = {"HashName", "LayoutName", "Key", "WideHashName", "WideLayoutName", "JumpLayoutName",
-                "_Head", "RendezvousLayoutName", "RendezvousHashName", "BoundedRouter"}
+                "_Head", "RendezvousLayoutName", "RendezvousHashName", "BoundedRouter",
+                "WeightRule", "_AnyRouter"}
 
 
 # chash/__init__.py is typed source itself; the extension needs a stub.

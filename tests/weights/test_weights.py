@@ -137,3 +137,49 @@ def test_set_weight_follows_each_layouts_weights() -> None:
             set_weight(router, node, 0.5)
         assert router.weights[node] == 1.0
     assert not weightless(varnish) and not weightless(RendezvousRouter())
+
+
+RULES = [("ConsistentHashRouter", layout, rule) for layout, rule in (
+    ("python", "real"), ("node", "real"), ("ketama", "whole"), ("nginx", "whole"),
+    ("libmemcached", "whole"), ("haproxy", "whole"), ("varnish", "at_least_one"),
+    ("nghttpx", "none"), ("envoy", "whole"), ("grpc", "whole"))] + [
+    ("MaglevRouter", "envoy", "whole"), ("JumpRouter", "jump", "none"),
+    ("JumpRouter", "guava", "none"), ("RendezvousRouter", "hrw", "real"),
+    ("RendezvousRouter", "pymemcache", "none"), ("RendezvousRouter", "caddy", "none"),
+    ("RendezvousRouter", "squid", "whole")]
+
+
+@pytest.mark.parametrize("cls,layout,rule", RULES)
+def test_weight_rule_is_what_the_layout_takes(cls: str, layout: str, rule: str) -> None:
+    import chash
+    from chash.weights import weightless, whole_weights
+
+    router = getattr(chash, cls)(layout=layout)
+    assert router.weight_rule == rule
+    assert weightless(router) == (rule == "none") and whole_weights(router) == (rule == "whole")
+    node = "10.0.0.1:80"
+    # Each weight the rule refuses raises, and leaves the router without the node.
+    refused = {"real": [0.0, -1.0], "whole": [1.5, 0.5], "at_least_one": [0.5],
+               "none": [2.0, 0.5]}[rule]
+    for weight in refused:
+        with pytest.raises(ValueError):
+            router.add_service_node(node, weight)
+        assert node not in router
+    # ... and each weight it takes is taken.
+    taken = {"real": [0.5, 2.5], "whole": [3.0], "at_least_one": [1.5], "none": [1.0]}[rule]
+    for weight in taken:
+        router.add_service_node(node, weight)
+        assert router.weights[node] == weight
+    assert set_weight(router, node, 1.0) == 1.0
+
+
+def test_jump_router_is_weightless() -> None:
+    from chash import JumpRouter
+    from chash.weights import weightless
+
+    jump = JumpRouter()
+    assert weightless(jump)
+    jump.add_service_node("a")
+    with pytest.raises(ValueError, match="has no weights"):
+        set_weight(jump, "a", 2.0)
+    assert set_weight(jump, "a", 1.0) == 1.0

@@ -102,22 +102,32 @@ PyObject *ring32_reduce(RouterObject *self)
             PyList_SET_ITEM(nodes, (Py_ssize_t)i, item);
     }
     PyObject *result = NULL;
-    /* Walks the MRO, so subclasses find the module too. */
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &chash_module);
-    PyObject *rebuild = nodes && module ? PyObject_GetAttrString(module, "_rebuild") : NULL;
-    if (rebuild && self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
+    if (nodes && self->r32.scheme.layout == CHASH_LAYOUT_HAPROXY)
         /* The id counter too: it numbers the nodes added later. */
-        result = Py_BuildValue("(O(OnOsOk))", rebuild, (PyObject *)Py_TYPE(self),
-                               (Py_ssize_t)self->r32.base_points, hash,
-                               chash_layout_name(self->r32.scheme.layout), nodes,
-                               (unsigned long)(self->r32.ids.next ? self->r32.ids.next : 1));
-    else if (rebuild)
-        result = Py_BuildValue("(O(OnOsO))", rebuild, (PyObject *)Py_TYPE(self),
-                               (Py_ssize_t)self->r32.base_points, hash,
-                               chash_layout_name(self->r32.scheme.layout), nodes);
-    Py_XDECREF(rebuild);
+        result = Py_BuildValue("((nOsk)O)", (Py_ssize_t)self->r32.base_points, hash,
+                               chash_layout_name(self->r32.scheme.layout),
+                               (unsigned long)(self->r32.ids.next ? self->r32.ids.next : 1), nodes);
+    else if (nodes)
+        result = Py_BuildValue("((nOsO)O)", (Py_ssize_t)self->r32.base_points, hash,
+                               chash_layout_name(self->r32.scheme.layout), Py_None, nodes);
     Py_XDECREF(nodes);
     Py_DECREF(hash);
+    return result;
+}
+
+/* settings (virtual_node_count, hash, layout, next_id or None): read as
+ * _rebuild reads its arguments. */
+PyObject *ring32_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes)
+{
+    PyObject *vnodes, *hash, *layout, *next_id;
+    if (!PyArg_ParseTuple(settings, "OOOO:_reconstruct", &vnodes, &hash, &layout, &next_id))
+        return NULL;
+    PyObject *module = PyType_GetModuleByDef(cls, &chash_module);
+    PyObject *args = module ? PyTuple_Pack(next_id == Py_None ? 5 : 6, (PyObject *)cls, vnodes,
+                                           hash, layout, nodes, next_id)
+                            : NULL;
+    PyObject *result = args ? module_rebuild(module, args) : NULL;
+    Py_XDECREF(args);
     return result;
 }
 

@@ -4,6 +4,7 @@
  * other way of making such a router goes through) and lifetime.
  */
 #include "ring32.h"
+#include "python/zones.h"
 
 #include "python/args.h"
 
@@ -177,9 +178,24 @@ static void ring32_clear(RouterObject *self)
     Py_CLEAR(self->r32.hash_fn);
 }
 
+/* The weights of each 32-bit layout, as its reference takes them. */
+static const char *ring32_weight_rule(RouterObject *self)
+{
+    switch (self->r32.scheme.layout) {
+    case CHASH_LAYOUT_PYTHON:
+    case CHASH_LAYOUT_NODE: return "real";
+    case CHASH_LAYOUT_VARNISH: return "at_least_one";
+    case CHASH_LAYOUT_NGHTTPX: return "none";
+    default: return "whole"; /* ketama, nginx, libmemcached, haproxy */
+    }
+}
+
 const router_family ring32_family = {
     .name = "ring32",
     .bits = 32,
+    .cls = &ring_class,
+    .setstate = zones_setstate,
+    .weight_rule = ring32_weight_rule,
     .release = ring32_release,
     .traverse = ring32_traverse,
     .clear = ring32_clear,
@@ -212,5 +228,6 @@ const router_family ring32_family = {
     .repr = ring32_repr,
     .equal = ring32_equal,
     .reduce = ring32_reduce,
+    .unpickle = ring32_unpickle,
     .diff = ring32_diff,
 };

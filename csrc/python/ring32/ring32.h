@@ -114,6 +114,7 @@ PyObject *ring32_ids(RouterObject *self);
 PyObject *ring32_reduce(RouterObject *self);
 int ring32_replace(RouterObject *self, PyObject *pairs);
 PyObject *module_rebuild(PyObject *module, PyObject *args);
+PyObject *ring32_unpickle(PyTypeObject *cls, PyObject *settings, PyObject *nodes);
 extern const char rebuild_doc[];
 
 /* Lookups (lookup.c). */
