@@ -10,8 +10,8 @@ for a router (a view over one, a test's double):
 * ``Lookup``: a ranking with the owner of a key and the node list: the
   sticky clients (``chash.routing.sticky``).
 * ``Router``: every read the layers above make of a router: membership
-  tests, weights and the weight rule, layout and hash, batch lookups, ownership and the
-  fingerprint (metrics, migration, the gateway's status page).
+  tests, weights and the weight rule, layout and hash, batch lookups,
+  ownership and the fingerprint (metrics, migration, the gateway's status page).
 * ``MutableRouter``: a router whose nodes and weights change: health
   verdicts (``chash.health.LocalMembership``), weights
   (``chash.weights``), the gateway.

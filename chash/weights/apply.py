@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from chash.routers import MutableRouter
 
-
 #: The routers whose weights are set here (``chash.routers.MutableRouter``;
 #: the old name, kept).
 WeightedRouter = MutableRouter
