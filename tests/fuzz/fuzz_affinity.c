@@ -27,28 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fz_countdown = -1;
-
-static int fz_allowed(void)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return 0;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return 1;
-}
-
-static void *fz_malloc(size_t size)
-{
-    return fz_allowed() ? malloc(size) : NULL;
-}
-
-static void *fz_realloc(void *p, size_t size)
-{
-    return fz_allowed() ? realloc(p, size) : NULL;
-}
+#define FZ_NAME "fuzz_affinity"
+#include "fuzz_support.h"
 
 #define CHASH_MALLOC fz_malloc
 #define CHASH_REALLOC fz_realloc
@@ -57,15 +37,6 @@ static void *fz_realloc(void *p, size_t size)
 #include "strategies/mix.c"
 
 #include "../c/affinity_model.h"
-
-#define FZ_ASSERT(cond)                                                              \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "fuzz_affinity: %s:%d: assertion failed: %s\n", __FILE__, \
-                    __LINE__, #cond);                                                \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
 
 enum { OP_ADD, OP_REMOVE, OP_RECORD, OP_CHOOSE, OP_TEXT, OP_TOKENS, OP_FAILNEXT, OP_COUNT };
 enum { MAX_SLOTS = 12, CAP = 6 };

@@ -25,44 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
-
-static void *fz_malloc(size_t size)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return malloc(size);
-}
-
-static void *fz_realloc(void *p, size_t size)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return realloc(p, size);
-}
+#define FZ_NAME "fuzz_anchor"
+#include "fuzz_support.h"
 
 #define CHASH_MALLOC fz_malloc
 #define CHASH_REALLOC fz_realloc
 #define CHASH_FREE free
 #include "strategies/anchor.c"
 #include "strategies/jumpback.c"
-
-#define FZ_ASSERT(cond)                                                              \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "fuzz_anchor: %s:%d: assertion failed: %s\n", __FILE__,   \
-                    __LINE__, #cond);                                                \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
 
 #define NPROBES 16
 #define MAXIDS 96

@@ -20,14 +20,8 @@
 
 #include "http/request_head.h"
 
-#define FZ_ASSERT(cond)                                                      \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "fuzz_http: %s:%d: %s\n", __FILE__, __LINE__,   \
-                    #cond);                                                  \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
+#define FZ_NAME "fuzz_http"
+#include "fuzz_support.h"
 
 static int inside(chash_http_span span, size_t len)
 {

@@ -27,31 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
-
-static void *fz_realloc(void *p, size_t size)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return realloc(p, size);
-}
+#define FZ_NAME "fuzz_ids"
+#include "fuzz_support.h"
 
 #define CHASH_REALLOC fz_realloc
 #define CHASH_FREE free
 #include "engine/haproxy_ids.c"
-
-#define FZ_ASSERT(cond)                                                              \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "fuzz_ids: %s:%d: assertion failed: %s\n", __FILE__,     \
-                    __LINE__, #cond);                                                \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
 
 enum { OP_TAKE, OP_TAKE32, OP_RELEASE, OP_RESERVE, OP_FREE_FROM, OP_SET_NEXT, OP_FAILNEXT, OP_COUNT };
 

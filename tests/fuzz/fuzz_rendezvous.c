@@ -26,32 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
-
-static void *fz_malloc(size_t size)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return malloc(size);
-}
+#define FZ_NAME "fuzz_rendezvous"
+#include "fuzz_support.h"
 
 #define CHASH_MALLOC fz_malloc
 #define CHASH_FREE free
 #include "strategies/mix.c"
 #include "strategies/rendezvous.c"
-
-#define FZ_ASSERT(cond)                                                              \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "fuzz_rendezvous: %s:%d: assertion failed: %s\n",        \
-                    __FILE__, __LINE__, #cond);                                      \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
 
 #define MAXN 24
 

@@ -55,18 +55,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long fz_countdown = -1; /* allocations left before one fails; < 0 never */
-
-static void *fz_malloc(size_t size)
-{
-    if (fz_countdown == 0) {
-        fz_countdown = -1;
-        return NULL;
-    }
-    if (fz_countdown > 0)
-        fz_countdown--;
-    return malloc(size);
-}
+#define FZ_NAME "fuzz_wide"
+#include "fuzz_support.h"
 
 #define CHASH_MALLOC fz_malloc
 #define CHASH_FREE free
@@ -77,15 +67,6 @@ static void *fz_malloc(size_t size)
 #include "strategies/rendezvous.c"
 #include "strategies/maglev.c"
 #include "strategies/bounded.c"
-
-#define FZ_ASSERT(cond)                                                              \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "fuzz_wide: %s:%d: assertion failed: %s\n", __FILE__,    \
-                    __LINE__, #cond);                                                \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
 
 typedef struct {
     const uint8_t *p;

@@ -38,6 +38,8 @@
 # of any bytes among them (it includes both with its own failing
 # allocator): its seeds of tests/fuzz/corpus_anchor/ replayed, then fuzzed
 # for a quarter of SECONDS (at least 5).
+# Every target but fuzz_ring takes that failing allocator and FZ_ASSERT
+# from tests/fuzz/fuzz_support.h.
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
 # mismatch; the failing inputs are copied to $CHASH_FUZZ_ARTIFACTS (default
 # ${TMPDIR:-/tmp}/chash-fuzz-artifacts) and printed in base64.
