@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from corpus_files import write_corpus
+
 CORPUS = Path(__file__).resolve().parent / "corpus_wide"
 (OP_BUILD, OP_PROBE, OP_COUNTS, OP_POINTS, OP_MAGLEV, OP_FAILNEXT, OP_ENVOY_TABLE, OP_MOD, OP_JUMP,
  OP_LOADS) = range(10)
@@ -87,21 +89,7 @@ def seeds() -> dict[str, bytes]:
 
 
 def main(argv: list[str]) -> int:
-    wanted = seeds()
-    if "--check" in argv:
-        have = {p.name: p.read_bytes() for p in CORPUS.iterdir()} if CORPUS.is_dir() else {}
-        if have != wanted:
-            print(f"{CORPUS} is stale: run python3 {Path(__file__).name}", file=sys.stderr)
-            return 1
-        return 0
-    CORPUS.mkdir(exist_ok=True)
-    for stale in CORPUS.iterdir():
-        if stale.name not in wanted:
-            stale.unlink()
-    for name, data in sorted(wanted.items()):
-        (CORPUS / name).write_bytes(data)
-    print(f"{len(wanted)} seeds in {CORPUS}")
-    return 0
+    return write_corpus(CORPUS, seeds(), Path(__file__).name, argv)
 
 
 if __name__ == "__main__":
