@@ -204,6 +204,31 @@ async def change_or_stop(gateway: Gateway, trigger: str) -> asyncio.Future[None]
     return asyncio.ensure_future(gateway.stop())
 
 
+@contextlib.asynccontextmanager
+async def a_tunnel(client_kind: str = "websockets", grace: float = 30.0) -> AsyncIterator[
+        tuple[Gateway, dict[str, Backend], WebsocketsClient | AiohttpClient, Tunnel]]:
+    """A cluster (``grace`` its ``tunnel_close_grace``), a client of that
+    kind connected through it, and their tunnel; the client is closed at
+    the end."""
+    async with cluster(grace) as (gateway, backends):
+        client = CLIENTS[client_kind]()
+        await client.open(gateway)
+        try:
+            yield gateway, backends, client, the_tunnel(gateway)
+        finally:
+            await client.aclose()
+
+
+async def closed_for(gateway: Gateway, tunnel: Tunnel, trigger: str,
+                     stopping: asyncio.Future[None] | None) -> None:
+    """The stop (if that was the trigger) done, the tunnel ended and counted
+    closed once for its node and the trigger."""
+    if stopping is not None:
+        await asyncio.wait_for(stopping, 60)
+    await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
+    assert gateway.tunnels.counts().closed == {(tunnel.node, trigger): 1}
+
+
 @pytest.mark.parametrize("trigger", ["ring_change", "stop"])
 @pytest.mark.parametrize("client_kind", sorted(CLIENTS))
 def test_a_client_not_reading_mid_frame_gets_the_frame_then_the_close(
@@ -212,27 +237,18 @@ def test_a_client_not_reading_mid_frame_gets_the_frame_then_the_close(
     16 MiB message; after the change (or stop) it resumes, and gets the
     whole message, then the close frame."""
     async def main() -> None:
-        async with cluster() as (gateway, backends):
-            client = CLIENTS[client_kind]()
-            await client.open(gateway)
-            try:
-                tunnel = the_tunnel(gateway)
-                await hold_a_frame_open(client, tunnel)
-                stopping = await change_or_stop(gateway, trigger)
-                await eventually(lambda: tunnel.reason is not None, "the close begun")
-                code = 1012 if trigger == "ring_change" else 1001
-                assert tunnel.reason == trigger and tunnel.closing == code  # pending
-                client.resume()
-                message = await client.receive()
-                assert message == b"x" * BIG
-                assert await client.close_code() == code
-                assert await asyncio.wait_for(backends[tunnel.node].closed, 60) == 1001
-                if stopping is not None:
-                    await asyncio.wait_for(stopping, 60)
-                await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
-                assert gateway.tunnels.counts().closed == {(tunnel.node, trigger): 1}
-            finally:
-                await client.aclose()
+        async with a_tunnel(client_kind) as (gateway, backends, client, tunnel):
+            await hold_a_frame_open(client, tunnel)
+            stopping = await change_or_stop(gateway, trigger)
+            await eventually(lambda: tunnel.reason is not None, "the close begun")
+            code = 1012 if trigger == "ring_change" else 1001
+            assert tunnel.reason == trigger and tunnel.closing == code  # pending
+            client.resume()
+            message = await client.receive()
+            assert message == b"x" * BIG
+            assert await client.close_code() == code
+            assert await asyncio.wait_for(backends[tunnel.node].closed, 60) == 1001
+            await closed_for(gateway, tunnel, trigger, stopping)
     run(main(), timeout=180)
 
 
@@ -244,57 +260,42 @@ def test_a_backend_not_reading_mid_frame_gets_the_frame_then_the_close(
     client's 16 MiB message; the client gets its close frame, and once the
     backend resumes it gets the whole message, then a close frame (1001)."""
     async def main() -> None:
-        async with cluster() as (gateway, backends):
-            client = CLIENTS[client_kind]()
-            await client.open(gateway)
-            try:
-                tunnel = the_tunnel(gateway)
-                backend = backends[tunnel.node]
-                await client.send("pause")
-                assert await client.receive() == "paused"
-                sending = asyncio.ensure_future(client.send(b"y" * BIG))
-                await eventually(lambda: tunnel.backend.write_paused
-                                 and not tunnel.client_frames.at_boundary,
-                                 "the backend holding a frame open", timeout=60)
-                stopping = await change_or_stop(gateway, trigger)
-                await eventually(lambda: tunnel.reason is not None, "the close begun")
-                code = 1012 if trigger == "ring_change" else 1001
-                assert tunnel.reason == trigger
-                backend.resume.set()
-                with contextlib.suppress(ConnectionClosed, ConnectionError):
-                    await asyncio.wait_for(sending, 60)
-                assert await client.close_code() == code
-                assert await asyncio.wait_for(backend.closed, 60) == 1001
-                assert backend.received == [BIG]  # the message in flight, whole
-                if stopping is not None:
-                    await asyncio.wait_for(stopping, 60)
-                await eventually(lambda: not gateway.tunnels.live, "the tunnel ended")
-                assert gateway.tunnels.counts().closed == {(tunnel.node, trigger): 1}
-            finally:
-                await client.aclose()
+        async with a_tunnel(client_kind) as (gateway, backends, client, tunnel):
+            backend = backends[tunnel.node]
+            await client.send("pause")
+            assert await client.receive() == "paused"
+            sending = asyncio.ensure_future(client.send(b"y" * BIG))
+            await eventually(lambda: tunnel.backend.write_paused
+                             and not tunnel.client_frames.at_boundary,
+                             "the backend holding a frame open", timeout=60)
+            stopping = await change_or_stop(gateway, trigger)
+            await eventually(lambda: tunnel.reason is not None, "the close begun")
+            code = 1012 if trigger == "ring_change" else 1001
+            assert tunnel.reason == trigger
+            backend.resume.set()
+            with contextlib.suppress(ConnectionClosed, ConnectionError):
+                await asyncio.wait_for(sending, 60)
+            assert await client.close_code() == code
+            assert await asyncio.wait_for(backend.closed, 60) == 1001
+            assert backend.received == [BIG]  # the message in flight, whole
+            await closed_for(gateway, tunnel, trigger, stopping)
     run(main(), timeout=180)
 
 
 def test_a_client_still_not_reading_when_the_grace_runs_out_is_cut(
         caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        async with cluster(grace=1.0) as (gateway, _):
-            client = WebsocketsClient()
-            await client.open(gateway)
-            try:
-                tunnel = the_tunnel(gateway)
-                await hold_a_frame_open(client, tunnel)
-                with caplog.at_level(logging.WARNING, logger="chash.gateway"):
-                    await change_or_stop(gateway, "ring_change")
-                    await eventually(lambda: not gateway.tunnels.live,
-                                     "the tunnel cut after the grace", timeout=60)
-                client.resume()
-                assert await client.close_code() is None  # cut: no close frame
-                cut = [r for r in caplog.records if "cut without its close frame" in r.message]
-                assert len(cut) == 1 and "within 1 s" in cut[0].message
-                assert gateway.tunnels.counts().closed == {(tunnel.node, "ring_change"): 1}
-            finally:
-                await client.aclose()
+        async with a_tunnel(grace=1.0) as (gateway, _, client, tunnel):
+            await hold_a_frame_open(client, tunnel)
+            with caplog.at_level(logging.WARNING, logger="chash.gateway"):
+                await change_or_stop(gateway, "ring_change")
+                await eventually(lambda: not gateway.tunnels.live,
+                                 "the tunnel cut after the grace", timeout=60)
+            client.resume()
+            assert await client.close_code() is None  # cut: no close frame
+            cut = [r for r in caplog.records if "cut without its close frame" in r.message]
+            assert len(cut) == 1 and "within 1 s" in cut[0].message
+            assert gateway.tunnels.counts().closed == {(tunnel.node, "ring_change"): 1}
     run(main(), timeout=120)
 
 
@@ -405,20 +406,14 @@ def test_a_stop_waits_for_the_tunnels_own_grace() -> None:
     resumes after the first, within the second, still gets its frame and
     its 1001."""
     async def main() -> None:
-        async with cluster(grace=30.0) as (gateway, _):
-            client = WebsocketsClient()
-            await client.open(gateway)
-            try:
-                tunnel = the_tunnel(gateway)
-                await hold_a_frame_open(client, tunnel)
-                stopping = asyncio.ensure_future(gateway.stop(grace=0.1))
-                await eventually(lambda: tunnel.reason == "stop", "the close begun")
-                await asyncio.sleep(1.0)  # well past the stop's own grace
-                assert not stopping.done()
-                client.resume()
-                assert await client.receive() == b"x" * BIG
-                assert await client.close_code() == 1001
-                await asyncio.wait_for(stopping, 60)
-            finally:
-                await client.aclose()
+        async with a_tunnel(grace=30.0) as (gateway, _, client, tunnel):
+            await hold_a_frame_open(client, tunnel)
+            stopping = asyncio.ensure_future(gateway.stop(grace=0.1))
+            await eventually(lambda: tunnel.reason == "stop", "the close begun")
+            await asyncio.sleep(1.0)  # well past the stop's own grace
+            assert not stopping.done()
+            client.resume()
+            assert await client.receive() == b"x" * BIG
+            assert await client.close_code() == 1001
+            await asyncio.wait_for(stopping, 60)
     run(main(), timeout=120)
