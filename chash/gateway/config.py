@@ -147,6 +147,11 @@ class GatewayConfig:
     backend_insecure: bool = False
     """Verify nothing of ``https://`` backends' certificates (neither chain
     nor host name): for test benches only."""
+    affinity: str | None = None
+    """``"prefix"``: completions (``POST /v1/chat/completions`` and
+    ``/v1/completions``) are routed by their prompt's cached prefix, or by
+    an ``x-session-id`` header (``chash.gateway.llm``); None (the default):
+    every request by its key."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -174,6 +179,8 @@ class GatewayConfig:
         object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
         object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
         self._check_tls()
+        if self.affinity not in (None, "prefix"):
+            raise ValueError(f"affinity must be 'prefix' or None, not {self.affinity!r}")
         for name in ("status_path", "metrics_path", "health_path"):
             if not getattr(self, name).startswith("/"):
                 raise ValueError(f"{name} must start with '/', not {getattr(self, name)!r}")

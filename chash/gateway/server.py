@@ -58,6 +58,7 @@ from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule
 from chash.gateway.listener import TlsListener
+from chash.gateway.llm import PromptRoutes
 from chash.gateway.proxy import HealthReports, Proxy
 from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
 from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys, ticket_keys_for
@@ -313,6 +314,12 @@ class Gateway:
     def loads(self) -> dict[str, int]:
         """``{node: requests in flight}`` for every configured backend."""
         return self._proxy.loads
+
+    @property
+    def prompts(self) -> PromptRoutes | None:
+        """How completions are routed by their prompt (``affinity``
+        ``"prefix"``), or None."""
+        return self._proxy.prompts
 
     @property
     def tunnels(self) -> Tunnels:
@@ -731,6 +738,8 @@ class GatewayParts:
         proxy = Proxy(config, routes, addresses, counters,
                       health if health is not None else health_reports,
                       attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)
+        if config.affinity == "prefix":
+            proxy.prompts = PromptRoutes(routes, router, proxy.in_flight)
         ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
         return cls(
             config=config, addresses=addresses, router=router, zones=zones, zoning=zoning,
