@@ -15,7 +15,8 @@ is a small aiohttp server that behaves, as seen from a gateway, like one:
   token: the first-token delay is in proportion to the uncached prompt;
 - ``usage.prompt_tokens_details.cached_tokens`` as vLLM reports it (and
   the usage chunk of a stream when ``stream_options.include_usage``);
-- counters: ``requests``, ``prompt_tokens``, ``cached_tokens``.
+- counters: ``requests``, ``prompt_tokens``, ``cached_tokens``, and
+  ``events`` (token events streamed).
 
 A token is ``chash.gateway.llm.CHARS_PER_TOKEN`` characters of the prompt
 (its ``role:`` lines and texts, as ``chash.gateway.llm.prompt_of`` reads
@@ -72,6 +73,8 @@ class StandInEngine:
         self.requests = 0
         self.prompt_tokens = 0
         self.cached_tokens = 0
+        #: Token events written to streams, since the start.
+        self.events = 0
         #: Completions to drop before any byte of an answer; token events a
         #: stream sends before it is cut (None: never).
         self.drop = 0
@@ -227,6 +230,7 @@ class StandInEngine:
             part["finish_reason"] = "length" if last else None
             part["logprobs"] = None
             await response.write(event([part]))
+            self.events += 1
         if usage is not None:
             await response.write(event([], usage=usage))
         await response.write(b"data: [DONE]\n\n")
