@@ -243,11 +243,10 @@ def test_an_engine_failing_mid_stream_ends_the_stream_with_an_error_event() -> N
                     got.append(chunk.choices[0].delta.content)
             assert got == [" t0", " t1", " t2"]
             # httpx sees a whole chunked body, its last event the error.
-            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http:
-                async with http.stream("POST", "/v1/chat/completions", json={
-                        "model": "m", "messages": chat("cut"), "max_tokens": 10,
-                        "stream": True}) as response:
-                    lines = [line async for line in response.aiter_lines() if line]
+            body = {"model": "m", "messages": chat("cut"), "max_tokens": 10, "stream": True}
+            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http, \
+                    http.stream("POST", "/v1/chat/completions", json=body) as response:
+                lines = [line async for line in response.aiter_lines() if line]
             assert len(lines) == 4 and json.loads(lines[-1][6:])["error"]["code"] == 502
     run(main())
 
@@ -259,18 +258,17 @@ def test_events_are_relayed_as_they_come_not_at_the_end() -> None:
     async def main() -> None:
         count = 40  # 2 s at 20 tokens a second
         async with engines_behind_gateway(engine_token_rate=20.0) as (gateway, engines, client):
-            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http:
-                async with http.stream("POST", "/v1/completions", json={
-                        "model": "m", "prompt": SYSTEM, "max_tokens": count,
-                        "stream": True}) as response:
-                    engine = engines[response.headers[NODE]]
-                    sent_at_first = None
-                    events = []
-                    async for line in response.aiter_lines():
-                        if line.startswith("data: "):
-                            if sent_at_first is None:
-                                sent_at_first = engine.events
-                            events.append(line)
+            body = {"model": "m", "prompt": SYSTEM, "max_tokens": count, "stream": True}
+            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http, \
+                    http.stream("POST", "/v1/completions", json=body) as response:
+                engine = engines[response.headers[NODE]]
+                sent_at_first = None
+                events = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        if sent_at_first is None:
+                            sent_at_first = engine.events
+                        events.append(line)
             assert events[-1] == "data: [DONE]" and len(events) == count + 1
             # When the first event reached the client, the engine had not
             # yet written most of the others.
@@ -280,25 +278,25 @@ def test_events_are_relayed_as_they_come_not_at_the_end() -> None:
 
 def test_aiohttp_streamed_and_not() -> None:
     async def main() -> None:
-        async with engines_behind_gateway(engine_token_rate=20.0) as (gateway, engines, client):
-            async with aiohttp.ClientSession() as session:
-                url = f"{gateway.url}/v1/chat/completions"
-                async with session.post(url, json={"model": "m", "messages": chat("a"),
-                                                   "max_tokens": 2}) as answer:
-                    assert answer.status == 200
-                    data = await answer.json()
-                    assert data["choices"][0]["message"]["content"] == " t0 t1"
-                    node = answer.headers[NODE]
-                async with session.post(url, json={"model": "m", "messages": chat("b"),
-                                                   "max_tokens": 30, "stream": True}) as answer:
-                    assert answer.headers[NODE] == node
-                    assert answer.headers["Content-Type"].startswith("text/event-stream")
-                    first = await answer.content.readline()
-                    assert first.startswith(b"data: ")
-                    # The first event is here while the engine is mid-stream.
-                    assert engines[node].events < 15
-                    rest = await answer.content.read()
-                    assert rest.rstrip().endswith(b"data: [DONE]")
+        async with engines_behind_gateway(engine_token_rate=20.0) as (gateway, engines, _), \
+                aiohttp.ClientSession() as session:
+            url = f"{gateway.url}/v1/chat/completions"
+            async with session.post(url, json={"model": "m", "messages": chat("a"),
+                                               "max_tokens": 2}) as answer:
+                assert answer.status == 200
+                data = await answer.json()
+                assert data["choices"][0]["message"]["content"] == " t0 t1"
+                node = answer.headers[NODE]
+            async with session.post(url, json={"model": "m", "messages": chat("b"),
+                                               "max_tokens": 30, "stream": True}) as answer:
+                assert answer.headers[NODE] == node
+                assert answer.headers["Content-Type"].startswith("text/event-stream")
+                first = await answer.content.readline()
+                assert first.startswith(b"data: ")
+                # The first event is here while the engine is mid-stream.
+                assert engines[node].events < 15
+                rest = await answer.content.read()
+                assert rest.rstrip().endswith(b"data: [DONE]")
     run(main())
 
 
