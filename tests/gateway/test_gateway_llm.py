@@ -312,3 +312,38 @@ def test_the_loads_and_estimates_return_to_zero_after_the_requests() -> None:
             assert gateway.prompts is not None and gateway.prompts.queued == {}
             assert set(gateway.loads.values()) == {0}
     run(main())
+
+
+# -- the program ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_chash_gateway_affinity_prefix_routes_completions_by_prompt(workers: str) -> None:
+    from _support.gateway_processes import gateway_process
+
+    async def main() -> None:
+        engines = {name: await StandInEngine(name).start() for name in "abc"}
+        backends = ",".join(f"{e.name}={e.address}" for e in engines.values())
+        try:
+            async with gateway_process("--backend", backends, "--affinity", "prefix",
+                                       "--no-health", "--node-header", NODE,
+                                       "--workers", workers) as running, \
+                    openai.AsyncOpenAI(base_url=f"{running.url}/v1", api_key="unused",
+                                       max_retries=0, timeout=30.0) as client:
+                # Every worker sends a prefix to the same first choice while
+                # loads are even (all start from the ring's preference list).
+                nodes = {(await served_by(client, chat(f"q{i}")))[0] for i in range(6)}
+                assert len(nodes) == 1, nodes
+                answer = await client.completions.create(model="m", prompt="x" * 300,
+                                                         max_tokens=2, stream=True)
+                assert [c.choices[0].text async for c in answer if c.choices] == [" t0", " t1"]
+                async with httpx.AsyncClient(timeout=30.0) as http:
+                    bad = await http.post(f"{running.url}/v1/chat/completions",
+                                          content=b"{not json")
+                assert bad.status_code == 400 and bad.headers[NODE] in engines
+            (node,) = nodes
+            assert engines[node].requests >= 6 and engines[node].cached_tokens > 0
+        finally:
+            for engine in engines.values():
+                await engine.stop()
+    run(main())
