@@ -214,7 +214,9 @@ class Proxy:
             else channel.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
         parser = RequestParser()
-        if self._tracer is not None:  # every request on the general path, with its spans
+        # Every request on the general path: with spans, or with completions
+        # routed by their prompt (a bodiless POST would pass as plain).
+        if self._tracer is not None or self.prompts is not None:
             self._start_task(channel, remote, parser, None, None)
             return
         # Plain requests are served from the channels' callbacks; the

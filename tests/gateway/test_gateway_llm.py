@@ -203,6 +203,25 @@ def test_a_body_without_a_prompt_goes_to_the_least_loaded_engine(body: bytes) ->
     run(main())
 
 
+def test_a_bodiless_post_on_a_kept_alive_connection_is_routed_as_a_completion() -> None:
+    async def main() -> None:
+        async with engines_behind_gateway() as (gateway, engines, client):
+            for i in range(12):  # idle pooled connections to the engines
+                await served_by(client, chat("q", system=f"system prompt {i} " * 40))
+            assert all(e.requests for e in engines.values())
+            owner = gateway.router.get_preference_list("u1", 1)[0]
+            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http:
+                for _ in range(2):  # with the gateway's key: a session
+                    answer = await http.post("/v1/completions", content=b"",
+                                             headers={"X-User-Id": "u1"})
+                    assert answer.status_code == 400 and answer.headers[NODE] == owner
+                answer = await http.post("/v1/completions", content=b"")
+                assert answer.status_code == 400
+            assert gateway.prompts is not None
+            assert gateway.prompts.routed == {"prefix": 12, "session": 2, "least-loaded": 1}
+    run(main())
+
+
 # -- failures ------------------------------------------------------------------------
 
 
