@@ -8,8 +8,10 @@ prefill.  ``PromptRoutes`` reads the JSON body of ``POST
 it into chained block hashes (``chash.affinity.prefix_blocks``) and asks a
 ``PrefixAffinity`` for the engine, on this process's own view of each
 engine: its requests in flight (the proxy's counts) and an estimate of the
-prefill still ahead of them (the uncached tokens of the requests it sent
-there and that have not finished).  The rest of the preference list
+prefill still ahead of them: the tokens of each request it sent there that
+its record did not expect in the engine's cache, until the request's first
+event arrives (a stream) or it ends (an answer in one piece, which comes
+whole after its generation).  The rest of the preference list
 follows, for failover.
 
 - A request with a session (the ``x-session-id`` header, else the
@@ -35,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -119,12 +121,14 @@ def error_event(reason: str) -> bytes:
     return b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event)
 
 
-async def relay_events(source: Channel, sink: Channel, timeout: float) -> None:
+async def relay_events(source: Channel, sink: Channel, timeout: float,
+                       first: Callable[[], object] | None = None) -> None:
     """Copy a chunked body from ``source`` to ``sink`` a whole chunk at a
     time, each written as soon as it has arrived (never held for the
-    next), then the last chunk (trailer fields dropped).  EOFError,
-    ReadTimeout or HttpError(400) as ``copy_chunked``; the client has then
-    received whole chunks only."""
+    next), then the last chunk (trailer fields dropped); ``first`` is
+    called when the first chunk has.  EOFError, ReadTimeout or
+    HttpError(400) as ``copy_chunked``; the client has then received whole
+    chunks only."""
     while True:
         size = parse_chunk_size(await source.read_line(64, timeout))
         if size == 0:
@@ -133,6 +137,9 @@ async def relay_events(source: Channel, sink: Channel, timeout: float) -> None:
         if await source.read_line(2, timeout) != b"":
             raise HttpError(400, "malformed chunked body")
         sink.write(b"%x\r\n%s\r\n" % (size, data))
+        if first is not None:
+            first()
+            first = None
         await sink.drain()
     while await source.read_line(8192, timeout):
         pass
@@ -179,6 +186,9 @@ class PromptRoutes:
         self.queued: dict[str, float] = {}
         #: Completions routed, by how ("prefix", "session", "least-loaded").
         self.routed: dict[str, int] = {"prefix": 0, "session": 0, "least-loaded": 0}
+        #: The choice of the completion each client connection is being
+        #: answered (kept by the proxy, for ``started``).
+        self.under_way: dict[object, Choice] = {}
 
     @staticmethod
     def serves(request: RequestHead) -> bool:
@@ -217,15 +227,23 @@ class PromptRoutes:
             self.routed[choice.how] += 1
         return choice
 
+    def started(self, connection: object) -> None:
+        """The first event of the stream answering ``connection``'s
+        completion arrived: its prefill is over, and leaves the estimate."""
+        choice = self.under_way.get(connection)
+        if choice is not None:
+            self.done(choice)
+
     def done(self, choice: Choice) -> None:
         """``choice``'s completion ended (answered or not): its prefill
-        leaves the estimate of its node."""
+        leaves the estimate of its node (once, however often called)."""
         if choice.node and choice.node in self.queued:
             left = self.queued[choice.node] - choice.queued
             if left <= 0.5:
                 del self.queued[choice.node]
             else:
                 self.queued[choice.node] = left
+        choice.queued = 0.0
 
     def _prefix(self, prompt: str | list[int], attempts: int) -> Choice:
         if isinstance(prompt, str):

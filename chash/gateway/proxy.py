@@ -426,11 +426,13 @@ class Proxy:
         if not choice.nodes:
             self.counters.request("failed")
             return self._answer(client, request, 503, "no backend in service", body is None)
+        prompts.under_way[client] = choice
         try:
             return await self.forward(client, request, session or choice.nodes[0].encode(),
                                       choice.nodes, body,
                                       backend_head(request, remote, client.secure), deadline)
         finally:
+            del prompts.under_way[client]
             prompts.done(choice)
 
     def node_line(self, node: str) -> bytes | None:
@@ -760,7 +762,9 @@ class Proxy:
                 and event_stream(response)
             try:
                 if events:  # whole chunks, so that an error event can end it
-                    await relay_events(conn, client, self.config.read_timeout)
+                    assert self.prompts is not None
+                    await relay_events(conn, client, self.config.read_timeout,
+                                       functools.partial(self.prompts.started, client))
                     ended = True
                 else:
                     ended = await self._relay_body(conn, client, body, length)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from _support.waiting import run
+from _support.waiting import eventually, run
 from chash.gateway.llm import PromptRoutes, error_event, prompt_of
 
 aiohttp = pytest.importorskip("aiohttp", reason="the gateway extra (aiohttp) is not installed")
@@ -316,6 +316,35 @@ def test_aiohttp_streamed_and_not() -> None:
                 assert engines[node].events < 15
                 rest = await answer.content.read()
                 assert rest.rstrip().endswith(b"data: [DONE]")
+    run(main())
+
+
+def test_a_streams_prefill_leaves_the_estimate_at_its_first_event() -> None:
+    async def main() -> None:
+        async with engines_behind_gateway(engine_token_rate=20.0, engine_prefill_rate=400.0,
+                                          ) as (gateway, engines, _):
+            prompts = gateway.prompts
+            assert prompts is not None
+            body = {"model": "m", "prompt": SYSTEM, "max_tokens": 40, "stream": True}
+            async with httpx.AsyncClient(base_url=gateway.url, timeout=30.0) as http:
+                async def first_event() -> tuple[str, int, dict[str, float]]:
+                    """The node, its requests in flight and the estimates,
+                    as the first event arrives."""
+                    async with http.stream("POST", "/v1/completions", json=body) as response:
+                        async for line in response.aiter_lines():
+                            if line.startswith("data: "):
+                                node = response.headers[NODE]
+                                return node, gateway.loads[node], dict(prompts.queued)
+                    raise AssertionError("no event")
+
+                task = asyncio.create_task(first_event())
+                # About 1.2 s of prefill (300 tokens at 400 a second), all
+                # of it uncached: the estimate holds the prompt's tokens.
+                await eventually(lambda: prompts.queued, "the estimate holds the prefill")
+                assert list(prompts.queued.values()) == [len(SYSTEM) / 4]
+                node, in_flight, queued = await task
+            assert in_flight == 1 and queued == {}
+            assert engines[node].requests == 1
     run(main())
 
 
