@@ -297,7 +297,10 @@ def _plan(args: argparse.Namespace, options: _Options) -> Plan:
         tls_key=args.tls_key, tls_ciphers=args.tls_ciphers,
         tls_min_version=args.tls_min_version, tls_client_ca=args.tls_client_ca,
         tls_handshake_timeout=args.tls_handshake_timeout, backend_ca=args.backend_ca,
-        backend_insecure=args.backend_insecure, affinity=args.affinity)
+        backend_insecure=args.backend_insecure, affinity=args.affinity,
+        # With --redis, the replicas routing by prompt share their loads there.
+        shared_loads=args.redis if args.affinity is not None else None,
+        shared_loads_key=f"chash:loads:{args.ring or 'default'}")
     # The files are read now, as nginx -t reads them.
     from chash.gateway.tls import backend_context, server_context
 

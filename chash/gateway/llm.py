@@ -24,7 +24,9 @@ follows, for failover.
 
 The counts are this process's: with ``--workers N`` each worker routes on
 its own in-flight counts and estimates (the workers push counts to the
-leader for its status page, but nothing flows back to them).
+leader for its status page, but nothing flows back to them), unless
+``shared`` (``chash.gateway.shared_loads``) adds every other replica's,
+read from Redis at an interval.
 
 ``relay_events`` and ``error_event`` are the streaming half: a chunked
 ``text/event-stream`` answer is relayed a whole chunk at a time, each as it
@@ -45,6 +47,7 @@ from chash.affinity import PrefixAffinity, prefix_blocks
 from chash.gateway.bodies import parse_chunk_size
 from chash.gateway.channel import Channel
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead
+from chash.gateway.shared_loads import SharedLoads
 
 __all__ = ["PATHS", "Choice", "PromptRoutes", "error_event", "event_stream", "prompt_of",
            "relay_events"]
@@ -189,6 +192,41 @@ class PromptRoutes:
         #: The choice of the completion each client connection is being
         #: answered (kept by the proxy, for ``started``).
         self.under_way: dict[object, Choice] = {}
+        #: The other replicas' loads, through Redis; None: this one's only.
+        self.shared: SharedLoads | None = None
+
+    def own_view(self) -> tuple[dict[str, int], dict[str, float]]:
+        """This replica's ``(in flight, queued)`` by node, as shared."""
+        return dict(self._in_flight), dict(self.queued)
+
+    def views(self) -> tuple[Mapping[str, float], Mapping[str, float]]:
+        """The ``(loads, queued)`` routed on: this replica's live counts,
+        plus the other replicas' as last read when loads are shared."""
+        shared = self.shared
+        if shared is None or not shared.up:
+            return self._in_flight, self.queued
+        loads, queued = (dict(part) for part in shared.others())
+        for node, count in self._in_flight.items():
+            loads[node] = loads.get(node, 0.0) + count
+        for node, amount in self.queued.items():
+            queued[node] = queued.get(node, 0.0) + amount
+        return loads, queued
+
+    def status(self) -> dict[str, Any]:
+        """What ``/-/status`` shows under ``affinity``."""
+        return {"policy": "prefix", "routed": dict(self.routed),
+                "queued_tokens": {node: round(value) for node, value in self.queued.items()},
+                "shared_loads": None if self.shared is None else self.shared.status()}
+
+    async def start(self) -> None:
+        """Start sharing loads, if they are shared."""
+        if self.shared is not None:
+            await self.shared.start()
+
+    async def stop(self) -> None:
+        """Stop sharing loads, if they are shared."""
+        if self.shared is not None:
+            await self.shared.stop()
 
     @staticmethod
     def serves(request: RequestHead) -> bool:
@@ -258,7 +296,8 @@ class PromptRoutes:
             return Choice([], "prefix")
         affinity = self.affinity
         held = {node: affinity.match(node, blocks) for node in nodes}
-        node = affinity.route(blocks, loads=self._in_flight, queued=self.queued, tokens=tokens)
+        loads, queued = self.views()
+        node = affinity.route(blocks, loads=loads, queued=queued, tokens=tokens)
         affinity.done(node)  # its in-flight count is the proxy's
         uncached = max(0.0, tokens - held.get(node, 0) * self._block_tokens)
         return Choice(_first(nodes, node, attempts), "prefix", uncached)
@@ -267,12 +306,12 @@ class PromptRoutes:
         nodes = self._routes.get_preference_list(b"", len(self._router))
         if not nodes:
             return Choice([], "least-loaded")
-        loads = self._in_flight
-        node = min(nodes, key=lambda n: (loads.get(n, 0), self.queued.get(n, 0.0)))
+        loads, queued = self.views()
+        node = min(nodes, key=lambda n: (loads.get(n, 0), queued.get(n, 0.0)))
         return Choice(_first(nodes, node, attempts), "least-loaded")
 
     def _bounded(self, nodes: Sequence[str]) -> str:
-        loads = self._in_flight
+        loads, _ = self.views()
         weights: Mapping[str, float] = getattr(self._router, "weights", None) or {}
         total = math.ceil(self._factor * (sum(loads.get(n, 0) for n in nodes) + 1))
         whole = sum(weights.get(n, 1.0) for n in nodes)

@@ -62,6 +62,7 @@ from chash.gateway.llm import PromptRoutes
 from chash.gateway.proxy import HealthReports, Proxy
 from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
 from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys, ticket_keys_for
+from chash.gateway.shared_loads import SharedLoads
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tls import certificate_digest, server_context
 from chash.gateway.tracing import attempt_tracer
@@ -581,6 +582,8 @@ class Gateway:
                 self._ramp.start()
             if self._health is not None and not self._health.running:
                 await self._health.start()
+            if self._proxy.prompts is not None:
+                await self._proxy.prompts.start()
         except BaseException:
             await self.stop()
             raise
@@ -596,6 +599,8 @@ class Gateway:
             await self._health.stop()
         if self._ramp is not None:
             await self._ramp.stop()
+        if self._proxy.prompts is not None:
+            await self._proxy.prompts.stop()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -739,7 +744,10 @@ class GatewayParts:
                       health if health is not None else health_reports,
                       attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)
         if config.affinity == "prefix":
-            proxy.prompts = PromptRoutes(routes, router, proxy.in_flight)
+            prompts = proxy.prompts = PromptRoutes(routes, router, proxy.in_flight)
+            if config.shared_loads is not None:
+                prompts.shared = SharedLoads(config.shared_loads, prompts.own_view,
+                                             prefix=config.shared_loads_key)
         ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
         return cls(
             config=config, addresses=addresses, router=router, zones=zones, zoning=zoning,
