@@ -124,3 +124,37 @@ def test_a_stopped_replica_leaves_the_shared_view(redis_srv: RedisServer) -> Non
             await eventually(lambda: shared.status()["replicas"] == 2,
                              "the stopped replica is gone")
     run(main())
+
+
+def test_chash_gateway_with_redis_shares_the_loads_of_its_workers(redis_srv: RedisServer) -> None:
+    from _support.gateway_processes import gateway_process, status
+
+    async def main() -> None:
+        engines = {name: await StandInEngine(name).start() for name in "ab"}
+        backends = ",".join(f"{e.name}={e.address}" for e in engines.values())
+        try:
+            async with gateway_process(
+                    "--backend", backends, "--affinity", "prefix", "--redis", redis_srv.url,
+                    "--ring", "llm", "--bootstrap", "--no-health", "--workers", "2",
+                    "--admin-listen", "127.0.0.1:0") as running, \
+                    httpx.AsyncClient(timeout=30.0) as http:
+                answer = await http.post(f"{running.url}/v1/completions",
+                                         json={"model": "m", "prompt": "p" * 400,
+                                               "max_tokens": 2})
+                assert answer.status_code == 200
+                assert running.admin is not None
+
+                async def two_replicas() -> bool:
+                    assert running.admin is not None
+                    page = await status(running.admin)
+                    shared = page.get("affinity", {}).get("shared_loads") or {}
+                    return bool(shared.get("shared")) and shared.get("replicas") == 2
+
+                # Each worker is a replica in Redis, under the ring's name.
+                await eventually(two_replicas, "worker 0 sees both workers in Redis")
+                keys = redis_srv.connect().keys("chash:loads:llm:replica:*")
+                assert len(keys) == 2
+        finally:
+            for engine in engines.values():
+                await engine.stop()
+    run(main())
