@@ -38,7 +38,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from chash.affinity import prefix_blocks
-from chash.demo.backends import web_module
+from chash.demo.backends import listen, web_module
 from chash.gateway.llm import CHARS_PER_TOKEN, prompt_of
 
 if TYPE_CHECKING:
@@ -102,13 +102,7 @@ class StandInEngine:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completion)
         runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            await web_.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self.port = int(runner.addresses[0][1])
+        self.port = await listen(runner, self.port)
         self._runner = runner
         return self
 
