@@ -5,7 +5,9 @@ The requests are the first ``requests`` of a Mooncake-format trace
 (``chash simulate --trace``'s format), or of a small generated workload
 (groups of requests sharing a system prompt) without one.  Each block id
 of a request becomes 256 characters of prompt (64 tokens to the engines),
-so that a shared prefix of ids is a shared prefix of text; arrivals are
+so that a shared prefix of ids is a shared prefix of text, the whole cut
+to the request's ``input_length`` (512 tokens of the trace a block: the
+last block is often partial); arrivals are
 scaled so that the replay lasts about ``seconds``.  Each policy gets new
 engines (empty caches) behind a new gateway:
 
@@ -33,10 +35,10 @@ from typing import Any
 from chash.demo.backends import aiohttp_module
 from chash.demo.engine import StandInEngine
 from chash.gateway import Gateway, GatewayConfig
-from chash.simulate import TraceRequest
+from chash.simulate import BLOCK_TOKENS, TraceRequest
 
-__all__ = ["LLM_POLICIES", "LlmDemoResult", "PolicyRun", "generated_requests", "render_llm",
-           "run_llm_demo"]
+__all__ = ["LLM_POLICIES", "LlmDemoResult", "PolicyRun", "ReplaySettings", "generated_requests",
+           "render_llm", "replay", "run_llm_demo"]
 
 #: The gateway policies replayed, in order.
 LLM_POLICIES = ("ring", "chwbl", "prefix")
@@ -79,6 +81,23 @@ class LlmDemoResult:
         return {"source": self.source, "runs": [asdict(run) for run in self.runs]}
 
 
+@dataclass(frozen=True)
+class ReplaySettings:
+    """How a replay runs: ``engines`` stand-in engines named ``w0`` ...
+    (as the simulator names its workers), each with ``prefill_rate``
+    tokens a second and ``cache_blocks`` blocks of cache; arrivals times
+    ``scale``; a request's ``output_length // tokens_per_event`` tokens (1
+    to ``max_events``) streamed at ``token_rate`` a second."""
+
+    prefill_rate: float
+    cache_blocks: int
+    scale: float
+    engines: int = _ENGINES
+    token_rate: float = 400.0
+    tokens_per_event: int = 8
+    max_events: int = 32
+
+
 def generated_requests(count: int, seed: int = 7) -> list[TraceRequest]:
     """``count`` requests in 24 groups, each sharing a system prompt of 3 to
     8 blocks (popular groups more often), then 1 to 4 blocks of their own;
@@ -93,24 +112,32 @@ def generated_requests(count: int, seed: int = 7) -> list[TraceRequest]:
         own = tuple(range(fresh, fresh + rng.randint(1, 4)))
         fresh += len(own)
         ids = rng.choices(prefixes, weights)[0] + own
-        requests.append(TraceRequest(clock, len(ids) * 64, rng.randint(8, 64), ids))
+        requests.append(TraceRequest(clock, len(ids) * BLOCK_TOKENS, rng.randint(8, 64), ids))
     return requests
 
 
-def _prompt(ids: Sequence[int]) -> str:
-    return "".join((f"<{block}>" * _BLOCK_CHARS)[:_BLOCK_CHARS] for block in ids)
+def _prompt(request: TraceRequest) -> str:
+    """256 characters a block id, cut to the request's length (a trace's
+    last block is a partial one): 2 characters a token of the trace."""
+    text = "".join((f"<{block}>" * _BLOCK_CHARS)[:_BLOCK_CHARS] for block in request.hash_ids)
+    return text[:max(1, -(-request.input_length * _BLOCK_CHARS // BLOCK_TOKENS))]
 
 
 def _percentile(ordered: Sequence[float], p: float) -> float:
     return ordered[min(int(p * len(ordered)), len(ordered) - 1)] if ordered else 0.0
 
 
-async def _replay(policy: str, requests: Sequence[TraceRequest], scale: float,
-                  prefill_rate: float, cache_blocks: int) -> PolicyRun:
+async def replay(policy: str, requests: Sequence[TraceRequest],
+                 settings: ReplaySettings) -> PolicyRun:
+    """Replay ``requests`` (arrivals from 0) through a new gateway with
+    ``policy`` (one of ``LLM_POLICIES``) to new stand-in engines."""
     aiohttp = aiohttp_module()
-    engines = [await StandInEngine(f"e{i}", token_rate=400.0, prefill_rate=prefill_rate,
-                                   cache_blocks=cache_blocks, block_chars=_BLOCK_CHARS).start()
-               for i in range(_ENGINES)]
+    scale = settings.scale
+    engines = [await StandInEngine(f"w{i}", token_rate=settings.token_rate,
+                                   prefill_rate=settings.prefill_rate,
+                                   cache_blocks=settings.cache_blocks,
+                                   block_chars=_BLOCK_CHARS).start()
+               for i in range(settings.engines)]
     if policy == "ring":
         config = GatewayConfig(key="header:X-Prefix", health=False)
     else:
@@ -131,8 +158,10 @@ async def _replay(policy: str, requests: Sequence[TraceRequest], scale: float,
                 key = ",".join(map(str, request.hash_ids[:2]))
                 headers = {"X-Prefix": key} if policy == "ring" else \
                     {"x-session-id": key} if policy == "chwbl" else {}
-                body = {"model": "stand-in", "prompt": _prompt(request.hash_ids),
-                        "max_tokens": max(1, min(request.output_length // 8, 32)),
+                body = {"model": "stand-in", "prompt": _prompt(request),
+                        "max_tokens": max(1, min(request.output_length
+                                                 // settings.tokens_per_event,
+                                                 settings.max_events)),
                         "stream": True}
                 sent = loop.time()
                 try:
@@ -183,7 +212,8 @@ async def run_llm_demo(requests: Sequence[TraceRequest], *, seconds: float = 8.0
     for policy in LLM_POLICIES:
         if out is not None:
             out(f"replaying {len(requests)} completions through the gateway: {policy} ...")
-        runs.append(await _replay(policy, requests, scale, prefill_rate, cache_blocks))
+        runs.append(await replay(policy, requests,
+                                 ReplaySettings(prefill_rate, cache_blocks, scale)))
     return LlmDemoResult(runs, source)
 
 
