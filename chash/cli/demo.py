@@ -3,7 +3,9 @@
 Starts three session-keeping backends on 127.0.0.1, the sticky gateway in
 front of them and simulated users; stops one backend mid-run and restarts
 it; prints the timeline, the figures, and whether every claim held (exit
-code 0) or not (1).  See ``chash.demo`` for the scenario.
+code 0) or not (1).  See ``chash.demo`` for the scenario.  ``--rooms``:
+chat rooms over WebSocket instead; ``--llm``: completions replayed through
+the gateway to stand-in inference engines, for each policy.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from chash._optional import MissingExtra, require
@@ -35,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     def out(line: str) -> None:
         print(line, flush=True)
 
+    if args.llm:
+        return _run_llm(args, out)
     if args.rooms:
         if not args.json:
             out(f"chash demo --rooms: 3 chat servers keeping their rooms in memory, a sticky "
@@ -60,6 +65,34 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _run_llm(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """``chash demo --llm``: each gateway policy over the same completions."""
+    from chash.demo.llm import generated_requests, render_llm, run_llm_demo
+    from chash.simulate import read_trace
+
+    if args.trace is not None:
+        try:
+            requests = read_trace(args.trace)[:args.requests]
+        except (OSError, ValueError) as exc:
+            print(f"chash demo --llm: {exc}", file=sys.stderr)
+            return 2
+    else:
+        requests = generated_requests(args.requests)
+    seconds = args.duration / 3
+    if not args.json:
+        out(f"chash demo --llm: 4 stand-in inference engines (a prompt cache each; not GPUs), "
+            f"the gateway in front;\n{len(requests)} completions replayed in about "
+            f"{seconds:g} s for each policy (ring, chwbl, prefix) on 127.0.0.1.\n")
+    result = asyncio.run(run_llm_demo(requests, seconds=seconds,
+                                      source=args.trace or "generated",
+                                      out=None if args.json else out))
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        out(render_llm(result))
+    return 0 if result.ok else 1
+
+
 def register(subparsers: Any) -> None:
     """Add ``demo`` to the ``chash`` command."""
     parser = subparsers.add_parser(
@@ -78,6 +111,16 @@ def register(subparsers: Any) -> None:
                              "through the gateway (--users players, 5 to a room); backend b "
                              "dies and comes back; its rooms move to one node each, together, "
                              "and return with close code 1012")
+    parser.add_argument("--llm", action="store_true",
+                        help="LLM inference instead: completions replayed through the gateway "
+                             "to 4 stand-in engines with prompt caches, for each policy (ring, "
+                             "chwbl, prefix), printing hit rate and TTFT side by side; "
+                             "--duration is shared by the three")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="with --llm: replay this Mooncake-format trace (JSONL, as chash "
+                             "simulate --trace reads) instead of a generated workload")
+    parser.add_argument("--requests", type=int_between(1, 100_000), default=300, metavar="N",
+                        help="with --llm: completions replayed, the first N (default 300)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as JSON instead of the timeline")
     parser.set_defaults(func=run)

@@ -297,7 +297,10 @@ def _plan(args: argparse.Namespace, options: _Options) -> Plan:
         tls_key=args.tls_key, tls_ciphers=args.tls_ciphers,
         tls_min_version=args.tls_min_version, tls_client_ca=args.tls_client_ca,
         tls_handshake_timeout=args.tls_handshake_timeout, backend_ca=args.backend_ca,
-        backend_insecure=args.backend_insecure)
+        backend_insecure=args.backend_insecure, affinity=args.affinity,
+        # With --redis, the replicas routing by prompt share their loads there.
+        shared_loads=args.redis if args.affinity is not None else None,
+        shared_loads_key=f"chash:loads:{args.ring or 'default'}")
     # The files are read now, as nginx -t reads them.
     from chash.gateway.tls import backend_context, server_context
 
@@ -439,6 +442,12 @@ def _add_routing_arguments(parser: argparse.ArgumentParser) -> None:
                              "query:NAME, path (first path segment), path:N (first N "
                              "segments) or tls-subject (the verified client certificate's "
                              "subject: needs --tls-client-ca); default header:X-User-Id")
+    parser.add_argument("--affinity", choices=("prefix",), default=None,
+                        help="prefix: route OpenAI-compatible completions (POST "
+                             "/v1/chat/completions and /v1/completions) by their prompt, to "
+                             "the backend likely to hold its prefix in cache, balanced by "
+                             "load; one with an x-session-id header (or the --key) by the "
+                             "ring, bounded by load (default: every request by its key)")
     parser.add_argument("--missing-key", choices=("remote", "reject"), default="remote",
                         help="requests without a key: route by client IP (remote, the "
                              "default) or answer 400 (reject)")

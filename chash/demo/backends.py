@@ -20,7 +20,7 @@ from chash._optional import require
 if TYPE_CHECKING:
     from aiohttp import web
 
-__all__ = ["ROOM_PAGE", "RoomBackend", "SessionBackend", "aiohttp_module", "web_module"]
+__all__ = ["ROOM_PAGE", "RoomBackend", "SessionBackend", "aiohttp_module", "listen", "web_module"]
 
 
 def aiohttp_module() -> ModuleType:
@@ -31,6 +31,28 @@ def aiohttp_module() -> ModuleType:
 def web_module() -> ModuleType:
     """aiohttp.web, as ``aiohttp_module()``."""
     return require("aiohttp.web", user="chash.demo", extra="gateway", package="aiohttp")
+
+
+async def listen(runner: web.AppRunner, port: int) -> int:
+    """Set ``runner`` up and serve it on 127.0.0.1:``port`` (0: any free
+    port); the port it listens on.  On a restart the old port may be
+    briefly taken by an outgoing connection's ephemeral port: it is waited
+    for a little.  The runner is cleaned up if it cannot listen."""
+    web_ = web_module()
+    await runner.setup()
+    try:
+        for attempt in itertools.count():
+            try:
+                await web_.TCPSite(runner, "127.0.0.1", port, reuse_address=True).start()
+                break
+            except OSError:
+                if port == 0 or attempt >= 50:
+                    raise
+                await asyncio.sleep(0.1)
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return int(runner.addresses[0][1])
 
 
 class SessionBackend:
@@ -75,22 +97,7 @@ class SessionBackend:
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._visit)
         runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            # On a restart the old port may be briefly taken by an outgoing
-            # connection's ephemeral port: wait for it a little.
-            for attempt in itertools.count():
-                try:
-                    await web_.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
-                    break
-                except OSError:
-                    if self.port == 0 or attempt >= 50:
-                        raise
-                    await asyncio.sleep(0.1)
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self.port = int(runner.addresses[0][1])
+        self.port = await listen(runner, self.port)
         self._runner = runner
         return self
 
@@ -185,20 +192,7 @@ class RoomBackend:
         app.router.add_get("/room", self._room)
         app.router.add_get("/", self._page)
         runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        try:
-            for attempt in itertools.count():
-                try:
-                    await web_.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
-                    break
-                except OSError:
-                    if self.port == 0 or attempt >= 50:
-                        raise
-                    await asyncio.sleep(0.1)
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self.port = int(runner.addresses[0][1])
+        self.port = await listen(runner, self.port)
         self._runner = runner
         return self
 

@@ -22,7 +22,9 @@ The package, from the bottom up:
 * ``messages``: the heads and answers the gateway writes itself.
 * ``express``: plain requests served from the connections' callbacks,
   everything else handed to the connection's task as data (``Handoff``);
-  ``proxy``: the connection's task and the general path.
+  ``proxy``: the connection's task and the general path; ``llm``:
+  completions routed by their prompt (``affinity="prefix"``) and event
+  streams relayed chunk by chunk.
 * ``view`` and ``admin``: the admin listener, which reads the gateway
   through the ``GatewayView`` protocol; ``tracing``: spans per attempt;
   ``slow_start``: a recovered node's weight ramped up.

@@ -68,7 +68,36 @@ def make_registry(gateway: GatewayView, metrics: bool | None,
     registry.register(collector)
     registry.register(_TunnelCollector(gateway, prometheus_client))
     registry.register(_StaleCollector(gateway))
+    registry.register(_AffinityCollector(gateway))
     return registry, None
+
+
+class _AffinityCollector:
+    """With ``affinity``: ``chash_gateway_completions_routed_total{how}``
+    and, when loads are shared, ``chash_gateway_shared_loads_up`` (0: cut
+    off from Redis, routing on this gateway's own view)."""
+
+    def __init__(self, gateway: object) -> None:
+        self._gateway = gateway
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        prompts = getattr(self._gateway, "prompts", None)
+        if prompts is None:
+            return
+        routed = CounterMetricFamily(
+            "chash_gateway_completions_routed", "Completions routed by their prompt (prefix), "
+            "their session (session) or to the least-loaded backend", labels=["how"])
+        for how, count in prompts.routed.items():
+            routed.add_metric([how], float(count))
+        yield routed
+        if prompts.shared is not None:
+            up = GaugeMetricFamily(
+                "chash_gateway_shared_loads_up", "1 while the replicas' loads are read from "
+                "Redis, 0 while this gateway routes on its own view")
+            up.add_metric([], 1.0 if prompts.shared.up else 0.0)
+            yield up
 
 
 class _TunnelCollector:
@@ -188,6 +217,10 @@ def status(gateway: GatewayView) -> dict[str, Any]:
         },
         "config": None if (reloads := getattr(gateway, "reloads", None)) is None
         else reloads.status(),
+        # Completions routed by their prompt (affinity="prefix"): the
+        # counts, the queued estimates, loads shared through Redis or not.
+        **({"affinity": prompts.status()} if (prompts := getattr(gateway, "prompts", None))
+           is not None else {}),
         # Each worker's own counts, when the view gathers several processes
         # (chash.gateway.workers.GroupView); absent for a single process.
         **({"workers": workers} if (workers := getattr(gateway, "workers", None)) is not None

@@ -147,6 +147,17 @@ class GatewayConfig:
     backend_insecure: bool = False
     """Verify nothing of ``https://`` backends' certificates (neither chain
     nor host name): for test benches only."""
+    affinity: str | None = None
+    """``"prefix"``: completions (``POST /v1/chat/completions`` and
+    ``/v1/completions``) are routed by their prompt's cached prefix, or by
+    an ``x-session-id`` header (``chash.gateway.llm``); None (the default):
+    every request by its key."""
+    shared_loads: str | None = None
+    """With ``affinity``: the Redis URL through which gateway replicas share
+    their per-backend loads and queued work (``chash.gateway.shared_loads``,
+    every half second); None (the default): each routes on its own."""
+    shared_loads_key: str = "chash:loads"
+    """The prefix of the Redis keys of ``shared_loads`` (one per ring)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, KeyRule):
@@ -174,6 +185,11 @@ class GatewayConfig:
         object.__setattr__(self, "retry_statuses", frozenset(self.retry_statuses))
         object.__setattr__(self, "fail_on_status", frozenset(self.fail_on_status))
         self._check_tls()
+        if self.affinity not in (None, "prefix"):
+            raise ValueError(f"affinity must be 'prefix' or None, not {self.affinity!r}")
+        if self.shared_loads is not None and self.affinity is None:
+            raise ValueError("shared_loads shares the loads affinity routes on: it needs "
+                             "affinity='prefix'")
         for name in ("status_path", "metrics_path", "health_path"):
             if not getattr(self, name).startswith("/"):
                 raise ValueError(f"{name} must start with '/', not {getattr(self, name)!r}")

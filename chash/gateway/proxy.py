@@ -28,6 +28,7 @@ from chash.gateway.config import GatewayConfig
 from chash.gateway.express import CLOSE, Express, Handoff, Refuse, Relayed, Resume, Sent, Serve
 from chash.gateway.failover import Failover
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead, parse_response_head
+from chash.gateway.llm import PromptRoutes, error_event, event_stream, relay_events
 from chash.gateway.messages import (
     Body,
     backend_head,
@@ -132,6 +133,9 @@ class Proxy:
         self._tasks: set[asyncio.Task[None]] = set()
         self._node_lines: dict[str, bytes] = {}
         self.relayed: dict[tuple[bytes, str, bytes, bool, str], Relayed] = {}
+        #: Completions routed by their prompt (``chash.gateway.llm``), or
+        #: None (``affinity`` off).
+        self.prompts: PromptRoutes | None = None
 
     @property
     def loads(self) -> dict[str, int]:
@@ -213,7 +217,9 @@ class Proxy:
             else channel.transport.get_extra_info("peername")
         remote = str(peer[0]) if peer else ""
         parser = RequestParser()
-        if self._tracer is not None:  # every request on the general path, with its spans
+        # Every request on the general path: with spans, or with completions
+        # routed by their prompt (a bodiless POST would pass as plain).
+        if self._tracer is not None or self.prompts is not None:
             self._start_task(channel, remote, parser, None, None)
             return
         # Plain requests are served from the channels' callbacks; the
@@ -355,6 +361,8 @@ class Proxy:
     async def serve_request(self, client: Channel, request: RequestHead, remote: str) -> bool:
         """Answer one request; whether the client connection may go on."""
         config = self.config
+        if self.prompts is not None and self.prompts.serves(request):
+            return await self._serve_prompt(client, request, remote, self.prompts)
         deadline = client.loop.time() + config.deadline
         has_body = request.chunked or request.content_length > 0
         key = request_key(self.key_rule, request, client.tls_subject)
@@ -392,6 +400,43 @@ class Proxy:
                                     "request body not received in time", True)
         return await self.forward(client, request, key, nodes, body,
                                    backend_head(request, remote, client.secure), deadline)
+
+    async def _serve_prompt(self, client: Channel, request: RequestHead, remote: str,
+                            prompts: PromptRoutes) -> bool:
+        """Answer a completion routed by its prompt (``chash.gateway.llm``):
+        its body read first (unless streamed), then its nodes chosen."""
+        config = self.config
+        deadline = client.loop.time() + config.deadline
+        if request.content_length > config.max_body:
+            self.counters.request("rejected")
+            return self._answer(client, request, 413,
+                                f"request body over {config.max_body} bytes", True)
+        if request.expect_continue and (request.chunked or request.content_length):
+            client.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body: bytes | None = b""
+        if request.chunked or request.content_length > config.buffer_body:
+            body = None  # streamed: routed without its prompt
+        elif request.content_length:
+            try:
+                body = await client.read_exact(request.content_length, config.body_timeout)
+            except (ReadTimeout, EOFError):
+                self.counters.request("rejected")
+                return self._answer(client, request, 408,
+                                    "request body not received in time", True)
+        session = prompts.session_of(request) or request_key(self.key_rule, request,
+                                                             client.tls_subject)
+        choice = prompts.choose(body, session, config.attempts)
+        if not choice.nodes:
+            self.counters.request("failed")
+            return self._answer(client, request, 503, "no backend in service", body is None)
+        prompts.under_way[client] = choice
+        try:
+            return await self.forward(client, request, session or choice.nodes[0].encode(),
+                                      choice.nodes, body,
+                                      backend_head(request, remote, client.secure), deadline)
+        finally:
+            del prompts.under_way[client]
+            prompts.done(choice)
 
     def node_line(self, node: str) -> bytes | None:
         """The header line naming the node that answered, if configured."""
@@ -457,7 +502,9 @@ class Proxy:
         """The walk of ``request`` along ``nodes`` under this configuration's
         retry policy, until the loop time ``deadline``."""
         config = self.config
-        return Failover(nodes, request.method, retry_unsafe=config.retry_unsafe,
+        # A completion is safe to send again while nothing has come back.
+        unsafe = config.retry_unsafe or (self.prompts is not None and self.prompts.serves(request))
+        return Failover(nodes, request.method, retry_unsafe=unsafe,
                         replayable=replayable, deadline=deadline, limit=config.deadline)
 
     def _unanswered(self, client: Channel, request: RequestHead, walk: Failover,
@@ -714,10 +761,18 @@ class Proxy:
                 client.write(head + data)
                 return response.keep_alive, keep
             client.write(head)
+            events = self.prompts is not None and body is Body.CHUNKED \
+                and event_stream(response)
             try:
-                ended = await self._relay_body(conn, client, body, length)
+                if events:  # whole chunks, so that an error event can end it
+                    assert self.prompts is not None
+                    await relay_events(conn, client, self.config.read_timeout,
+                                       functools.partial(self.prompts.started, client))
+                    ended = True
+                else:
+                    ended = await self._relay_body(conn, client, body, length)
             except (HttpError, EOFError, ReadTimeout) as exc:
-                return self._cut(client, node, exc)
+                return self._cut(client, node, exc, events)
             return ended and response.keep_alive, ended and keep
         except ConnectionError:
             logger.info("client went away before the answer of %s was sent: %s %s", node,
@@ -745,14 +800,19 @@ class Proxy:
             return False
         return True
 
-    def _cut(self, client: Channel, node: str, exc: BaseException) -> tuple[bool, bool]:
+    def _cut(self, client: Channel, node: str, exc: BaseException,
+             events: bool = False) -> tuple[bool, bool]:
         # The status line is gone already: all that is left is to cut the
         # connection, so that the client sees a truncated answer rather
-        # than a complete-looking one.
+        # than a complete-looking one; an event stream of a completion, at
+        # a chunk boundary, ends with an error event instead.
         reason = describe(exc)
         logger.warning("backend %s failed mid-response: %s", node, reason,
                        extra={"node": node})
         if self._health is not None:
             self._health.report_failure(node, f"mid-response: {reason}")
-        client.abort()
+        if events:
+            client.write(error_event(reason))
+        else:
+            client.abort()
         return False, False

@@ -58,9 +58,11 @@ from chash.gateway.admin import make_registry, start_admin
 from chash.gateway.admin import status as admin_status
 from chash.gateway.config import GatewayConfig, KeyRule
 from chash.gateway.listener import TlsListener
+from chash.gateway.llm import PromptRoutes
 from chash.gateway.proxy import HealthReports, Proxy
 from chash.gateway.reload import LIVE_SETTINGS, ReloadError, Reloads, RingChanges
 from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys, ticket_keys_for
+from chash.gateway.shared_loads import SharedLoads
 from chash.gateway.slow_start import WeightRamp
 from chash.gateway.tls import certificate_digest, server_context
 from chash.gateway.tracing import attempt_tracer
@@ -314,6 +316,12 @@ class Gateway:
     def loads(self) -> dict[str, int]:
         """``{node: requests in flight}`` for every configured backend."""
         return self._proxy.loads
+
+    @property
+    def prompts(self) -> PromptRoutes | None:
+        """How completions are routed by their prompt (``affinity``
+        ``"prefix"``), or None."""
+        return self._proxy.prompts
 
     @property
     def tunnels(self) -> Tunnels:
@@ -600,6 +608,8 @@ class Gateway:
                 self._ramp.start(on_change=self._tunnels.ring_changed)
             if self._health is not None and not self._health.running:
                 await self._health.start()
+            if self._proxy.prompts is not None:
+                await self._proxy.prompts.start()
         except BaseException:
             await self.stop()
             raise
@@ -618,6 +628,8 @@ class Gateway:
         remove_listener = getattr(self._membership, "remove_listener", None)
         if callable(remove_listener):
             remove_listener(self.ring_changed)
+        if self._proxy.prompts is not None:
+            await self._proxy.prompts.stop()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -760,6 +772,11 @@ class GatewayParts:
         proxy = Proxy(config, routes, addresses, counters,
                       health if health is not None else health_reports,
                       attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)
+        if config.affinity == "prefix":
+            prompts = proxy.prompts = PromptRoutes(routes, router, proxy.in_flight)
+            if config.shared_loads is not None:
+                prompts.shared = SharedLoads(config.shared_loads, prompts.own_view,
+                                             prefix=config.shared_loads_key)
         ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
         return cls(
             config=config, addresses=addresses, router=router, zones=zones, zoning=zoning,

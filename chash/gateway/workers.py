@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from chash.gateway.config import GatewayConfig
+    from chash.gateway.llm import PromptRoutes
     from chash.gateway.reload import ReloadOutcome, Reloads
     from chash.gateway.server import Gateway
     from chash.health import AsyncHealthChecker
@@ -469,6 +470,12 @@ class GroupView:
     def router(self) -> MutableRouter:
         """Worker 0's ring (the verdicts keep every worker's alike)."""
         return self._gateway.router
+
+    @property
+    def prompts(self) -> PromptRoutes | None:
+        """Worker 0's routing of completions by prompt (its own counts; with
+        shared loads, the other workers' loads are in its view), or None."""
+        return self._gateway.prompts
 
     @property
     def addresses(self) -> dict[str, str]:

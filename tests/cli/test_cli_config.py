@@ -32,6 +32,7 @@ FILE_SAMPLES: dict[str, str] = {
     "zone": '"eu"',
     "key": '"cookie:sid"',
     "missing_key": '"reject"',
+    "affinity": '"prefix"',
     "workers": "3",
     "redis": '"redis://127.0.0.1:1/0"',
     "etcd": '"http://127.0.0.1:1,http://127.0.0.1:2"',

@@ -21,6 +21,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "--zone": ("eu", "eu"),
     "--key": ("cookie:sid", "cookie:sid"),
     "--missing-key": ("reject", "reject"),
+    "--affinity": ("prefix", "prefix"),
     "--workers": ("3", 3),
     "--redis": ("redis://127.0.0.1:1/0", "redis://127.0.0.1:1/0"),
     "--etcd": ("http://127.0.0.1:1,http://127.0.0.1:2", "http://127.0.0.1:1,http://127.0.0.1:2"),
