@@ -622,6 +622,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "current fastring": current("fastring"),
     "current families": current("families"),
     "current gateway": current("gateway"),
+    "current nodes": current("nodes"),
     "reading router": router_reading,
     "reading fastring": fastring_reading,
     "reading families": families_reading,

@@ -44,6 +44,14 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "gateway": ("python", ["benchmarks/bench_gateway.py", "--repeat", "9", "--json", JSON]),
     "gateway-tls": ("python", ["benchmarks/bench_gateway.py", "--tls", "--repeat", "9",
                                "--json", JSON]),
+    "nodes": ("python", ["benchmarks/bench_nodes.py", "--json", JSON]),
+    "migration": ("python", ["benchmarks/bench_migration.py", "--json", JSON]),
+    "clients-caches": ("python", ["benchmarks/bench_clients.py", "--caches", "--repeat", "61",
+                                  "--json", JSON]),
+    "clients": ("python", ["benchmarks/bench_clients.py", "--json", JSON]),
+    "rebuild": ("python", ["benchmarks/bench_rebuild.py", "--repeat", "3", "--json", JSON]),
+    "gateway-websocket": ("python", ["benchmarks/bench_gateway.py", "--websocket", "--repeat", "5",
+                                     "--duration", "5", "--json", JSON]),
 }
 
 
