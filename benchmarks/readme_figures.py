@@ -623,6 +623,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "current families": current("families"),
     "current gateway": current("gateway"),
     "current nodes": current("nodes"),
+    "current migration": current("migration"),
     "reading router": router_reading,
     "reading fastring": fastring_reading,
     "reading families": families_reading,
