@@ -624,6 +624,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "current gateway": current("gateway"),
     "current nodes": current("nodes"),
     "current migration": current("migration"),
+    "current clients": current("clients"),
     "reading router": router_reading,
     "reading fastring": fastring_reading,
     "reading families": families_reading,
