@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,16 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "rebuild": ("python", ["benchmarks/bench_rebuild.py", "--repeat", "3", "--json", JSON]),
     "gateway-websocket": ("python", ["benchmarks/bench_gateway.py", "--websocket", "--repeat", "5",
                                      "--duration", "5", "--json", JSON]),
+    # Text only (no --json): the first line also gives the commit, the
+    # interpreter and the load at the start, the last the load at the end.
+    "jump": ("python", ["benchmarks/bench_router.py", "--jump-only", "--nodes", "10,100,1000",
+                        "--repeat", "9"]),
+    "wide-layouts": ("python", ["benchmarks/bench_router.py", "--wide-only", "--nodes",
+                                "10,100,1000", "--repeat", "9"]),
+    "rendezvous": ("python", ["benchmarks/bench_router.py", "--rendezvous-only", "--repeat", "7"]),
+    "compat-layouts": ("python", ["benchmarks/bench_router.py", "--compat-only", "--repeat", "15"]),
+    "haproxy-layout": ("python", ["benchmarks/bench_router.py", "--compat-only", "--layout",
+                                  "haproxy", "--repeat", "15"]),
 }
 
 
@@ -64,6 +75,16 @@ def interpreter(kind: str, args: argparse.Namespace) -> str:
     return str(found)
 
 
+def provenance(python: str) -> str:
+    """The commit measured, the interpreter and the CPUs, for a result
+    file whose script does not print them."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    return f"commit {commit}, CPython {version}, {os.cpu_count()} CPUs"
+
+
 def old_commit(name: str) -> str:
     """The commit the current result measured: its JSON's, else the commit
     that last changed the file."""
@@ -73,8 +94,14 @@ def old_commit(name: str) -> str:
         commit = data.get("commit") or data.get("machine", {}).get("commit")
         if commit:
             return str(commit).split()[0]
+    path = RESULTS / f"{name}.txt"
+    if path.is_file():
+        found = re.search(r"\bcommit (?:at )?([0-9a-f]{7,40})\b|\(([0-9a-f]{7,40})\)",
+                          path.read_text(encoding="utf-8").split("\n", 3)[0])
+        if found:
+            return found.group(1) or found.group(2)
     out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h", "--",
-                          str(RESULTS / f"{name}.txt")], capture_output=True, text=True)
+                          str(path)], capture_output=True, text=True)
     return out.stdout.strip() or "unknown"
 
 
@@ -103,6 +130,8 @@ def rerun(name: str, args: argparse.Namespace) -> float:
         shown = " ".join(["python3.13" if kind == "python3.13" else "python3",
                           *(f"benchmarks/results/{name}.json" if a == JSON else a for a in argv)])
         print(f"[{time.strftime('%H:%M:%S')}] {shown}", file=sys.stderr, flush=True)
+        if JSON not in argv:
+            shown += f"   # {provenance(python)}, load {os.getloadavg()[0]:.2f} at start"
         started = time.monotonic()
         done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
         took = time.monotonic() - started
@@ -111,9 +140,12 @@ def rerun(name: str, args: argparse.Namespace) -> float:
             raise SystemExit(f"{name}: exit status {done.returncode}; results left as they were")
         archive(name)
         text = done.stdout.strip("\n")
+        if JSON not in argv:
+            text += f"\n# load {os.getloadavg()[0]:.2f} at end"
         (RESULTS / f"{name}.txt").write_text(
             f"$ {shown}\n{text}\n\n(wall clock of the command: {took:.0f} s)\n", encoding="utf-8")
-        shutil.copyfile(out, RESULTS / f"{name}.json")
+        if JSON in argv:
+            shutil.copyfile(out, RESULTS / f"{name}.json")
     print(f"[{time.strftime('%H:%M:%S')}] {name}: {took:.0f} s", file=sys.stderr, flush=True)
     return took
 
