@@ -635,6 +635,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "current nodes": current("nodes"),
     "current migration": current("migration"),
     "current clients": current("clients"),
+    "current rebuild": current("rebuild"),
     "reading router": router_reading,
     "reading fastring": fastring_reading,
     "reading families": families_reading,
