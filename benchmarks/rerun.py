@@ -53,6 +53,12 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "rebuild": ("python", ["benchmarks/bench_rebuild.py", "--repeat", "3", "--json", JSON]),
     "gateway-websocket": ("python", ["benchmarks/bench_gateway.py", "--websocket", "--repeat", "5",
                                      "--duration", "5", "--json", JSON]),
+    "membership-etcd-sync": ("python", ["benchmarks/bench_membership.py", "--store", "etcd",
+                                        "--driver", "sync", "--nodes", "3", "--changes", "30",
+                                        "--repeat", "3", "--json", JSON]),
+    "membership-etcd-async": ("python", ["benchmarks/bench_membership.py", "--store", "etcd",
+                                         "--driver", "async", "--nodes", "3", "--changes", "30",
+                                         "--repeat", "3", "--json", JSON]),
     # Text only (no --json): the first line also gives the commit, the
     # interpreter and the load at the start, the last the load at the end.
     "jump": ("python", ["benchmarks/bench_router.py", "--jump-only", "--nodes", "10,100,1000",
@@ -96,7 +102,7 @@ def old_commit(name: str) -> str:
             return str(commit).split()[0]
     path = RESULTS / f"{name}.txt"
     if path.is_file():
-        found = re.search(r"\bcommit (?:at )?([0-9a-f]{7,40})\b|\(([0-9a-f]{7,40})\)",
+        found = re.search(r"\b(?:commit|at) ([0-9a-f]{7,40})\b|\(([0-9a-f]{7,40})\)",
                           path.read_text(encoding="utf-8").split("\n", 3)[0])
         if found:
             return found.group(1) or found.group(2)
