@@ -37,6 +37,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: name -> (interpreter: "python" or "python3.13", arguments after it; JSON
 #: is the place of the --json file).
 JSON = "{json}"
+#: Between two commands whose outputs make one result file, run one after
+#: the other (text only).
+THEN = "--then"
 RUNS: dict[str, tuple[str, list[str]]] = {
     "router": ("python", ["benchmarks/bench_router.py", "--repeat", "11", "--json", JSON]),
     "fastring": ("python3.13", ["benchmarks/bench_fastring.py", "--repeat", "41", "--json", JSON]),
@@ -59,6 +62,18 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "membership-etcd-async": ("python", ["benchmarks/bench_membership.py", "--store", "etcd",
                                          "--driver", "async", "--nodes", "3", "--changes", "30",
                                          "--repeat", "3", "--json", JSON]),
+    "membership-redis": ("python", [
+        "benchmarks/bench_membership.py", "--driver", "sync", "--nodes", "3", "--changes", "30",
+        "--repeat", "3", THEN,
+        "benchmarks/bench_membership.py", "--driver", "async", "--nodes", "3", "--changes", "30",
+        "--repeat", "3"]),
+    "membership-etcd-5000-nodes": ("python", [
+        "benchmarks/bench_membership.py", "--store", "etcd", "--driver", "sync", "--nodes", "5000",
+        "--changes", "10", "--no-faults", THEN,
+        "benchmarks/bench_membership.py", "--store", "etcd", "--driver", "async", "--nodes",
+        "5000", "--changes", "10", "--no-faults", THEN,
+        "benchmarks/bench_membership.py", "--driver", "sync", "--nodes", "5000", "--changes", "10",
+        "--no-faults"]),
     # Text only (no --json): the first line also gives the commit, the
     # interpreter and the load at the start, the last the load at the end.
     "jump": ("python", ["benchmarks/bench_router.py", "--jump-only", "--nodes", "10,100,1000",
@@ -130,26 +145,39 @@ def rerun(name: str, args: argparse.Namespace) -> float:
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])))
     subprocess.run([python, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, env=env,
                    check=True, stdout=subprocess.DEVNULL)
+    parts: list[list[str]] = [[]]
+    for a in argv:
+        if a == THEN:
+            parts.append([])
+        else:
+            parts[-1].append(a)
     with tempfile.TemporaryDirectory(prefix=f"chash-rerun-{name}-") as tmp:
         out = Path(tmp) / f"{name}.json"
-        command = [python, *(str(out) if a == JSON else a for a in argv)]
-        shown = " ".join(["python3.13" if kind == "python3.13" else "python3",
-                          *(f"benchmarks/results/{name}.json" if a == JSON else a for a in argv)])
-        print(f"[{time.strftime('%H:%M:%S')}] {shown}", file=sys.stderr, flush=True)
-        if JSON not in argv:
-            shown += f"   # {provenance(python)}, load {os.getloadavg()[0]:.2f} at start"
-        started = time.monotonic()
-        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-        took = time.monotonic() - started
-        if done.returncode != 0:
-            sys.stdout.write(done.stdout)
-            raise SystemExit(f"{name}: exit status {done.returncode}; results left as they were")
+        texts: list[str] = []
+        took = 0.0
+        for part in parts:
+            command = [python, *(str(out) if a == JSON else a for a in part)]
+            shown = " ".join(["python3.13" if kind == "python3.13" else "python3",
+                              *(f"benchmarks/results/{name}.json" if a == JSON else a
+                                for a in part)])
+            print(f"[{time.strftime('%H:%M:%S')}] {shown}", file=sys.stderr, flush=True)
+            if JSON not in part:
+                shown += f"   # {provenance(python)}, load {os.getloadavg()[0]:.2f} at start"
+            started = time.monotonic()
+            done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+            took += time.monotonic() - started
+            if done.returncode != 0:
+                sys.stdout.write(done.stdout)
+                raise SystemExit(f"{name}: exit status {done.returncode}; results left as they "
+                                 "were")
+            text = done.stdout.strip("\n")
+            if JSON not in part:
+                text += f"\n# load {os.getloadavg()[0]:.2f} at end"
+            texts.append(f"$ {shown}\n{text}\n")
         archive(name)
-        text = done.stdout.strip("\n")
-        if JSON not in argv:
-            text += f"\n# load {os.getloadavg()[0]:.2f} at end"
+        what = "command" if len(parts) == 1 else f"{len(parts)} commands"
         (RESULTS / f"{name}.txt").write_text(
-            f"$ {shown}\n{text}\n\n(wall clock of the command: {took:.0f} s)\n", encoding="utf-8")
+            "\n".join(texts) + f"\n(wall clock of the {what}: {took:.0f} s)\n", encoding="utf-8")
         if JSON in argv:
             shutil.copyfile(out, RESULTS / f"{name}.json")
     print(f"[{time.strftime('%H:%M:%S')}] {name}: {took:.0f} s", file=sys.stderr, flush=True)
