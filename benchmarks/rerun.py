@@ -3,7 +3,13 @@ regenerate the README figures from the new files.
 
     python3 benchmarks/rerun.py router fastring families --python3.13 PATH
     python3 benchmarks/rerun.py gateway gateway-tls
+    python3 benchmarks/rerun.py nodes migration clients jump membership-redis
     python3 benchmarks/rerun.py --list
+
+A benchmark whose script writes no JSON gets the commit, the interpreter
+and the load at the start on its command line and the load at the end
+after its output; one whose file holds several runs (``THEN`` between
+the commands) runs them one after the other into one file.
 
 For each benchmark named, in the order given, one after the other: build
 the extension in place for the interpreter it runs on (the checkout's
