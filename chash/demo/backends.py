@@ -55,7 +55,54 @@ async def listen(runner: web.AppRunner, port: int) -> int:
     return int(runner.addresses[0][1])
 
 
-class SessionBackend:
+class LoopbackServer:
+    """An aiohttp application on 127.0.0.1 that can stop and listen again on
+    the same port, as a restarted process would: what the demo's backends
+    and the stand-in engine share.  A subclass adds its routes
+    (``_routes``) and says how long its open connections get at a stop
+    (``SHUTDOWN_TIMEOUT``)."""
+
+    #: Seconds aiohttp gives open connections when the server stops.
+    SHUTDOWN_TIMEOUT = 2.0
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is listening."""
+        return self._runner is not None
+
+    def _routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    async def _listen(self) -> None:
+        """Listen on 127.0.0.1, on the same port as before if restarted;
+        nothing when already listening."""
+        if self._runner is not None:
+            return
+        web_ = web_module()
+        app = web_.Application()
+        self._routes(app)
+        runner: web.AppRunner = web_.AppRunner(app, access_log=None,
+                                               shutdown_timeout=self.SHUTDOWN_TIMEOUT)
+        self.port = await listen(runner, self.port)
+        self._runner = runner
+
+    async def _close(self) -> None:
+        """Stop listening (nothing when not listening)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+
+class SessionBackend(LoopbackServer):
     """A small HTTP backend keeping per-user sessions in memory.
 
     ``GET /health`` answers ``ok``; any other request with an ``X-User-Id``
@@ -67,21 +114,10 @@ class SessionBackend:
 
     def __init__(self, name: str) -> None:
         """A backend called ``name``; ``await start()`` to listen."""
+        super().__init__()
         self.name = name
-        self.port = 0
         self._sessions: dict[str, tuple[str, int]] = {}
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the backend is listening."""
-        return self._runner is not None
 
     @property
     def sessions(self) -> int:
@@ -90,22 +126,16 @@ class SessionBackend:
 
     async def start(self) -> SessionBackend:
         """Listen on 127.0.0.1, on the same port as before if restarted."""
-        web_ = web_module()
-        if self._runner is not None:
-            return self
-        app = web_.Application()
+        await self._listen()
+        return self
+
+    def _routes(self, app: web.Application) -> None:
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._visit)
-        runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        self.port = await listen(runner, self.port)
-        self._runner = runner
-        return self
 
     async def stop(self) -> None:
         """Stop listening and forget every session."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await self._close()
         self._sessions.clear()
 
     async def _health(self, request: web.Request) -> web.Response:
@@ -153,7 +183,7 @@ ws.onclose = (event) => { body.dataset.closed = String(event.code); };
 """
 
 
-class RoomBackend:
+class RoomBackend(LoopbackServer):
     """A small chat server keeping its rooms in memory.
 
     ``GET /health`` answers ``ok``; ``GET /`` the page ``ROOM_PAGE``;
@@ -164,37 +194,24 @@ class RoomBackend:
     ``X-User-Id`` header, else its ``player`` query parameter.
     """
 
+    SHUTDOWN_TIMEOUT = 1.0
+
     def __init__(self, name: str) -> None:
         """A backend called ``name``; ``await start()`` to listen."""
+        super().__init__()
         self.name = name
-        self.port = 0
         self.rooms: dict[str, set[Any]] = {}
         self._transports: set[Any] = set()
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the backend is listening."""
-        return self._runner is not None
 
     async def start(self) -> RoomBackend:
         """Listen on 127.0.0.1, on the same port as before if restarted."""
-        web_ = web_module()
-        if self._runner is not None:
-            return self
-        app = web_.Application()
+        await self._listen()
+        return self
+
+    def _routes(self, app: web.Application) -> None:
         app.router.add_get("/health", self._health)
         app.router.add_get("/room", self._room)
         app.router.add_get("/", self._page)
-        runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        self.port = await listen(runner, self.port)
-        self._runner = runner
-        return self
 
     async def die(self) -> None:
         """Stop as a killed process does: every connection reset at once,
@@ -205,9 +222,7 @@ class RoomBackend:
 
     async def stop(self) -> None:
         """Stop listening and forget every room."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await self._close()
         self.rooms.clear()
         self._transports.clear()
 

@@ -38,7 +38,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from chash.affinity import prefix_blocks
-from chash.demo.backends import listen, web_module
+from chash.demo.backends import LoopbackServer, web_module
 from chash.gateway.llm import CHARS_PER_TOKEN, prompt_of
 
 if TYPE_CHECKING:
@@ -47,9 +47,11 @@ if TYPE_CHECKING:
 __all__ = ["StandInEngine"]
 
 
-class StandInEngine:
+class StandInEngine(LoopbackServer):
     """A stand-in OpenAI-compatible engine with a prompt cache; see the
     module docstring.  One event loop's."""
+
+    SHUTDOWN_TIMEOUT = 0.5
 
     def __init__(self, name: str, *, token_rate: float = 200.0, prefill_rate: float = 50_000.0,
                  cache_blocks: int = 4096, block_chars: int = 256, model: str = "stand-in") -> None:
@@ -61,13 +63,13 @@ class StandInEngine:
         for what, size in (("cache_blocks", cache_blocks), ("block_chars", block_chars)):
             if size < 1:
                 raise ValueError(f"{what} must be >= 1, not {size!r}")
+        super().__init__()
         self.name = name
         self.model = model
         self.token_rate = token_rate
         self.prefill_rate = prefill_rate
         self.cache_blocks = cache_blocks
         self.block_chars = block_chars
-        self.port = 0
         #: Completions answered (or begun), prompt tokens and the cached
         #: ones among them, since the start.
         self.requests = 0
@@ -82,12 +84,6 @@ class StandInEngine:
         self._cache: OrderedDict[int, None] = OrderedDict()
         self._prefill_end = 0.0
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:port`` (the port is chosen by the OS at first start)."""
-        return f"127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -96,21 +92,17 @@ class StandInEngine:
 
     async def start(self) -> StandInEngine:
         """Listen on 127.0.0.1 (the same port again after a ``stop``)."""
-        web_ = web_module()
-        app = web_.Application()
+        await self._listen()
+        return self
+
+    def _routes(self, app: web.Application) -> None:
         app.router.add_get("/health", self._health)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completion)
-        runner: web.AppRunner = web_.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        self.port = await listen(runner, self.port)
-        self._runner = runner
-        return self
 
     async def stop(self) -> None:
         """Stop listening and drop every connection."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await self._close()
 
     def cached(self, prompt: str | list[int]) -> tuple[int, int]:
         """``(prompt tokens, cached tokens)`` of ``prompt`` now; its blocks
