@@ -1,7 +1,7 @@
 """Real grpcio's ring_hash against ConsistentHashRouter(layout="grpc").
 
-Four gRPC servers on 127.0.0.1 (ports the OS picks) answer a generic
-unary method with their own name; a channel over all four uses the
+Four gRPC servers on 127.0.0.1 (ports the OS picks, held by claims) answer
+a generic unary method with their own name; a channel over all four uses the
 ``ring_hash_experimental`` policy with ``requestHashHeader``, so gRPC
 hashes each call's header with XXH64 and picks the ring's owner.  grpcio
 honours that option only with GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent import futures
 from typing import Any
 
 import pytest
@@ -22,33 +21,28 @@ from chash import ConsistentHashRouter
 
 grpc = pytest.importorskip("grpc", reason="the gRPC tests need grpcio: pip install grpcio")
 
+from _support.grpc_servers import SERVICE, GrpcBackend  # noqa: E402  (needs grpc)
+
 KEYS = [f"user-{i}" for i in range(150)]
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, str]]:
-    """{"127.0.0.1:port": server name} of four running servers."""
-    started: list[Any] = []
-    names: dict[str, str] = {}
+    """{"127.0.0.1:port": server name} of four running servers.
+
+    Each port is a ``PortClaim``'s, bound explicitly: a port grpcio picked
+    itself (``127.0.0.1:0``, with its SO_REUSEPORT) could be handed by the
+    OS, between a check and a bind, to another suite's server that binds
+    it with SO_REUSEPORT too, and that server would then answer some of
+    these calls."""
+    started: list[GrpcBackend] = []
     try:
         for i in range(4):
-            name = f"server-{i}"
-
-            def who(request: bytes, context: Any, name: str = name) -> bytes:
-                return name.encode()
-
-            handler = grpc.method_handlers_generic_handler(
-                "chash.Test", {"Who": grpc.unary_unary_rpc_method_handler(who)})
-            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-            server.add_generic_rpc_handlers((handler,))
-            port = server.add_insecure_port("127.0.0.1:0")
-            server.start()
-            started.append(server)
-            names[f"127.0.0.1:{port}"] = name
-        yield names
+            started.append(GrpcBackend(f"server-{i}"))
+        yield {backend.address: backend.name for backend in started}
     finally:
-        for server in started:
-            server.stop(0)
+        for backend in started:
+            backend.stop()
 
 
 def routed(servers: dict[str, str], config: dict[str, Any]) -> list[str]:
@@ -58,8 +52,9 @@ def routed(servers: dict[str, str], config: dict[str, Any]) -> list[str]:
     target = "ipv4:" + ",".join(servers)
     with grpc.insecure_channel(target, options=[
             ("grpc.service_config", json.dumps(service_config))]) as channel:
-        call = channel.unary_unary("/chash.Test/Who")
-        return [call(b"", metadata=(("x-route-key", key),), timeout=10).decode() for key in KEYS]
+        call = channel.unary_unary(f"/{SERVICE}/Hello")
+        answers = [call(b"", metadata=(("x-route-key", key),), timeout=10) for key in KEYS]
+        return [answer.decode().removesuffix(":") for answer in answers]
 
 
 @pytest.mark.parametrize("config", [
