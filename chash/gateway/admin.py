@@ -89,7 +89,7 @@ class _AffinityCollector:
         routed = CounterMetricFamily(
             "chash_gateway_completions_routed", "Completions routed by their prompt (prefix), "
             "their session (session) or to the least-loaded backend", labels=["how"])
-        for how, count in prompts.routed.items():
+        for how, count in prompts.routed_totals().items():
             routed.add_metric([how], float(count))
         yield routed
         if prompts.shared is not None:

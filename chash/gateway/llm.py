@@ -22,10 +22,11 @@ follows, for failover.
 - A body that is not JSON or holds no prompt goes to the least-loaded node
   (logged), never refused here: the engine says what is wrong with it.
 
-The counts are this process's: with ``--workers N`` each worker routes on
-its own in-flight counts and estimates (the workers push counts to the
-leader for its status page, but nothing flows back to them), unless
-``shared`` (``chash.gateway.shared_loads``) adds every other replica's,
+The counts are the gateway's: with ``--workers N`` each worker writes its
+in-flight counts and estimates to its row of a table in memory all the
+workers share (``workers``, a ``chash.gateway.worker_loads.WorkerRow``),
+and routes on the sums of every row, read at each choice.  ``shared``
+(``chash.gateway.shared_loads``) adds the other gateways' (replicas'),
 read from Redis at an interval.
 
 ``relay_events`` and ``error_event`` are the streaming half: a chunked
@@ -48,6 +49,7 @@ from chash.gateway.bodies import parse_chunk_size
 from chash.gateway.channel import Channel
 from chash.gateway.heads import HttpError, RequestHead, ResponseHead
 from chash.gateway.shared_loads import SharedLoads
+from chash.gateway.worker_loads import WorkerRow
 
 __all__ = ["PATHS", "Choice", "PromptRoutes", "error_event", "event_stream", "prompt_of",
            "relay_events"]
@@ -169,12 +171,14 @@ class PromptRoutes:
     ``router``: its ring, for the node count and weights; ``in_flight``:
     the proxy's live counts, read at each choice.  ``block_chars``: the
     characters of a block of text (token prompts: ``block_chars //
-    CHARS_PER_TOKEN`` tokens); ``capacity``: blocks remembered a node.
+    CHARS_PER_TOKEN`` tokens); ``capacity``: blocks remembered a node;
+    ``workers``: this worker's row of the table the workers of ``--workers
+    N`` share (its ``in_flight`` is then the proxy's counts), or None.
     Not thread-safe: one event loop's."""
 
     def __init__(self, routes: _Ranking, router: _Router, in_flight: Mapping[str, int], *,
                  block_chars: int = 256, capacity: int = 16_384,
-                 balance_factor: float = 1.25) -> None:
+                 balance_factor: float = 1.25, workers: WorkerRow | None = None) -> None:
         if block_chars < CHARS_PER_TOKEN:
             raise ValueError(f"block_chars must be >= {CHARS_PER_TOKEN}, not {block_chars}")
         self._routes = routes
@@ -194,29 +198,57 @@ class PromptRoutes:
         self.under_way: dict[object, Choice] = {}
         #: The other replicas' loads, through Redis; None: this one's only.
         self.shared: SharedLoads | None = None
+        #: This worker's row of the workers' table, or None (one process).
+        self.workers = workers
 
     def own_view(self) -> tuple[dict[str, int], dict[str, float]]:
-        """This replica's ``(in flight, queued)`` by node, as shared."""
-        return dict(self._in_flight), dict(self.queued)
+        """This replica's ``(in flight, queued)`` by node, as shared: this
+        gateway's (every worker's, with ``workers``)."""
+        row = self.workers
+        if row is None:
+            return dict(self._in_flight), dict(self.queued)
+        row.know(self._routes.get_preference_list(b"", len(self._router)))
+        loads, queued = row.totals()
+        return loads, {node: float(amount) for node, amount in queued.items()}
 
-    def views(self) -> tuple[Mapping[str, float], Mapping[str, float]]:
-        """The ``(loads, queued)`` routed on: this replica's live counts,
-        plus the other replicas' as last read when loads are shared."""
+    def views(self, nodes: Sequence[str] = ()) -> tuple[Mapping[str, float], Mapping[str, float]]:
+        """The ``(loads, queued)`` routed on: this gateway's live counts
+        (every worker's, ``nodes`` among them, with ``workers``), plus the
+        other replicas' as last read when loads are shared."""
+        row = self.workers
+        own: tuple[Mapping[str, float], Mapping[str, float]]
+        if row is None:
+            own = self._in_flight, self.queued
+        else:
+            row.know(nodes)
+            own = row.totals()
         shared = self.shared
         if shared is None or not shared.up:
-            return self._in_flight, self.queued
+            return own
         loads, queued = (dict(part) for part in shared.others())
-        for node, count in self._in_flight.items():
+        for node, count in own[0].items():
             loads[node] = loads.get(node, 0.0) + count
-        for node, amount in self.queued.items():
+        for node, amount in own[1].items():
             queued[node] = queued.get(node, 0.0) + amount
         return loads, queued
 
+    def routed_totals(self) -> dict[str, int]:
+        """Completions routed, by how: every worker's with ``workers``,
+        else this process's (``routed``)."""
+        return dict(self.routed) if self.workers is None else self.workers.routed_totals()
+
     def status(self) -> dict[str, Any]:
-        """What ``/-/status`` shows under ``affinity``."""
-        return {"policy": "prefix", "routed": dict(self.routed),
-                "queued_tokens": {node: round(value) for node, value in self.queued.items()},
-                "shared_loads": None if self.shared is None else self.shared.status()}
+        """What ``/-/status`` shows under ``affinity``: with ``workers``,
+        the gateway's counts and the table (each worker's row)."""
+        row = self.workers
+        if row is None:
+            queued = {node: round(value) for node, value in self.queued.items()}
+        else:
+            row.know(self._routes.get_preference_list(b"", len(self._router)))
+            queued = {node: amount for node, amount in row.totals()[1].items() if amount}
+        return {"policy": "prefix", "routed": self.routed_totals(), "queued_tokens": queued,
+                "shared_loads": None if self.shared is None else self.shared.status(),
+                **({} if row is None else {"workers": row.status()})}
 
     async def start(self) -> None:
         """Start sharing loads, if they are shared."""
@@ -261,8 +293,12 @@ class PromptRoutes:
                 choice = self._prefix(prompt, attempts)
         if choice.nodes:
             node = choice.node = choice.nodes[0]
-            self.queued[node] = self.queued.get(node, 0.0) + choice.queued
+            queued = self.queued[node] = self.queued.get(node, 0.0) + choice.queued
             self.routed[choice.how] += 1
+            row = self.workers
+            if row is not None:
+                row.set_queued(node, queued)
+                row.routed(choice.how)
         return choice
 
     def started(self, connection: object) -> None:
@@ -275,12 +311,16 @@ class PromptRoutes:
     def done(self, choice: Choice) -> None:
         """``choice``'s completion ended (answered or not): its prefill
         leaves the estimate of its node (once, however often called)."""
-        if choice.node and choice.node in self.queued:
-            left = self.queued[choice.node] - choice.queued
+        node = choice.node
+        if node and node in self.queued:
+            left = self.queued[node] - choice.queued
             if left <= 0.5:
-                del self.queued[choice.node]
+                del self.queued[node]
+                left = 0.0
             else:
-                self.queued[choice.node] = left
+                self.queued[node] = left
+            if self.workers is not None:
+                self.workers.set_queued(node, left)
         choice.queued = 0.0
 
     def _prefix(self, prompt: str | list[int], attempts: int) -> Choice:
@@ -296,7 +336,7 @@ class PromptRoutes:
             return Choice([], "prefix")
         affinity = self.affinity
         held = {node: affinity.match(node, blocks) for node in nodes}
-        loads, queued = self.views()
+        loads, queued = self.views(nodes)
         node = affinity.route(blocks, loads=loads, queued=queued, tokens=tokens)
         affinity.done(node)  # its in-flight count is the proxy's
         uncached = max(0.0, tokens - held.get(node, 0) * self._block_tokens)
@@ -306,12 +346,12 @@ class PromptRoutes:
         nodes = self._routes.get_preference_list(b"", len(self._router))
         if not nodes:
             return Choice([], "least-loaded")
-        loads, queued = self.views()
+        loads, queued = self.views(nodes)
         node = min(nodes, key=lambda n: (loads.get(n, 0), queued.get(n, 0.0)))
         return Choice(_first(nodes, node, attempts), "least-loaded")
 
     def _bounded(self, nodes: Sequence[str]) -> str:
-        loads, _ = self.views()
+        loads, _ = self.views(nodes)
         weights: Mapping[str, float] = getattr(self._router, "weights", None) or {}
         total = math.ceil(self._factor * (sum(loads.get(n, 0) for n in nodes) + 1))
         whole = sum(weights.get(n, 1.0) for n in nodes)

@@ -68,6 +68,7 @@ from chash.gateway.tls import certificate_digest, server_context
 from chash.gateway.tracing import attempt_tracer
 from chash.gateway.tunnel import TunnelCounts, Tunnels
 from chash.gateway.upstream import BackendTls, parse_backend, upstream_of
+from chash.gateway.worker_loads import WorkerRow
 from chash.metrics import RouteCounters
 from chash.routers import Key, MutableRouter, Ranking
 from chash.weights import set_weight, weightless
@@ -198,6 +199,11 @@ class Gateway:
             the workers of ``chash gateway --workers N`` share one, so a
             client resumes on any of them.  By default new random keys of
             this gateway's own.
+        worker_loads: with ``config.affinity``, this worker's row of the
+            table of loads the workers of ``chash gateway --workers N``
+            share (``chash.gateway.worker_loads``): completions are routed
+            on every worker's in-flight counts and queued work.  None: on
+            this process's.
     """
 
     def __init__(
@@ -217,6 +223,7 @@ class Gateway:
         tracer_provider: Any = None,
         ramp: WeightRamp | None = None,
         tls_ticket_keys: bytes | None = None,
+        worker_loads: WorkerRow | None = None,
     ) -> None:
         """See the class docstring.  ``GatewayParts.build`` makes the
         collaborators from the arguments; they are stored here, and the
@@ -226,7 +233,8 @@ class Gateway:
             backends, config, router=router, weights=weights, zones=zones, health=health,
             membership=membership, counters=counters, health_reports=health_reports,
             tracer_provider=tracer_provider, ramp=ramp, tls_ticket_keys=tls_ticket_keys,
-            health_url=self._health_url, health_changed=self._health_changed)
+            worker_loads=worker_loads, health_url=self._health_url,
+            health_changed=self._health_changed)
         self._config = parts.config
         self._key = parts.config.key_rule
         self._addresses = parts.addresses
@@ -716,6 +724,7 @@ class GatewayParts:
         tracer_provider: Any = None,
         ramp: WeightRamp | None = None,
         tls_ticket_keys: bytes | None = None,
+        worker_loads: WorkerRow | None = None,
         health_url: Callable[[str], str] | None = None,
         health_changed: OnChange | None = None,
     ) -> GatewayParts:
@@ -773,10 +782,16 @@ class GatewayParts:
                       health if health is not None else health_reports,
                       attempt_tracer(config.tracing, tracer_provider), tunnels, backend_tls)
         if config.affinity == "prefix":
-            prompts = proxy.prompts = PromptRoutes(routes, router, proxy.in_flight)
+            if worker_loads is not None:  # the proxy's counts written through to the table
+                proxy.in_flight = worker_loads.in_flight
+            prompts = proxy.prompts = PromptRoutes(routes, router, proxy.in_flight,
+                                                   workers=worker_loads)
             if config.shared_loads is not None:
-                prompts.shared = SharedLoads(config.shared_loads, prompts.own_view,
-                                             prefix=config.shared_loads_key)
+                # A gateway of N workers is one replica, which worker 0 publishes.
+                prompts.shared = SharedLoads(
+                    config.shared_loads, prompts.own_view, prefix=config.shared_loads_key,
+                    instance=None if worker_loads is None else worker_loads.table.name,
+                    publish=worker_loads is None or worker_loads.worker == 0)
         ticket_keys = new_ticket_keys() if tls_ticket_keys is None else tls_ticket_keys
         return cls(
             config=config, addresses=addresses, router=router, zones=zones, zoning=zoning,

@@ -1,15 +1,22 @@
 """Per-backend loads shared by gateway replicas through Redis (``--affinity
 prefix`` with ``--redis``).
 
-Each replica (an instance, or a worker of ``--workers N``) routes
-completions on its own view of each backend: its requests in flight and its
-estimate of the prefill still ahead there (``chash.gateway.llm``).
+Each replica (a gateway: one process, or the N workers of ``--workers
+N``) routes completions on its own view of each backend: its requests in
+flight and its estimate of the prefill still ahead there
+(``chash.gateway.llm``; across its workers, ``chash.gateway.worker_loads``).
 ``SharedLoads`` adds the others': every ``interval`` seconds, in one
 pipelined round trip, a replica writes its own view under a key of its own
 (expiring after three intervals, so that a replica that died stops
 counting) and reads every other replica's; between two rounds it routes on
 the last views read plus its own live counts.  Never a round trip per
 request.
+
+A gateway of N workers is one replica, under one name: worker 0 writes the
+gateway's whole view (the sums of every worker's counts) and every worker
+reads the other replicas' (``publish`` False for workers 1 to N-1), so
+that no worker's counts are counted twice, once live and once through
+Redis.
 
 A replica cut off from Redis (a round that fails) falls back to its own
 view until a round succeeds again, and says so: ``status()`` (shown under
@@ -43,18 +50,24 @@ class SharedLoads:
     """The other replicas' loads, read from Redis at an interval; see the
     module docstring.  ``url``: the Redis server; ``prefix``: the keys'
     prefix (one per shared ring); ``own``: this replica's view, read at
-    each round.  One event loop's."""
+    each round.  ``instance``: this replica's name in Redis (by default
+    made up: host, process, a random part); ``publish``: whether this
+    process writes the replica's view (False: it only reads the others').
+    One event loop's."""
 
     def __init__(self, url: str, own: Callable[[], View], *, prefix: str = "chash:loads",
-                 interval: float = 0.5) -> None:
+                 interval: float = 0.5, instance: str | None = None,
+                 publish: bool = True) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0, not {interval!r}")
         self.url = url
         self.interval = interval
         self._own = own
         self._prefix = prefix
-        #: This replica's name in Redis (host, process, a random part).
-        self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: This replica's name in Redis.
+        self.instance = instance if instance is not None else \
+            f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.publish = publish
         self._loads: dict[str, float] = {}
         self._queued: dict[str, float] = {}
         self._replicas = 0
@@ -93,25 +106,28 @@ class SharedLoads:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         client, self._client = self._client, None
-        if client is not None:
+        if client is not None and self.publish:
             with contextlib.suppress(Exception):
                 await client.delete(self._key(self.instance))
                 await client.srem(self._prefix + ":replicas", self.instance)
+        if client is not None:
             await client.aclose()
 
     def _key(self, instance: str) -> str:
         return f"{self._prefix}:replica:{instance}"
 
     async def round(self) -> None:
-        """One round: write this replica's view, read the others'."""
-        loads, queued = self._own()
-        view = json.dumps({"loads": dict(loads), "queued": dict(queued)})
+        """One round: write this replica's view (if this process
+        publishes it), read the others'."""
         members = self._prefix + ":replicas"
         ttl = max(1, round(3 * self.interval + 0.5))
         try:
             async with self._client.pipeline(transaction=False) as pipe:
-                pipe.set(self._key(self.instance), view, ex=ttl)
-                pipe.sadd(members, self.instance)
+                if self.publish:
+                    loads, queued = self._own()
+                    view = json.dumps({"loads": dict(loads), "queued": dict(queued)})
+                    pipe.set(self._key(self.instance), view, ex=ttl)
+                    pipe.sadd(members, self.instance)
                 pipe.smembers(members)
                 *_, names = await pipe.execute()
             others = sorted(name.decode() if isinstance(name, bytes) else str(name)

@@ -37,6 +37,7 @@ from chash._optional import require
 from chash.gateway.config import GatewayConfig
 from chash.gateway.reload import ReloadError, ReloadOutcome, ring_changes
 from chash.gateway.session_tickets import new_ticket_keys
+from chash.gateway.worker_loads import WorkerLoads
 
 if TYPE_CHECKING:
     from chash.gateway.server import Gateway
@@ -214,12 +215,14 @@ class Reloader:
 
 def build(plan: Plan, worker: int = 0,
           links: list[tuple[socket.socket, socket.socket]] | None = None,
-          ticket_keys: bytes | None = None,
+          ticket_keys: bytes | None = None, loads: WorkerLoads | None = None,
           ) -> tuple[Gateway, Feeds | None, Leader | Follower | None]:
     """The gateway of one process, what feeds its ring (or None), and its
     part in ``--workers N`` (None for a single process, ``links`` None).
     ``links``: the socket pairs between worker 0 and each other worker;
-    ``ticket_keys``: the TLS session ticket keys the workers share."""
+    ``ticket_keys``: the TLS session ticket keys the workers share;
+    ``loads``: the table of loads they share (``--affinity prefix``), whose
+    row ``worker`` this process takes (zeroed)."""
     from chash.gateway.server import Gateway
 
     router = plan.router()
@@ -259,7 +262,8 @@ def build(plan: Plan, worker: int = 0,
             return config
     gateway = Gateway(plan.backends, adapt(config), router=router, zones=plan.zones,
                       membership=verdicts, counters=counters, health_reports=reports, ramp=ramp,
-                      tls_ticket_keys=ticket_keys)
+                      tls_ticket_keys=ticket_keys,
+                      worker_loads=None if loads is None else loads.row(worker))
     gateway.reloads = Reloader(plan, gateway, adapt)
     # A record set written into the ring itself (not through a shared
     # ring's store, whose new versions the gateway hears of on its own).
@@ -386,7 +390,8 @@ def run(plan: Plan, built: tuple[Gateway, Feeds | None, object] | None = None) -
 
 
 def _worker(plan: Plan, index: int, pipe: Any,
-            links: list[tuple[socket.socket, socket.socket]], ticket_keys: bytes) -> None:
+            links: list[tuple[socket.socket, socket.socket]], ticket_keys: bytes,
+            loads: WorkerLoads | None) -> None:
     """One worker process of ``--workers N``: serve until SIGTERM."""
     # The parent's handler (send SIGHUP on to every worker) is not this
     # process's: until serve() reloads on it, a SIGHUP is ignored.
@@ -399,7 +404,7 @@ def _worker(plan: Plan, index: int, pipe: Any,
         if index != number:
             theirs.close()
     try:
-        gateway, feeds, role = build(plan, index, links, ticket_keys)
+        gateway, feeds, role = build(plan, index, links, ticket_keys, loads)
         host, port = plan.listen
 
         from chash.gateway.workers import Leader
@@ -450,12 +455,15 @@ def supervise(plan: Plan) -> int:
     # One set of TLS session ticket keys for every worker: a client resumes
     # its session on whichever worker takes its next connection.
     ticket_keys = new_ticket_keys()
+    # Completions routed by prompt: on every worker's loads, through a
+    # table in memory each worker inherits (chash.gateway.worker_loads).
+    loads = WorkerLoads(plan.workers) if plan.config.affinity is not None else None
     try:
         pipes = []
         for index in range(plan.workers):
             ours, theirs = context.Pipe()
             process = context.Process(target=_worker, name=f"chash-gateway-{index}",
-                                      args=(plan, index, theirs, links, ticket_keys))
+                                      args=(plan, index, theirs, links, ticket_keys, loads))
             process.start()
             workers.append(process)
             pipes.append(ours)

@@ -473,8 +473,8 @@ class GroupView:
 
     @property
     def prompts(self) -> PromptRoutes | None:
-        """Worker 0's routing of completions by prompt (its own counts; with
-        shared loads, the other workers' loads are in its view), or None."""
+        """Worker 0's routing of completions by prompt, or None: its view
+        and counts are every worker's (``chash.gateway.worker_loads``)."""
         return self._gateway.prompts
 
     @property

@@ -4,6 +4,7 @@ replica cut off from it falling back to its own view, and saying so."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -126,34 +127,53 @@ def test_a_stopped_replica_leaves_the_shared_view(redis_srv: RedisServer) -> Non
     run(main())
 
 
-def test_chash_gateway_with_redis_shares_the_loads_of_its_workers(redis_srv: RedisServer) -> None:
+def test_chash_gateway_with_workers_is_one_replica_publishing_every_workers_loads(
+        redis_srv: RedisServer) -> None:
     from _support.gateway_processes import gateway_process, status
 
     async def main() -> None:
-        engines = {name: await StandInEngine(name).start() for name in "ab"}
+        engines = {name: await StandInEngine(name, token_rate=10.0).start() for name in "ab"}
         backends = ",".join(f"{e.name}={e.address}" for e in engines.values())
+        argv = ("--backend", backends, "--affinity", "prefix", "--redis", redis_srv.url,
+                "--ring", "llm", "--bootstrap", "--no-health", "--workers", "2",
+                "--admin-listen", "127.0.0.1:0")
         try:
-            async with gateway_process(
-                    "--backend", backends, "--affinity", "prefix", "--redis", redis_srv.url,
-                    "--ring", "llm", "--bootstrap", "--no-health", "--workers", "2",
-                    "--admin-listen", "127.0.0.1:0") as running, \
+            async with gateway_process(*argv) as first, gateway_process(*argv) as second, \
                     httpx.AsyncClient(timeout=30.0) as http:
-                answer = await http.post(f"{running.url}/v1/completions",
-                                         json={"model": "m", "prompt": "p" * 400,
-                                               "max_tokens": 2})
-                assert answer.status_code == 200
-                assert running.admin is not None
+                admins = [first.admin, second.admin]
 
-                async def two_replicas() -> bool:
-                    assert running.admin is not None
-                    page = await status(running.admin)
-                    shared = page.get("affinity", {}).get("shared_loads") or {}
-                    return bool(shared.get("shared")) and shared.get("replicas") == 2
+                async def replicas_seen(admin: str | None) -> bool:
+                    assert admin is not None
+                    shared = (await status(admin))["affinity"]["shared_loads"]
+                    return bool(shared["shared"]) and shared["replicas"] == 2
 
-                # Each worker is a replica in Redis, under the ring's name.
-                await eventually(two_replicas, "worker 0 sees both workers in Redis")
-                keys = redis_srv.connect().keys("chash:loads:llm:replica:*")
-                assert len(keys) == 2
+                # Two gateways of two workers each: two replicas, not four.
+                for admin in admins:
+                    await eventually(lambda a=admin: replicas_seen(a), "both gateways in Redis")
+                redis = redis_srv.connect()
+                assert len(redis.keys("chash:loads:llm:replica:*")) == 2
+                # Streams held through the first gateway, on whichever
+                # workers took their connections: what it publishes is the
+                # sum of both workers' counts.
+                streams = []
+                for i in range(4):
+                    request = http.build_request("POST", f"{first.url}/v1/completions", json={
+                        "model": "m", "prompt": f"held {i} " * 100, "max_tokens": 400,
+                        "stream": True})
+                    streams.append(await http.send(request, stream=True))
+                assert first.admin is not None
+                rows = (await status(first.admin))["affinity"]["workers"]["rows"]
+                assert sum(sum(row["in_flight"].values()) for row in rows) == 4
+
+                def published() -> list[float]:
+                    views = [json.loads(v) for v in redis.mget(
+                        redis.keys("chash:loads:llm:replica:*"))]
+                    return sorted(sum(view["loads"].values()) for view in views)
+
+                await eventually(lambda: published() == [0, 4],
+                                 "the first gateway publishes its four in flight")
+                for stream in streams:
+                    await stream.aclose()
         finally:
             for engine in engines.values():
                 await engine.stop()
