@@ -53,12 +53,14 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["CAPACITY", "HOWS", "SharedCounts", "WorkerLoads", "WorkerRow"]
+__all__ = ["CAPACITY", "HOWS", "LOCK_TIMEOUT", "SharedCounts", "WorkerLoads", "WorkerRow"]
 
 logger = logging.getLogger("chash.gateway")
 
 #: Nodes a table holds by default (over the gateway's life).
 CAPACITY = 1024
+#: Seconds a worker waits for the slot map's lock before it gives up.
+LOCK_TIMEOUT = 5.0
 #: How completions are routed, in the order of a row's first cells.
 HOWS = ("prefix", "session", "least-loaded")
 _MARK = int.from_bytes(b"chashWL1", "little")
@@ -113,9 +115,14 @@ class WorkerLoads:
         return WorkerRow(self, worker)
 
     def slot(self, node: str) -> int:
-        """``node``'s slot, taken if it has none; -1 when the table is full."""
+        """``node``'s slot, taken if it has none; -1 when the table is full;
+        TimeoutError when the lock stays held ``LOCK_TIMEOUT`` seconds (a
+        worker killed while it took a slot)."""
         digest = _digest(node)
-        with self._lock:
+        if not self._lock.acquire(timeout=LOCK_TIMEOUT):
+            raise TimeoutError(f"the slot map of the workers' loads stayed locked "
+                               f"{LOCK_TIMEOUT:g} s")
+        try:
             used = int(self._header[_USED])
             names = self._names.tobytes()[:used * _DIGEST]
             at = names.find(digest)
@@ -128,6 +135,8 @@ class WorkerLoads:
             self._names[used * _DIGEST:(used + 1) * _DIGEST] = digest
             self._header[_USED] = used + 1
             return used
+        finally:
+            self._lock.release()
 
     def sums(self, used: int) -> list[int]:
         """The first ``used`` slots' cells added over every row: in flight
@@ -203,13 +212,17 @@ class WorkerRow:
 
     def claim(self, node: str) -> int:
         """``node``'s in-flight cell in this row (its slot found or taken);
-        -1, logged once, when the table is full."""
-        slot = self.table.slot(node)
+        -1, logged once, when the table is full (or its lock stays held)."""
+        try:
+            slot = self.table.slot(node)
+        except TimeoutError as exc:
+            slot, why = -1, str(exc)
+        else:
+            why = f"the table of loads shared by the workers is full ({self.table.capacity} nodes)"
         if slot < 0:
             cell = -1
             self.unshared.append(node)
-            logger.error("the table of loads shared by the workers is full (%d nodes): %r "
-                         "is routed on each worker's own counts", self.table.capacity, node)
+            logger.error("%s: %r is routed on each worker's own counts", why, node)
         else:
             cell = self.table.cell(self.worker, _ROW_HEAD + 2 * slot)
             names = self._names

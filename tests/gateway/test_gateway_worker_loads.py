@@ -112,6 +112,21 @@ def test_a_full_table_leaves_later_nodes_to_each_workers_own_counts(
     assert [r["in_flight"] for r in status["rows"]] == [{}, {"a": 4}]
 
 
+def test_a_slot_map_left_locked_leaves_the_node_unshared_not_the_worker_stuck(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import chash.gateway.worker_loads as worker_loads
+
+    monkeypatch.setattr(worker_loads, "LOCK_TIMEOUT", 0.05)
+    table = WorkerLoads(2)
+    row = table.row(0)
+    # A worker killed while it held the lock (taking a slot) never frees it.
+    assert table._lock.acquire(timeout=1)
+    with caplog.at_level(logging.ERROR, logger="chash.gateway"):
+        row.in_flight["a"] = 1
+    assert row.unshared == ["a"] and row.totals()[0] == {"a": 1}
+    assert "stayed locked" in caplog.text and "'a'" in caplog.text
+
+
 @pytest.mark.parametrize(("workers", "capacity", "worker", "message"), [
     (0, 8, 0, "workers must be"), (2, 0, 0, "capacity must be"), (True, 8, 0, "workers must"),
     (2, 8, 2, r"worker must be 0 \.\. 1"), (2, 8, -1, "worker must be")])
