@@ -94,7 +94,8 @@ class WorkerLoads:
         whole = memoryview(self._memory)
         self._header = whole[:_HEADER * 8].cast("q")
         self._names = whole[_HEADER * 8:names]
-        self._cells = whole[names:].cast("q")
+        #: Every row's cells (8-byte integers), row after row.
+        self.cells = whole[names:].cast("q")
         for index, value in enumerate((_MARK, workers, capacity, 0)):
             self._header[index] = value
         self._lock = multiprocessing.get_context("fork").Lock()
@@ -111,7 +112,7 @@ class WorkerLoads:
                 or not 0 <= worker < self.workers:
             raise ValueError(f"worker must be 0 .. {self.workers - 1}, not {worker!r}")
         start = worker * self._row_cells
-        self._cells[start:start + self._row_cells] = _zeros(self._row_cells)
+        self.cells[start:start + self._row_cells] = _zeros(self._row_cells)
         return WorkerRow(self, worker)
 
     def slot(self, node: str) -> int:
@@ -141,7 +142,7 @@ class WorkerLoads:
     def sums(self, used: int) -> list[int]:
         """The first ``used`` slots' cells added over every row: in flight
         and queued tokens, alternately."""
-        cells, step, width = self._cells, self._row_cells, 2 * used
+        cells, step, width = self.cells, self._row_cells, 2 * used
         total = cells[_ROW_HEAD:_ROW_HEAD + width].tolist()
         for start in range(step + _ROW_HEAD, self.workers * step, step):
             total = list(map(operator.add, total, cells[start:start + width].tolist()))
@@ -150,21 +151,13 @@ class WorkerLoads:
     def rows(self, used: int) -> list[list[int]]:
         """Each row's routed counts and first ``used`` slots' cells."""
         step = self._row_cells
-        return [self._cells[start:start + _ROW_HEAD + 2 * used].tolist()
+        return [self.cells[start:start + _ROW_HEAD + 2 * used].tolist()
                 for start in range(0, self.workers * step, step)]
 
     def cell(self, worker: int, index: int) -> int:
         """The index of a row's cell in the cells (a slot's in-flight cell
         is ``_ROW_HEAD + 2 * slot``, its queued one the next)."""
         return worker * self._row_cells + index
-
-    def get(self, index: int) -> int:
-        """Read one cell (by its index from ``cell``)."""
-        return int(self._cells[index])
-
-    def set(self, index: int, value: int) -> None:
-        """Write one cell (by its index from ``cell``)."""
-        self._cells[index] = value
 
 
 def _zeros(cells: int) -> memoryview:
@@ -184,11 +177,11 @@ class SharedCounts(dict[str, int]):
     def __setitem__(self, node: str, count: int) -> None:
         super().__setitem__(node, count)
         row = self._row
-        cell = row.cells.get(node)
+        cell = row.cell_of.get(node)
         if cell is None:
             cell = row.claim(node)
         if cell >= 0:
-            row.table.set(cell, count)
+            row.table.cells[cell] = count
 
 
 class WorkerRow:
@@ -201,12 +194,12 @@ class WorkerRow:
         self.worker = worker
         #: Requests in flight by node, written through (give it to the proxy).
         self.in_flight = SharedCounts(self)
-        #: ``{node: index of its in-flight cell in this row}``, -1 for a
+        #: ``{node: index of its in-flight cell in the table's cells}``, -1 for a
         #: node the full table has no slot for.
-        self.cells: dict[str, int] = {}
+        self.cell_of: dict[str, int] = {}
         self._names: list[str | None] = []
         self._queued: dict[str, int] = {}
-        self._routed = table.cell(worker, 0)
+        self._routed = {how: table.cell(worker, i) for i, how in enumerate(HOWS)}
         #: Nodes without a slot (met once the table was full).
         self.unshared: list[str] = []
 
@@ -229,30 +222,30 @@ class WorkerRow:
             names.extend([None] * (slot + 1 - len(names)))
             names[slot] = node
             # What this worker counted before the slot was known.
-            self.table.set(cell, dict.get(self.in_flight, node, 0))
-            self.table.set(cell + 1, self._queued.get(node, 0))
-        self.cells[node] = cell
+            self.table.cells[cell] = dict.get(self.in_flight, node, 0)
+            self.table.cells[cell + 1] = self._queued.get(node, 0)
+        self.cell_of[node] = cell
         return cell
 
     def set_queued(self, node: str, tokens: float) -> None:
         """This worker's queued prefill on ``node``, in tokens."""
         whole = self._queued[node] = round(tokens)
-        cell = self.cells.get(node)
+        cell = self.cell_of.get(node)
         if cell is None:
             cell = self.claim(node)
         if cell >= 0:
-            self.table.set(cell + 1, whole)
+            self.table.cells[cell + 1] = whole
 
     def routed(self, how: str) -> None:
         """One more completion routed ``how`` (one of ``HOWS``) here."""
-        index = self._routed + HOWS.index(how)
-        self.table.set(index, self.table.get(index) + 1)
+        index = self._routed[how]
+        self.table.cells[index] += 1
 
     def know(self, nodes: Iterable[str]) -> None:
         """Find the slots of those of ``nodes`` this worker has not met."""
-        cells = self.cells
+        known = self.cell_of
         for node in nodes:
-            if node not in cells:
+            if node not in known:
                 self.claim(node)
 
     def totals(self) -> tuple[dict[str, int], dict[str, int]]:
