@@ -78,7 +78,10 @@ class WorkerLoads:
     """The table of a gateway's ``workers`` processes; see the module
     docstring.  Made before the fork (its memory is inherited, shared);
     each worker then takes its row with ``row(index)``.  ValueError for
-    fewer than 1 worker or slot."""
+    fewer than 1 worker or slot.
+
+    Shared by the processes: a row is written by its worker alone, read by
+    all without a lock; the slot map is changed only under the lock."""
 
     def __init__(self, workers: int, capacity: int = CAPACITY) -> None:
         for what, value in (("workers", workers), ("capacity", capacity)):
@@ -166,7 +169,8 @@ def _zeros(cells: int) -> memoryview:
 
 class SharedCounts(dict[str, int]):
     """Requests in flight by node (the proxy's counts), each change
-    written through to this worker's row of the table as well."""
+    written through to this worker's row of the table as well.  One event
+    loop's, as the proxy's counts are."""
 
     __slots__ = ("_row",)
 
