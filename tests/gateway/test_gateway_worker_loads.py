@@ -271,8 +271,13 @@ def test_chash_gateway_workers_bound_a_session_on_each_others_requests_in_flight
                 assert any(held[w] < 2 for w in routed_by), (held, routed_by)
                 page = await status(admin)
                 affinity = page["affinity"]
-                assert affinity["routed"]["session"] == 2 + sum(routed_by.values())
+                routed = 2 + sum(routed_by.values())
+                assert affinity["routed"]["session"] == routed
                 assert affinity["workers"]["unshared"] == []
+                # The metrics count every worker's completions as well.
+                metrics = (await holding.get(f"{admin}/metrics")).text
+                assert f'chash_gateway_completions_routed_total{{how="session"}} {routed}.0' \
+                    in metrics
                 for stream in streams:
                     await stream.aclose()
                 await eventually(lambda: _equal(in_flight(owner), 0), "the streams ended")
