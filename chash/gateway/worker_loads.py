@@ -128,7 +128,7 @@ class WorkerLoads:
                                f"{LOCK_TIMEOUT:g} s")
         try:
             used = int(self._header[_USED])
-            names = self._names.tobytes()[:used * _DIGEST]
+            names = self._names[:used * _DIGEST].tobytes()
             at = names.find(digest)
             while at >= 0 and at % _DIGEST:
                 at = names.find(digest, at + 1)
