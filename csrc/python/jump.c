@@ -510,6 +510,16 @@ static PyObject *jump_weights(RouterObject *self)
     return node_list_weights(&self->jump.list);
 }
 
+static double jump_weight_of(RouterObject *self, PyObject *node)
+{
+    return node_list_weight_of(&self->jump.list, node);
+}
+
+static double jump_total_weight(RouterObject *self)
+{
+    return node_list_total_weight(&self->jump.list);
+}
+
 static PyObject *jump_hash_name(RouterObject *self)
 {
     return PyUnicode_FromString(chash_hash_name(self->jump.hash));
@@ -677,6 +687,8 @@ const router_family jump_family = {
     .check = jump_check,
     .nodes = jump_nodes,
     .weights = jump_weights,
+    .weight_of = jump_weight_of,
+    .total_weight = jump_total_weight,
     .hash_name = jump_hash_name,
     .layout = jump_layout,
     .repr = jump_repr,

@@ -66,6 +66,22 @@ int node_list_contains(const NodeList *list, PyObject *node)
     return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+double node_list_weight_of(const NodeList *list, PyObject *node)
+{
+    Py_ssize_t at = node_list_position(list, node);
+    if (at < 0)
+        return PyErr_Occurred() ? -1.0 : 0.0;
+    return (double)list->weights[at];
+}
+
+double node_list_total_weight(const NodeList *list)
+{
+    double total = 0.0;
+    for (Py_ssize_t k = 0, n = node_list_len(list); k < n; k++)
+        total += (double)list->weights[k];
+    return total;
+}
+
 int node_list_weight(double w, const char *layout, uint64_t *out)
 {
     if (!(w >= 1.0 && w <= 4294967295.0 && w == (double)(uint64_t)w)) {

@@ -126,6 +126,33 @@ PyObject *ring32_weights(RouterObject *self)
     return dict;
 }
 
+double ring32_weight_of(RouterObject *self, PyObject *node)
+{
+    if (!PyUnicode_Check(node))
+        return 0.0;
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0) {
+        /* A str with a lone surrogate cannot be a node. */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1.0;
+        PyErr_Clear();
+        return 0.0;
+    }
+    size_t index;
+    if (chash_ring_find(self->r32.ring, id, (size_t)id_len, &index) != CHASH_OK)
+        return 0.0;
+    return entry_at(self, index)->weight;
+}
+
+double ring32_total_weight(RouterObject *self)
+{
+    double total = 0.0;
+    for (size_t i = 0, n = chash_ring_node_count(self->r32.ring); i < n; i++)
+        total += entry_at(self, i)->weight;
+    return total;
+}
+
 PyObject *ring32_points(RouterObject *self)
 {
     size_t n = chash_ring_node_count(self->r32.ring);
