@@ -188,7 +188,8 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
     PyObject *loads = args[1];
     if (PyDict_Check(loads)) {
         b.loads = Py_NewRef(loads);
-    } else if (PyMapping_Check(loads) && !PySequence_Check(loads)) {
+    } else if (PyMapping_Check(loads) && PyObject_HasAttrString(loads, "keys")) {
+        /* Another mapping: read once into a dict (its own __getitem__). */
         b.loads = PyDict_New();
         if (b.loads && PyDict_Merge(b.loads, loads, 1) < 0)
             Py_CLEAR(b.loads);
