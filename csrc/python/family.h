@@ -145,10 +145,11 @@ struct router_family {
     PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
     /* get_bounded (get_bounded.c): the weight of node as weights gives it
      * (> 0), 0.0 when the router does not hold it, or -1.0 with an
-     * exception; and the sum of every node's weight, summed in weights'
-     * order.  Both only read the family's state and run no Python code. */
+     * exception; and the node at position k of weights' order (borrowed)
+     * with its weight in *weight, or NULL (no exception) for k past the
+     * last.  Both only read the family's state and run no Python code. */
     double (*weight_of)(RouterObject *self, PyObject *node);
-    double (*total_weight)(RouterObject *self);
+    PyObject *(*node_at)(RouterObject *self, size_t k, double *weight);
     /* What the router tells about itself. */
     PyObject *(*ownership)(RouterObject *self);
     PyObject *(*key_distribution)(RouterObject *self, PyObject *keys);
@@ -255,11 +256,13 @@ struct router_class {
     "(BoundedLoadRouter's rule).  With every load 0 it is get_target_node(key);\n"     \
     "None when the router is empty.  Stateless: nothing is acquired or\n"              \
     "released, and the router is only read.\n\n"                                      \
-    "TypeError for a load that is not an int or float (a bool included) or\n"        \
-    "loads not a mapping; ValueError for a negative, NaN or infinite load, or\n"      \
-    "a balance_factor below 1 or not finite; the key's errors are\n"                 \
-    "get_target_node's.  Cost: the owner's lookup, one read of every entry of\n"     \
-    "loads, and the preference list only when the owner is at its bound."
+    "TypeError for a load of a node it holds that is not an int or float (a\n"       \
+    "bool included) or loads not a mapping; ValueError for such a load that is\n"    \
+    "negative, NaN or infinite, or a balance_factor below 1 or not finite; the\n"    \
+    "key's errors are get_target_node's.\n\n"                                           \
+    "Cost: the owner's lookup, a dict lookup a node of the\n"                          \
+    "router (none while loads holds its nodes in its order), and the preference\n" \
+    "list only when the owner is at its bound."
 
 /* The weight_rule property's docstring, one for every class. */
 #define WEIGHT_RULE_DOC                                                                   \

@@ -10,24 +10,30 @@
  * of weight w out of a total W may hold max(ceil(T * w / W), 1); the
  * answer is the first node of the key's preference list whose load is
  * below that.  Loads may be real numbers; a node missing from loads has
- * load 0; an entry for a node the router does not hold is checked but
- * counted nowhere.  Some node is always below its bound (the bounds sum to
- * at least T > s), so with a router that holds a node there is an answer.
+ * load 0; an entry for a node the router does not hold is ignored, its
+ * value unread.  s is a sum of doubles in whichever order loads is read
+ * (exact for whole numbers below 2**53).  Some node is always below its
+ * bound (the bounds sum to at least T > s), so with a router that holds a
+ * node there is an answer.
  *
  * The walk is lazy: the key's owner first (get_target_node's lookup, the
  * preference list's first node), which nearly always fits; then the
  * preference list in windows of 4, 16, 64, ... nodes, each asked of the
  * family (a ring walks clockwise only as far as the window, jump and
  * Maglev step only that many times), never the whole list unless the
- * walk gets there.  The total weight is summed only when a loaded owner
- * needs its bound.
+ * walk gets there.
+ *
+ * Reading loads is most of the cost at 100 nodes (read_loads): one dict
+ * lookup a node of the router, none for the entries of a dict made in the
+ * router's node order, or one family lookup an entry when loads is much
+ * smaller than the router.
  *
  * Only reads: the family's state through its lookups and its weight_of /
- * total_weight (which run no Python code); loads is read with
- * PyDict_Next, every value an exact number read without calling Python.
- * A node's load is found with a dict lookup, which may run a key's __eq__
- * (a caller's key of its own type): the nodes in hand are then strong
- * references, and a router changed meanwhile only changes the answer.
+ * node_at (which run no Python code); every value is an int or float read
+ * without calling Python.  A node's load is found with a dict lookup,
+ * which may run a key's __eq__ (a caller's key of its own type): the nodes
+ * in hand are then strong references, and a router changed meanwhile only
+ * changes the answer.
  */
 #include "get_bounded.h"
 
@@ -70,58 +76,122 @@ static int load_value(PyObject *node, PyObject *value, double *out)
     return 0;
 }
 
-/* The sum of the loads of the nodes the router holds, every entry's value
- * checked; 0, or -1 with an exception. */
-static int held_load(RouterObject *self, PyObject *loads, double *sum)
-{
-    double total = 0.0;
-    Py_ssize_t pos = 0;
-    PyObject *node, *value;
-    while (PyDict_Next(loads, &pos, &node, &value)) {
-        double v;
-        if (load_value(node, value, &v) < 0)
-            return -1;
-        if (v == 0.0)
-            continue; /* adds nothing, held or not */
-        double w = self->family->weight_of(self, node);
-        if (w < 0.0)
-            return -1;
-        if (w > 0.0)
-            total += v;
-    }
-    *sum = total;
-    return 0;
-}
-
 /* What every candidate's bound is computed from. */
 typedef struct {
     PyObject *loads; /* a dict */
     double balance;  /* c */
     double sum;      /* the held load s */
     double total;    /* W, or -1 until first needed */
+    /* The owner's load and weight when the reading met it (-1: not met). */
+    double owner_load;
+    double owner_weight;
 } Bounds;
 
-/* 1 when node's load is below its bound, 0 when not, -1 with an exception. */
-static int admits(RouterObject *self, Bounds *b, PyObject *node)
+/* The load of node in loads (0 when missing), checked; 0, or -1 with an
+ * exception.  A key's __eq__ may run in the lookup: node is the caller's
+ * strong reference, and the value found is held while it is read. */
+static int load_of(PyObject *loads, PyObject *node, double *out)
 {
-    PyObject *value = PyDict_GetItemWithError(b->loads, node);
-    double load = 0.0;
-    if (value) {
-        Py_INCREF(value); /* a key's __eq__ may have run: hold what was found */
-        int bad = load_value(node, value, &load);
-        Py_DECREF(value);
-        if (bad < 0)
-            return -1;
-    } else if (PyErr_Occurred()) {
-        return -1;
+    PyObject *value = PyDict_GetItemWithError(loads, node);
+    *out = 0.0;
+    if (!value)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(value);
+    int result = load_value(node, value, out);
+    Py_DECREF(value);
+    return result;
+}
+
+/* W: every node's weight, summed in the router's order. */
+static double total_weight(RouterObject *self)
+{
+    double total = 0.0, w;
+    for (size_t k = 0; self->family->node_at(self, k, &w); k++)
+        total += w;
+    return total;
+}
+
+/*
+ * s, the sum of the loads of the nodes the router holds, into b->sum, read
+ * the cheaper way round: every node of the router looked up in loads (W
+ * summed on the way, the owner's load and weight kept when met; the
+ * entries that hold the router's nodes in its order read in step, with no
+ * lookup), or, when
+ * loads has fewer than half as many entries as the router has nodes, every
+ * entry of loads looked up in the router.  Either way an entry for a node
+ * the router does not hold is never read, and the value of one it holds
+ * is checked.  0, or -1 with an exception.
+ */
+static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
+{
+    double sum = 0.0, w;
+    Py_ssize_t entries = PyDict_GET_SIZE(b->loads);
+    if (entries * 2 < self->family->len(self)) {
+        Py_ssize_t pos = 0;
+        PyObject *node, *value;
+        while (PyDict_Next(b->loads, &pos, &node, &value)) {
+            double v;
+            w = self->family->weight_of(self, node);
+            if (w < 0.0)
+                return -1;
+            if (w == 0.0)
+                continue; /* not the router's */
+            if (load_value(node, value, &v) < 0)
+                return -1;
+            sum += v;
+        }
+        b->sum = sum;
+        return 0;
     }
+    double total = 0.0;
+    PyObject *node, *key, *value;
+    /* While loads holds the router's own node objects in the router's
+     * order (a dict made from its nodes), each entry is the next node's:
+     * read in step with no lookup, until the first that is not. */
+    Py_ssize_t pos = 0;
+    int in_step = 1;
+    for (size_t k = 0; (node = self->family->node_at(self, k, &w)) != NULL; k++) {
+        double v;
+        total += w;
+        if (in_step && PyDict_Next(b->loads, &pos, &key, &value) && key == node) {
+            if (load_value(node, value, &v) < 0)
+                return -1;
+            if (node == owner) {
+                b->owner_load = v;
+                b->owner_weight = w;
+            }
+            sum += v;
+            continue;
+        }
+        in_step = 0;
+        Py_INCREF(node);
+        int failed = load_of(b->loads, node, &v);
+        if (node == owner) {
+            b->owner_load = v;
+            b->owner_weight = w;
+        }
+        Py_DECREF(node);
+        if (failed)
+            return -1;
+        sum += v;
+    }
+    b->sum = sum;
+    b->total = total;
+    return 0;
+}
+
+/* 1 when node (the router's, load known or -1) is below its bound, 0 when
+ * not, -1 with an exception. */
+static int admits(RouterObject *self, Bounds *b, PyObject *node, double load, double w)
+{
+    if (load < 0.0 && load_of(b->loads, node, &load) < 0)
+        return -1;
     if (load == 0.0)
         return 1; /* every bound is at least 1 */
-    double w = self->family->weight_of(self, node);
-    if (w < 0.0)
+    if (w < 0.0 && (w = self->family->weight_of(self, node)) < 0.0)
         return -1;
     if (b->total < 0.0)
-        b->total = self->family->total_weight(self);
+        b->total = total_weight(self);
     return load < chash_bounded_slots_real(b->balance, b->sum, w, b->total);
 }
 
@@ -141,7 +211,7 @@ static PyObject *walk(RouterObject *self, PyObject *key, PyObject *owner, Bounds
         Py_ssize_t len = PyList_GET_SIZE(list);
         for (Py_ssize_t i = have; i < len; i++) {
             PyObject *node = Py_NewRef(PyList_GET_ITEM(list, i));
-            int fits = node == owner ? 0 : admits(self, b, node);
+            int fits = node == owner ? 0 : admits(self, b, node, -1.0, -1.0);
             if (fits != 0) {
                 Py_DECREF(list);
                 if (fits < 0)
@@ -182,7 +252,7 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
         PyErr_Format(PyExc_TypeError, "get_bounded expected 2 or 3 arguments, got %zd", nargs);
         return NULL;
     }
-    Bounds b = {NULL, 1.25, 0.0, -1.0};
+    Bounds b = {NULL, 1.25, 0.0, -1.0, -1.0, -1.0};
     if (factor && parse_balance_factor(factor, &b.balance) < 0)
         return NULL;
     PyObject *loads = args[1];
@@ -204,8 +274,9 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
     /* The key first: a Python hash callable runs before loads is read. */
     PyObject *owner = self->family->get(self, args[0]);
     PyObject *result = NULL;
-    if (owner && held_load(self, b.loads, &b.sum) == 0) {
-        int fits = owner == Py_None || b.sum == 0.0 ? 1 : admits(self, &b, owner);
+    if (owner && read_loads(self, &b, owner) == 0) {
+        int fits = owner == Py_None || b.sum == 0.0
+                   ? 1 : admits(self, &b, owner, b.owner_load, b.owner_weight);
         if (fits > 0)
             result = Py_NewRef(owner);
         else if (fits == 0)

@@ -515,9 +515,9 @@ static double jump_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->jump.list, node);
 }
 
-static double jump_total_weight(RouterObject *self)
+static PyObject *jump_node_at(RouterObject *self, size_t k, double *weight)
 {
-    return node_list_total_weight(&self->jump.list);
+    return node_list_node_at(&self->jump.list, k, weight);
 }
 
 static PyObject *jump_hash_name(RouterObject *self)
@@ -688,7 +688,7 @@ const router_family jump_family = {
     .nodes = jump_nodes,
     .weights = jump_weights,
     .weight_of = jump_weight_of,
-    .total_weight = jump_total_weight,
+    .node_at = jump_node_at,
     .hash_name = jump_hash_name,
     .layout = jump_layout,
     .repr = jump_repr,

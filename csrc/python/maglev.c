@@ -460,9 +460,9 @@ static double maglev_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->mg.list, node);
 }
 
-static double maglev_total_weight(RouterObject *self)
+static PyObject *maglev_node_at(RouterObject *self, size_t k, double *weight)
 {
-    return node_list_total_weight(&self->mg.list);
+    return node_list_node_at(&self->mg.list, k, weight);
 }
 
 static PyObject *maglev_points(RouterObject *self)
@@ -653,7 +653,7 @@ const router_family maglev_family = {
     .nodes = maglev_nodes,
     .weights = maglev_weights,
     .weight_of = maglev_weight_of,
-    .total_weight = maglev_total_weight,
+    .node_at = maglev_node_at,
     .points = maglev_points,
     .table = maglev_table,
     .hash_name = maglev_hash_name,

@@ -74,12 +74,12 @@ double node_list_weight_of(const NodeList *list, PyObject *node)
     return (double)list->weights[at];
 }
 
-double node_list_total_weight(const NodeList *list)
+PyObject *node_list_node_at(const NodeList *list, size_t k, double *weight)
 {
-    double total = 0.0;
-    for (Py_ssize_t k = 0, n = node_list_len(list); k < n; k++)
-        total += (double)list->weights[k];
-    return total;
+    if (k >= (size_t)node_list_len(list))
+        return NULL;
+    *weight = (double)list->weights[k];
+    return node_list_at(list, k);
 }
 
 int node_list_weight(double w, const char *layout, uint64_t *out)

@@ -484,12 +484,12 @@ static double rdv_weight_of(RendezvousObject *self, PyObject *node)
     return self->rdv.weights[at];
 }
 
-static double rdv_total_weight(RendezvousObject *self)
+static PyObject *rdv_node_at(RendezvousObject *self, size_t k, double *weight)
 {
-    double total = 0.0;
-    for (Py_ssize_t k = 0, n = PyTuple_GET_SIZE(self->rdv.nodes); k < n; k++)
-        total += self->rdv.weights[k];
-    return total;
+    if (k >= (size_t)PyTuple_GET_SIZE(self->rdv.nodes))
+        return NULL;
+    *weight = self->rdv.weights[k];
+    return PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k);
 }
 
 static PyObject *rdv_hash_name(RendezvousObject *self)
@@ -660,7 +660,7 @@ const router_family rendezvous_family = {
     .nodes = rdv_nodes,
     .weights = rdv_weights,
     .weight_of = rdv_weight_of,
-    .total_weight = rdv_total_weight,
+    .node_at = rdv_node_at,
     .hash_name = rdv_hash_name,
     .layout = rdv_layout_name,
     .repr = rdv_repr,

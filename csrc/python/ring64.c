@@ -408,9 +408,9 @@ static double ring64_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->r64.list, node);
 }
 
-static double ring64_total_weight(RouterObject *self)
+static PyObject *ring64_node_at(RouterObject *self, size_t k, double *weight)
 {
-    return node_list_total_weight(&self->r64.list);
+    return node_list_node_at(&self->r64.list, k, weight);
 }
 
 static PyObject *ring64_points(RouterObject *self)
@@ -581,7 +581,7 @@ const router_family ring64_family = {
     .nodes = ring64_nodes,
     .weights = ring64_weights,
     .weight_of = ring64_weight_of,
-    .total_weight = ring64_total_weight,
+    .node_at = ring64_node_at,
     .points = ring64_points,
     .hash_ring = ring64_hash_ring,
     .node_map = ring64_node_map,

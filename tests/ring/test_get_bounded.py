@@ -93,8 +93,11 @@ ADDRESSES = [f"10.0.{i}.1:8080" for i in range(len(NAMES))]
 def names(kind: str) -> list[str]:
     """Node names the kind's layout takes."""
     return ADDRESSES if kind == "ring-nghttpx" else NAMES
-LOAD = st.one_of(st.integers(0, 12), st.floats(0, 12, allow_nan=False),
-                 st.sampled_from([0, 0.5, 1]))
+# Fractions of 1/8: their sums are exact whatever the order they are
+# added in (get_bounded sums in the router's order or in loads', whichever
+# it reads).
+LOAD = st.one_of(st.integers(0, 12), st.integers(0, 96).map(lambda n: n / 8),
+                 st.sampled_from([0, 0.5, 1, 0.0]))
 KEYS = st.one_of(st.text(max_size=12), st.binary(max_size=12))
 
 
@@ -106,9 +109,17 @@ def test_get_bounded_is_the_model(kind: str, data: st.DataObject) -> None:
     router = build(kind, nodes, draws)
     loads = data.draw(st.dictionaries(st.sampled_from(nodes + FOREIGN), LOAD, max_size=14))
     factor = data.draw(st.sampled_from([1, 1.0, 1.1, 1.25, 1.5, 2, 3.75]))
+    # The same loads made in the router's node order (read in step), then
+    # foreign entries after them, or the order broken part way.
+    ordered = {node: loads.get(node, 0) for node in router.nodes}
+    ordered.update((node, load) for node, load in loads.items() if node not in ordered)
+    cut = data.draw(st.integers(0, len(router)))
+    broken = dict(list(ordered.items())[cut:] + list(ordered.items())[:cut])
     fingerprint = router.fingerprint()
     for key in data.draw(st.lists(KEYS, min_size=1, max_size=8)):
         expected = model(router, key, loads, factor)
+        assert router.get_bounded(key, ordered, factor) == expected
+        assert router.get_bounded(key, broken, factor) == expected
         assert router.get_bounded(key, loads, factor) == expected
         assert router.get_bounded(key, loads, balance_factor=factor) == expected
         if factor == 1.25:
@@ -175,8 +186,10 @@ def test_an_empty_router_gives_none(kind: str) -> None:
     router = MAKERS[kind]()
     assert router.get_bounded("k", {}) is None
     assert router.get_bounded(b"k", {"a": 3}, 2.0) is None
-    with pytest.raises(ValueError, match="load of 'a'"):
-        router.get_bounded("k", {"a": -1})
+    # Nothing is held: no entry is read.
+    assert router.get_bounded("k", {"a": -1, "b": "x"}) is None
+    with pytest.raises(ValueError, match="balance_factor"):
+        router.get_bounded("k", {}, 0.5)
 
 
 BAD_LOADS: list[tuple[object, type[Exception], str]] = [
@@ -196,13 +209,19 @@ BAD_LOADS: list[tuple[object, type[Exception], str]] = [
 @pytest.mark.parametrize(("value", "error", "message"), BAD_LOADS)
 def test_a_bad_load_is_named(kind: str, value: object, error: type[Exception],
                              message: str) -> None:
-    router = build(kind, NAMES[:4], [1, 2, 3, 4]) if kind != "ring-nghttpx" else \
-        build(kind, ADDRESSES[:4], [1, 2, 3, 4])
-    with pytest.raises(error, match=message):
-        router.get_bounded("k", {router.nodes[1]: 1, "node-0": value})
-    # A node the router does not hold is checked too.
-    with pytest.raises(error, match=message.replace("node-0", "gone")):
-        router.get_bounded("k", {"gone": value})
+    router = build(kind, names(kind)[:4], [1, 2, 3, 4])
+    held = router.nodes[0]
+    message = message.replace("node-0", held)
+    # However loads is read: in the router's order, in another, or entry by
+    # entry (fewer entries than half the nodes).
+    for loads in ({held: value, router.nodes[1]: 1}, {router.nodes[1]: 1, held: value},
+                  {held: value}):
+        with pytest.raises(error, match=message):
+            router.get_bounded("k", loads)
+    # An entry for a node the router does not hold is ignored, unread.
+    owner = router.get_target_node("k")
+    assert router.get_bounded("k", {"gone": value}) == owner
+    assert router.get_bounded("k", dict.fromkeys(router.nodes, 0) | {"gone": value}) == owner
 
 
 BAD_FACTORS: list[tuple[object, type[Exception], str]] = [

@@ -145,12 +145,13 @@ double ring32_weight_of(RouterObject *self, PyObject *node)
     return entry_at(self, index)->weight;
 }
 
-double ring32_total_weight(RouterObject *self)
+PyObject *ring32_node_at(RouterObject *self, size_t k, double *weight)
 {
-    double total = 0.0;
-    for (size_t i = 0, n = chash_ring_node_count(self->r32.ring); i < n; i++)
-        total += entry_at(self, i)->weight;
-    return total;
+    if (k >= chash_ring_node_count(self->r32.ring))
+        return NULL;
+    NodeEntry *entry = entry_at(self, k);
+    *weight = entry->weight;
+    return entry->name;
 }
 
 PyObject *ring32_points(RouterObject *self)
