@@ -90,9 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in range(args.repeat):
         for label, (router, _moved) in routers.items():
             get, bounded = router.get_target_node, router.get_bounded
-            passes = {"get": lambda: [get(k) for k in keys],
-                      "bounded": lambda: [bounded(k, loads) for k in keys],
-                      "other": lambda: [bounded(k, other) for k in keys]}
+            passes = {"get": lambda get=get: [get(k) for k in keys],
+                      "bounded": lambda bounded=bounded: [bounded(k, loads) for k in keys],
+                      "other": lambda bounded=bounded: [bounded(k, other) for k in keys]}
             order = ["get", "bounded", "other"]
             order = order[r % 3:] + order[:r % 3]
             for which in order:
