@@ -358,3 +358,19 @@ def test_a_router_changed_by_a_loads_key_does_not_crash(kind: str) -> None:
         got = router.get_bounded(key, loads)
         assert got is None or got in held
         Meddler.router = None
+
+
+@pytest.mark.parametrize("kind", ["ring-python", "maglev", "rendezvous-hrw"])
+def test_a_failed_call_holds_no_reference(kind: str) -> None:
+    router = build(kind, NAMES[:6], list(range(6)))
+    node, bad, fine = router.nodes[2], -1.5, 7.25
+    loads = {router.nodes[0]: fine, node: bad}
+    counts = [sys.getrefcount(x) for x in (node, bad, fine, loads)]
+    for i in range(1000):
+        try:
+            router.get_bounded(f"k{i}", loads if i % 2 else {node: bad})
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("a negative load went unnoticed")
+    assert [sys.getrefcount(x) for x in (node, bad, fine, loads)] == counts
