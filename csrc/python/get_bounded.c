@@ -40,6 +40,7 @@
 #include "args.h"
 #include "strategies/bounded.h"
 
+#include <float.h>
 #include <math.h>
 
 /* A load as a double, into *out: an int or float (not a bool), finite and
@@ -87,6 +88,27 @@ typedef struct {
     double owner_weight;
 } Bounds;
 
+/* load_value for the common case, inline: an exact int or float that is
+ * finite and >= 0 into *out, 0; anything else through load_value (its
+ * checks and messages). */
+static inline int read_load(PyObject *node, PyObject *value, double *out)
+{
+    double v;
+    if (PyLong_CheckExact(value)) {
+        v = PyLong_AsDouble(value);
+    } else if (PyFloat_CheckExact(value)) {
+        v = PyFloat_AS_DOUBLE(value);
+    } else {
+        return load_value(node, value, out);
+    }
+    if (!(v >= 0.0 && v <= DBL_MAX)) { /* also NaN, and -1.0 for an overflow */
+        PyErr_Clear(); /* load_value reads it again and names it */
+        return load_value(node, value, out);
+    }
+    *out = v;
+    return 0;
+}
+
 /* The load of node in loads (0 when missing), checked; 0, or -1 with an
  * exception.  A key's __eq__ may run in the lookup: node is the caller's
  * strong reference, and the value found is held while it is read. */
@@ -97,7 +119,7 @@ static int load_of(PyObject *loads, PyObject *node, double *out)
     if (!value)
         return PyErr_Occurred() ? -1 : 0;
     Py_INCREF(value);
-    int result = load_value(node, value, out);
+    int result = read_load(node, value, out);
     Py_DECREF(value);
     return result;
 }
@@ -154,7 +176,7 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
         double v;
         total += w;
         if (in_step && PyDict_Next(b->loads, &pos, &key, &value) && key == node) {
-            if (load_value(node, value, &v) < 0)
+            if (read_load(node, value, &v) < 0)
                 return -1;
             if (node == owner) {
                 b->owner_load = v;
