@@ -4,6 +4,7 @@ regenerate the README figures from the new files.
     python3 benchmarks/rerun.py router fastring families --python3.13 PATH
     python3 benchmarks/rerun.py gateway gateway-tls
     python3 benchmarks/rerun.py nodes migration clients jump membership-redis
+    python3 benchmarks/rerun.py get-bounded
     python3 benchmarks/rerun.py --list
 
 A benchmark whose script writes no JSON gets the commit, the interpreter
@@ -90,6 +91,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "compat-layouts": ("python", ["benchmarks/bench_router.py", "--compat-only", "--repeat", "15"]),
     "haproxy-layout": ("python", ["benchmarks/bench_router.py", "--compat-only", "--layout",
                                   "haproxy", "--repeat", "15"]),
+    "get-bounded": ("python", ["benchmarks/bench_get_bounded.py", "--repeat", "15"]),
 }
 
 

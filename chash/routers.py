@@ -10,8 +10,9 @@ for a router (a view over one, a test's double):
 * ``Lookup``: a ranking with the owner of a key and the node list: the
   sticky clients (``chash.routing.sticky``).
 * ``Router``: every read the layers above make of a router: membership
-  tests, weights and the weight rule, layout and hash, batch lookups,
-  ownership and the fingerprint (metrics, migration, the gateway's status page).
+  tests, weights and the weight rule, layout and hash, batch lookups, the
+  bounded lookup over the caller's loads (``get_bounded``), ownership and
+  the fingerprint (metrics, migration, the gateway's status page).
 * ``MutableRouter``: a router whose nodes and weights change: health
   verdicts (``chash.health.LocalMembership``), weights
   (``chash.weights``), the gateway.
@@ -30,7 +31,7 @@ A leaf: imports nothing of chash but the routers' stubs, for the check.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 __all__ = ["Key", "Lookup", "MutableRouter", "Ranking", "Router"]
@@ -100,6 +101,12 @@ class Router(Lookup, Protocol):
 
     def get_target_nodes(self, keys: Iterable[Key], /) -> list[str | None]:
         """The owner of each key, in order."""
+        ...
+
+    def get_bounded(self, key: Key, loads: Mapping[str, float], /,
+                    balance_factor: float = 1.25) -> str | None:
+        """The first node of the key's preference list below its bound over
+        ``loads`` (node -> load): bounded loads over the caller's counts."""
         ...
 
     def ownership(self) -> dict[str, float]:

@@ -18,7 +18,10 @@ follows, for failover.
   gateway's key rule) goes by the ring instead, bounded: the first node of
   the key's preference list under its share of ceil(c x (in flight + 1)),
   c = ``balance_factor`` (consistent hashing with bounded loads, weighted;
-  the rule ``chash.simulate``'s ``chwbl`` uses).
+  the rule ``chash.simulate``'s ``chwbl`` uses): the router's own
+  ``get_bounded`` when the gateway routes on the router itself, the same
+  rule over the preference list of the zones or the shared ring's local
+  verdicts when they reorder or filter it.
 - A body that is not JSON or holds no prompt goes to the least-loaded node
   (logged), never refused here: the engine says what is wrong with it.
 
@@ -280,7 +283,10 @@ class PromptRoutes:
             nodes = self._routes.get_preference_list(session, len(self._router))
             if not nodes:
                 return Choice([], "session")
-            first = self._bounded(nodes)
+            loads, _ = self.views(nodes)
+            bounded = getattr(self._routes, "get_bounded", None)
+            first = bounded(session, loads, self._factor) if bounded is not None \
+                else self._bounded(nodes, loads)
             choice = Choice(_first(nodes, first, attempts), "session")
         else:
             prompt = None if body is None else prompt_of(body)
@@ -350,8 +356,9 @@ class PromptRoutes:
         node = min(nodes, key=lambda n: (loads.get(n, 0), queued.get(n, 0.0)))
         return Choice(_first(nodes, node, attempts), "least-loaded")
 
-    def _bounded(self, nodes: Sequence[str]) -> str:
-        loads, _ = self.views(nodes)
+    def _bounded(self, nodes: Sequence[str], loads: Mapping[str, float]) -> str:
+        """get_bounded's rule over ``nodes``, a preference list the routes
+        reordered or filtered."""
         weights: Mapping[str, float] = getattr(self._router, "weights", None) or {}
         total = math.ceil(self._factor * (sum(loads.get(n, 0) for n in nodes) + 1))
         whole = sum(weights.get(n, 1.0) for n in nodes)

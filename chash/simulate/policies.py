@@ -8,7 +8,8 @@ their sources (docs/llm.md).
 - ``chwbl``: the same key and ring, bounded loads (consistent hashing with
   bounded loads, weighted): T = ceil(c x (sum of loads + 1)); a node of
   weight w of W may hold max(ceil(T x w / W), 1); the first node of the
-  preference list under its bound;
+  preference list under its bound (the ring's ``get_bounded``; the rule
+  restated in Python as ``bounded_choice``);
 - ``cache-aware``: SGLang model gateway's defaults (balance threshold 64,
   ratio 1.5, cache threshold 0.3) over the replica's records;
 - ``prefix``: ``chash.affinity.PrefixAffinity`` over the ring, told each
@@ -57,7 +58,8 @@ def bounded_choice(preference: Sequence[int], loads: Sequence[int], weights: Seq
                    c: float) -> int:
     """The first of ``preference`` (worker indexes) whose load is under its
     bound: T = ceil(c x (sum loads + 1)), a worker of weight w of W holds
-    at most max(ceil(T x w / W), 1)."""
+    at most max(ceil(T x w / W), 1).  The rule ``get_bounded`` computes in
+    C, stated over indexes (``Chwbl`` routes with ``get_bounded``)."""
     total = math.ceil(c * (sum(loads) + 1))
     whole = sum(weights)
     for j in preference:
@@ -101,19 +103,20 @@ class RingPolicy:
 
 
 class Chwbl(RingPolicy):
-    """The ring's preference list for the key, bounded by load."""
+    """The ring's preference list for the key, bounded by load: the ring's
+    ``get_bounded`` over the workers' loads (every weight 1)."""
 
     def __init__(self, config: ServingConfig) -> None:
         super().__init__(config)
-        self.workers = config.workers
+        self.names = config.names
         self.factor = config.balance_factor
-        self.weights = [1.0] * config.workers
 
     def choose(self, request: TraceRequest, view: View) -> int:
-        names = self.router.get_preference_list(ring_key(request.hash_ids, self.key_blocks),
-                                                self.workers)
-        return bounded_choice([self.index[name] for name in names], view.loads,
-                              self.weights, self.factor)
+        loads = dict(zip(self.names, view.loads, strict=True))
+        node = self.router.get_bounded(ring_key(request.hash_ids, self.key_blocks), loads,
+                                       self.factor)
+        assert node is not None
+        return self.index[node]
 
 
 class CacheAware:

@@ -60,6 +60,31 @@ int parse_weight(PyObject *weight_obj, double *weight)
     return 0;
 }
 
+/* A balance factor (bounded loads' c), into *out: an int or float, finite
+ * and >= 1; 0, or -1 with TypeError (not a number, or a bool) or
+ * ValueError (below 1, NaN, infinite or too large for a float). */
+int parse_balance_factor(PyObject *obj, double *out)
+{
+    if (PyBool_Check(obj) || !(PyLong_Check(obj) || PyFloat_Check(obj))) {
+        PyErr_Format(PyExc_TypeError, "balance_factor must be a number, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    double value = PyFloat_AsDouble(obj);
+    if (value == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        value = HUGE_VAL;
+    }
+    if (!isfinite(value) || value < 1.0) {
+        PyErr_Format(PyExc_ValueError, "balance_factor must be a finite number >= 1, not %R", obj);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
 /* A hash argument: an int in [0, 2**bits - 1] (bits 32 or 64), into *out;
  * 0, or -1 with TypeError (not an int, or a bool) or ValueError naming
  * the range and the layout. */

@@ -18,6 +18,7 @@
 int node_id(PyObject *node, const char **buf, Py_ssize_t *len);
 const char *name_arg(PyObject *value, const char *what);
 int parse_weight(PyObject *weight_obj, double *weight);
+int parse_balance_factor(PyObject *obj, double *out);
 int parse_hash_arg(PyObject *obj, unsigned bits, const char *layout, uint64_t *out);
 uint64_t *parse_hash_args(PyObject *hashes, unsigned bits, const char *layout, Py_ssize_t *n);
 int parse_count(PyObject *obj, size_t *out);

@@ -32,6 +32,7 @@
  */
 #include "bounded.h"
 
+#include "args.h"
 #include "router.h"
 #include "strategies/bounded.h"
 
@@ -574,21 +575,8 @@ static PyObject *bounded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:BoundedLoadRouter", kwlist, &router, &factor))
         return NULL;
     double balance = 1.25;
-    if (factor) {
-        if (PyBool_Check(factor) || !(PyLong_Check(factor) || PyFloat_Check(factor))) {
-            PyErr_Format(PyExc_TypeError, "balance_factor must be a number, not %.200s",
-                         Py_TYPE(factor)->tp_name);
-            return NULL;
-        }
-        balance = PyFloat_AsDouble(factor);
-        if (balance == -1.0 && PyErr_Occurred())
-            return NULL;
-        if (!isfinite(balance) || balance < 1.0) {
-            PyErr_Format(PyExc_ValueError, "balance_factor must be a finite number >= 1, not %R",
-                         factor);
-            return NULL;
-        }
-    }
+    if (factor && parse_balance_factor(factor, &balance) < 0)
+        return NULL;
     BoundedObject *self = (BoundedObject *)type->tp_alloc(type, 0);
     if (!self)
         return NULL;

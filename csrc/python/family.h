@@ -143,6 +143,13 @@ struct router_family {
     PyObject *(*get_many_by_hash)(RouterObject *self, PyObject *hashes);
     PyObject *(*preference)(RouterObject *self, PyObject *key, size_t n);
     PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
+    /* get_bounded (get_bounded.c): the weight of node as weights gives it
+     * (> 0), 0.0 when the router does not hold it, or -1.0 with an
+     * exception; and the node at position k of weights' order (borrowed)
+     * with its weight in *weight, or NULL (no exception) for k past the
+     * last.  Both only read the family's state and run no Python code. */
+    double (*weight_of)(RouterObject *self, PyObject *node);
+    PyObject *(*node_at)(RouterObject *self, size_t k, double *weight);
     /* What the router tells about itself. */
     PyObject *(*ownership)(RouterObject *self);
     PyObject *(*key_distribution)(RouterObject *self, PyObject *keys);
@@ -191,7 +198,8 @@ enum router_setting { SETTING_VNODES, SETTING_MIN_RING, SETTING_MAX_RING, SETTIN
 enum router_method {
     RM_ADD, RM_ADD_MANY, RM_REMOVE, RM_DISCARD, RM_GET, RM_GET_MANY, RM_GET_BY_HASH,
     RM_GET_MANY_BY_HASH, RM_PREFERENCE, RM_OWNERSHIP, RM_DISTRIBUTION, RM_FINGERPRINT, RM_DIFF,
-    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_REBUILD, RM_COUNT
+    RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_REBUILD,
+    RM_GET_BOUNDED, RM_COUNT
 };
 enum router_property {
     RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
@@ -232,7 +240,29 @@ struct router_class {
     [RM_DISCARD] = discard_doc, [RM_GET] = get_doc, [RM_GET_MANY] = get_many_doc,         \
     [RM_GET_BY_HASH] = get_by_hash_doc, [RM_PREFERENCE] = preference_doc,                 \
     [RM_OWNERSHIP] = ownership_doc, [RM_DISTRIBUTION] = distribution_doc,                 \
-    [RM_FINGERPRINT] = fingerprint_doc, [RM_CHECK] = check_doc, [RM_REDUCE] = reduce_doc
+    [RM_FINGERPRINT] = fingerprint_doc, [RM_CHECK] = check_doc, [RM_REDUCE] = reduce_doc,     \
+    [RM_GET_BOUNDED] = GET_BOUNDED_DOC
+
+/* get_bounded's docstring (get_bounded.c), one for every class. */
+#define GET_BOUNDED_DOC                                                                   \
+    "get_bounded($self, key, loads, /, balance_factor=1.25)\n--\n\n"                       \
+    "The node for key under bounded loads, over loads the caller tracks.\n\n"             \
+    "loads maps a node to its current load (an int or float >= 0); a node\n"            \
+    "missing from it has load 0, and an entry for a node this router does not\n"       \
+    "hold is ignored, in the sum too.  With s the sum of the loads of the\n"          \
+    "router's nodes, T = ceil(balance_factor * (s + 1)) and a node of weight w\n"      \
+    "out of a total W may hold max(ceil(T * w / W), 1): the answer is the first\n"     \
+    "node of get_preference_list(key, ...) whose load is below its bound\n"          \
+    "(BoundedLoadRouter's rule).  With every load 0 it is get_target_node(key);\n"     \
+    "None when the router is empty.  Stateless: nothing is acquired or\n"              \
+    "released, and the router is only read.\n\n"                                      \
+    "TypeError for a load of a node it holds that is not an int or float (a\n"       \
+    "bool included) or loads not a mapping; ValueError for such a load that is\n"    \
+    "negative, NaN or infinite, or a balance_factor below 1 or not finite; the\n"    \
+    "key's errors are get_target_node's.\n\n"                                           \
+    "Cost: the owner's lookup, a dict lookup a node of the\n"                          \
+    "router (none while loads holds its nodes in its order), and the preference\n" \
+    "list only when the owner is at its bound."
 
 /* The weight_rule property's docstring, one for every class. */
 #define WEIGHT_RULE_DOC                                                                   \

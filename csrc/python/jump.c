@@ -510,6 +510,16 @@ static PyObject *jump_weights(RouterObject *self)
     return node_list_weights(&self->jump.list);
 }
 
+static double jump_weight_of(RouterObject *self, PyObject *node)
+{
+    return node_list_weight_of(&self->jump.list, node);
+}
+
+static PyObject *jump_node_at(RouterObject *self, size_t k, double *weight)
+{
+    return node_list_node_at(&self->jump.list, k, weight);
+}
+
 static PyObject *jump_hash_name(RouterObject *self)
 {
     return PyUnicode_FromString(chash_hash_name(self->jump.hash));
@@ -677,6 +687,8 @@ const router_family jump_family = {
     .check = jump_check,
     .nodes = jump_nodes,
     .weights = jump_weights,
+    .weight_of = jump_weight_of,
+    .node_at = jump_node_at,
     .hash_name = jump_hash_name,
     .layout = jump_layout,
     .repr = jump_repr,

@@ -455,6 +455,16 @@ static PyObject *maglev_weights(RouterObject *self)
     return node_list_weights(&self->mg.list);
 }
 
+static double maglev_weight_of(RouterObject *self, PyObject *node)
+{
+    return node_list_weight_of(&self->mg.list, node);
+}
+
+static PyObject *maglev_node_at(RouterObject *self, size_t k, double *weight)
+{
+    return node_list_node_at(&self->mg.list, k, weight);
+}
+
 static PyObject *maglev_points(RouterObject *self)
 {
     return node_list_counts(&self->mg.list);
@@ -642,6 +652,8 @@ const router_family maglev_family = {
     .check = maglev_check,
     .nodes = maglev_nodes,
     .weights = maglev_weights,
+    .weight_of = maglev_weight_of,
+    .node_at = maglev_node_at,
     .points = maglev_points,
     .table = maglev_table,
     .hash_name = maglev_hash_name,

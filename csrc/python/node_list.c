@@ -66,6 +66,22 @@ int node_list_contains(const NodeList *list, PyObject *node)
     return at >= 0 ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+double node_list_weight_of(const NodeList *list, PyObject *node)
+{
+    Py_ssize_t at = node_list_position(list, node);
+    if (at < 0)
+        return PyErr_Occurred() ? -1.0 : 0.0;
+    return (double)list->weights[at];
+}
+
+PyObject *node_list_node_at(const NodeList *list, size_t k, double *weight)
+{
+    if (k >= (size_t)node_list_len(list))
+        return NULL;
+    *weight = (double)list->weights[k];
+    return node_list_at(list, k);
+}
+
 int node_list_weight(double w, const char *layout, uint64_t *out)
 {
     if (!(w >= 1.0 && w <= 4294967295.0 && w == (double)(uint64_t)w)) {

@@ -80,6 +80,10 @@ static inline PyObject *const *node_list_items(const NodeList *list)
 Py_ssize_t node_list_position(const NodeList *list, PyObject *node);
 /* 1, 0, or -1 with an exception. */
 int node_list_contains(const NodeList *list, PyObject *node);
+/* The weight of node (>= 1), 0.0 when the list lacks it, -1.0 with an
+ * exception; the sum of the weights, in list order (get_bounded's). */
+double node_list_weight_of(const NodeList *list, PyObject *node);
+PyObject *node_list_node_at(const NodeList *list, size_t k, double *weight);
 
 /* A weight of these layouts: an integer from 1 to 2**32 - 1 (Envoy's and
  * gRPC's uint32), from a double parse_weight read; 0 or -1. */

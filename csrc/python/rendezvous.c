@@ -476,6 +476,22 @@ static PyObject *rdv_weights(RendezvousObject *self)
     return float_map(self, self->rdv.weights);
 }
 
+static double rdv_weight_of(RendezvousObject *self, PyObject *node)
+{
+    Py_ssize_t at = rdv_position_of(self, node);
+    if (at < 0)
+        return PyErr_Occurred() ? -1.0 : 0.0;
+    return self->rdv.weights[at];
+}
+
+static PyObject *rdv_node_at(RendezvousObject *self, size_t k, double *weight)
+{
+    if (k >= (size_t)PyTuple_GET_SIZE(self->rdv.nodes))
+        return NULL;
+    *weight = self->rdv.weights[k];
+    return PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k);
+}
+
 static PyObject *rdv_hash_name(RendezvousObject *self)
 {
     return PyUnicode_FromString(rdv_layouts[self->rdv.layout].hash);
@@ -643,6 +659,8 @@ const router_family rendezvous_family = {
     .check = rdv_check,
     .nodes = rdv_nodes,
     .weights = rdv_weights,
+    .weight_of = rdv_weight_of,
+    .node_at = rdv_node_at,
     .hash_name = rdv_hash_name,
     .layout = rdv_layout_name,
     .repr = rdv_repr,

@@ -403,6 +403,16 @@ static PyObject *ring64_weights(RouterObject *self)
     return node_list_weights(&self->r64.list);
 }
 
+static double ring64_weight_of(RouterObject *self, PyObject *node)
+{
+    return node_list_weight_of(&self->r64.list, node);
+}
+
+static PyObject *ring64_node_at(RouterObject *self, size_t k, double *weight)
+{
+    return node_list_node_at(&self->r64.list, k, weight);
+}
+
 static PyObject *ring64_points(RouterObject *self)
 {
     return node_list_counts(&self->r64.list);
@@ -570,6 +580,8 @@ const router_family ring64_family = {
     .check = ring64_check,
     .nodes = ring64_nodes,
     .weights = ring64_weights,
+    .weight_of = ring64_weight_of,
+    .node_at = ring64_node_at,
     .points = ring64_points,
     .hash_ring = ring64_hash_ring,
     .node_map = ring64_node_map,

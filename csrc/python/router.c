@@ -13,6 +13,7 @@
 
 #include "args.h"
 #include "diff.h"
+#include "get_bounded.h"
 #include "state.h"
 #include "zones.h"
 
@@ -500,6 +501,7 @@ static const MasterMethod master_methods[RM_COUNT] = {
     [RM_SETSTATE] = {{"__setstate__", (PyCFunction)router_setstate, METH_O, NULL}, NEEDS(setstate)},
     [RM_REPLACE] = {{"_replace_nodes", (PyCFunction)router_replace, METH_O, NULL}, NEEDS(replace)},
     [RM_REBUILD] = {{"_rebuild", (PyCFunction)router_class_rebuild, METH_VARARGS | METH_CLASS, NULL}, NEEDS(rebuild)},
+    [RM_GET_BOUNDED] = {{"get_bounded", (PyCFunction)(void (*)(void))router_get_bounded, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(weight_of)},
 };
 
 typedef struct {

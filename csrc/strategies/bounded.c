@@ -43,22 +43,26 @@ int chash_bounded_assign(const chash_ring *ring, double balance, const uint64_t 
 /* ------------------------------------------------------------------ */
 /* The weighted bound and the live table                              */
 
-uint64_t chash_bounded_slots(double balance, uint64_t in_flight, double weight,
-                             double total_weight)
+double chash_bounded_slots_real(double balance, double load, double weight, double total_weight)
 {
     if (!(weight > 0.0) || !(total_weight > 0.0))
-        return 0;
-    /* 2**64 as a double: anything at or above saturates. */
-    const double cap = 18446744073709551616.0;
-    double total = ceil(balance * ((double)in_flight + 1.0));
+        return 0.0;
+    double total = ceil(balance * (load + 1.0));
     /*
      * T * weight / total_weight, multiplied first: with whole weights the
      * product is exact and the division correctly rounded, so a share
      * that divides T gives a whole number (T * (1.0 / n) might not).
      */
     double slots = weight >= total_weight ? total : ceil(total * weight / total_weight);
-    if (slots < 1.0)
-        return 1;
+    return slots < 1.0 ? 1.0 : slots;
+}
+
+uint64_t chash_bounded_slots(double balance, uint64_t in_flight, double weight,
+                             double total_weight)
+{
+    /* 2**64 as a double: anything at or above saturates. */
+    const double cap = 18446744073709551616.0;
+    double slots = chash_bounded_slots_real(balance, (double)in_flight, weight, total_weight);
     return slots >= cap ? UINT64_MAX : (uint64_t)slots;
 }
 

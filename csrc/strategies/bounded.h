@@ -54,6 +54,16 @@ uint64_t chash_bounded_slots(double balance, uint64_t in_flight, double weight,
                              double total_weight);
 
 /*
+ * The same rule over a real load (the loads a caller tracks itself, which
+ * may be fractional: chash's get_bounded): max(ceil(T * weight /
+ * total_weight), 1) for T = ceil(balance * (load + 1)), as a double (a
+ * whole number, or +inf); 0 when weight or total_weight is not > 0.
+ * chash_bounded_slots is this at load = in_flight, saturated.  balance is
+ * finite and >= 1 and load finite and >= 0 (the caller checked).
+ */
+double chash_bounded_slots_real(double balance, double load, double weight, double total_weight);
+
+/*
  * A live load table: one slot a node (numbered by the caller), each with
  * a weight (>= 0: 0 for a node that left the router but still holds
  * requests) and the requests it holds, their sum, and the balance factor.

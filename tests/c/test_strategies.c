@@ -526,6 +526,21 @@ static void test_loads(void)
     CHECK(chash_bounded_slots(1.0, 9, 5.0, 5.0) == 10);    /* the whole weight */
     CHECK(chash_bounded_slots(1.0, 9, 0.0, 5.0) == 0);     /* gone: never admitted */
     CHECK(chash_bounded_slots(1e300, 9, 1.0, 2.0) == UINT64_MAX);
+    /* The same rule over a real load sum (get_bounded's), unsaturated. */
+    CHECK(chash_bounded_slots_real(1.25, 7.0, 1.0, 4.0) == 3.0);
+    CHECK(chash_bounded_slots_real(1.25, 0.5, 1.0, 4.0) == 1.0);   /* T = ceil(1.875) = 2 */
+    CHECK(chash_bounded_slots_real(1.0, 2.5, 3.0, 4.0) == 3.0);    /* T = 4: ceil(3) */
+    CHECK(chash_bounded_slots_real(1.5, 2.5, 1.0, 1.0) == 6.0);    /* T = ceil(5.25) */
+    CHECK(chash_bounded_slots_real(1.0, 0.0, 1.0, 1000.0) == 1.0); /* at least one */
+    CHECK(chash_bounded_slots_real(1.0, 3.0, 0.0, 5.0) == 0.0);    /* no weight: never admitted */
+    CHECK(chash_bounded_slots_real(1.0, 3.0, 1.0, 0.0) == 0.0);
+    CHECK(chash_bounded_slots_real(1e300, 9.0, 1.0, 2.0) == 5e300);
+    int same = 1;
+    for (uint64_t t = 0; t < 300; t++)
+        for (double w = 0; w <= 6; w++)
+            same &= (double)chash_bounded_slots(1.3, t, w, 6.0)
+                    == chash_bounded_slots_real(1.3, (double)t, w, 6.0);
+    CHECK(same);
     /* Equal weights give the paper's ceil(c * (t + 1) / n), exactly. */
     int paper = 1;
     for (uint64_t t = 0; t < 500; t++)

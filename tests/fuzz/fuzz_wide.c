@@ -34,7 +34,7 @@
  *               rules and a bad one, chash_jump_preference against a plain
  *               list of the free buckets, any bucket counts and keys;
  *   LOADS       the live load table of bounded loads (strategies/bounded.h:
- *               chash_bounded_slots, chash_loads_create, _free, _size,
+ *               chash_bounded_slots, chash_bounded_slots_real, chash_loads_create, _free, _size,
  *               _balance, _in_flight, _load, _bound, _admits, _pick, _take,
  *               _try_take, _put, _check) over up to 16 slots of whole weights (0
  *               included) or bad ones, balances below 1, NaN or huge, and
@@ -558,6 +558,9 @@ static void op_loads(fz_in *in)
             FZ_ASSERT(chash_loads_load(t, k) == (k < n ? load[k] : 0));
             FZ_ASSERT(bound == (k < n ? model_slots(balance, flight, whole[k], total) : 0));
             FZ_ASSERT(bound == (k < n ? chash_bounded_slots(balance, flight, weights[k], (double)total) : 0));
+            /* The real-load rule is the same rule, saturated at 2**64 here. */
+            FZ_ASSERT(k >= n || (double)bound == fmin(chash_bounded_slots_real(balance, (double)flight, weights[k], (double)total),
+                                                      18446744073709551616.0));
             FZ_ASSERT(chash_loads_admits(t, k) == (k < n && load[k] < bound));
             any |= chash_loads_admits(t, k);
         }

@@ -395,3 +395,43 @@ def test_chash_gateway_affinity_prefix_routes_completions_by_prompt(workers: str
             for engine in engines.values():
                 await engine.stop()
     run(main())
+
+
+class _Zoned:
+    """Routes that reorder the ring's list (as the zones do): no get_bounded."""
+
+    def __init__(self, router: Any) -> None:
+        self._router = router
+
+    def get_preference_list(self, key: Any, n: int, /) -> list[str]:
+        return list(reversed(self._router.get_preference_list(key, n)))
+
+
+def test_a_session_is_bounded_by_the_routers_get_bounded_as_by_the_rule() -> None:
+    import random
+
+    from chash import ConsistentHashRouter
+
+    rng = random.Random(7)
+    router = ConsistentHashRouter()
+    for i in range(6):
+        router.add_service_node(f"10.0.0.{i}:8000", 1 + i % 3)
+    in_flight: dict[str, int] = {}
+    prompts = PromptRoutes(router, router, in_flight, balance_factor=1.5)
+    zoned = PromptRoutes(_Zoned(router), router, in_flight, balance_factor=1.5)
+    bounded = 0
+    for i in range(400):
+        in_flight.clear()
+        in_flight.update({node: rng.randrange(6) for node in router.nodes if rng.random() < 0.7})
+        session = f"user-{i}".encode()
+        nodes = router.get_preference_list(session, len(router))
+        choice = prompts.choose(None, session, 3)
+        # The router's get_bounded and the rule over its list agree.
+        assert choice.nodes[0] == prompts._bounded(nodes, in_flight) \
+            == router.get_bounded(session, in_flight, 1.5)
+        assert choice.nodes == ([choice.nodes[0]] + [n for n in nodes if n != choice.nodes[0]])[:3]
+        bounded += choice.nodes[0] != nodes[0]
+        # Routes that reorder the list keep the rule over their own order.
+        order = _Zoned(router).get_preference_list(session, len(router))
+        assert zoned.choose(None, session, 1).nodes == [zoned._bounded(order, in_flight)]
+    assert bounded > 20  # the loads moved some sessions off their owner

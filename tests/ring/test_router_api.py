@@ -20,8 +20,9 @@ import chash
 RECORD = json.loads((Path(__file__).parents[1] / "vectors" / "router_api.json")
                     .read_text(encoding="utf-8"))
 CLASSES: dict[str, Any] = RECORD["classes"]
-#: Added after ea11c0d, on every class.
-ADDED = {"weight_rule"}
+#: Added after ea11c0d, on every class (weight_rule; get_bounded, the bounded
+#: lookup over loads the caller tracks).
+ADDED = {"weight_rule", "get_bounded"}
 
 
 def same_doc(now: str | None, then: str | None) -> bool:

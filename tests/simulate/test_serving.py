@@ -266,6 +266,25 @@ def test_bounded_choice_follows_the_weighted_rule() -> None:
     assert bounded_choice([1, 0], [0, 0], [3.0, 1.0], 1.25) == 1
 
 
+def test_chwbl_routes_as_bounded_choice_over_the_preference_list() -> None:
+    # Chwbl asks the ring's get_bounded; the rule stated over indexes agrees.
+    rng = random.Random(3)
+    for workers in (1, 2, 5, 16):
+        config = ServingConfig(workers=workers, key_blocks=2, balance_factor=1.1)
+        policy = Chwbl(config)
+        moved = 0
+        for _ in range(300):
+            ids = [rng.randrange(50) for _k in range(3)]
+            loads = [rng.randrange(8) for _ in range(workers)]
+            names = policy.router.get_preference_list(ring_key(ids, 2), workers)
+            expected = bounded_choice([policy.index[n] for n in names], loads,
+                                      [1.0] * workers, 1.1)
+            got = policy.choose(trace_request(ids), view(loads))
+            assert got == expected
+            moved += got != policy.index[names[0]]
+        assert moved > 0 or workers == 1
+
+
 def test_ring_and_chwbl_use_the_router_on_the_leading_blocks() -> None:
     config = ServingConfig(workers=4, key_blocks=2)
     policy = Chwbl(config)

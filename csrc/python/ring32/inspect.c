@@ -126,6 +126,40 @@ PyObject *ring32_weights(RouterObject *self)
     return dict;
 }
 
+/* Finds node in the ring: 1 (its index in *index, when not NULL), 0 (not
+ * a node: not a str, or a str with a lone surrogate), or -1. */
+static int find_node(RouterObject *self, PyObject *node, size_t *index)
+{
+    if (!PyUnicode_Check(node))
+        return 0;
+    const char *id;
+    Py_ssize_t id_len;
+    if (node_id(node, &id, &id_len) < 0) {
+        /* A str with a lone surrogate cannot be a node. */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return chash_ring_find(self->r32.ring, id, (size_t)id_len, index) == CHASH_OK;
+}
+
+double ring32_weight_of(RouterObject *self, PyObject *node)
+{
+    size_t index;
+    int found = find_node(self, node, &index);
+    return found < 0 ? -1.0 : found ? entry_at(self, index)->weight : 0.0;
+}
+
+PyObject *ring32_node_at(RouterObject *self, size_t k, double *weight)
+{
+    if (k >= chash_ring_node_count(self->r32.ring))
+        return NULL;
+    NodeEntry *entry = entry_at(self, k);
+    *weight = entry->weight;
+    return entry->name;
+}
+
 PyObject *ring32_points(RouterObject *self)
 {
     size_t n = chash_ring_node_count(self->r32.ring);
@@ -245,18 +279,7 @@ Py_ssize_t ring32_len(RouterObject *self)
 
 int ring32_contains(RouterObject *self, PyObject *node)
 {
-    if (!PyUnicode_Check(node))
-        return 0;
-    const char *id;
-    Py_ssize_t id_len;
-    if (node_id(node, &id, &id_len) < 0) {
-        /* A str with a lone surrogate cannot be a node. */
-        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
-            return -1;
-        PyErr_Clear();
-        return 0;
-    }
-    return chash_ring_find(self->r32.ring, id, (size_t)id_len, NULL) == CHASH_OK;
+    return find_node(self, node, NULL);
 }
 
 PyObject *ring32_repr(RouterObject *self)
