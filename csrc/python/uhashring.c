@@ -58,6 +58,9 @@ typedef struct {
     uh_point *pts;      /* sorted by (hi, lo, seq) */
     size_t n;
     size_t unique;      /* distinct values among pts (ketama keeps repeats) */
+    uint32_t *index;    /* bucket b -> first point whose top ibits are >= b, 2**ibits + 1 of them;
+                         * NULL (search the whole array) when it could not be allocated */
+    int ibits;
     PyObject **names;   /* slot -> node name, strong references */
     size_t nnodes, names_cap;
     PyObject *slots;    /* dict: name -> slot (int) */
@@ -118,11 +121,13 @@ static int uh_sort(uh_point *p, size_t n, int shift)
     return 0;
 }
 
-/* The successor rule: index of the first point > (hi, lo), wrapping to 0.
- * n > 0. */
-static size_t uh_successor(const uh_point *p, size_t n, uint64_t hi, uint64_t lo)
+/* The successor rule: index of the first point > (hi, lo) in p[from..to),
+ * else to; wrapping (to == n) to 0.  Every point before from is <= the key
+ * and every point from to on is > it (the bucket index guarantees it). */
+static size_t uh_successor(const uh_point *p, size_t n, size_t from, size_t to, uint64_t hi,
+                           uint64_t lo)
 {
-    size_t lo_i = 0, hi_i = n;
+    size_t lo_i = from, hi_i = to;
     while (lo_i < hi_i) {
         size_t mid = lo_i + (hi_i - lo_i) / 2;
         if (p[mid].hi > hi || (p[mid].hi == hi && p[mid].lo > lo))
@@ -131,6 +136,39 @@ static size_t uh_successor(const uh_point *p, size_t n, uint64_t hi, uint64_t lo
             lo_i = mid + 1;
     }
     return lo_i == n ? 0 : lo_i;
+}
+
+/* The bits a value's bucket is taken from: the top of hi (md5), the top
+ * of its 32 bits (ketama). */
+static uint64_t uh_bucket(uint64_t hi, int ketama, int ibits)
+{
+    return ketama ? (hi & 0xffffffffu) >> (32 - ibits) : hi >> (64 - ibits);
+}
+
+/*
+ * A new bucket index of p[0..n): 2**bits buckets, bits about log2(n), each
+ * the first point of its bucket or above, and index[2**bits] = n.  NULL
+ * when out of memory or empty (the lookups then search the whole array).
+ */
+static uint32_t *uh_make_index(const uh_point *p, size_t n, int ketama, int *bits)
+{
+    int b = 1;
+    while (b < 24 && ((size_t)1 << b) < n)
+        b++;
+    *bits = b;
+    if (n == 0 || n > UINT32_MAX)
+        return NULL;
+    size_t buckets = (size_t)1 << b;
+    uint32_t *index = CHASH_MALLOC((buckets + 1) * sizeof *index);
+    if (!index)
+        return NULL;
+    size_t i = 0;
+    for (size_t k = 0; k <= buckets; k++) {
+        while (i < n && uh_bucket(p[i].hi, ketama, b) < k)
+            i++;
+        index[k] = (uint32_t)i;
+    }
+    return index;
 }
 
 static uint64_t be64(const uint8_t *b)
@@ -244,6 +282,8 @@ static int uh_clear(UHashRingObject *self)
     uh_drop_names(self);
     CHASH_FREE(self->pts);
     self->pts = NULL;
+    CHASH_FREE(self->index);
+    self->index = NULL;
     self->n = self->unique = 0;
     Py_CLEAR(self->slots);
     Py_CLEAR(self->nodes);
@@ -302,7 +342,13 @@ static Py_ssize_t uh_locate(UHashRingObject *self, PyObject *key)
         return -2;
     uint64_t hi = self->ketama ? le32(dig) : be64(dig);
     uint64_t lo = self->ketama ? 0 : be64(dig + 8);
-    return (Py_ssize_t)uh_successor(self->pts, self->n, hi, lo);
+    size_t from = 0, to = self->n;
+    if (self->index) {
+        uint64_t b = uh_bucket(hi, self->ketama, self->ibits);
+        from = self->index[b];
+        to = self->index[b + 1];
+    }
+    return (Py_ssize_t)uh_successor(self->pts, self->n, from, to, hi, lo);
 }
 
 static PyObject *uh_value(const UHashRingObject *self, const uh_point *p)
@@ -535,13 +581,22 @@ static int uh_count(PyObject *obj, size_t *count)
     return 0;
 }
 
-/* Swaps in a new point array (taking it) and recounts the distinct values. */
-static void uh_install(UHashRingObject *self, uh_point *pts, size_t n)
+/* Remakes the bucket index of the points (none when out of memory: the
+ * lookups then search the whole array). */
+static void uh_reindex(UHashRingObject *self)
+{
+    CHASH_FREE(self->index);
+    self->index = uh_make_index(self->pts, self->n, self->ketama, &self->ibits);
+}
+
+/* Swaps in a new point array (taking it) holding unique distinct values. */
+static void uh_install(UHashRingObject *self, uh_point *pts, size_t n, size_t unique)
 {
     CHASH_FREE(self->pts);
     self->pts = pts;
     self->n = n;
-    self->unique = uh_unique(pts, n);
+    self->unique = unique;
+    uh_reindex(self);
 }
 
 /* Room for one more name; 0 or -1 (MemoryError). */
@@ -648,7 +703,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
     self->next_seq = seq;
     if (fresh)
         self->names[self->nnodes++] = Py_NewRef(name);
-    uh_install(self, out, m);
+    uh_install(self, out, m, m); /* md5 mode: every value once */
     Py_RETURN_NONE;
 }
 
@@ -685,7 +740,8 @@ static PyObject *uh_remove(UHashRingObject *self, PyObject *name)
         self->pts[m++] = p;
     }
     self->n = m;
-    self->unique = uh_unique(self->pts, m);
+    self->unique = m; /* md5 mode: every value once */
+    uh_reindex(self);
     PyObject *gone = self->names[slot];
     self->names[slot] = self->names[last];
     self->nnodes--;
@@ -798,7 +854,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     Py_SETREF(self->slots, slots);
     self->ketama = ketama;
     self->next_seq = seq;
-    uh_install(self, pts, m);
+    uh_install(self, pts, m, ketama ? uh_unique(pts, m) : m);
     Py_RETURN_NONE;
 
 fail:
@@ -835,6 +891,21 @@ static PyObject *uh_check(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
     if (self->unique != uh_unique(self->pts, self->n)
         || (size_t)PyDict_GET_SIZE(self->slots) != self->nnodes)
         return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
+    if (self->index) {
+        size_t buckets = (size_t)1 << self->ibits;
+        if (self->index[buckets] != self->n)
+            return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
+        for (size_t k = 0; k < buckets; k++) {
+            size_t first = self->index[k], next = self->index[k + 1];
+            int bad = first > next;
+            if (!bad && first < self->n)
+                bad = uh_bucket(self->pts[first].hi, self->ketama, self->ibits) < k;
+            if (!bad && first > 0)
+                bad = uh_bucket(self->pts[first - 1].hi, self->ketama, self->ibits) >= k;
+            if (bad)
+                return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
+        }
+    }
     for (size_t k = 0; k < self->nnodes; k++) {
         Py_ssize_t slot = uh_slot(self, self->names[k]);
         if (slot == -2)
