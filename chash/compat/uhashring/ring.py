@@ -27,9 +27,10 @@ after a change.
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from hashlib import md5
 from typing import Any
 
@@ -43,6 +44,22 @@ _NO_NODES: Any = object()
 _DEFAULT_CONF: Any = object()
 #: Configuration keys whose change rebuilds a node's points.
 _PLACING = ("nodename", "vnodes", "weight")
+
+
+def _balance_factor(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"balance_factor must be a number, not {type(value).__name__}")
+    if not value >= 1 or math.isinf(value):
+        raise ValueError(f"balance_factor must be a finite number >= 1, not {value!r}")
+    return float(value)
+
+
+def _load(node: Any, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"the load of {node!r} must be a number, not {type(value).__name__}")
+    if not value >= 0 or math.isinf(value):
+        raise ValueError(f"the load of {node!r} must be a finite number >= 0, not {value!r}")
+    return float(value)
 
 
 def _md5_point(key: Any) -> int:
@@ -338,6 +355,43 @@ class HashRing(_UHashRing):
             yield self._nodes[name]
             if count == size:
                 break
+
+    def get_bounded(self, key: Any, loads: Mapping[Any, float], balance_factor: float = 1.25) -> Any:
+        """The node for key under the loads the caller tracks: the first node
+        along the ring from key (``iterate_nodes``' order) whose load is
+        below its bound, None when the ring is empty.
+
+        ``loads`` maps node name -> current load (a finite int or float >= 0); a
+        node missing from it has load 0, an entry for a node the ring does
+        not hold is ignored (in the sum too).  With ``t`` the sum of the
+        loads, ``T = ceil(balance_factor * (t + 1))`` and a node of weight
+        ``w`` of ``W`` may hold ``max(ceil(T * w / W), 1)``: the rule of
+        ``chash.BoundedLoadRouter``.  With every load 0 the answer is
+        ``get_node(key)``.  Stateless: nothing is acquired or released.
+        ``ValueError`` for a negative, infinite or NaN load or a balance factor below
+        1, ``TypeError`` for one that is not a number, each naming it.
+        """
+        # The router classes' get_bounded (chash._chash) walks their own
+        # preference lists in C with this rule; HashRing walks uhashring's
+        # continuum, here over _walk (C), the loads read in Python.
+        c = _balance_factor(balance_factor)
+        held = self._nodes
+        own: dict[Any, float] = {}
+        total = 0.0
+        for node, load in loads.items():
+            if node in held:
+                own[node] = _load(node, load)
+                total += own[node]
+        walk = self._walk(key, True)
+        if not walk:
+            return None
+        slots = math.ceil(c * (total + 1))
+        weight_sum = sum(conf["weight"] for conf in held.values())
+        for name in walk:
+            bound = max(math.ceil(slots * held[name]["weight"] / weight_sum), 1) if weight_sum > 0 else 1
+            if own.get(name, 0) < bound:
+                return name
+        return walk[0]
 
     def print_continuum(self) -> None:
         """Print ketama's continuum report."""
