@@ -55,11 +55,20 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int ketama;         /* 0: 128-bit md5 points; 1: ketama's 32-bit points */
-    uh_point *pts;      /* sorted by (hi, lo, seq) */
-    size_t n;
+    uh_point *pts;      /* sorted by (hi, lo, seq); room for cap */
+    size_t n, cap;
+    uh_point *spare;    /* room for spare_cap: where a change merges into, then swapped in */
+    size_t spare_cap;
     size_t unique;      /* distinct values among pts (ketama keeps repeats) */
-    uint32_t *index;    /* bucket b -> first point whose top ibits are >= b, 2**ibits + 1 of them;
-                         * NULL (search the whole array) when it could not be allocated */
+    /* What a lookup reads, derived from pts after every change (uh_refresh),
+     * small enough to stay in cache: his[i] = pts[i].hi, owners[i] =
+     * pts[i].owner (room for look_cap), and index[b] the first point whose
+     * top ibits bits are >= b, for b <= 2**ibits (room for index_cap). */
+    uint64_t *his;
+    uint32_t *owners;
+    size_t look_cap;
+    uint32_t *index;
+    size_t index_cap;
     int ibits;
     PyObject **names;   /* slot -> node name, strong references */
     size_t nnodes, names_cap;
@@ -124,13 +133,13 @@ static int uh_sort(uh_point *p, size_t n, int shift)
 /* The successor rule: index of the first point > (hi, lo) in p[from..to),
  * else to; wrapping (to == n) to 0.  Every point before from is <= the key
  * and every point from to on is > it (the bucket index guarantees it). */
-static size_t uh_successor(const uh_point *p, size_t n, size_t from, size_t to, uint64_t hi,
-                           uint64_t lo)
+static size_t uh_successor(const uint64_t *his, const uh_point *p, size_t n, size_t from, size_t to,
+                           uint64_t hi, uint64_t lo)
 {
     size_t lo_i = from, hi_i = to;
     while (lo_i < hi_i) {
         size_t mid = lo_i + (hi_i - lo_i) / 2;
-        if (p[mid].hi > hi || (p[mid].hi == hi && p[mid].lo > lo))
+        if (his[mid] > hi || (his[mid] == hi && p[mid].lo > lo))
             hi_i = mid;
         else
             lo_i = mid + 1;
@@ -145,30 +154,13 @@ static uint64_t uh_bucket(uint64_t hi, int ketama, int ibits)
     return ketama ? (hi & 0xffffffffu) >> (32 - ibits) : hi >> (64 - ibits);
 }
 
-/*
- * A new bucket index of p[0..n): 2**bits buckets, bits about log2(n), each
- * the first point of its bucket or above, and index[2**bits] = n.  NULL
- * when out of memory or empty (the lookups then search the whole array).
- */
-static uint32_t *uh_make_index(const uh_point *p, size_t n, int ketama, int *bits)
+/* The bucket bits of a ring of n points: about log2(n), 1 to 24. */
+static int uh_index_bits(size_t n)
 {
     int b = 1;
     while (b < 24 && ((size_t)1 << b) < n)
         b++;
-    *bits = b;
-    if (n == 0 || n > UINT32_MAX)
-        return NULL;
-    size_t buckets = (size_t)1 << b;
-    uint32_t *index = CHASH_MALLOC((buckets + 1) * sizeof *index);
-    if (!index)
-        return NULL;
-    size_t i = 0;
-    for (size_t k = 0; k <= buckets; k++) {
-        while (i < n && uh_bucket(p[i].hi, ketama, b) < k)
-            i++;
-        index[k] = (uint32_t)i;
-    }
-    return index;
+    return b;
 }
 
 static uint64_t be64(const uint8_t *b)
@@ -281,10 +273,14 @@ static int uh_clear(UHashRingObject *self)
 {
     uh_drop_names(self);
     CHASH_FREE(self->pts);
-    self->pts = NULL;
+    CHASH_FREE(self->spare);
+    CHASH_FREE(self->his);
+    CHASH_FREE(self->owners);
     CHASH_FREE(self->index);
-    self->index = NULL;
-    self->n = self->unique = 0;
+    self->pts = self->spare = NULL;
+    self->his = NULL;
+    self->owners = self->index = NULL;
+    self->n = self->cap = self->spare_cap = self->look_cap = self->index_cap = self->unique = 0;
     Py_CLEAR(self->slots);
     Py_CLEAR(self->nodes);
     Py_CLEAR(self->instance);
@@ -342,13 +338,9 @@ static Py_ssize_t uh_locate(UHashRingObject *self, PyObject *key)
         return -2;
     uint64_t hi = self->ketama ? le32(dig) : be64(dig);
     uint64_t lo = self->ketama ? 0 : be64(dig + 8);
-    size_t from = 0, to = self->n;
-    if (self->index) {
-        uint64_t b = uh_bucket(hi, self->ketama, self->ibits);
-        from = self->index[b];
-        to = self->index[b + 1];
-    }
-    return (Py_ssize_t)uh_successor(self->pts, self->n, from, to, hi, lo);
+    uint64_t b = uh_bucket(hi, self->ketama, self->ibits);
+    return (Py_ssize_t)uh_successor(self->his, self->pts, self->n, self->index[b], self->index[b + 1],
+                                    hi, lo);
 }
 
 static PyObject *uh_value(const UHashRingObject *self, const uh_point *p)
@@ -378,7 +370,7 @@ static PyObject *uh_get_node(UHashRingObject *self, PyObject *key)
         return NULL;
     if (pos == -2)
         Py_RETURN_NONE;
-    return Py_NewRef(self->names[self->pts[pos].owner]);
+    return Py_NewRef(self->names[self->owners[pos]]);
 }
 
 /* The configuration dict of the node key maps to (borrowed), Py_None when
@@ -390,7 +382,7 @@ static PyObject *uh_conf_of(UHashRingObject *self, PyObject *key)
         return NULL;
     if (pos == -2)
         return Py_None;
-    PyObject *name = self->names[self->pts[pos].owner];
+    PyObject *name = self->names[self->owners[pos]];
     PyObject *conf = PyDict_GetItemWithError(self->nodes, name);
     if (!conf && !PyErr_Occurred())
         PyErr_SetObject(PyExc_KeyError, name);
@@ -581,22 +573,75 @@ static int uh_count(PyObject *obj, size_t *count)
     return 0;
 }
 
-/* Remakes the bucket index of the points (none when out of memory: the
- * lookups then search the whole array). */
-static void uh_reindex(UHashRingObject *self)
+/* Grows *buf to room for need items of size bytes (its contents kept);
+ * 0, or -1 with *buf as it was. */
+static int uh_grow(void **buf, size_t *cap, size_t need, size_t size)
 {
-    CHASH_FREE(self->index);
-    self->index = uh_make_index(self->pts, self->n, self->ketama, &self->ibits);
+    if (need <= *cap)
+        return 0;
+    size_t want = need + need / 4 + 16;
+    void *grown = CHASH_REALLOC(*buf, want * size);
+    if (!grown)
+        return -1;
+    *buf = grown;
+    *cap = want;
+    return 0;
 }
 
-/* Swaps in a new point array (taking it) holding unique distinct values. */
-static void uh_install(UHashRingObject *self, uh_point *pts, size_t n, size_t unique)
+/*
+ * Room for a ring of n points in everything a change writes: what a
+ * lookup reads and, when merge, the spare point array the change merges
+ * into.  Called before a change, so that once it starts nothing can fail.
+ * 0, or -1 with MemoryError (the ring as it was; some arrays may have
+ * grown).
+ */
+static int uh_reserve(UHashRingObject *self, size_t n, int merge)
 {
-    CHASH_FREE(self->pts);
-    self->pts = pts;
+    size_t buckets = ((size_t)1 << uh_index_bits(n)) + 1;
+    size_t look = self->look_cap;
+    if ((merge && uh_grow((void **)&self->spare, &self->spare_cap, n, sizeof(uh_point)) < 0)
+        || uh_grow((void **)&self->his, &look, n, sizeof(uint64_t)) < 0
+        || uh_grow((void **)&self->owners, &self->look_cap, n, sizeof(uint32_t)) < 0
+        || uh_grow((void **)&self->index, &self->index_cap, buckets, sizeof(uint32_t)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* his may have grown while owners did not: look_cap is the smaller. */
+    if (look < self->look_cap)
+        self->look_cap = look;
+    return 0;
+}
+
+/* Rewrites what a lookup reads from the points (room reserved). */
+static void uh_refresh(UHashRingObject *self)
+{
+    for (size_t i = 0; i < self->n; i++) {
+        self->his[i] = self->pts[i].hi;
+        self->owners[i] = self->pts[i].owner;
+    }
+    int b = uh_index_bits(self->n);
+    size_t buckets = (size_t)1 << b, i = 0;
+    for (size_t k = 0; k <= buckets; k++) {
+        while (i < self->n && uh_bucket(self->pts[i].hi, self->ketama, b) < k)
+            i++;
+        self->index[k] = (uint32_t)i;
+    }
+    self->ibits = b;
+}
+
+/* Swaps the spare array, holding n points of which unique distinct, in
+ * as the points; the old points become the spare. */
+static void uh_swap_in(UHashRingObject *self, size_t n, size_t unique)
+{
+    uh_point *old = self->pts;
+    size_t old_cap = self->cap;
+    self->pts = self->spare;
+    self->cap = self->spare_cap;
+    self->spare = old;
+    self->spare_cap = old_cap;
     self->n = n;
     self->unique = unique;
-    uh_reindex(self);
+    uh_refresh(self);
 }
 
 /* Room for one more name; 0 or -1 (MemoryError). */
@@ -657,25 +702,24 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
         slot = (Py_ssize_t)self->nnodes;
     }
     uh_point *add = CHASH_MALLOC((count ? count : 1) * sizeof *add);
-    uh_point *out = CHASH_MALLOC((self->n + count ? self->n + count : 1) * sizeof *out);
     uint64_t seq = self->next_seq;
-    if (!add || !out
+    if (!add
         || uh_node_points(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0, 1,
                           (uint32_t)slot, &seq, add) < 0
         || uh_sort(add, count, 32) < 0) {
         CHASH_FREE(add);
-        CHASH_FREE(out);
         Py_DECREF(prefix);
         Py_XDECREF(slot_obj);
         return PyErr_NoMemory();
     }
     Py_DECREF(prefix);
-    if (fresh && PyDict_SetItem(self->slots, name, slot_obj) < 0) {
+    if (uh_reserve(self, self->n + count, 1) < 0
+        || (fresh && PyDict_SetItem(self->slots, name, slot_obj) < 0)) {
         CHASH_FREE(add);
-        CHASH_FREE(out);
-        Py_DECREF(slot_obj);
+        Py_XDECREF(slot_obj);
         return NULL;
     }
+    uh_point *out = self->spare;
     Py_XDECREF(slot_obj);
     /* No Python from here on: merge the others' points with the new ones. */
     size_t i = 0, j = 0, m = 0;
@@ -703,7 +747,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
     self->next_seq = seq;
     if (fresh)
         self->names[self->nnodes++] = Py_NewRef(name);
-    uh_install(self, out, m, m); /* md5 mode: every value once */
+    uh_swap_in(self, m, m); /* md5 mode: every value once */
     Py_RETURN_NONE;
 }
 
@@ -741,7 +785,7 @@ static PyObject *uh_remove(UHashRingObject *self, PyObject *name)
     }
     self->n = m;
     self->unique = m; /* md5 mode: every value once */
-    uh_reindex(self);
+    uh_refresh(self);  /* fewer points: the room reserved for more suffices */
     PyObject *gone = self->names[slot];
     self->names[slot] = self->names[last];
     self->nnodes--;
@@ -827,6 +871,8 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
         PyErr_NoMemory();
         goto fail;
     }
+    if (uh_reserve(self, total, 0) < 0)
+        goto fail;
     /* A value written more than once: owned by its last writer, placed by
      * its first; md5 mode keeps it once, ketama every time. */
     size_t m = 0;
@@ -854,7 +900,10 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     Py_SETREF(self->slots, slots);
     self->ketama = ketama;
     self->next_seq = seq;
-    uh_install(self, pts, m, ketama ? uh_unique(pts, m) : m);
+    CHASH_FREE(self->spare);
+    self->spare = pts;
+    self->spare_cap = total;
+    uh_swap_in(self, m, ketama ? uh_unique(pts, m) : m);
     Py_RETURN_NONE;
 
 fail:
@@ -891,10 +940,13 @@ static PyObject *uh_check(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
     if (self->unique != uh_unique(self->pts, self->n)
         || (size_t)PyDict_GET_SIZE(self->slots) != self->nnodes)
         return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-    if (self->index) {
+    if (self->n) {
         size_t buckets = (size_t)1 << self->ibits;
-        if (self->index[buckets] != self->n)
+        if (self->index[buckets] != self->n || self->n > self->look_cap)
             return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
+        for (size_t i = 0; i < self->n; i++)
+            if (self->his[i] != self->pts[i].hi || self->owners[i] != self->pts[i].owner)
+                return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
         for (size_t k = 0; k < buckets; k++) {
             size_t first = self->index[k], next = self->index[k + 1];
             int bad = first > next;
