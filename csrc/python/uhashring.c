@@ -93,13 +93,14 @@ static int uh_less(const uh_point *a, const uh_point *b)
  * Sorts p[0..n) by (hi, lo, seq): a stable LSD radix sort on the 32 bits
  * of hi that vary most (its top half for 128-bit values, its low half for
  * ketama's), then one insertion pass settling the rare runs those bits tie
- * (O(n) when they are rare).  0, or -1 when out of memory (p unchanged).
+ * (O(n) when they are rare).  scratch, when not NULL, is room for n points
+ * the sort may overwrite.  0, or -1 when out of memory (p unchanged).
  */
-static int uh_sort(uh_point *p, size_t n, int shift)
+static int uh_sort(uh_point *p, size_t n, int shift, uh_point *scratch)
 {
     if (n < 2)
         return 0;
-    uh_point *tmp = CHASH_MALLOC(n * sizeof *tmp);
+    uh_point *tmp = scratch ? scratch : CHASH_MALLOC(n * sizeof *tmp);
     if (!tmp)
         return -1;
     uh_point *src = p, *dst = tmp;
@@ -117,7 +118,8 @@ static int uh_sort(uh_point *p, size_t n, int shift)
         dst = t;
     }
     /* Four passes: the result is back in p. */
-    CHASH_FREE(tmp);
+    if (!scratch)
+        CHASH_FREE(tmp);
     for (size_t i = 1; i < n; i++) {
         uh_point v = p[i];
         size_t j = i;
@@ -706,7 +708,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
     if (!add
         || uh_node_points(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0, 1,
                           (uint32_t)slot, &seq, add) < 0
-        || uh_sort(add, count, 32) < 0) {
+        || uh_sort(add, count, 32, NULL) < 0) {
         CHASH_FREE(add);
         Py_DECREF(prefix);
         Py_XDECREF(slot_obj);
@@ -867,12 +869,10 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
         }
         at += counts[k] * per;
     }
-    if (uh_sort(pts, total, ketama ? 0 : 32) < 0) {
-        PyErr_NoMemory();
+    /* The spare array (room reserved, contents free) is the sort's scratch. */
+    if (uh_reserve(self, total, 1) < 0)
         goto fail;
-    }
-    if (uh_reserve(self, total, 0) < 0)
-        goto fail;
+    uh_sort(pts, total, ketama ? 0 : 32, self->spare);
     /* A value written more than once: owned by its last writer, placed by
      * its first; md5 mode keeps it once, ketama every time. */
     size_t m = 0;
@@ -900,10 +900,12 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     Py_SETREF(self->slots, slots);
     self->ketama = ketama;
     self->next_seq = seq;
-    CHASH_FREE(self->spare);
-    self->spare = pts;
-    self->spare_cap = total;
-    uh_swap_in(self, m, ketama ? uh_unique(pts, m) : m);
+    CHASH_FREE(self->pts);
+    self->pts = pts;
+    self->cap = total;
+    self->n = m;
+    self->unique = ketama ? uh_unique(pts, m) : m;
+    uh_refresh(self);
     Py_RETURN_NONE;
 
 fail:
