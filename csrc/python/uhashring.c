@@ -614,20 +614,28 @@ static int uh_reserve(UHashRingObject *self, size_t n, int merge)
     return 0;
 }
 
-/* Rewrites what a lookup reads from the points (room reserved). */
+/* Rewrites what a lookup reads from the points (room reserved): one pass,
+ * each bucket's start written as the points cross into it. */
 static void uh_refresh(UHashRingObject *self)
 {
-    for (size_t i = 0; i < self->n; i++) {
-        self->his[i] = self->pts[i].hi;
-        self->owners[i] = self->pts[i].owner;
+    const uh_point *pts = self->pts;
+    uint64_t *his = self->his;
+    uint32_t *owners = self->owners, *index = self->index;
+    size_t n = self->n;
+    int b = uh_index_bits(n);
+    size_t buckets = (size_t)1 << b, next = 0;
+    int shift = self->ketama ? 32 - b : 64 - b;
+    uint64_t mask = self->ketama ? 0xffffffffu : UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t hi = pts[i].hi;
+        his[i] = hi;
+        owners[i] = pts[i].owner;
+        size_t bucket = (size_t)((hi & mask) >> shift);
+        while (next <= bucket)
+            index[next++] = (uint32_t)i;
     }
-    int b = uh_index_bits(self->n);
-    size_t buckets = (size_t)1 << b, i = 0;
-    for (size_t k = 0; k <= buckets; k++) {
-        while (i < self->n && uh_bucket(self->pts[i].hi, self->ketama, b) < k)
-            i++;
-        self->index[k] = (uint32_t)i;
-    }
+    while (next <= buckets)
+        index[next++] = (uint32_t)n;
     self->ibits = b;
 }
 
