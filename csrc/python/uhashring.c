@@ -76,7 +76,20 @@ typedef struct {
     PyObject *nodes;    /* the caller's dict: name -> configuration dict */
     PyObject *instance; /* the str "instance", the key get_node_instance reads */
     uint64_t next_seq;
+    uint64_t changes;   /* bumped by every change: a call that ran Python code
+                         * (a name's __format__, __hash__ or __eq__) checks it
+                         * before it changes anything */
 } UHashRingObject;
+
+/* RuntimeError when the ring changed since `before` (Python code a call ran
+ * changed it); 0 or -1. */
+static int uh_unchanged(const UHashRingObject *self, uint64_t before)
+{
+    if (self->changes == before)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "the ring changed during the call");
+    return -1;
+}
 
 /* ---- the points, with no Python ---- */
 
@@ -375,19 +388,23 @@ static PyObject *uh_get_node(UHashRingObject *self, PyObject *key)
     return Py_NewRef(self->names[self->owners[pos]]);
 }
 
-/* The configuration dict of the node key maps to (borrowed), Py_None when
- * the ring is empty, NULL with an exception. */
+/* The configuration dict of the node key maps to (a new reference),
+ * Py_None (new) when the ring is empty, NULL with an exception.  The name
+ * is held while the dict compares it (its __eq__ may run Python code). */
 static PyObject *uh_conf_of(UHashRingObject *self, PyObject *key)
 {
     Py_ssize_t pos = uh_locate(self, key);
     if (pos == -1)
         return NULL;
     if (pos == -2)
-        return Py_None;
-    PyObject *name = self->names[self->owners[pos]];
+        Py_RETURN_NONE;
+    PyObject *name = Py_NewRef(self->names[self->owners[pos]]);
     PyObject *conf = PyDict_GetItemWithError(self->nodes, name);
-    if (!conf && !PyErr_Occurred())
+    if (conf)
+        Py_INCREF(conf);
+    else if (!PyErr_Occurred())
         PyErr_SetObject(PyExc_KeyError, name);
+    Py_DECREF(name);
     return conf;
 }
 
@@ -398,8 +415,7 @@ PyDoc_STRVAR(uh_get_doc,
 
 static PyObject *uh_get(UHashRingObject *self, PyObject *key)
 {
-    PyObject *conf = uh_conf_of(self, key);
-    return conf ? Py_NewRef(conf) : NULL;
+    return uh_conf_of(self, key);
 }
 
 PyDoc_STRVAR(uh_instance_doc,
@@ -410,11 +426,11 @@ PyDoc_STRVAR(uh_instance_doc,
 static PyObject *uh_instance(UHashRingObject *self, PyObject *key)
 {
     PyObject *conf = uh_conf_of(self, key);
-    if (!conf)
-        return NULL;
-    if (conf == Py_None)
-        Py_RETURN_NONE;
-    return PyObject_GetItem(conf, self->instance);
+    if (!conf || conf == Py_None)
+        return conf;
+    PyObject *instance = PyObject_GetItem(conf, self->instance);
+    Py_DECREF(conf);
+    return instance;
 }
 
 PyDoc_STRVAR(uh_lookup_doc,
@@ -691,6 +707,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
         return NULL;
     }
     PyObject *name = args[0];
+    uint64_t before = self->changes;
     size_t count;
     if (uh_count(args[1], &count) < 0)
         return NULL;
@@ -723,7 +740,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
         return PyErr_NoMemory();
     }
     Py_DECREF(prefix);
-    if (uh_reserve(self, self->n + count, 1) < 0
+    if (uh_reserve(self, self->n + count, 1) < 0 || uh_unchanged(self, before) < 0
         || (fresh && PyDict_SetItem(self->slots, name, slot_obj) < 0)) {
         CHASH_FREE(add);
         Py_XDECREF(slot_obj);
@@ -758,6 +775,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
     if (fresh)
         self->names[self->nnodes++] = Py_NewRef(name);
     uh_swap_in(self, m, m); /* md5 mode: every value once */
+    self->changes++;
     Py_RETURN_NONE;
 }
 
@@ -767,11 +785,15 @@ PyDoc_STRVAR(uh_remove_doc,
 
 static PyObject *uh_remove(UHashRingObject *self, PyObject *name)
 {
+    uint64_t before = self->changes;
     Py_ssize_t slot = uh_slot(self, name);
     if (slot == -2)
         return NULL;
     if (slot == -1)
         return chash_py_error(CHASH_ENOENT, name, NULL);
+    if (uh_unchanged(self, before) < 0)
+        return NULL;
+    self->changes++;
     uint32_t last = (uint32_t)(self->nnodes - 1);
     PyObject *moved = NULL;
     if ((uint32_t)slot != last) {
@@ -825,10 +847,12 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_ValueError, "replicas must be between 0 and 4");
         return NULL;
     }
-    PyObject *items = PySequence_Fast(args[0], "nodes must be a sequence of (name, count)");
+    /* A tuple: the names' __format__ may change the caller's list. */
+    PyObject *items = PySequence_Tuple(args[0]);
     if (!items)
         return NULL;
-    Py_ssize_t nn = PySequence_Fast_GET_SIZE(items);
+    uint64_t before = self->changes;
+    Py_ssize_t nn = PyTuple_GET_SIZE(items);
     size_t per = ketama ? (size_t)replicas : 1;
     PyObject *slots = PyDict_New();
     PyObject **names = CHASH_MALLOC((nn ? (size_t)nn : 1) * sizeof *names);
@@ -842,7 +866,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
         goto fail;
     }
     for (; made < nn; made++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(items, made);
+        PyObject *item = PyTuple_GET_ITEM(items, made);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
             PyErr_SetString(PyExc_TypeError, "nodes must be a sequence of (name, count)");
             goto fail;
@@ -878,7 +902,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
         at += counts[k] * per;
     }
     /* The spare array (room reserved, contents free) is the sort's scratch. */
-    if (uh_reserve(self, total, 1) < 0)
+    if (uh_reserve(self, total, 1) < 0 || uh_unchanged(self, before) < 0)
         goto fail;
     uh_sort(pts, total, ketama ? 0 : 32, self->spare);
     /* A value written more than once: owned by its last writer, placed by
@@ -908,6 +932,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     Py_SETREF(self->slots, slots);
     self->ketama = ketama;
     self->next_seq = seq;
+    self->changes++;
     CHASH_FREE(self->pts);
     self->pts = pts;
     self->cap = total;

@@ -98,3 +98,28 @@ def test_cycles_do_not_leak() -> None:
         while ring.nodes:
             ring.remove_node(next(iter(ring.nodes)))
     assert [sys.getrefcount(s) for s in names + keys] == refcounts
+
+
+class ChangesTheRing:
+    """A node name whose formatting (f"{name}-{i}") removes node "a"."""
+
+    def __init__(self, core: _UHashRing) -> None:
+        self.core = core
+
+    def __format__(self, spec: str) -> str:
+        self.core._remove("a")
+        return "sneaky"
+
+
+def test_python_code_that_changes_the_ring_mid_call_is_refused() -> None:
+    core = _UHashRing()
+    core._build([("a", 5), ("b", 5)], False, 1)
+    with pytest.raises(RuntimeError, match="changed during the call"):
+        core._set_node(ChangesTheRing(core), 3)
+    core._check()
+    assert sorted(n for _, n in core._points()) == ["b"] * 5
+    core._set_node("a", 5)
+    with pytest.raises(RuntimeError, match="changed during the call"):
+        core._build([(ChangesTheRing(core), 3), ("b", 2)], False, 1)
+    core._check()
+    assert sorted(n for _, n in core._points()) == ["b"] * 5
