@@ -3,12 +3,11 @@ contracts (bad input refused with the ring unchanged, references and
 memory kept), apart from the comparisons with uhashring."""
 from __future__ import annotations
 
-import gc
 import sys
-import tracemalloc
 
 import pytest
 
+from _support.leaks import assert_cycles_do_not_leak
 from chash._chash import _UHashRing
 from chash.compat.uhashring import HashRing
 
@@ -74,25 +73,7 @@ def test_cycles_do_not_leak() -> None:
                 ring.ring, ring.get_points(), ring.regenerate()
 
     refcounts = [sys.getrefcount(s) for s in names + keys]
-    for i in range(300):
-        cycle(i)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        for i in range(100):
-            cycle(i)
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        objects = len(gc.get_objects())
-        for i in range(1500):
-            cycle(i)
-        gc.collect()
-        growth = tracemalloc.get_traced_memory()[0] - before
-        objects_growth = len(gc.get_objects()) - objects
-    finally:
-        tracemalloc.stop()
-    assert growth < 60_000, growth
-    assert abs(objects_growth) < 50, objects_growth
+    assert_cycles_do_not_leak(cycle)
     for ring in rings:
         ring._check()
         while ring.nodes:
