@@ -303,3 +303,22 @@ def test_random_sequences_match_uhashring(mode: dict[str, Any], vnodes: int | No
         assert results[0] == results[1]
         same_state(ours, theirs)
         same_lookups(ours, theirs, keys)
+
+
+def test_a_subclass_with_a_hash_fn_callable_places_as_uhashring_and_keeps_its_methods() -> None:
+    import copy
+
+    def coarse(key: Any) -> int:
+        return sum(str(key).encode()) % 97
+
+    class Mine(HashRing):
+        def label(self) -> str:
+            return "mine"
+
+    ours, theirs = Mine(["a", "b", "c"], hash_fn=coarse), uhashring.HashRing(["a", "b", "c"], hash_fn=coarse)
+    assert isinstance(ours, Mine) and ours.label() == "mine"
+    same_state(ours, theirs)
+    same_lookups(ours, theirs, keys_of_every_type(500, 13))
+    plain = Mine(["a", "b"], vnodes=8)
+    clone = copy.deepcopy(plain)
+    assert type(clone) is Mine and clone.get_points() == plain.get_points()

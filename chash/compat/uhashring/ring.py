@@ -121,12 +121,16 @@ class HashRing(_UHashRing):
     """
 
     hashi: Callable[..., Any]
+    _public_class: type[HashRing]
 
     def __new__(cls, nodes: Any = _NO_NODES, **kwargs: Any) -> HashRing:
+        public = cls
         hash_fn = kwargs.get("hash_fn")
-        if cls is HashRing and hash_fn != "ketama" and callable(hash_fn):
-            cls = _CallableHashRing
-        return super().__new__(cls)
+        if hash_fn != "ketama" and callable(hash_fn) and not issubclass(cls, _PythonPoints):
+            cls = _with_python_points(cls)
+        ring = super().__new__(cls)
+        ring._public_class = public
+        return ring
 
     def __init__(self, nodes: Any = _NO_NODES, **kwargs: Any) -> None:
         hash_fn = kwargs.get("hash_fn")
@@ -190,7 +194,7 @@ class HashRing(_UHashRing):
         if self._ketama:
             self._build_ketama()
             return
-        if len(names) > 1 and type(self) is HashRing:
+        if len(names) > 1 and not isinstance(self, _PythonPoints):
             counts = self._counts(names)
             if counts is not None:
                 self._build([(name, count) for name, count in counts], False, 1)
@@ -443,7 +447,7 @@ class HashRing(_UHashRing):
         return _Runtime(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore, (type(self), self._options, list(self._nodes.items())))
+        return (_restore, (self._public_class, self._options, list(self._nodes.items())))
 
 
 def _restore(cls: type[HashRing], options: dict[str, Any], confs: list[tuple[Any, dict[str, Any]]]) -> HashRing:
@@ -455,9 +459,11 @@ def _restore(cls: type[HashRing], options: dict[str, Any], confs: list[tuple[Any
     return ring
 
 
-class _CallableHashRing(HashRing):
-    """A HashRing whose ``hash_fn`` is the caller's: its points kept and
-    searched in Python, as uhashring's ``MetaRing`` keeps them."""
+class _PythonPoints(HashRing):
+    """What a HashRing (or a subclass) whose ``hash_fn`` is the caller's
+    does instead of the C continuum: its points kept and searched in
+    Python, as uhashring's ``MetaRing`` keeps them.  Mixed in before the
+    class the caller named (``_with_python_points``)."""
 
     def __init__(self, nodes: Any = _NO_NODES, **kwargs: Any) -> None:
         self._py_ring: dict[Any, Any] = {}
@@ -521,3 +527,18 @@ class _CallableHashRing(HashRing):
 
     def _size(self) -> int:
         return len(self._py_ring)
+
+
+#: The classes _with_python_points made: one for each subclass of HashRing.
+_VARIANTS: dict[type[HashRing], type[HashRing]] = {}
+
+
+def _with_python_points(cls: type[HashRing]) -> type[HashRing]:
+    """cls with its points in Python: the class a ``hash_fn`` callable gets
+    (one a class, made once; a subclass's own methods still come first)."""
+    if cls is HashRing:
+        return _PythonPoints
+    if cls not in _VARIANTS:
+        _VARIANTS[cls] = type(cls.__name__, (cls, _PythonPoints), {"__module__": cls.__module__,
+                                                                   "__qualname__": cls.__qualname__})
+    return _VARIANTS[cls]
