@@ -28,14 +28,16 @@
  * continuum, so `ring` (a dict in uhashring) lists values in the order
  * uhashring's dict would.
  *
- * State: the sorted points (built aside and swapped in, so a failed call
- * leaves the ring as it was), the node names (strong references, a slot
- * each), a dict name -> slot, and `_nodes`, the caller's dict of node
- * configurations, read by the lookups that return one.  Everything is
- * plain arrays and dicts, copied whole by copying each.  The GIL
- * serialises calls (the module keeps it enabled); no call reaches back
- * into Python while the arrays are being changed (names are formatted and
- * slots looked up before).
+ * State: the sorted points and a bucket index over them (a change merges
+ * into a spare array whose room, like the index's, is reserved first, then
+ * swaps it in, so a failed call leaves the ring as it was), the node names
+ * (strong references, a slot each), a dict name -> slot, and `_nodes`, the
+ * caller's dict of node configurations, read by the lookups that return
+ * one.  Everything is plain arrays and dicts, copied whole by copying each.
+ * The GIL serialises calls (the module keeps it enabled); no call reaches
+ * back into Python while the arrays are being changed (names are formatted
+ * and slots looked up before; a change that ran Python code checks the
+ * ring's change counter first and refuses when that code changed it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +62,9 @@ typedef struct {
     uh_point *spare;    /* room for spare_cap: where a change merges into, then swapped in */
     size_t spare_cap;
     size_t unique;      /* distinct values among pts (ketama keeps repeats) */
-    /* What a lookup reads, derived from pts after every change (uh_refresh),
-     * small enough to stay in cache: his[i] = pts[i].hi, owners[i] =
-     * pts[i].owner (room for look_cap), and index[b] the first point whose
-     * top ibits bits are >= b, for b <= 2**ibits (room for index_cap). */
-    uint64_t *his;
-    uint32_t *owners;
-    size_t look_cap;
+    /* The bucket index, remade from pts after every change (uh_refresh):
+     * index[b] is the first point whose top ibits bits are >= b, for
+     * b <= 2**ibits (room for index_cap), so a lookup reads one bucket. */
     uint32_t *index;
     size_t index_cap;
     int ibits;
@@ -148,13 +146,13 @@ static int uh_sort(uh_point *p, size_t n, int shift, uh_point *scratch)
 /* The successor rule: index of the first point > (hi, lo) in p[from..to),
  * else to; wrapping (to == n) to 0.  Every point before from is <= the key
  * and every point from to on is > it (the bucket index guarantees it). */
-static size_t uh_successor(const uint64_t *his, const uh_point *p, size_t n, size_t from, size_t to,
-                           uint64_t hi, uint64_t lo)
+static size_t uh_successor(const uh_point *p, size_t n, size_t from, size_t to, uint64_t hi,
+                           uint64_t lo)
 {
     size_t lo_i = from, hi_i = to;
     while (lo_i < hi_i) {
         size_t mid = lo_i + (hi_i - lo_i) / 2;
-        if (his[mid] > hi || (his[mid] == hi && p[mid].lo > lo))
+        if (p[mid].hi > hi || (p[mid].hi == hi && p[mid].lo > lo))
             hi_i = mid;
         else
             lo_i = mid + 1;
@@ -289,13 +287,10 @@ static int uh_clear(UHashRingObject *self)
     uh_drop_names(self);
     CHASH_FREE(self->pts);
     CHASH_FREE(self->spare);
-    CHASH_FREE(self->his);
-    CHASH_FREE(self->owners);
     CHASH_FREE(self->index);
     self->pts = self->spare = NULL;
-    self->his = NULL;
-    self->owners = self->index = NULL;
-    self->n = self->cap = self->spare_cap = self->look_cap = self->index_cap = self->unique = 0;
+    self->index = NULL;
+    self->n = self->cap = self->spare_cap = self->index_cap = self->unique = 0;
     Py_CLEAR(self->slots);
     Py_CLEAR(self->nodes);
     Py_CLEAR(self->instance);
@@ -354,8 +349,7 @@ static Py_ssize_t uh_locate(UHashRingObject *self, PyObject *key)
     uint64_t hi = self->ketama ? le32(dig) : be64(dig);
     uint64_t lo = self->ketama ? 0 : be64(dig + 8);
     uint64_t b = uh_bucket(hi, self->ketama, self->ibits);
-    return (Py_ssize_t)uh_successor(self->his, self->pts, self->n, self->index[b], self->index[b + 1],
-                                    hi, lo);
+    return (Py_ssize_t)uh_successor(self->pts, self->n, self->index[b], self->index[b + 1], hi, lo);
 }
 
 static PyObject *uh_value(const UHashRingObject *self, const uh_point *p)
@@ -385,7 +379,7 @@ static PyObject *uh_get_node(UHashRingObject *self, PyObject *key)
         return NULL;
     if (pos == -2)
         Py_RETURN_NONE;
-    return Py_NewRef(self->names[self->owners[pos]]);
+    return Py_NewRef(self->names[self->pts[pos].owner]);
 }
 
 /* The configuration dict of the node key maps to (a new reference),
@@ -398,7 +392,7 @@ static PyObject *uh_conf_of(UHashRingObject *self, PyObject *key)
         return NULL;
     if (pos == -2)
         Py_RETURN_NONE;
-    PyObject *name = Py_NewRef(self->names[self->owners[pos]]);
+    PyObject *name = Py_NewRef(self->names[self->pts[pos].owner]);
     PyObject *conf = PyDict_GetItemWithError(self->nodes, name);
     if (conf)
         Py_INCREF(conf);
@@ -616,37 +610,27 @@ static int uh_grow(void **buf, size_t *cap, size_t need, size_t size)
 static int uh_reserve(UHashRingObject *self, size_t n, int merge)
 {
     size_t buckets = ((size_t)1 << uh_index_bits(n)) + 1;
-    size_t look = self->look_cap;
     if ((merge && uh_grow((void **)&self->spare, &self->spare_cap, n, sizeof(uh_point)) < 0)
-        || uh_grow((void **)&self->his, &look, n, sizeof(uint64_t)) < 0
-        || uh_grow((void **)&self->owners, &self->look_cap, n, sizeof(uint32_t)) < 0
         || uh_grow((void **)&self->index, &self->index_cap, buckets, sizeof(uint32_t)) < 0) {
         PyErr_NoMemory();
         return -1;
     }
-    /* his may have grown while owners did not: look_cap is the smaller. */
-    if (look < self->look_cap)
-        self->look_cap = look;
     return 0;
 }
 
-/* Rewrites what a lookup reads from the points (room reserved): one pass,
+/* Rewrites the bucket index from the points (room reserved): one pass,
  * each bucket's start written as the points cross into it. */
 static void uh_refresh(UHashRingObject *self)
 {
     const uh_point *pts = self->pts;
-    uint64_t *his = self->his;
-    uint32_t *owners = self->owners, *index = self->index;
+    uint32_t *index = self->index;
     size_t n = self->n;
     int b = uh_index_bits(n);
     size_t buckets = (size_t)1 << b, next = 0;
     int shift = self->ketama ? 32 - b : 64 - b;
     uint64_t mask = self->ketama ? 0xffffffffu : UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
-        uint64_t hi = pts[i].hi;
-        his[i] = hi;
-        owners[i] = pts[i].owner;
-        size_t bucket = (size_t)((hi & mask) >> shift);
+        size_t bucket = (size_t)((pts[i].hi & mask) >> shift);
         while (next <= bucket)
             index[next++] = (uint32_t)i;
     }
@@ -977,11 +961,8 @@ static PyObject *uh_check(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
         return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
     if (self->n) {
         size_t buckets = (size_t)1 << self->ibits;
-        if (self->index[buckets] != self->n || self->n > self->look_cap)
+        if (self->index[buckets] != self->n)
             return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-        for (size_t i = 0; i < self->n; i++)
-            if (self->his[i] != self->pts[i].hi || self->owners[i] != self->pts[i].owner)
-                return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
         for (size_t k = 0; k < buckets; k++) {
             size_t first = self->index[k], next = self->index[k + 1];
             int bad = first > next;
