@@ -21,10 +21,10 @@
  *   points (uhashring inserts every value in its key list), both owned
  *   by the node that wrote it last.
  *
- * The successor rule, written once in uh_successor(): the first point
- * strictly greater than the key's hash, wrapping to index 0.
- *
- * Each point carries a sequence number: the order it first entered the
+ * The points, their successor rule (the first point strictly greater than
+ * the key's hash, wrapping), their bucket index and every change to them
+ * are the engine's (engine/ring128.h); this file holds them for Python.
+ * Each point carries a sequence number, the order it first entered the
  * continuum, so `ring` (a dict in uhashring) lists values in the order
  * uhashring's dict would.
  *
@@ -44,22 +44,15 @@
 
 #include "binding.h"
 #include "engine/alloc.h"
+#include "engine/ring128.h"
 #include "uhashring.h"
-
-typedef struct {
-    uint64_t hi;    /* the point's value, high half (ketama: the 32-bit value) */
-    uint64_t lo;    /* its low half (ketama: 0) */
-    uint64_t seq;   /* when the value first entered the continuum */
-    uint32_t owner; /* the owning node's slot */
-    uint32_t spare;
-} uh_point;
 
 typedef struct {
     PyObject_HEAD
     int ketama;         /* 0: 128-bit md5 points; 1: ketama's 32-bit points */
-    uh_point *pts;      /* sorted by (hi, lo, seq); room for cap */
+    chash_r128_point *pts;      /* sorted by (hi, lo, seq); room for cap */
     size_t n, cap;
-    uh_point *spare;    /* room for spare_cap: where a change merges into, then swapped in */
+    chash_r128_point *spare;    /* room for spare_cap: where a change merges into, then swapped in */
     size_t spare_cap;
     size_t unique;      /* distinct values among pts (ketama keeps repeats) */
     /* The bucket index, remade from pts after every change (uh_refresh):
@@ -89,177 +82,6 @@ static int uh_unchanged(const UHashRingObject *self, uint64_t before)
     return -1;
 }
 
-/* ---- the points, with no Python ---- */
-
-static int uh_less(const uh_point *a, const uh_point *b)
-{
-    if (a->hi != b->hi)
-        return a->hi < b->hi;
-    if (a->lo != b->lo)
-        return a->lo < b->lo;
-    return a->seq < b->seq;
-}
-
-/*
- * Sorts p[0..n) by (hi, lo, seq): a stable LSD radix sort on the 32 bits
- * of hi that vary most (its top half for 128-bit values, its low half for
- * ketama's), then one insertion pass settling the rare runs those bits tie
- * (O(n) when they are rare).  scratch, when not NULL, is room for n points
- * the sort may overwrite.  0, or -1 when out of memory (p unchanged).
- */
-static int uh_sort(uh_point *p, size_t n, int shift, uh_point *scratch)
-{
-    if (n < 2)
-        return 0;
-    uh_point *tmp = scratch ? scratch : CHASH_MALLOC(n * sizeof *tmp);
-    if (!tmp)
-        return -1;
-    uh_point *src = p, *dst = tmp;
-    for (int pass = 0; pass < 4; pass++) {
-        size_t count[257] = {0};
-        int s = shift + 8 * pass;
-        for (size_t i = 0; i < n; i++)
-            count[((src[i].hi >> s) & 0xffu) + 1]++;
-        for (size_t b = 1; b < 257; b++)
-            count[b] += count[b - 1];
-        for (size_t i = 0; i < n; i++)
-            dst[count[(src[i].hi >> s) & 0xffu]++] = src[i];
-        uh_point *t = src;
-        src = dst;
-        dst = t;
-    }
-    /* Four passes: the result is back in p. */
-    if (!scratch)
-        CHASH_FREE(tmp);
-    for (size_t i = 1; i < n; i++) {
-        uh_point v = p[i];
-        size_t j = i;
-        while (j > 0 && uh_less(&v, &p[j - 1])) {
-            p[j] = p[j - 1];
-            j--;
-        }
-        p[j] = v;
-    }
-    return 0;
-}
-
-/* The successor rule: index of the first point > (hi, lo) in p[from..to),
- * else to; wrapping (to == n) to 0.  Every point before from is <= the key
- * and every point from to on is > it (the bucket index guarantees it). */
-static size_t uh_successor(const uh_point *p, size_t n, size_t from, size_t to, uint64_t hi,
-                           uint64_t lo)
-{
-    size_t lo_i = from, hi_i = to;
-    while (lo_i < hi_i) {
-        size_t mid = lo_i + (hi_i - lo_i) / 2;
-        if (p[mid].hi > hi || (p[mid].hi == hi && p[mid].lo > lo))
-            hi_i = mid;
-        else
-            lo_i = mid + 1;
-    }
-    return lo_i == n ? 0 : lo_i;
-}
-
-/* The bits a value's bucket is taken from: the top of hi (md5), the top
- * of its 32 bits (ketama). */
-static uint64_t uh_bucket(uint64_t hi, int ketama, int ibits)
-{
-    return ketama ? (hi & 0xffffffffu) >> (32 - ibits) : hi >> (64 - ibits);
-}
-
-/* The bucket bits of a ring of n points: about log2(n), 1 to 24. */
-static int uh_index_bits(size_t n)
-{
-    int b = 1;
-    while (b < 24 && ((size_t)1 << b) < n)
-        b++;
-    return b;
-}
-
-static uint64_t be64(const uint8_t *b)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return v;
-}
-
-static uint64_t le32(const uint8_t *b)
-{
-    return (uint64_t)b[0] | ((uint64_t)b[1] << 8) | ((uint64_t)b[2] << 16) | ((uint64_t)b[3] << 24);
-}
-
-/*
- * The points of one node: the MD5 of prefix followed by the decimal i,
- * for i < count, written to out (count * per points, per = 1 for md5
- * points, `replicas` for ketama's), owner slot, seq from *seq on.  0, or
- * -1 when out of memory.
- */
-static int uh_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
-                          uint32_t slot, uint64_t *seq, uh_point *out)
-{
-    size_t cap = plen + 24;
-    char *buf = CHASH_MALLOC(4 * cap);
-    if (!buf)
-        return -1;
-    for (int lane = 0; lane < 4; lane++)
-        memcpy(buf + (size_t)lane * cap, prefix, plen);
-    size_t per = ketama ? (size_t)replicas : 1;
-    for (size_t i = 0; i < count; i += 4) {
-        const void *data[4];
-        size_t len[4];
-        uint8_t dig[4][CHASH_MD5_DIGEST_SIZE];
-        size_t lanes = count - i < 4 ? count - i : 4;
-        for (size_t lane = 0; lane < 4; lane++) {
-            char *s = buf + lane * cap;
-            size_t v = i + (lane < lanes ? lane : 0), d = 0;
-            char digits[24];
-            do {
-                digits[d++] = (char)('0' + v % 10);
-                v /= 10;
-            } while (v);
-            for (size_t k = 0; k < d; k++)
-                s[plen + k] = digits[d - 1 - k];
-            data[lane] = s;
-            len[lane] = plen + d;
-        }
-        if (len[0] <= 55 && len[1] <= 55 && len[2] <= 55 && len[3] <= 55) {
-            chash_md5_x4(data, len, dig);
-        } else {
-            for (size_t lane = 0; lane < lanes; lane++)
-                chash_md5(data[lane], len[lane], dig[lane]);
-        }
-        for (size_t lane = 0; lane < lanes; lane++) {
-            for (size_t r = 0; r < per; r++) {
-                uh_point *p = &out[(i + lane) * per + r];
-                if (ketama) {
-                    p->hi = le32(dig[lane] + 4 * r);
-                    p->lo = 0;
-                } else {
-                    p->hi = be64(dig[lane]);
-                    p->lo = be64(dig[lane] + 8);
-                }
-                p->seq = (*seq)++;
-                p->owner = slot;
-                p->spare = 0;
-            }
-        }
-    }
-    CHASH_FREE(buf);
-    return 0;
-}
-
-/* Counts the distinct values of sorted p[0..n). */
-static size_t uh_unique(const uh_point *p, size_t n)
-{
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || p[i].hi != p[i - 1].hi || p[i].lo != p[i - 1].lo)
-            u++;
-    return u;
-}
-
-/* ---- the Python side ---- */
 
 static int uh_traverse(UHashRingObject *self, visitproc visit, void *arg)
 {
@@ -346,13 +168,13 @@ static Py_ssize_t uh_locate(UHashRingObject *self, PyObject *key)
         return -1;
     if (self->n == 0)
         return -2;
-    uint64_t hi = self->ketama ? le32(dig) : be64(dig);
-    uint64_t lo = self->ketama ? 0 : be64(dig + 8);
-    uint64_t b = uh_bucket(hi, self->ketama, self->ibits);
-    return (Py_ssize_t)uh_successor(self->pts, self->n, self->index[b], self->index[b + 1], hi, lo);
+    uint64_t hi, lo;
+    chash_r128_key(dig, self->ketama, &hi, &lo);
+    size_t b = chash_r128_bucket(hi, self->ketama, self->ibits);
+    return (Py_ssize_t)chash_r128_successor(self->pts, self->n, self->index[b], self->index[b + 1], hi, lo);
 }
 
-static PyObject *uh_value(const UHashRingObject *self, const uh_point *p)
+static PyObject *uh_value(const UHashRingObject *self, const chash_r128_point *p)
 {
     if (self->ketama)
         return PyLong_FromUnsignedLongLong(p->hi);
@@ -439,7 +261,7 @@ static PyObject *uh_lookup(UHashRingObject *self, PyObject *key)
         return NULL;
     if (pos == -2)
         Py_RETURN_NONE;
-    const uh_point *p = &self->pts[pos];
+    const chash_r128_point *p = &self->pts[pos];
     PyObject *value = uh_value(self, p);
     if (!value)
         return NULL;
@@ -493,12 +315,12 @@ static PyObject *uh_walk(UHashRingObject *self, PyObject *const *args, Py_ssize_
     return out;
 }
 
-PyDoc_STRVAR(uh_points_doc,
+PyDoc_STRVAR(chash_r128_points_doc,
 "_points($self, /)\n--\n\n"
 "The (point, node name) pairs in ring order, a repeated value as often as\n"
 "it is held.");
 
-static PyObject *uh_points(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *chash_r128_points(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
 {
     PyObject *out = PyList_New((Py_ssize_t)self->n);
     for (size_t i = 0; out && i < self->n; i++) {
@@ -515,7 +337,7 @@ static PyObject *uh_points(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
 
 static int seq_order(const void *a, const void *b)
 {
-    uint64_t x = (*(uh_point *const *)a)->seq, y = (*(uh_point *const *)b)->seq;
+    uint64_t x = (*(chash_r128_point *const *)a)->seq, y = (*(chash_r128_point *const *)b)->seq;
     return (x > y) - (x < y);
 }
 
@@ -527,7 +349,7 @@ PyDoc_STRVAR(uh_continuum_doc,
 static PyObject *uh_continuum(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
 {
     /* The first entry of each run of equal values carries its smallest seq. */
-    uh_point **first = CHASH_MALLOC((self->unique ? self->unique : 1) * sizeof *first);
+    chash_r128_point **first = CHASH_MALLOC((self->unique ? self->unique : 1) * sizeof *first);
     if (!first)
         return PyErr_NoMemory();
     size_t u = 0;
@@ -578,7 +400,7 @@ static int uh_count(PyObject *obj, size_t *count)
     if (v == -1 && PyErr_Occurred())
         return -1;
     *count = v < 0 ? 0 : (size_t)v;
-    if (*count > ((size_t)1 << 26)) {
+    if (*count > CHASH_R128_MAX_NODE_POINTS) {
         PyErr_SetString(PyExc_ValueError, "too many points for one node: at most 2**26");
         return -1;
     }
@@ -609,8 +431,8 @@ static int uh_grow(void **buf, size_t *cap, size_t need, size_t size)
  */
 static int uh_reserve(UHashRingObject *self, size_t n, int merge)
 {
-    size_t buckets = ((size_t)1 << uh_index_bits(n)) + 1;
-    if ((merge && uh_grow((void **)&self->spare, &self->spare_cap, n, sizeof(uh_point)) < 0)
+    size_t buckets = ((size_t)1 << chash_r128_index_bits(n)) + 1;
+    if ((merge && uh_grow((void **)&self->spare, &self->spare_cap, n, sizeof(chash_r128_point)) < 0)
         || uh_grow((void **)&self->index, &self->index_cap, buckets, sizeof(uint32_t)) < 0) {
         PyErr_NoMemory();
         return -1;
@@ -618,32 +440,18 @@ static int uh_reserve(UHashRingObject *self, size_t n, int merge)
     return 0;
 }
 
-/* Rewrites the bucket index from the points (room reserved): one pass,
- * each bucket's start written as the points cross into it. */
+/* Rewrites the bucket index from the points (room reserved). */
 static void uh_refresh(UHashRingObject *self)
 {
-    const uh_point *pts = self->pts;
-    uint32_t *index = self->index;
-    size_t n = self->n;
-    int b = uh_index_bits(n);
-    size_t buckets = (size_t)1 << b, next = 0;
-    int shift = self->ketama ? 32 - b : 64 - b;
-    uint64_t mask = self->ketama ? 0xffffffffu : UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        size_t bucket = (size_t)((pts[i].hi & mask) >> shift);
-        while (next <= bucket)
-            index[next++] = (uint32_t)i;
-    }
-    while (next <= buckets)
-        index[next++] = (uint32_t)n;
-    self->ibits = b;
+    self->ibits = chash_r128_index_bits(self->n);
+    chash_r128_index(self->pts, self->n, self->ketama, self->ibits, self->index);
 }
 
 /* Swaps the spare array, holding n points of which unique distinct, in
  * as the points; the old points become the spare. */
 static void uh_swap_in(UHashRingObject *self, size_t n, size_t unique)
 {
-    uh_point *old = self->pts;
+    chash_r128_point *old = self->pts;
     size_t old_cap = self->cap;
     self->pts = self->spare;
     self->cap = self->spare_cap;
@@ -712,12 +520,12 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
         }
         slot = (Py_ssize_t)self->nnodes;
     }
-    uh_point *add = CHASH_MALLOC((count ? count : 1) * sizeof *add);
+    chash_r128_point *add = CHASH_MALLOC((count ? count : 1) * sizeof *add);
     uint64_t seq = self->next_seq;
     if (!add
-        || uh_node_points(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0, 1,
-                          (uint32_t)slot, &seq, add) < 0
-        || uh_sort(add, count, 32, NULL) < 0) {
+        || chash_r128_node_points(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0,
+                                  1, (uint32_t)slot, &seq, add) < 0
+        || chash_r128_sort(add, count, 32, NULL) < 0) {
         CHASH_FREE(add);
         Py_DECREF(prefix);
         Py_XDECREF(slot_obj);
@@ -730,30 +538,10 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
         Py_XDECREF(slot_obj);
         return NULL;
     }
-    uh_point *out = self->spare;
+    chash_r128_point *out = self->spare;
     Py_XDECREF(slot_obj);
     /* No Python from here on: merge the others' points with the new ones. */
-    size_t i = 0, j = 0, m = 0;
-    while (i < self->n || j < count) {
-        if (i < self->n && self->pts[i].owner == (uint32_t)slot) {
-            i++;
-            continue;
-        }
-        if (j < count && j > 0 && add[j].hi == add[j - 1].hi && add[j].lo == add[j - 1].lo) {
-            j++; /* the node's own repeat: one value, one point */
-            continue;
-        }
-        if (j == count || (i < self->n && (self->pts[i].hi < add[j].hi
-                                           || (self->pts[i].hi == add[j].hi && self->pts[i].lo < add[j].lo)))) {
-            out[m++] = self->pts[i++];
-        } else if (i < self->n && self->pts[i].hi == add[j].hi && self->pts[i].lo == add[j].lo) {
-            out[m] = self->pts[i++]; /* written again: this node's now, where it was */
-            out[m++].owner = (uint32_t)slot;
-            j++;
-        } else {
-            out[m++] = add[j++];
-        }
-    }
+    size_t m = chash_r128_merge(self->pts, self->n, add, count, (uint32_t)slot, out);
     CHASH_FREE(add);
     self->next_seq = seq;
     if (fresh)
@@ -790,15 +578,7 @@ static PyObject *uh_remove(UHashRingObject *self, PyObject *name)
     }
     if (PyDict_DelItem(self->slots, name) < 0)
         return NULL;
-    size_t m = 0;
-    for (size_t i = 0; i < self->n; i++) {
-        uh_point p = self->pts[i];
-        if (p.owner == (uint32_t)slot)
-            continue;
-        if (p.owner == last)
-            p.owner = (uint32_t)slot;
-        self->pts[m++] = p;
-    }
+    size_t m = chash_r128_drop(self->pts, self->n, (uint32_t)slot, last);
     self->n = m;
     self->unique = m; /* md5 mode: every value once */
     uh_refresh(self);  /* fewer points: the room reserved for more suffices */
@@ -844,7 +624,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     size_t *counts = CHASH_MALLOC((nn ? (size_t)nn : 1) * sizeof *counts);
     Py_ssize_t made = 0;
     size_t total = 0;
-    uh_point *pts = NULL;
+    chash_r128_point *pts = NULL;
     if (!slots || !names || !prefixes || !counts) {
         PyErr_NoMemory();
         goto fail;
@@ -878,8 +658,8 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     uint64_t seq = self->next_seq;
     size_t at = 0;
     for (Py_ssize_t k = 0; k < nn; k++) {
-        if (uh_node_points(PyBytes_AS_STRING(prefixes[k]), (size_t)PyBytes_GET_SIZE(prefixes[k]),
-                           counts[k], ketama, (int)replicas, (uint32_t)k, &seq, pts + at) < 0) {
+        if (chash_r128_node_points(PyBytes_AS_STRING(prefixes[k]), (size_t)PyBytes_GET_SIZE(prefixes[k]),
+                                   counts[k], ketama, (int)replicas, (uint32_t)k, &seq, pts + at) < 0) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -888,22 +668,10 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     /* The spare array (room reserved, contents free) is the sort's scratch. */
     if (uh_reserve(self, total, 1) < 0 || uh_unchanged(self, before) < 0)
         goto fail;
-    uh_sort(pts, total, ketama ? 0 : 32, self->spare);
+    chash_r128_sort(pts, total, ketama ? 0 : 32, self->spare);
     /* A value written more than once: owned by its last writer, placed by
      * its first; md5 mode keeps it once, ketama every time. */
-    size_t m = 0;
-    for (size_t i = 0; i < total;) {
-        size_t end = i + 1;
-        while (end < total && pts[end].hi == pts[i].hi && pts[end].lo == pts[i].lo)
-            end++;
-        uint32_t owner = pts[end - 1].owner;
-        size_t keep = ketama ? end - i : 1;
-        for (size_t k = 0; k < keep; k++) {
-            pts[m] = pts[i + k];
-            pts[m++].owner = owner;
-        }
-        i = end;
-    }
+    size_t m = chash_r128_settle(pts, total, ketama);
     /* Nothing can fail from here: swap the new state in. */
     for (Py_ssize_t k = 0; k < nn; k++)
         Py_DECREF(prefixes[k]);
@@ -921,7 +689,7 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     self->pts = pts;
     self->cap = total;
     self->n = m;
-    self->unique = ketama ? uh_unique(pts, m) : m;
+    self->unique = ketama ? chash_r128_unique(pts, m) : m;
     uh_refresh(self);
     Py_RETURN_NONE;
 
@@ -946,34 +714,11 @@ PyDoc_STRVAR(uh_check_doc,
 
 static PyObject *uh_check(UHashRingObject *self, PyObject *Py_UNUSED(ignored))
 {
-    for (size_t i = 0; i < self->n; i++) {
-        const uh_point *p = &self->pts[i];
-        int bad = p->owner >= self->nnodes || (i > 0 && uh_less(p, &self->pts[i - 1]));
-        if (i > 0 && p->hi == self->pts[i - 1].hi && p->lo == self->pts[i - 1].lo)
-            bad |= !self->ketama || p->owner != self->pts[i - 1].owner;
-        if (self->ketama)
-            bad |= p->hi > UINT32_MAX || p->lo != 0;
-        if (bad)
-            return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-    }
-    if (self->unique != uh_unique(self->pts, self->n)
+    int status = chash_r128_check(self->pts, self->n, self->nnodes, self->ketama, self->n ? self->index : NULL,
+                                  self->ibits);
+    if (status != CHASH_OK || self->unique != chash_r128_unique(self->pts, self->n)
         || (size_t)PyDict_GET_SIZE(self->slots) != self->nnodes)
         return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-    if (self->n) {
-        size_t buckets = (size_t)1 << self->ibits;
-        if (self->index[buckets] != self->n)
-            return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-        for (size_t k = 0; k < buckets; k++) {
-            size_t first = self->index[k], next = self->index[k + 1];
-            int bad = first > next;
-            if (!bad && first < self->n)
-                bad = uh_bucket(self->pts[first].hi, self->ketama, self->ibits) < k;
-            if (!bad && first > 0)
-                bad = uh_bucket(self->pts[first - 1].hi, self->ketama, self->ibits) >= k;
-            if (bad)
-                return chash_py_error(CHASH_ECORRUPT, NULL, NULL);
-        }
-    }
     for (size_t k = 0; k < self->nnodes; k++) {
         Py_ssize_t slot = uh_slot(self, self->names[k]);
         if (slot == -2)
@@ -995,7 +740,7 @@ static PyMethodDef uh_methods[] = {
     {"get_node_instance", (PyCFunction)uh_instance, METH_O, uh_instance_doc},
     {"_lookup", (PyCFunction)uh_lookup, METH_O, uh_lookup_doc},
     {"_walk", (PyCFunction)(void (*)(void))uh_walk, METH_FASTCALL, uh_walk_doc},
-    {"_points", (PyCFunction)uh_points, METH_NOARGS, uh_points_doc},
+    {"_points", (PyCFunction)chash_r128_points, METH_NOARGS, chash_r128_points_doc},
     {"_continuum", (PyCFunction)uh_continuum, METH_NOARGS, uh_continuum_doc},
     {"_size", (PyCFunction)uh_size, METH_NOARGS, uh_size_doc},
     {"_set_node", (PyCFunction)(void (*)(void))uh_set_node, METH_FASTCALL, uh_set_node_doc},
