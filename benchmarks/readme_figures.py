@@ -630,6 +630,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "readme clients": readme_clients,
     "current router": current("router"),
     "current fastring": current("fastring"),
+    "current uhashring": current("uhashring"),
     "current families": current("families"),
     "current gateway": current("gateway"),
     "current nodes": current("nodes"),

@@ -5,6 +5,7 @@ regenerate the README figures from the new files.
     python3 benchmarks/rerun.py gateway gateway-tls
     python3 benchmarks/rerun.py nodes migration clients jump membership-redis
     python3 benchmarks/rerun.py get-bounded
+    python3 benchmarks/rerun.py uhashring
     python3 benchmarks/rerun.py --list
 
 A benchmark whose script writes no JSON gets the commit, the interpreter
@@ -50,6 +51,7 @@ THEN = "--then"
 RUNS: dict[str, tuple[str, list[str]]] = {
     "router": ("python", ["benchmarks/bench_router.py", "--repeat", "11", "--json", JSON]),
     "fastring": ("python3.13", ["benchmarks/bench_fastring.py", "--repeat", "41", "--json", JSON]),
+    "uhashring": ("python", ["benchmarks/bench_uhashring.py", "--repeat", "21", "--json", JSON]),
     "families": ("python3.13", ["benchmarks/bench_router.py", "--families-only", "--repeat", "15",
                                 "--json", JSON]),
     "gateway": ("python", ["benchmarks/bench_gateway.py", "--repeat", "9", "--json", JSON]),

@@ -9,6 +9,8 @@
 # The ring engine (csrc/engine/): the ring, its id index, its bulk path and
 # the radix sort of points (a leaf).
 RING_SOURCES := engine/ring.c engine/ring_index.c engine/ring_bulk.c engine/sort.c
+# The sorted points of uhashring's continuums (csrc/engine/ring128.c).
+RING128_SOURCES := engine/ring128.c
 # The ring of 64-bit points built whole (csrc/engine/wide.c) and the
 # rules of Envoy's and gRPC's rings and Envoy's Maglev over it
 # (csrc/engine/envoy.c).
@@ -38,7 +40,7 @@ STRATEGY_SOURCES := strategies/mix.c strategies/jump.c strategies/rendezvous.c \
 AFFINITY_SOURCES := strategies/affinity.c
 
 # The engine: everything above; plain C11, no Python.
-ENGINE_SOURCES := $(RING_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
+ENGINE_SOURCES := $(RING_SOURCES) $(RING128_SOURCES) $(WIDE_SOURCES) $(DIFF_SOURCES) $(SCHEME_SOURCES) $(HASH_SOURCES) $(STRATEGY_SOURCES) \
                   $(HTTP_SOURCES) $(HAPROXY_ID_SOURCES) $(AFFINITY_SOURCES)
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
@@ -49,4 +51,4 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/get_boun
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_names.c python/node_list.c python/ring64.c python/maglev.c python/jump.c \
                    python/rendezvous.c python/rendezvous_nodes.c python/bounded.c \
-                   python/simulate.c python/http_head.c python/affinity.c
+                   python/simulate.c python/http_head.c python/affinity.c python/uhashring.c

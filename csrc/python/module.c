@@ -23,6 +23,7 @@
 #include "ring32/ring32.h"
 #include "router.h"
 #include "simulate.h"
+#include "uhashring.h"
 
 PyDoc_STRVAR(hash_fn_doc,
 "_hash(name, data, seed=0, /)\n--\n\n"
@@ -95,7 +96,8 @@ static int module_exec(PyObject *module)
 {
     if (router_type_setup(module) < 0
         || bounded_type_setup(module) < 0
-        || diff_module_setup(module) < 0 || affinity_setup(module) < 0)
+        || diff_module_setup(module) < 0 || affinity_setup(module) < 0
+        || uhashring_setup(module) < 0)
         return -1;
     PyObject *hashes = PyTuple_New(CHASH_HASH_COUNT);
     if (!hashes)

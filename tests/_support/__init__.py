@@ -11,6 +11,7 @@ One line a module:
 - ``collisions``: node ids whose ring points collide, for tests of ties;
 - ``ci``: whether the tests run in CI (``CI=true``), ``missing()`` (skip, or fail in CI), the CI guard's hooks;
 - ``waiting``: bounded polling, sync and asyncio, and a bounded event loop;
+- ``leaks``: a loop of an operation that must not leak (memory, live objects);
 - ``ports``: free loopback ports;
 - ``plotting``: whether matplotlib can draw here;
 - ``http_backends``: HTTP servers on 127.0.0.1 in threads, whose answers tests steer;

@@ -37,7 +37,11 @@
 # tests/fuzz/fuzz_anchor.c, JumpBackHash and JumpBackAnchor, state parsing
 # of any bytes among them (it includes both with its own failing
 # allocator): its seeds of tests/fuzz/corpus_anchor/ replayed, then fuzzed
-# for a quarter of SECONDS (at least 5).
+# for a quarter of SECONDS (at least 5).  Then tests/fuzz/fuzz_ring128.c,
+# the sorted points of uhashring's continuums against a model of its dict
+# (it includes engine/ring128.c with its own failing allocator and links
+# HASH_SOURCES): its seeds of tests/fuzz/corpus_ring128/ replayed, then
+# fuzzed for a quarter of SECONDS (at least 5).
 # Every target but fuzz_ring takes that failing allocator and FZ_ASSERT
 # from tests/fuzz/fuzz_support.h.
 # Exits non-zero on any crash, sanitizer report, leak, timeout or model
@@ -117,9 +121,11 @@ read -ra hash_only <<<"$hash_list"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_rendezvous.c "${hash_only[@]}" -lm -o "$work/fuzz_rendezvous"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_affinity.c "${hash_only[@]}" -lm -o "$work/fuzz_affinity"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_anchor.c -o "$work/fuzz_anchor"
+"$cc" "${flags[@]}" tests/fuzz/fuzz_ring128.c "${hash_only[@]}" -lm -o "$work/fuzz_ring128"
 
 mkdir -p "$work/corpus" "$work/crashes" "$work/corpus_wide" "$work/corpus_diff" "$work/corpus_http" \
-         "$work/corpus_ids" "$work/corpus_rendezvous" "$work/corpus_affinity" "$work/corpus_anchor"
+         "$work/corpus_ids" "$work/corpus_rendezvous" "$work/corpus_affinity" "$work/corpus_anchor" \
+         "$work/corpus_ring128"
 cp tests/fuzz/corpus/* "$work/corpus/"
 cp tests/fuzz/corpus_wide/* "$work/corpus_wide/"
 cp tests/fuzz/corpus_diff/* "$work/corpus_diff/"
@@ -128,6 +134,7 @@ cp tests/fuzz/corpus_ids/* "$work/corpus_ids/"
 cp tests/fuzz/corpus_rendezvous/* "$work/corpus_rendezvous/"
 cp tests/fuzz/corpus_affinity/* "$work/corpus_affinity/"
 cp tests/fuzz/corpus_anchor/* "$work/corpus_anchor/"
+cp tests/fuzz/corpus_ring128/* "$work/corpus_ring128/"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
@@ -191,11 +198,13 @@ replay_and_fuzz() {  # NAME MAX_LEN
 [ "$status" -eq 0 ] && replay_and_fuzz rendezvous 2048
 [ "$status" -eq 0 ] && replay_and_fuzz affinity 2048
 [ "$status" -eq 0 ] && replay_and_fuzz anchor 2048
+[ "$status" -eq 0 ] && replay_and_fuzz ring128 1024
 
 if [ "$status" -ne 0 ]; then
   mkdir -p "$artifacts"
   cp "$work/fuzz_ring" "$work/fuzz_ring_alloc" "$work/fuzz_wide" "$work/fuzz_diff" "$work/fuzz_http" \
-     "$work/fuzz_ids" "$work/fuzz_rendezvous" "$work/fuzz_affinity" "$work/fuzz_anchor" "$artifacts/"
+     "$work/fuzz_ids" "$work/fuzz_rendezvous" "$work/fuzz_affinity" "$work/fuzz_anchor" \
+     "$work/fuzz_ring128" "$artifacts/"
   for f in "$work"/crashes/*; do
     [ -e "$f" ] || continue
     cp "$f" "$artifacts/"

@@ -1,0 +1,267 @@
+/*
+ * ring128.c - the sorted points of uhashring's continuums: sort, the
+ * successor rule, the bucket index, a node's points, the md5 mode's merge
+ * and drop, a build's settling, the invariant check.  See ring128.h.
+ */
+#include "ring128.h"
+
+#include <string.h>
+
+#include "alloc.h"
+#include "hash/hash.h"
+
+static int less(const chash_r128_point *a, const chash_r128_point *b)
+{
+    if (a->hi != b->hi)
+        return a->hi < b->hi;
+    if (a->lo != b->lo)
+        return a->lo < b->lo;
+    return a->seq < b->seq;
+}
+
+static int same_value(const chash_r128_point *a, const chash_r128_point *b)
+{
+    return a->hi == b->hi && a->lo == b->lo;
+}
+
+int chash_r128_sort(chash_r128_point *p, size_t n, int shift, chash_r128_point *scratch)
+{
+    if (n < 2)
+        return CHASH_OK;
+    chash_r128_point *tmp = scratch ? scratch : CHASH_MALLOC(n * sizeof *tmp);
+    if (!tmp)
+        return CHASH_ENOMEM;
+    chash_r128_point *src = p, *dst = tmp;
+    for (int pass = 0; pass < 4; pass++) {
+        size_t count[257] = {0};
+        int s = shift + 8 * pass;
+        for (size_t i = 0; i < n; i++)
+            count[((src[i].hi >> s) & 0xffu) + 1]++;
+        for (size_t b = 1; b < 257; b++)
+            count[b] += count[b - 1];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].hi >> s) & 0xffu]++] = src[i];
+        chash_r128_point *t = src;
+        src = dst;
+        dst = t;
+    }
+    /* Four passes: the result is back in p. */
+    if (!scratch)
+        CHASH_FREE(tmp);
+    for (size_t i = 1; i < n; i++) {
+        chash_r128_point v = p[i];
+        size_t j = i;
+        while (j > 0 && less(&v, &p[j - 1])) {
+            p[j] = p[j - 1];
+            j--;
+        }
+        p[j] = v;
+    }
+    return CHASH_OK;
+}
+
+size_t chash_r128_successor(const chash_r128_point *p, size_t n, size_t from, size_t to, uint64_t hi,
+                            uint64_t lo)
+{
+    size_t lo_i = from, hi_i = to;
+    while (lo_i < hi_i) {
+        size_t mid = lo_i + (hi_i - lo_i) / 2;
+        if (p[mid].hi > hi || (p[mid].hi == hi && p[mid].lo > lo))
+            hi_i = mid;
+        else
+            lo_i = mid + 1;
+    }
+    return lo_i == n ? 0 : lo_i;
+}
+
+static uint64_t be64(const uint8_t *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+static uint64_t le32(const uint8_t *b)
+{
+    return (uint64_t)b[0] | ((uint64_t)b[1] << 8) | ((uint64_t)b[2] << 16) | ((uint64_t)b[3] << 24);
+}
+
+void chash_r128_key(const uint8_t digest[16], int ketama, uint64_t *hi, uint64_t *lo)
+{
+    *hi = ketama ? le32(digest) : be64(digest);
+    *lo = ketama ? 0 : be64(digest + 8);
+}
+
+int chash_r128_index_bits(size_t n)
+{
+    int b = 1;
+    while (b < 24 && ((size_t)1 << b) < n)
+        b++;
+    return b;
+}
+
+void chash_r128_index(const chash_r128_point *p, size_t n, int ketama, int bits, uint32_t *index)
+{
+    size_t buckets = (size_t)1 << bits, next = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t bucket = chash_r128_bucket(p[i].hi, ketama, bits);
+        while (next <= bucket)
+            index[next++] = (uint32_t)i;
+    }
+    while (next <= buckets)
+        index[next++] = (uint32_t)n;
+}
+
+int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
+                           uint32_t owner, uint64_t *seq, chash_r128_point *out)
+{
+    size_t cap = plen + 24;
+    char *buf = CHASH_MALLOC(4 * cap);
+    if (!buf)
+        return CHASH_ENOMEM;
+    for (size_t lane = 0; lane < 4; lane++)
+        memcpy(buf + lane * cap, prefix, plen);
+    size_t per = ketama ? (size_t)replicas : 1;
+    uint64_t next = *seq;
+    for (size_t i = 0; i < count; i += 4) {
+        const void *data[4];
+        size_t len[4];
+        uint8_t dig[4][CHASH_MD5_DIGEST_SIZE];
+        size_t lanes = count - i < 4 ? count - i : 4;
+        for (size_t lane = 0; lane < 4; lane++) {
+            char *s = buf + lane * cap;
+            size_t v = i + (lane < lanes ? lane : 0), d = 0;
+            char digits[24];
+            do {
+                digits[d++] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            for (size_t k = 0; k < d; k++)
+                s[plen + k] = digits[d - 1 - k];
+            data[lane] = s;
+            len[lane] = plen + d;
+        }
+        if (len[0] <= 55 && len[1] <= 55 && len[2] <= 55 && len[3] <= 55) {
+            chash_md5_x4(data, len, dig);
+        } else {
+            for (size_t lane = 0; lane < lanes; lane++)
+                chash_md5(data[lane], len[lane], dig[lane]);
+        }
+        for (size_t lane = 0; lane < lanes; lane++) {
+            for (size_t r = 0; r < per; r++) {
+                chash_r128_point *p = &out[(i + lane) * per + r];
+                if (ketama) {
+                    p->hi = le32(dig[lane] + 4 * r);
+                    p->lo = 0;
+                } else {
+                    p->hi = be64(dig[lane]);
+                    p->lo = be64(dig[lane] + 8);
+                }
+                p->seq = next++;
+                p->owner = owner;
+                p->spare = 0;
+            }
+        }
+    }
+    CHASH_FREE(buf);
+    *seq = next;
+    return CHASH_OK;
+}
+
+size_t chash_r128_merge(const chash_r128_point *pts, size_t n, const chash_r128_point *add, size_t count,
+                        uint32_t owner, chash_r128_point *out)
+{
+    size_t i = 0, j = 0, m = 0;
+    while (i < n || j < count) {
+        if (i < n && pts[i].owner == owner) {
+            i++; /* the node's old points go */
+            continue;
+        }
+        if (j < count && j > 0 && same_value(&add[j], &add[j - 1])) {
+            j++; /* the node's own repeat: one value, one point */
+            continue;
+        }
+        if (j == count || (i < n && (pts[i].hi < add[j].hi || (pts[i].hi == add[j].hi && pts[i].lo < add[j].lo)))) {
+            out[m++] = pts[i++];
+        } else if (i < n && same_value(&pts[i], &add[j])) {
+            out[m] = pts[i++]; /* written again: this node's now, where it was */
+            out[m++].owner = owner;
+            j++;
+        } else {
+            out[m++] = add[j++];
+        }
+    }
+    return m;
+}
+
+size_t chash_r128_drop(chash_r128_point *pts, size_t n, uint32_t owner, uint32_t last)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        chash_r128_point p = pts[i];
+        if (p.owner == owner)
+            continue;
+        if (p.owner == last)
+            p.owner = owner;
+        pts[m++] = p;
+    }
+    return m;
+}
+
+size_t chash_r128_settle(chash_r128_point *pts, size_t n, int ketama)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        size_t end = i + 1;
+        while (end < n && same_value(&pts[end], &pts[i]))
+            end++;
+        uint32_t owner = pts[end - 1].owner;
+        size_t keep = ketama ? end - i : 1;
+        for (size_t k = 0; k < keep; k++) {
+            pts[m] = pts[i + k];
+            pts[m++].owner = owner;
+        }
+        i = end;
+    }
+    return m;
+}
+
+size_t chash_r128_unique(const chash_r128_point *p, size_t n)
+{
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || !same_value(&p[i], &p[i - 1]))
+            u++;
+    return u;
+}
+
+int chash_r128_check(const chash_r128_point *p, size_t n, size_t nnodes, int ketama, const uint32_t *index,
+                     int bits)
+{
+    for (size_t i = 0; i < n; i++) {
+        int bad = p[i].owner >= nnodes || (i > 0 && less(&p[i], &p[i - 1]));
+        if (i > 0 && same_value(&p[i], &p[i - 1]))
+            bad |= !ketama || p[i].owner != p[i - 1].owner;
+        if (ketama)
+            bad |= p[i].hi > UINT32_MAX || p[i].lo != 0;
+        if (bad)
+            return CHASH_ECORRUPT;
+    }
+    if (!index || n == 0)
+        return CHASH_OK;
+    size_t buckets = (size_t)1 << bits;
+    if (index[buckets] != n)
+        return CHASH_ECORRUPT;
+    for (size_t k = 0; k < buckets; k++) {
+        size_t first = index[k], next = index[k + 1];
+        int bad = first > next;
+        if (!bad && first < n)
+            bad = chash_r128_bucket(p[first].hi, ketama, bits) < k;
+        if (!bad && first > 0)
+            bad = chash_r128_bucket(p[first - 1].hi, ketama, bits) >= k;
+        if (bad)
+            return CHASH_ECORRUPT;
+    }
+    return CHASH_OK;
+}
