@@ -6,6 +6,8 @@ Build switches (environment variables, read at build time):
   CHASH_WERROR=1    warnings are errors
 The default (release) build carries no debug info: -g0, and debug sections
 stripped at link time on ELF platforms; the sanitizer and debug builds keep -g.
+A free-threaded interpreter (3.13t) needs no switch: Py_GIL_DISABLED comes from
+its pyconfig.h, and the flags above compile cleanly against its headers.
 """
 import os
 import re
