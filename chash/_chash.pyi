@@ -191,7 +191,7 @@ class MaglevRouter:
     def __ne__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
 
-JumpLayoutName = Literal["jump", "guava"]
+JumpLayoutName = Literal["jump", "guava", "jumpback"]
 
 @final
 class JumpRouter:

@@ -10,7 +10,8 @@
  *
  * Layouts: "jump" is the paper's function; "guava" is Guava's
  * Hashing.consistentHash(long, int), the same walk in its own arithmetic
- * (chash_jump_guava).  Jump has no weights and cannot drop a bucket from
+ * (chash_jump_guava); "jumpback" is hash4j's jumpBackHashSplitMix64()
+ * (strategies/jumpback.h), jump's contract in expected O(1) integer steps.  Jump has no weights and cannot drop a bucket from
  * the middle: both are refused with a ValueError that says so.  The shell
  * (router.c) does everything else of the type.  Part of chash._chash.
  *
@@ -25,11 +26,12 @@
 
 #include <string.h>
 
-static const char *const layout_names[] = {"jump", "guava"};
+/* By chash_jump_rule: the paper's, Guava's, JumpBackHash. */
+static const char *const layout_names[] = {"jump", "guava", "jumpback"};
 
 static const char *layout_name(const RouterObject *self)
 {
-    return layout_names[self->jump.rule == CHASH_JUMP_GUAVA];
+    return layout_names[self->jump.rule];
 }
 
 /* ------------------------------------------------------------------ */
@@ -95,7 +97,12 @@ static int parse_layout(PyObject *obj, chash_jump_rule *out)
         *out = CHASH_JUMP_GUAVA;
         return 0;
     }
-    PyErr_Format(PyExc_ValueError, "JumpRouter's layout must be 'jump' or 'guava', not %R", obj);
+    if (strcmp(name, "jumpback") == 0) {
+        *out = CHASH_JUMP_BACK;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "JumpRouter's layout must be 'jump', 'guava' or 'jumpback', not %R", obj);
     return -1;
 }
 
@@ -600,7 +607,9 @@ PyDoc_STRVAR(get_by_hash_doc,
 "get_target_node_by_hash($self, hash, /)\n--\n\n"
 "nodes[jump(hash, n)] for a 64-bit hash computed by the caller (0 to\n"
 "2**64 - 1; a Java long is hash & (2**64 - 1)); with layout='guava',\n"
-"Guava's Hashing.consistentHash(hash, n).  None when there is no node.");
+"Guava's Hashing.consistentHash(hash, n); with layout='jumpback', hash4j's\n"
+"ConsistentHashing.jumpBackHashSplitMix64().getBucket(hash, n).  None when\n"
+"there is no node.");
 
 PyDoc_STRVAR(get_many_by_hash_doc,
 "get_target_nodes_by_hash($self, hashes, /)\n--\n\n"
@@ -648,7 +657,10 @@ PyDoc_STRVAR(jump_doc,
 "buckets 0..n-1 in the order added, no table; a key goes to\n"
 "nodes[jump(hash64(key), n)] in O(log n) steps.  Adding a node moves 1/(n+1)\n"
 "of the keys to it and nothing else; only the last bucket can be removed.\n"
-"layout='guava' is Guava's Hashing.consistentHash(long, int); with\n"
+"layout='guava' is Guava's Hashing.consistentHash(long, int);\n"
+"layout='jumpback' is JumpBackHash (Ertl 2024), hash4j's\n"
+"jumpBackHashSplitMix64(): the same contract in expected O(1) integer steps,\n"
+"any bucket count.  With\n"
 "hash='murmur3_128', get_target_node(key) is Guava's\n"
 "consistentHash(murmur3_128().hashString(key, UTF_8), n).  No diff(): a\n"
 "bucket owns no arcs of hashes to list; compare get_target_nodes(keys).");
@@ -705,7 +717,8 @@ const router_class jump_class = {
         [RP_NODES] = "The nodes in bucket order (the order they were added).",
         [RP_WEIGHTS] = "{node: 1.0}: jump has no weights.",
         [RP_HASH] = "The key hash, one of chash.HASHES.",
-        [RP_LAYOUT] = "'jump' (the paper's function) or 'guava'.",
+        [RP_LAYOUT] = "'jump' (the paper's function), 'guava' or 'jumpback' (hash4j's\n"
+                      "JumpBackHash).",
         [RP_WEIGHT_RULE] = WEIGHT_RULE_DOC,
     },
 };

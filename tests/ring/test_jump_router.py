@@ -201,7 +201,7 @@ def test_bad_input_leaves_the_router_as_it_was(call, exc, match) -> None:  # typ
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    ({"layout": "ketama"}, ValueError, "'jump' or 'guava'"),
+    ({"layout": "ketama"}, ValueError, "'jump', 'guava' or 'jumpback'"),
     ({"layout": 3}, TypeError, "layout must be str"),
     ({"layout": "jump\0"}, ValueError, "unknown layout"),
     ({"hash": "md6"}, ValueError, "unknown hash 'md6'"),

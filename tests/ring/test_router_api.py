@@ -22,6 +22,18 @@ RECORD = json.loads((Path(__file__).parents[1] / "vectors" / "router_api.json")
 CLASSES: dict[str, Any] = RECORD["classes"]
 #: Added after ea11c0d, on every class.
 ADDED = {"weight_rule"}
+#: Docstrings rewritten after ea11c0d for a new layout, each now naming it
+#: (None: the class's own): JumpRouter's layout="jumpback".
+AMENDED = {("JumpRouter", None): "jumpback", ("JumpRouter", "layout"): "jumpback",
+           ("JumpRouter", "get_target_node_by_hash"): "jumpback"}
+
+
+def amended(cls: str, member: str | None, now: str | None, then: str | None) -> bool:
+    """A docstring rewritten for a new layout: it names the layout, and the
+    record's text was not simply dropped (it shares its first line)."""
+    word = AMENDED.get((cls, member))
+    return bool(word and now and then and word in now
+                and now.splitlines()[0][:20] == then.splitlines()[0][:20])
 
 
 def same_doc(now: str | None, then: str | None) -> bool:
@@ -54,13 +66,14 @@ def test_a_class_keeps_its_names_signatures_and_docs(name: str) -> None:
     now_names = {n for n in dir(cls) if not n.startswith("__")}
     assert now_names - ADDED == set(then["members"])
     assert now_names >= ADDED
-    assert same_class_doc(cls, then["doc"])
+    assert same_class_doc(cls, then["doc"]) or amended(name, None, cls.__doc__, then["doc"])
     assert signature(cls) == then["signature"]
     for member, was in then["members"].items():
         attr = inspect.getattr_static(cls, member)
         assert type(attr).__name__ == was["kind"], member
         assert signature(getattr(cls, member)) == was["signature"], member
-        assert same_doc(getattr(attr, "__doc__", None), was["doc"]), member
+        now = getattr(attr, "__doc__", None)
+        assert same_doc(now, was["doc"]) or amended(name, member, now, was["doc"]), member
     assert sorted(p for p in PROTOCOLS if p in cls.__dict__) == then["protocols"]
 
 
