@@ -87,7 +87,7 @@ def _checkpoint(r: _Reader, nprobes: int) -> Checkpoint:
 
 def anchor() -> Anchor:
     r = _Reader((HERE / "anchor.bin").read_bytes())
-    assert r.raw(8) == b"CHACHHR1"
+    assert r.raw(8) == b"CHACCHR1"
     nprobes = r.one("I")
     probes = r.take(f"{nprobes}Q")
     histories = []
@@ -141,3 +141,21 @@ class SplittableRandom:
 
     def next_double(self) -> float:
         return (self.next_long() >> 11) * (1.0 / (1 << 53))
+
+    def next_int(self) -> int:
+        """nextInt(): a signed 32-bit int."""
+        v = self._mix32(self._next())
+        return v - (1 << 32) if v >= 1 << 31 else v
+
+    def next_int_below(self, bound: int) -> int:
+        """nextInt(bound), Java's int arithmetic (overflow included)."""
+        m = bound - 1
+        x = self.next_int() & 0xFFFFFFFF
+        if bound & m == 0:
+            return x & m
+        u = x >> 1
+        while True:
+            res = u % bound
+            if u + m - res <= (1 << 31) - 1:
+                return res
+            u = (self.next_int() & 0xFFFFFFFF) >> 1
