@@ -140,7 +140,7 @@ def pull(core: MembershipCore, *, rollback: bool = False,
         if not isinstance(stored, NoRing):
             state = core.read_state(stored)
             core.sharded = stored.sharded
-            if core.apply(state, rollback=rollback, force=force) or force:
+            if core.apply(state, rollback=rollback, force=force, stamp=stored.digest) or force:
                 yield from _stamp(core, state, stored.digest)
             return state
         if not core.may_seed(stored.damage is not None):
@@ -156,12 +156,16 @@ def pull(core: MembershipCore, *, rollback: bool = False,
 
 def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> Exchange[None]:
     """Record our fingerprint for the version just read and applied, if
-    the store has none; if it has one we cannot reproduce, say so once."""
+    the store has none; if it has one we cannot reproduce, say so once.
+    An anchor router's record that lost the race to another instance's is
+    replaced by the winner's (read again and adopted)."""
     if (state.epoch, state.version) != core.position:
         return  # another thread applied a newer state meanwhile
     ours = core.fingerprint()
     if digest is None:
-        yield from ask(Stamp(str(state.epoch), state.version, ours))
+        stamped = yield from ask(Stamp(str(state.epoch), state.version, ours))
+        if not stamped and core.records:
+            yield from pull(core, force=True)
     elif digest != ours:
         core.foreign_digest(digest)
 
@@ -189,6 +193,8 @@ def check(core: MembershipCore) -> Exchange[None]:
             yield from pull(core, force=True)  # stamps it, after a fresh read
         elif digest != core.fingerprint():
             state = yield from pull(core, force=True)
+            if core.records and core.fingerprint() == digest:
+                return  # an anchor router adopted the record stamped first
             if state is not None and core.fingerprint() != digest \
                     and (state.epoch, state.version) == seen:
                 return  # we cannot reproduce it; logged by _stamp

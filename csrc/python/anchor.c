@@ -825,6 +825,33 @@ static PyObject *anchor_unpickle(PyTypeObject *cls, PyObject *settings, PyObject
     return result;
 }
 
+/* __setstate__((hash, state, nodes_by_bucket)): the router made to hold
+ * exactly what from_state would make of them, in one swap; as it was on
+ * any error.  What a shared ring's instances adopt (chash.membership). */
+static PyObject *anchor_setstate(RouterObject *self, PyObject *arg)
+{
+    PyObject *hash, *nodes;
+    Py_buffer state;
+    if (!PyTuple_Check(arg) || !PyArg_ParseTuple(arg, "Oy*O:__setstate__", &hash, &state, &nodes)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError,
+                            "AnchorRouter state must be (hash, state, nodes_by_bucket)");
+        return NULL;
+    }
+    chash_hash_id hash_id;
+    PyObject *made = NULL;
+    if (parse_hash_name(hash, &hash_id) == 0)
+        made = make_from_state(Py_TYPE(self), hash_id, &state, nodes);
+    PyBuffer_Release(&state);
+    if (!made)
+        return NULL;
+    AnchorState old = self->anchor;
+    self->anchor = ((RouterObject *)made)->anchor;
+    ((RouterObject *)made)->anchor = old;
+    Py_DECREF(made);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ */
 /* The tables                                                         */
 
@@ -931,6 +958,13 @@ PyDoc_STRVAR(from_state_doc,
 "4 + 4k, a removed id out of range or named twice, every id removed) is a\n"
 "ValueError, as are entries that do not fit it.");
 
+PyDoc_STRVAR(setstate_doc,
+"__setstate__($self, state, /)\n--\n\n"
+"Hold exactly what from_state(state, nodes_by_bucket, hash=hash) would make\n"
+"of state = (hash, state, nodes_by_bucket), in one swap (the router as it\n"
+"was on any error): how a shared ring's instances adopt the mapping\n"
+"another one recorded.");
+
 PyDoc_STRVAR(anchor_doc,
 "AnchorRouter(*, hash='xxh64')\n--\n\n"
 "JumpBackAnchor (hash4j's ConsistentHashing.jumpBackAnchorHash) as a\n"
@@ -973,6 +1007,7 @@ const router_family anchor_family = {
     .equal = anchor_equal,
     .reduce = anchor_reduce,
     .unpickle = anchor_unpickle,
+    .setstate = anchor_setstate,
     .bucket_of = anchor_bucket_of,
     .state = anchor_state,
     .from_state = anchor_from_state,
@@ -994,6 +1029,7 @@ const router_class anchor_class = {
         [RM_BUCKET_OF] = bucket_of_doc,
         [RM_STATE] = state_doc,
         [RM_FROM_STATE] = from_state_doc,
+        [RM_SETSTATE] = setstate_doc,
     },
     .properties = {
         [RP_NODES] = "The nodes in bucket id order.",

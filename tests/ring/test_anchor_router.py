@@ -474,3 +474,19 @@ class AnchorMachine(RuleBasedStateMachine):
 TestAnchorMachine = AnchorMachine.TestCase
 TestAnchorMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                       derandomize=True)
+
+
+def test_setstate_swaps_in_a_recorded_mapping_whole() -> None:
+    r = filled(6, (1,))
+    source = filled(9, (0, 4))
+    r.__setstate__(("xxh64", source.state(), nodes_by_bucket(source)))
+    assert r == source and r.get_target_nodes(KEYS) == source.get_target_nodes(KEYS)
+    r._check()
+    before = (r.state(), r.nodes)
+    for bad, exc in [(("xxh64", b"\x01\0\0", []), ValueError),
+                     (("xxh64", source.state(), ["x"]), ValueError),
+                     (("md6", source.state(), nodes_by_bucket(source)), ValueError),
+                     ("nope", TypeError)]:
+        with pytest.raises(exc):
+            r.__setstate__(bad)  # type: ignore[arg-type]
+        assert (r.state(), r.nodes) == before

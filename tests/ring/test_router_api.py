@@ -92,7 +92,6 @@ def test_no_class_takes_a_method_it_lacked() -> None:
                 chash.RendezvousRouter):
         assert not {"bucket_of", "state", "from_state"} & set(dir(cls)), cls
     assert not hasattr(chash.AnchorRouter, "diff") and not hasattr(chash.AnchorRouter, "zones")
-    assert not hasattr(chash.AnchorRouter, "__setstate__")
 
 
 def test_only_consistent_hash_router_is_subclassable() -> None:
