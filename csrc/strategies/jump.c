@@ -101,7 +101,7 @@ uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets)
     case CHASH_JUMP_LAMPING: return chash_jump(key, nbuckets);
     case CHASH_JUMP_GUAVA: return chash_jump_guava(key, nbuckets);
     case CHASH_JUMP_BACK:
-        return nbuckets > CHASH_JUMPBACK_MAX_BUCKETS ? 0 : chash_jumpback(key, (uint32_t)nbuckets);
+        return nbuckets > CHASH_JUMPBACK_MAX_BUCKETS ? 0 : chash_jumpback_inline(key, (uint32_t)nbuckets);
     default: return 0;
     }
 }
