@@ -35,6 +35,7 @@ the wall clock, and the CPU-time ratios are printed beside them.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -245,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     args = parser.parse_args(argv)
 
+    load_start = os.getloadavg()[0]
     progress("building the routers")
     batches = [hashes(BATCH, seed) for seed in range(8)]
     key_batches = [keys(BATCH, 100 + seed) for seed in range(8)]
@@ -309,10 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_bytes = len(state_router.state())
     state = {"buckets": 10_000, "removed": 1_000, "bytes": state_bytes, "limit": 8192,
              "met": state_bytes <= 8192}
+    machine = machine_info()
     text = render(rows, state, args.repeat)
+    print(f"# commit {machine['commit']}, {machine['python']}, {machine['cpu_count']} CPUs, "
+          f"load {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     print(text)
     if args.json:
-        write_json(args.json, {"benchmark": "jumpback", "machine": machine_info(),
+        write_json(args.json, {"benchmark": "jumpback", "machine": machine,
+                               "load": [load_start, os.getloadavg()[0]],
                                "rounds": args.repeat, "rows": rows, "state": state,
                                "samples": {" | ".join(k): [[o.wall, o.cpu, o.switched] for o in v]
                                            for k, v in samples.items()}})
