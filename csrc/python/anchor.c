@@ -30,9 +30,7 @@
 #include "family.h"
 
 #include "args.h"
-#include "engine/scheme.h"
-#include "hash/hash.h"
-#include "state.h"
+#include "key_hash64.h"
 
 #include <string.h>
 
@@ -40,22 +38,6 @@
 
 /* ------------------------------------------------------------------ */
 /* Arguments                                                          */
-
-/* hash: NULL is "xxh64", else a name of chash.HASHES; 0 or -1. */
-static int parse_hash_name(PyObject *obj, chash_hash_id *out)
-{
-    *out = CHASH_HASH_XXH64;
-    if (!obj)
-        return 0;
-    const char *name = name_arg(obj, "hash");
-    if (!name)
-        return -1;
-    if (chash_hash_by_name(name, out) != CHASH_OK) {
-        PyErr_Format(PyExc_ValueError, "unknown hash %R: expected one of chash.HASHES", obj);
-        return -1;
-    }
-    return 0;
-}
 
 /* A weight the shell read as a number: AnchorRouter has none, so only 1;
  * 0 or -1. */
@@ -77,12 +59,7 @@ static int check_weight(double weight)
 
 static int key_hash(const RouterObject *self, PyObject *key, uint64_t *out)
 {
-    const char *buf;
-    Py_ssize_t len;
-    if (chash_py_key_bytes(key, &buf, &len) < 0)
-        return -1;
-    *out = chash_hash64(self->anchor.hash, buf, (size_t)len);
-    return 0;
+    return key_hash_named(self->anchor.hash, key, out);
 }
 
 /* A node argument as an exact str (a new reference): a str subclass is
@@ -163,7 +140,7 @@ static PyObject *anchor_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O:AnchorRouter", kwlist, &hash))
         return NULL;
     chash_hash_id hash_id;
-    if (parse_hash_name(hash, &hash_id) < 0)
+    if (parse_key_hash(hash, &hash_id) < 0)
         return NULL;
     return (PyObject *)make_empty(type, hash_id);
 }
@@ -378,21 +355,7 @@ static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
  * caller frees; NULL with an exception. */
 static uint64_t *hash_keys(const RouterObject *self, PyObject *keys, Py_ssize_t *n)
 {
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
-    if (!seq)
-        return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
-    if (!hashes)
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
-        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            hashes = NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return hashes;
+    return key_hashes_named(keys, (int)self->anchor.hash, n);
 }
 
 static PyObject *anchor_get_many(RouterObject *self, PyObject *keys)
@@ -793,7 +756,7 @@ static PyObject *anchor_from_state(PyTypeObject *cls, PyObject *args, PyObject *
         return NULL;
     chash_hash_id hash_id;
     PyObject *result = NULL;
-    if (parse_hash_name(hash, &hash_id) == 0)
+    if (parse_key_hash(hash, &hash_id) == 0)
         result = make_from_state(cls, hash_id, &state, nodes);
     PyBuffer_Release(&state);
     return result;
@@ -819,7 +782,7 @@ static PyObject *anchor_unpickle(PyTypeObject *cls, PyObject *settings, PyObject
         return NULL;
     chash_hash_id hash_id;
     PyObject *result = NULL;
-    if (parse_hash_name(hash, &hash_id) == 0)
+    if (parse_key_hash(hash, &hash_id) == 0)
         result = make_from_state(cls, hash_id, &state, nodes);
     PyBuffer_Release(&state);
     return result;
@@ -840,7 +803,7 @@ static PyObject *anchor_setstate(RouterObject *self, PyObject *arg)
     }
     chash_hash_id hash_id;
     PyObject *made = NULL;
-    if (parse_hash_name(hash, &hash_id) == 0)
+    if (parse_key_hash(hash, &hash_id) == 0)
         made = make_from_state(Py_TYPE(self), hash_id, &state, nodes);
     PyBuffer_Release(&state);
     if (!made)

@@ -21,8 +21,7 @@
 #include "family.h"
 
 #include "args.h"
-#include "engine/scheme.h"
-#include "hash/hash.h"
+#include "key_hash64.h"
 
 #include <string.h>
 
@@ -106,22 +105,6 @@ static int parse_layout(PyObject *obj, chash_jump_rule *out)
     return -1;
 }
 
-/* hash: NULL is "xxh64", else a name of chash.HASHES; 0 or -1. */
-static int parse_hash_name(PyObject *obj, chash_hash_id *out)
-{
-    *out = CHASH_HASH_XXH64;
-    if (!obj)
-        return 0;
-    const char *name = name_arg(obj, "hash");
-    if (!name)
-        return -1;
-    if (chash_hash_by_name(name, out) != CHASH_OK) {
-        PyErr_Format(PyExc_ValueError, "unknown hash %R: expected one of chash.HASHES", obj);
-        return -1;
-    }
-    return 0;
-}
-
 /* A weight (the shell read it as a number): jump has none, so only 1 is
  * taken; 0 or -1. */
 static int check_jump_weight(double weight)
@@ -142,12 +125,7 @@ static int check_jump_weight(double weight)
 
 static int key_hash(const RouterObject *self, PyObject *key, uint64_t *out)
 {
-    const char *buf;
-    Py_ssize_t len;
-    if (chash_py_key_bytes(key, &buf, &len) < 0)
-        return -1;
-    *out = chash_hash64(self->jump.hash, buf, (size_t)len);
-    return 0;
+    return key_hash_named(self->jump.hash, key, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -161,7 +139,7 @@ static PyObject *jump_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     chash_jump_rule rule;
     chash_hash_id hash_id;
-    if (parse_layout(layout, &rule) < 0 || parse_hash_name(hash, &hash_id) < 0)
+    if (parse_layout(layout, &rule) < 0 || parse_key_hash(hash, &hash_id) < 0)
         return NULL;
     RouterObject *self = router_alloc(type);
     if (!self)
@@ -283,21 +261,7 @@ static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
  * caller frees; NULL with an exception. */
 static uint64_t *hash_keys(const RouterObject *self, PyObject *keys, Py_ssize_t *n)
 {
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
-    if (!seq)
-        return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
-    if (!hashes)
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
-        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            hashes = NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return hashes;
+    return key_hashes_named(keys, (int)self->jump.hash, n);
 }
 
 static PyObject *jump_get_many(RouterObject *self, PyObject *keys)
@@ -458,7 +422,7 @@ static PyObject *jump_setstate(RouterObject *self, PyObject *state)
     }
     chash_jump_rule rule;
     chash_hash_id hash_id;
-    if (parse_layout(layout, &rule) < 0 || parse_hash_name(hash, &hash_id) < 0)
+    if (parse_layout(layout, &rule) < 0 || parse_key_hash(hash, &hash_id) < 0)
         return NULL;
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq)

@@ -272,16 +272,22 @@ def test_no_leaks_in_lookups_changes_errors_and_pickles() -> None:
     for _ in range(100):
         cycle()
     gc.collect()
+    # Two batches of 500: a leak grows memory in both by the same amount;
+    # what earlier tests of the process left behind (bounded: a few hundred
+    # small objects that pickling finds room for, seen after other test
+    # modules, whatever their router) can only show in the first.
+    growths = []
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(500):
-            cycle()
-        gc.collect()
-        growth = tracemalloc.get_traced_memory()[0] - before
+        for _batch in range(2):
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(500):
+                cycle()
+            gc.collect()
+            growths.append(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
-    assert growth < 20_000, growth
+    assert min(growths) < 20_000, growths
     assert [sys.getrefcount(h) for h in hosts] == refcounts
 
 
