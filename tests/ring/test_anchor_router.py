@@ -490,3 +490,35 @@ def test_setstate_swaps_in_a_recorded_mapping_whole() -> None:
         with pytest.raises(exc):
             r.__setstate__(bad)  # type: ignore[arg-type]
         assert (r.state(), r.nodes) == before
+
+
+def test_lookups_while_another_thread_removes_and_re_adds() -> None:
+    import threading
+
+    r = filled(12, ())
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def change() -> None:
+        try:
+            for i in range(300):
+                node = f"n{i % 12}"
+                r.remove_service_node(node)
+                r.add_service_nodes([node, f"extra-{i}"])
+                r.remove_service_node(f"extra-{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    t = threading.Thread(target=change)
+    t.start()
+    allowed = {f"n{i}" for i in range(12)} | {f"extra-{i}" for i in range(300)}
+    while not stop.is_set():
+        got = r.get_target_nodes(KEYS[:100])
+        assert None not in got and set(got) <= allowed  # type: ignore[operator]
+        assert set(r.get_preference_list("k", 3)) <= allowed
+    t.join(timeout=60)
+    assert not errors
+    assert sorted(r.nodes) == sorted(f"n{i}" for i in range(12))
+    r._check()
