@@ -119,6 +119,13 @@ class MembershipCore:
         #: The anchor record of the state applied (``chash.membership.anchor``),
         #: what ``repair`` puts back; None with another router.
         self._record: str | None = None
+        #: Whether the router holds the record stamped for the state applied
+        #: (adopted, stamped by this instance, or equal to the one stamped).
+        self.canonical = False
+        #: Whether the state applied last came one version after the one
+        #: applied before it, in the same epoch, from that version's
+        #: stamped record: one change made from the shared mapping.
+        self.stepped = False
         #: Whether announcements are sharded (``StoredRing.sharded``); None
         #: until known.
         self.sharded: bool | None = None
@@ -163,6 +170,14 @@ class MembershipCore:
         """Whether the digest stamped for a version is the router's record
         (an ``AnchorRouter``), which instances adopt rather than compare."""
         return isinstance(self.router, AnchorRouter)
+
+    def holds_stamp(self, position: Position) -> None:
+        """Note that the router holds the digest stamped for ``position``
+        (this instance stamped it, or stamped the same), if that is still
+        the state applied."""
+        with self._lock:
+            if position == self.position:
+                self.canonical = True
 
     def fingerprint(self) -> str:
         """``router.fingerprint()`` of the state applied (an anchor router's
@@ -406,6 +421,9 @@ class MembershipCore:
                                state.version, self.store_name, extra={"ring": self.name})
             self.check_config(state)
             before = len(self.router)
+            self.stepped = current is not None and state.epoch == current.epoch and \
+                state.version == current.version + 1 and self.canonical
+            self.canonical = False
             self._state = state
             added, removed, reweighed = self._converge(state, stamp)
         if removed and len(removed) * 2 > before:
@@ -474,6 +492,7 @@ class MembershipCore:
         if found is not None:
             if record(router) != stamp:
                 router.__setstate__((router.hash, found[0], found[1]))
+            self.canonical = True
             rejected: list[tuple[str, float, Exception]] = [
                 (n, w, ValueError(f"weight must be 1, not {w!r}"))
                         for n, w in wanted.items() if w != 1.0]

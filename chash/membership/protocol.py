@@ -141,7 +141,7 @@ def pull(core: MembershipCore, *, rollback: bool = False,
             state = core.read_state(stored)
             core.sharded = stored.sharded
             if core.apply(state, rollback=rollback, force=force, stamp=stored.digest) or force:
-                yield from _stamp(core, state, stored.digest)
+                yield from _stamp(core, state, stored.digest, eager=not force)
             return state
         if not core.may_seed(stored.damage is not None):
             core.note_missing(stored.damage)
@@ -154,20 +154,32 @@ def pull(core: MembershipCore, *, rollback: bool = False,
     return None
 
 
-def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> Exchange[None]:
+def _stamp(core: MembershipCore, state: MembershipState, digest: str | None,
+           eager: bool = True) -> Exchange[None]:
     """Record our fingerprint for the version just read and applied, if
     the store has none; if it has one we cannot reproduce, say so once.
     An anchor router's record that lost the race to another instance's is
-    replaced by the winner's (read again and adopted)."""
+    replaced by the winner's (read again and adopted).  An anchor router
+    that reached the version over several changes at once (it missed some)
+    stamps nothing right after applying it (``eager``): an instance that
+    made the one change from the previous version stamps it, so that a
+    removal moves only the removed node's keys; the periodic check stamps
+    a version nobody stamped within an interval."""
     if (state.epoch, state.version) != core.position:
         return  # another thread applied a newer state meanwhile
+    if digest is None and eager and core.records and not core.stepped:
+        return
     ours = core.fingerprint()
     if digest is None:
         stamped = yield from ask(Stamp(str(state.epoch), state.version, ours))
-        if not stamped and core.records:
+        if stamped:
+            core.holds_stamp((state.epoch, state.version))
+        elif core.records:
             yield from pull(core, force=True)
     elif digest != ours:
         core.foreign_digest(digest)
+    else:
+        core.holds_stamp((state.epoch, state.version))
 
 
 def _reepoch(core: MembershipCore, seen: tuple[str, int], version: int) -> Exchange[None]:

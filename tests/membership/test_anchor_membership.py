@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from _support.etcd_server import VERSIONS, EtcdCluster, running_cluster
+from _support.membership_async import BlockingMembership
 from _support.redis_server import RedisServer, emptied_client, running_server
 from _support.waiting import wait_until
 from chash import AnchorRouter
@@ -35,15 +36,24 @@ def make(request: pytest.FixtureRequest) -> Iterator[Make]:
     made: list[Any] = []
     if request.param == "redis":
         pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
-        from chash.membership import RedisMembership
+        import redis.asyncio
+
+        from chash.membership import AsyncRedisMembership, RedisMembership
 
         servers: Iterator[RedisServer] = running_server()
         server = next(servers)
         clients = emptied_client(server, **server.client_kwargs())
         client = next(clients)
 
-        def build(router: AnchorRouter, **options: Any) -> Any:
-            membership = RedisMembership(router, client, "a", **{**FAST, **options})
+        def build(router: AnchorRouter, driver: str = "sync", **options: Any) -> Any:
+            settings = {**FAST, **options}
+            membership: Any
+            if driver == "async":
+                membership = BlockingMembership(lambda: AsyncRedisMembership(
+                    router, redis.asyncio.Redis(**server.client_kwargs(asyncio=True)), "a",
+                    **settings))
+            else:
+                membership = RedisMembership(router, client, "a", **settings)
             membership.start()
             made.append(membership)
             return membership
@@ -51,19 +61,24 @@ def make(request: pytest.FixtureRequest) -> Iterator[Make]:
         build.store = ["--redis", server.url]  # type: ignore[attr-defined]
         yield build
         for membership in made:
-            membership.stop()
+            membership.close() if isinstance(membership, BlockingMembership) else membership.stop()
         for gen in (clients, servers):
             gen.close()
     else:
         pytest.importorskip("httpx", reason="httpx not installed: pip install 'chash-router[etcd]'")
-        from chash.membership import EtcdMembership
+        from chash.membership import AsyncEtcdMembership, EtcdMembership
 
         clusters: Iterator[EtcdCluster] = running_cluster(1, VERSIONS[-1])
         cluster = next(clusters)
 
-        def build(router: AnchorRouter, **options: Any) -> Any:
-            membership = EtcdMembership(router, cluster.urls, "a", timeout=2.0,
-                                        **{**FAST, **options})
+        def build(router: AnchorRouter, driver: str = "sync", **options: Any) -> Any:
+            settings = {**FAST, "timeout": 2.0, **options}
+            membership: Any
+            if driver == "async":
+                membership = BlockingMembership(lambda: AsyncEtcdMembership(
+                    router, cluster.url, "a", **settings))
+            else:
+                membership = EtcdMembership(router, cluster.urls, "a", **settings)
             membership.start()
             made.append(membership)
             return membership
@@ -71,7 +86,8 @@ def make(request: pytest.FixtureRequest) -> Iterator[Make]:
         build.store = ["--etcd", cluster.url]  # type: ignore[attr-defined]
         yield build
         for membership in made:
-            membership.stop()
+            if not isinstance(membership, BlockingMembership):
+                membership.stop()
             membership.close()
         clusters.close()
 
@@ -103,7 +119,7 @@ def test_three_instances_route_alike_through_removals_re_adds_and_a_restart(make
     first = make(routers[0], bootstrap=True)
     for i in range(10):
         first.add_node(f"n{i}")
-    others = [make(r) for r in routers[1:]]
+    others = [make(routers[1], driver="async"), make(routers[2])]  # both drivers
     members = [first, *others]
     before = settle(routers, members)
     assert routers[0].nodes == [f"n{i}" for i in range(10)]
