@@ -79,6 +79,15 @@ class Strategy:
         """Bytes of routing state the strategy keeps for ``nodes`` (besides the node list)."""
         return 0
 
+    def routed_by_hash(self, router: MaglevRouter | AnchorRouter,
+                       nodes: Sequence[str]) -> array[int]:
+        """Node index of every key, ``router`` looking up the workload's
+        64-bit hashes in one batch (timed as the routing)."""
+        started = time.perf_counter()
+        owners = router.get_target_nodes_by_hash(self.workload.hashes)
+        self.route_seconds = time.perf_counter() - started
+        return _chash._node_indices(owners, nodes)
+
     def ns_per_key(self) -> float:
         """Routing cost a key in the last ``assign``, key hashing included."""
         seconds = self.route_seconds + (0.0 if self.hashes_keys else self.workload.hash_seconds)
@@ -174,11 +183,7 @@ class AnchorStrategy(Strategy):
         """Node index of every key."""
         if not nodes:
             raise ValueError("anchor needs at least one node")
-        router = self.router(nodes)
-        started = time.perf_counter()
-        owners = router.get_target_nodes_by_hash(self.workload.hashes)
-        self.route_seconds = time.perf_counter() - started
-        return _chash._node_indices(owners, nodes)
+        return self.routed_by_hash(self.router(nodes), nodes)
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
         """Bytes of its ``state()`` (hash4j's ``getState()``): 4, and 4 a
@@ -237,11 +242,7 @@ class MaglevStrategy(Strategy):
         """Node index of every key."""
         if not nodes:
             raise ValueError("maglev needs at least one node")
-        router = self.router(nodes)
-        started = time.perf_counter()
-        owners = router.get_target_nodes_by_hash(self.workload.hashes)
-        self.route_seconds = time.perf_counter() - started
-        return _chash._node_indices(owners, nodes)
+        return self.routed_by_hash(self.router(nodes), nodes)
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
         """Heap bytes of the router's table."""

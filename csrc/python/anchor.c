@@ -746,6 +746,18 @@ static PyObject *make_from_state(PyTypeObject *cls, chash_hash_id hash, const Py
     return (PyObject *)self;
 }
 
+/* make_from_state with the hash given as an argument (NULL: xxh64); state
+ * is released here, whatever happens. */
+static PyObject *made_from(PyTypeObject *cls, PyObject *hash, Py_buffer *state, PyObject *nodes)
+{
+    chash_hash_id hash_id;
+    PyObject *result = NULL;
+    if (parse_key_hash(hash, &hash_id) == 0)
+        result = make_from_state(cls, hash_id, state, nodes);
+    PyBuffer_Release(state);
+    return result;
+}
+
 static PyObject *anchor_from_state(PyTypeObject *cls, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"state", "nodes_by_bucket", "hash", NULL};
@@ -754,12 +766,7 @@ static PyObject *anchor_from_state(PyTypeObject *cls, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*O|$O:from_state", kwlist, &state, &nodes,
                                      &hash))
         return NULL;
-    chash_hash_id hash_id;
-    PyObject *result = NULL;
-    if (parse_key_hash(hash, &hash_id) == 0)
-        result = make_from_state(cls, hash_id, &state, nodes);
-    PyBuffer_Release(&state);
-    return result;
+    return made_from(cls, hash, &state, nodes);
 }
 
 /* ((hash, state), nodes by bucket id). */
@@ -780,12 +787,7 @@ static PyObject *anchor_unpickle(PyTypeObject *cls, PyObject *settings, PyObject
     Py_buffer state;
     if (!PyArg_ParseTuple(settings, "Oy*:_reconstruct", &hash, &state))
         return NULL;
-    chash_hash_id hash_id;
-    PyObject *result = NULL;
-    if (parse_key_hash(hash, &hash_id) == 0)
-        result = make_from_state(cls, hash_id, &state, nodes);
-    PyBuffer_Release(&state);
-    return result;
+    return made_from(cls, hash, &state, nodes);
 }
 
 /* __setstate__((hash, state, nodes_by_bucket)): the router made to hold
@@ -801,11 +803,7 @@ static PyObject *anchor_setstate(RouterObject *self, PyObject *arg)
                             "AnchorRouter state must be (hash, state, nodes_by_bucket)");
         return NULL;
     }
-    chash_hash_id hash_id;
-    PyObject *made = NULL;
-    if (parse_key_hash(hash, &hash_id) == 0)
-        made = make_from_state(Py_TYPE(self), hash_id, &state, nodes);
-    PyBuffer_Release(&state);
+    PyObject *made = made_from(Py_TYPE(self), hash, &state, nodes);
     if (!made)
         return NULL;
     AnchorState old = self->anchor;
