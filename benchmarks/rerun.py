@@ -3,7 +3,7 @@ regenerate the README figures from the new files.
 
     python3 benchmarks/rerun.py router fastring families --python3.13 PATH
     python3 benchmarks/rerun.py gateway gateway-tls
-    python3 benchmarks/rerun.py nodes migration clients jump membership-redis
+    python3 benchmarks/rerun.py nodes migration clients jump jumpback membership-redis
     python3 benchmarks/rerun.py get-bounded
     python3 benchmarks/rerun.py uhashring
     python3 benchmarks/rerun.py --list
@@ -65,6 +65,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "rebuild": ("python", ["benchmarks/bench_rebuild.py", "--repeat", "3", "--json", JSON]),
     "gateway-websocket": ("python", ["benchmarks/bench_gateway.py", "--websocket", "--repeat", "5",
                                      "--duration", "5", "--json", JSON]),
+    "jumpback": ("python", ["benchmarks/bench_jumpback.py", "--repeat", "15", "--json", JSON]),
     "membership-etcd-sync": ("python", ["benchmarks/bench_membership.py", "--store", "etcd",
                                         "--driver", "sync", "--nodes", "3", "--changes", "30",
                                         "--repeat", "3", "--json", JSON]),

@@ -7,6 +7,8 @@ faster, and adds weights, other hash functions and layouts, replica lists.
 ``MaglevRouter`` is Envoy's Maglev table; ``JumpRouter`` is jump consistent
 hash (and Guava's ``Hashing.consistentHash``); ``RendezvousRouter`` is highest
 random weight, weighted or exactly as pymemcache, Caddy and Squid score.
+``AnchorRouter`` is hash4j's JumpBackAnchor: any node removed, only its keys
+moved, its mapping shared between processes as ``state()`` bytes.
 """
 from pathlib import Path as _Path
 
@@ -40,6 +42,7 @@ try:
         MAX_NODES,
         MAX_POINTS,
         MAX_VIRTUAL_NODES,
+        AnchorRouter,
         ConsistentHashRouter,
         JumpRouter,
         MaglevRouter,
@@ -54,6 +57,7 @@ from chash._version import __version__ as __version__  # noqa: E402
 from chash.bounded import BoundedLoadRouter  # noqa: E402  (needs the extension, checked above)
 
 __all__ = [
+    "AnchorRouter",
     "BoundedLoadRouter",
     "ConsistentHashRouter",
     "HASHES",

@@ -17,8 +17,9 @@ for a router (a view over one, a test's double):
   verdicts (``chash.health.LocalMembership``), weights
   (``chash.weights``), the gateway.
 
-``ConsistentHashRouter``, ``MaglevRouter``, ``JumpRouter`` and
-``RendezvousRouter`` are each a ``MutableRouter`` (so all four); the check
+``ConsistentHashRouter``, ``MaglevRouter``, ``JumpRouter``,
+``RendezvousRouter`` and ``AnchorRouter`` are each a ``MutableRouter`` (so
+all five); the check
 at the end of this module makes ``mypy --strict chash`` prove it against
 their stubs.  (A ``JumpRouter`` removes only its last bucket: it is a
 ``MutableRouter`` whose ``remove_service_node`` refuses the others with
@@ -141,10 +142,17 @@ class MutableRouter(Router, Protocol):
 
 
 if TYPE_CHECKING:
-    from chash._chash import ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter
+    from chash._chash import (
+        AnchorRouter,
+        ConsistentHashRouter,
+        JumpRouter,
+        MaglevRouter,
+        RendezvousRouter,
+    )
 
     def _every_router_is_mutable(ring: ConsistentHashRouter, maglev: MaglevRouter,
                                  jump: JumpRouter, rendezvous: RendezvousRouter,
+                                 anchor: AnchorRouter,
                                  ) -> tuple[MutableRouter, ...]:
         """Never called: mypy checks that each class satisfies the protocol."""
-        return ring, maglev, jump, rendezvous
+        return ring, maglev, jump, rendezvous, anchor

@@ -7,9 +7,12 @@ shell, so the test proves the shell kept each class as it was.  Run from
 the repository root with a built chash:
 
     python tests/make_api_record.py [COMMIT]
+    python tests/make_api_record.py --add CLASS [COMMIT]
 
 (COMMIT names the revision when the tree is not a git checkout, such as a
-``git archive`` of it.)
+``git archive`` of it.)  ``--add`` records one class added since (as
+AnchorRouter was) and leaves every other class's record as it is, noting
+in ``added`` the commit it was recorded at.
 """
 from __future__ import annotations
 
@@ -47,12 +50,22 @@ def surface(cls: type) -> dict[str, Any]:
 
 
 def main() -> None:
-    commit = sys.argv[1] if sys.argv[1:] else subprocess.run(
+    args = sys.argv[1:]
+    added = args[1] if args[:1] == ["--add"] and len(args) > 1 else None
+    if added:
+        args = args[2:]
+    commit = args[0] if args else subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
         check=True).stdout.strip()
-    doc = {"made_by": f"chash {chash.__version__} at {commit}",
-           "classes": {name: surface(getattr(chash, name)) for name in CLASSES}}
     path = Path(__file__).parent / "vectors" / "router_api.json"
+    made_by = f"chash {chash.__version__} at {commit}"
+    if added:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["classes"][added] = surface(getattr(chash, added))
+        doc.setdefault("added", {})[added] = made_by
+    else:
+        doc = {"made_by": made_by,
+               "classes": {name: surface(getattr(chash, name)) for name in CLASSES}}
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {path}")
 

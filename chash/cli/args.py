@@ -16,6 +16,7 @@ from chash._chash import (
     HASHES,
     LAYOUTS,
     MAX_VIRTUAL_NODES,
+    AnchorRouter,
     ConsistentHashRouter,
     MaglevRouter,
     RendezvousRouter,
@@ -154,11 +155,13 @@ def weight_arg(text: str) -> tuple[str, float]:
 
 #: The routers ``--router`` offers and their layouts, the first the default.
 #: Jump is not among them: a gateway must drop a backend from the middle of
-#: its list, and a jump router can only drop its last bucket.
+#: its list, and a jump router can only drop its last bucket; anchor
+#: (AnchorRouter) drops any, and is shared through --redis / --etcd too.
 ROUTER_LAYOUTS: dict[str, tuple[str, ...]] = {
     "ring": (*LAYOUTS, "envoy", "grpc"),
     "maglev": ("envoy",),
     "rendezvous": ("hrw", "pymemcache", "caddy", "squid"),
+    "anchor": ("anchor",),
 }
 
 
@@ -183,8 +186,10 @@ def add_ring_arguments(parser: argparse.ArgumentParser, routers: bool = False) -
                             default=None,
                             help=f"the router's layout ({offered}; default the first)")
         parser.add_argument("--router", choices=tuple(ROUTER_LAYOUTS), default="ring",
-                            help="ring (ConsistentHashRouter, default), maglev (MaglevRouter) or "
-                                 "rendezvous (RendezvousRouter).  Jump is a library router only: a "
+                            help="ring (ConsistentHashRouter, default), maglev (MaglevRouter), "
+                                 "rendezvous (RendezvousRouter) or anchor (AnchorRouter: any "
+                                 "backend removed, only its keys moved; shared through --redis "
+                                 "or --etcd with its state).  Jump is a library router only: a "
                                  "gateway must drop a failed backend from the middle of its list, "
                                  "and a jump router can only drop its last")
     parser.add_argument("--weight", type=weight_arg, action="append", default=[],
@@ -224,11 +229,12 @@ def build_router(parser: argparse.ArgumentParser, args: argparse.Namespace,
 
 def make_any_router(args: argparse.Namespace, nodes: list[str],
                     zones: Mapping[str, str] | None = None,
-                    ) -> ConsistentHashRouter | MaglevRouter | RendezvousRouter:
-    """``make_router``, or with ``--router maglev`` / ``rendezvous`` (the
-    arguments of ``add_ring_arguments(parser, routers=True)``) that router;
-    ValueError saying why for what it has no room for (virtual nodes,
-    zones, a ring shared through --redis or --etcd)."""
+                    ) -> ConsistentHashRouter | MaglevRouter | RendezvousRouter | AnchorRouter:
+    """``make_router``, or with ``--router maglev`` / ``rendezvous`` /
+    ``anchor`` (the arguments of ``add_ring_arguments(parser,
+    routers=True)``) that router; ValueError saying why for what it has no
+    room for (virtual nodes, zones, a ring shared through --redis or --etcd
+    but for anchor's)."""
     kind = args.router
     if kind == "ring":
         return make_router(args, nodes, zones)
@@ -244,12 +250,14 @@ def make_any_router(args: argparse.Namespace, nodes: list[str],
         raise ValueError(f"--vnodes is the ring's: --router {kind} has no virtual nodes")
     if zones:
         raise ValueError(f"zones (@ZONE) are the ring's: --router {kind} has none")
-    if getattr(args, "redis", None) or getattr(args, "etcd", None):
+    if kind != "anchor" and (getattr(args, "redis", None) or getattr(args, "etcd", None)):
         raise ValueError(f"--redis and --etcd share a ring: --router {kind} cannot be shared "
-                         "(use --router ring)")
+                         "(use --router ring or anchor)")
     try:
-        router: MaglevRouter | RendezvousRouter
-        if kind == "maglev":
+        router: MaglevRouter | RendezvousRouter | AnchorRouter
+        if kind == "anchor":
+            router = AnchorRouter(hash=cast(Any, args.hash or "xxh64"))
+        elif kind == "maglev":
             router = MaglevRouter(hash=args.hash or "xxh64")
         elif args.hash is not None:
             router = RendezvousRouter(layout=cast(Any, layout), hash=args.hash)

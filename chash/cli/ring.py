@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from chash._chash import AnchorRouter
 from chash._optional import require
 
 __all__ = ["RingError", "register"]
@@ -196,9 +197,15 @@ def describe(ring: _Ring) -> dict[str, Any]:
             entry.update(state="down", reason=verdict.reason, votes=verdict.votes,
                          reporters=verdict.reporters, since=verdict.since)
         nodes.append(entry)
-    return {"ring": ring.name, "store": ring.store, "epoch": state.epoch,
-            "version": state.version, "fingerprint": membership.router.fingerprint(),
-            "config": state.config, "in_service": len(state.ring()), "nodes": nodes}
+    router = membership.router
+    shown = {"ring": ring.name, "store": ring.store, "epoch": state.epoch,
+             "version": state.version, "fingerprint": router.fingerprint(),
+             "config": state.config, "in_service": len(state.ring()), "nodes": nodes}
+    if isinstance(router, AnchorRouter):
+        # the mapping kept under the version: hash4j's state, the node ids
+        shown["anchor"] = {"state": router.state().hex(),
+                           "buckets": {node: router.bucket_of(node) for node in router.nodes}}
+    return shown
 
 
 def _show(ring: _Ring, args: argparse.Namespace) -> int:

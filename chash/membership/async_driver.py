@@ -16,8 +16,7 @@ import types
 from typing import Self, TypeVar
 
 import chash.membership.protocol as protocol
-from chash._chash import ConsistentHashRouter
-from chash.membership.core import MembershipCore
+from chash.membership.core import MembershipCore, SharedRouter
 from chash.membership.driver import JOIN_TIMEOUT, MembershipDriver
 from chash.membership.loops import Listener, Reaction, Receive, Subscribe, Worker
 from chash.membership.protocol import Exchange
@@ -43,9 +42,10 @@ class AsyncDriver(MembershipDriver):
     event loop (as ``AsyncHealthChecker`` does) or from other threads.
     """
 
-    def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings,
+    def __init__(self, router: SharedRouter, settings: MembershipSettings,
                  store: AsyncStore) -> None:
-        """TypeError if ``router`` is not a ``ConsistentHashRouter``."""
+        """TypeError if ``router`` is not a ``ConsistentHashRouter`` or an
+        ``AnchorRouter``."""
         self._core = MembershipCore(router, settings, outage_errors=store.outage_errors,
                                     auth_errors=store.auth_errors, store_name=store.name)
         self._store = store

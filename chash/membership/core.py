@@ -19,7 +19,10 @@ Invariants:
 * a node is in the ring iff the store holds it, no operator disabled it and
   the health verdicts did not take it out;
 * at most one pending verdict per node: the latest;
-* every unreadable entry is logged once per (key, node, value).
+* every unreadable entry is logged once per (key, node, value);
+* with an ``AnchorRouter``, whose mapping depends on the order of changes,
+  the router holds the record stamped for the version applied when there
+  is one (``chash.membership.anchor``), so every instance routes alike.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from chash._chash import ConsistentHashRouter
+from chash._chash import AnchorRouter, ConsistentHashRouter
+from chash.membership.anchor import converge, read_record, record
 from chash.membership.settings import MembershipSettings, default_reporter
 from chash.membership.state import (
     HealthVerdict,
@@ -47,15 +51,20 @@ from chash.membership.state import (
 )
 from chash.membership.store import Seed, Sweep, Vote, Write
 
-__all__ = ["MembershipCore", "check_router"]
+__all__ = ["MembershipCore", "SharedRouter", "check_router"]
 
 logger = logging.getLogger("chash.membership")
 
+#: The routers a shared ring keeps in step.
+SharedRouter = ConsistentHashRouter | AnchorRouter
 
-def check_router(router: object) -> ConsistentHashRouter:
-    """``router`` if it is a ``chash.ConsistentHashRouter``; else TypeError."""
-    if not isinstance(router, ConsistentHashRouter):
-        raise TypeError(f"router must be a chash.ConsistentHashRouter, not {router!r}")
+
+def check_router(router: object) -> SharedRouter:
+    """``router`` if it is a ``chash.ConsistentHashRouter`` or a
+    ``chash.AnchorRouter``; else TypeError."""
+    if not isinstance(router, ConsistentHashRouter | AnchorRouter):
+        raise TypeError("router must be a chash.ConsistentHashRouter or a chash.AnchorRouter, "
+                        f"not {router!r}")
     return router
 
 
@@ -68,14 +77,14 @@ class MembershipCore:
     the monotonic clock the outage watchdog reads, ``wall`` the wall clock
     ``stale_since`` is told in."""
 
-    def __init__(self, router: ConsistentHashRouter, settings: MembershipSettings, *,
+    def __init__(self, router: SharedRouter, settings: MembershipSettings, *,
                  outage_errors: tuple[type[BaseException], ...] = (OSError,),
                  auth_errors: tuple[type[BaseException], ...] = (),
                  store_name: str = "the store",
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
-        """TypeError if ``router`` is not a ``ConsistentHashRouter``; the
-        settings were validated when they were made."""
+        """TypeError if ``router`` is not a ``ConsistentHashRouter`` or an
+        ``AnchorRouter``; the settings were validated when they were made."""
         check_router(router)
         name = settings.name
         self.settings = settings
@@ -103,9 +112,20 @@ class MembershipCore:
         hash_ = router.hash
         hash_name = hash_ if isinstance(hash_, str) else \
             f"{getattr(hash_, '__module__', '?')}.{getattr(hash_, '__qualname__', repr(hash_))}"
-        self.config = (f"layout={router.layout} hash={hash_name} "
-                       f"virtual_node_count={router.virtual_node_count} "
+        vnodes = "" if isinstance(router, AnchorRouter) else \
+            f"virtual_node_count={router.virtual_node_count} "
+        self.config = (f"layout={router.layout} hash={hash_name} {vnodes}"
                        f"quorum={self.quorum} vote_ttl={self.vote_ttl:g}")
+        #: The anchor record of the state applied (``chash.membership.anchor``),
+        #: what ``repair`` puts back; None with another router.
+        self._record: str | None = None
+        #: Whether the router holds the record stamped for the state applied
+        #: (adopted, stamped by this instance, or equal to the one stamped).
+        self.canonical = False
+        #: Whether the state applied last came one version after the one
+        #: applied before it, in the same epoch, from that version's
+        #: stamped record: one change made from the shared mapping.
+        self.stepped = False
         #: Whether announcements are sharded (``StoredRing.sharded``); None
         #: until known.
         self.sharded: bool | None = None
@@ -145,14 +165,31 @@ class MembershipCore:
         state = self._state
         return dict(self.router.weights) if state is None else state.watched()
 
+    @property
+    def records(self) -> bool:
+        """Whether the digest stamped for a version is the router's record
+        (an ``AnchorRouter``), which instances adopt rather than compare."""
+        return isinstance(self.router, AnchorRouter)
+
+    def holds_stamp(self, position: Position) -> None:
+        """Note that the router holds the digest stamped for ``position``
+        (this instance stamped it, or stamped the same), if that is still
+        the state applied."""
+        with self._lock:
+            if position == self.position:
+                self.canonical = True
+
     def fingerprint(self) -> str:
-        """``router.fingerprint()`` of the state applied, computed once per
-        state (it costs O(ring points))."""
+        """``router.fingerprint()`` of the state applied (an anchor router's
+        record, ``chash.membership.anchor``), computed once per state (it
+        costs O(ring points))."""
         with self._lock:
             cached = self._fingerprint
             if cached is not None and cached[0] == self.position:
                 return cached[1]
-            digest = self.router.fingerprint()
+            router = self.router
+            digest = record(router) if isinstance(router, AnchorRouter) \
+                else router.fingerprint()
             self._fingerprint = (self.position, digest)
             return digest
 
@@ -242,8 +279,10 @@ class MembershipCore:
         if not isinstance(node, str):
             raise TypeError(f"node must be str, not {type(node).__name__}")
         _check_utf8("node", node)
-        scratch = ConsistentHashRouter(self.router.virtual_node_count,
-                                       hash=self.router.hash, layout=self.router.layout)
+        router = self.router
+        scratch: SharedRouter = AnchorRouter(hash=router.hash) \
+            if isinstance(router, AnchorRouter) else \
+            ConsistentHashRouter(router.virtual_node_count, hash=router.hash, layout=router.layout)
         scratch.add_service_node(node, weight)
         return repr(float(weight))
 
@@ -322,7 +361,8 @@ class MembershipCore:
                 weights: Mapping[str, float] = self.router.weights
                 disabled: Mapping[str, str] = {}
                 down: Mapping[str, HealthVerdict] = {}
-                zones: Mapping[str, str] = self.router.zones
+                zones: Mapping[str, str] = self.router.zones \
+                    if isinstance(self.router, ConsistentHashRouter) else {}
             else:
                 weights, disabled, down = state.weights, state.disabled, state.down
                 zones = state.zones
@@ -354,7 +394,7 @@ class MembershipCore:
             raise self.other_config(state.config)
 
     def apply(self, state: MembershipState, *, rollback: bool = False,
-              force: bool = False) -> bool:
+              force: bool = False, stamp: str | None = None) -> bool:
         """Make the router hold ``state.ring()`` if ``state`` is newer than
         the last one applied; return whether it was applied.  ValueError
         (nothing applied) if the shared settings differ.
@@ -363,7 +403,8 @@ class MembershipCore:
         store itself went back: a failover lost acknowledged writes), and
         ``force`` the same version (the store holds another ring at the
         version applied), since the store, not this instance, is the
-        authority.
+        authority.  ``stamp`` is the digest stamped for the version, if
+        any: an anchor router adopts the record it holds.
         """
         with self._lock:
             current = self._state
@@ -380,8 +421,11 @@ class MembershipCore:
                                state.version, self.store_name, extra={"ring": self.name})
             self.check_config(state)
             before = len(self.router)
+            self.stepped = current is not None and state.epoch == current.epoch and \
+                state.version == current.version + 1 and self.canonical
+            self.canonical = False
             self._state = state
-            added, removed, reweighed = self._converge(state)
+            added, removed, reweighed = self._converge(state, stamp)
         if removed and len(removed) * 2 > before:
             logger.warning("ring %s at version %d: %d of %d nodes removed at once",
                            self.name, state.version, len(removed), before,
@@ -399,7 +443,10 @@ class MembershipCore:
             state = self._state
             if state is None:
                 return
-            added, removed, reweighed = self._converge(state)
+            if isinstance(self.router, AnchorRouter) and \
+                    record(self.router) == self._record:
+                return
+            added, removed, reweighed = self._converge(state, self._record)
         if added or removed or reweighed:
             logger.warning("router of ring %s differed from the shared ring; repaired: %s",
                            self.name, _describe(added, removed, reweighed),
@@ -428,20 +475,52 @@ class MembershipCore:
                      self.store_name, digest,
                      self.fingerprint(), extra={"ring": self.name})
 
-    def _converge(self, state: MembershipState) -> tuple[list[str], list[str], list[str]]:
+    def _converge(self, state: MembershipState,
+                  stamp: str | None = None) -> tuple[list[str], list[str], list[str]]:
+        if isinstance(self.router, AnchorRouter):
+            return self._converge_anchor(self.router, state, stamp)
+        return self._converge_ring(self.router, state)
+
+    def _converge_anchor(self, router: AnchorRouter, state: MembershipState,
+                         stamp: str | None) -> tuple[list[str], list[str], list[str]]:
+        """The record stamped for the version, adopted whole if it holds
+        the ring's nodes; else the router moved there from where it is
+        (``anchor.converge``), to be stamped."""
+        wanted = state.ring()
+        before = router.nodes
+        found = read_record(stamp, {n: w for n, w in wanted.items() if w == 1.0})
+        if found is not None:
+            if record(router) != stamp:
+                router.__setstate__((router.hash, found[0], found[1]))
+            self.canonical = True
+            rejected: list[tuple[str, float, Exception]] = [
+                (n, w, ValueError(f"weight must be 1, not {w!r}"))
+                        for n, w in wanted.items() if w != 1.0]
+        else:
+            _, _, rejected = converge(router, wanted)
+        for node, weight, exc in rejected:
+            self._bad_entry("nodes", node, repr(weight), f"rejected ({exc})")
+        after = set(router.nodes)
+        self._fingerprint = None
+        self._record = record(router)
+        return ([n for n in router.nodes if n not in set(before)],
+                [n for n in before if n not in after], [])
+
+    def _converge_ring(self, router: ConsistentHashRouter,
+                       state: MembershipState) -> tuple[list[str], list[str], list[str]]:
         # Adds and reweighs before removals, so that a non-empty ring never
         # passes through empty.  Each step is one C call under the GIL.
         wanted = state.ring()
-        present = self.router.weights
-        if self.router.layout in ORDERED_LAYOUTS and (
-                list(present.items()) != list(wanted.items()) or not _numbered_in_order(self.router)):
+        present = router.weights
+        if router.layout in ORDERED_LAYOUTS and (
+                list(present.items()) != list(wanted.items()) or not _numbered_in_order(router)):
             # A shared point goes to the node added first: every instance
             # holds the nodes in the shared add order (the sequences the
             # store keeps, see add_order), swapped in whole.  In the haproxy
             # layout the ids, which key the points, are those HAProxy gives
             # a configuration listing the nodes in that order: 1, 2, 3...
             try:
-                self.router._replace_nodes(list(wanted.items()))
+                router._replace_nodes(list(wanted.items()))
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:
                 logger.error("ring %s: cannot rebuild the router in the shared order: %s; "
                              "applying node by node", self.name, exc, extra={"ring": self.name})
@@ -456,7 +535,7 @@ class MembershipCore:
             if old == weight:
                 continue
             try:
-                self.router.add_service_node(node, weight)
+                router.add_service_node(node, weight)
             except (TypeError, ValueError, OverflowError, MemoryError) as exc:
                 # Every instance fails the same way on the same entry, so
                 # the rings stay identical.
@@ -465,7 +544,7 @@ class MembershipCore:
             (added if old is None else reweighed).append(node)
         for node in present:
             if node not in wanted:
-                self.router.discard_service_node(node)
+                router.discard_service_node(node)
                 removed.append(node)
         if added or removed or reweighed:
             self._fingerprint = None

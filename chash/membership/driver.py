@@ -10,8 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from chash._chash import ConsistentHashRouter
-from chash.membership.core import MembershipCore
+from chash.membership.core import MembershipCore, SharedRouter
 from chash.membership.settings import MembershipSettings
 from chash.membership.state import MembershipState
 
@@ -38,7 +37,7 @@ class MembershipDriver:
         return self._core.settings
 
     @property
-    def router(self) -> ConsistentHashRouter:
+    def router(self) -> SharedRouter:
         """The local router kept in step with the shared ring."""
         return self._core.router
 

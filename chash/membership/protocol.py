@@ -140,8 +140,8 @@ def pull(core: MembershipCore, *, rollback: bool = False,
         if not isinstance(stored, NoRing):
             state = core.read_state(stored)
             core.sharded = stored.sharded
-            if core.apply(state, rollback=rollback, force=force) or force:
-                yield from _stamp(core, state, stored.digest)
+            if core.apply(state, rollback=rollback, force=force, stamp=stored.digest) or force:
+                yield from _stamp(core, state, stored.digest, eager=not force)
             return state
         if not core.may_seed(stored.damage is not None):
             core.note_missing(stored.damage)
@@ -154,16 +154,32 @@ def pull(core: MembershipCore, *, rollback: bool = False,
     return None
 
 
-def _stamp(core: MembershipCore, state: MembershipState, digest: str | None) -> Exchange[None]:
+def _stamp(core: MembershipCore, state: MembershipState, digest: str | None,
+           eager: bool = True) -> Exchange[None]:
     """Record our fingerprint for the version just read and applied, if
-    the store has none; if it has one we cannot reproduce, say so once."""
+    the store has none; if it has one we cannot reproduce, say so once.
+    An anchor router's record that lost the race to another instance's is
+    replaced by the winner's (read again and adopted).  An anchor router
+    that reached the version over several changes at once (it missed some)
+    stamps nothing right after applying it (``eager``): an instance that
+    made the one change from the previous version stamps it, so that a
+    removal moves only the removed node's keys; the periodic check stamps
+    a version nobody stamped within an interval."""
     if (state.epoch, state.version) != core.position:
         return  # another thread applied a newer state meanwhile
+    if digest is None and eager and core.records and not core.stepped:
+        return
     ours = core.fingerprint()
     if digest is None:
-        yield from ask(Stamp(str(state.epoch), state.version, ours))
+        stamped = yield from ask(Stamp(str(state.epoch), state.version, ours))
+        if stamped:
+            core.holds_stamp((state.epoch, state.version))
+        elif core.records:
+            yield from pull(core, force=True)
     elif digest != ours:
         core.foreign_digest(digest)
+    else:
+        core.holds_stamp((state.epoch, state.version))
 
 
 def _reepoch(core: MembershipCore, seen: tuple[str, int], version: int) -> Exchange[None]:
@@ -189,6 +205,8 @@ def check(core: MembershipCore) -> Exchange[None]:
             yield from pull(core, force=True)  # stamps it, after a fresh read
         elif digest != core.fingerprint():
             state = yield from pull(core, force=True)
+            if core.records and core.fingerprint() == digest:
+                return  # an anchor router adopted the record stamped first
             if state is not None and core.fingerprint() != digest \
                     and (state.epoch, state.version) == seen:
                 return  # we cannot reproduce it; logged by _stamp

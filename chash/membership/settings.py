@@ -16,7 +16,7 @@ import secrets
 import socket
 from dataclasses import dataclass
 
-from chash._chash import HASHES, LAYOUTS, ConsistentHashRouter
+from chash._chash import HASHES, LAYOUTS, AnchorRouter, ConsistentHashRouter
 
 __all__ = ["QUORUMS", "MembershipSettings", "SharedConfig", "default_reporter"]
 
@@ -76,7 +76,9 @@ class MembershipSettings:
 class SharedConfig:
     """The settings every instance of a ring shares, as the store keeps
     them (``layout=... hash=... virtual_node_count=... quorum=...
-    vote_ttl=...``, written by the instance that made the ring)."""
+    vote_ttl=...``, written by the instance that made the ring; an
+    ``AnchorRouter``'s ring has ``layout=anchor`` and no
+    virtual_node_count, read as 0)."""
 
     layout: str
     hash: str
@@ -92,8 +94,10 @@ class SharedConfig:
             raise TypeError(f"the settings must be a str, not {type(text).__name__}")
         fields = dict(item.partition("=")[::2] for item in text.split())
         try:
+            vnodes = fields.get("virtual_node_count", "0") if fields.get("layout") == "anchor" \
+                else fields["virtual_node_count"]
             made = cls(layout=fields["layout"], hash=fields["hash"],
-                       virtual_node_count=int(fields["virtual_node_count"]),
+                       virtual_node_count=int(vnodes),
                        quorum=fields["quorum"], vote_ttl=float(fields["vote_ttl"]))
         except (KeyError, ValueError):
             raise ValueError(f"not a chash ring: its settings read {text!r}") from None
@@ -101,10 +105,13 @@ class SharedConfig:
             raise ValueError(f"not a chash ring: its settings read {text!r}")
         return made
 
-    def router(self) -> ConsistentHashRouter:
-        """An empty router made with these settings; ValueError if they name
-        a layout or hash this build has not (a hash function of the
-        application's own), or make no router."""
+    def router(self) -> ConsistentHashRouter | AnchorRouter:
+        """An empty router made with these settings (an ``AnchorRouter``
+        for ``layout=anchor``); ValueError if they name a layout or hash
+        this build has not (a hash function of the application's own), or
+        make no router."""
+        if self.layout == "anchor" and self.hash in HASHES:
+            return AnchorRouter(hash=self.hash)
         if self.layout not in LAYOUTS or self.hash not in HASHES:
             raise ValueError(f"the ring's router uses layout={self.layout} and "
                              f"hash={self.hash}, which cannot be made here (a hash function "

@@ -6,8 +6,9 @@ and reports, as a JSON-ready dict:
 
 - ``remap``: the fraction of keys that change node at each growth step and
   when one node fails, for ``hash % N``, the ring at several virtual-node
-  counts, jump consistent hash, rendezvous hashing, Maglev and consistent
-  hashing with bounded loads, beside the ideal ``1/N``;
+  counts, jump consistent hash, JumpBackHash (jumpback), JumpBackAnchor
+  (anchor), rendezvous hashing, Maglev and consistent hashing with bounded
+  loads, beside the ideal ``1/N``;
 - ``balance_by_vnodes`` and ``balance_by_strategy``: how evenly the keys
   spread (max/mean, min/mean, standard deviation) over the final cluster;
 - ``ring_cost``: the ring's memory and build time by virtual-node count;
@@ -18,6 +19,8 @@ Every strategy is computed from scratch for each node set, so a number
 depends only on the keys and the nodes.  Shrinking a cluster by its newest
 node moves exactly the keys that growing it moved, so the growth steps read
 backwards are the shrink steps; a failure removes a node from the middle.
+(The anchor strategy's router has a history: the nodes it was given, in the
+order first given, the absent ones removed.)
 
 ``chash simulate --trace`` replays an LLM request trace (``trace``:
 Mooncake's JSONL format) through inference workers with prefix caches and
@@ -65,7 +68,9 @@ from chash.simulate.policies import (
 )
 from chash.simulate.report import plot_comparison, render_comparison
 from chash.simulate.serving import BlockLRU, Policy, ServingConfig, View, average, percentile, replay
+from chash.simulate.strategies import AnchorStrategy as AnchorStrategy
 from chash.simulate.strategies import BoundedStrategy as BoundedStrategy
+from chash.simulate.strategies import JumpBackStrategy as JumpBackStrategy
 from chash.simulate.strategies import JumpStrategy as JumpStrategy
 from chash.simulate.strategies import MaglevStrategy as MaglevStrategy
 from chash.simulate.strategies import ModuloStrategy as ModuloStrategy

@@ -1,9 +1,10 @@
 """The ways of assigning keys to nodes ``simulate()`` measures: ``hash %
-N``, the ring, jump, rendezvous, Maglev and bounded loads, each over one
-``Workload`` (the keys and their hashes); the loops run in C.  Jump,
-rendezvous and Maglev are the library's own routers (``JumpRouter``,
-``RendezvousRouter``, ``MaglevRouter``), so the tables measure what a user
-of them gets."""
+N``, the ring, jump, JumpBackHash, JumpBackAnchor, rendezvous, Maglev and
+bounded loads, each over one ``Workload`` (the keys and their hashes); the
+loops run in C.  Jump, jumpback, anchor, rendezvous and Maglev are the
+library's own routers (``JumpRouter``, ``JumpRouter(layout="jumpback")``,
+``AnchorRouter``, ``RendezvousRouter``, ``MaglevRouter``), so the tables
+measure what a user of them gets."""
 from __future__ import annotations
 
 import math
@@ -13,14 +14,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chash import _chash
-from chash._chash import ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter
+from chash._chash import (
+    AnchorRouter,
+    ConsistentHashRouter,
+    JumpRouter,
+    MaglevRouter,
+    RendezvousRouter,
+)
 from chash.simulate.config import TIMING_REPEATS, SimulationConfig
 
 if TYPE_CHECKING:
-    from chash._chash import HashName
+    from chash._chash import HashName, JumpLayoutName
 
-__all__ = ["BoundedStrategy", "JumpStrategy", "MaglevStrategy", "ModuloStrategy", "RendezvousStrategy",
-           "RingStrategy", "Strategy", "Workload", "build_strategies"]
+__all__ = ["AnchorStrategy", "BoundedStrategy", "JumpBackStrategy", "JumpStrategy", "MaglevStrategy",
+           "ModuloStrategy", "RendezvousStrategy", "RingStrategy", "Strategy", "Workload",
+           "build_strategies"]
 
 # The private C helper (a strategy function of chash._chash, typed by its
 # stub): an array('Q') of 64-bit hashes.
@@ -71,6 +79,15 @@ class Strategy:
         """Bytes of routing state the strategy keeps for ``nodes`` (besides the node list)."""
         return 0
 
+    def routed_by_hash(self, router: MaglevRouter | AnchorRouter,
+                       nodes: Sequence[str]) -> array[int]:
+        """Node index of every key, ``router`` looking up the workload's
+        64-bit hashes in one batch (timed as the routing)."""
+        started = time.perf_counter()
+        owners = router.get_target_nodes_by_hash(self.workload.hashes)
+        self.route_seconds = time.perf_counter() - started
+        return _chash._node_indices(owners, nodes)
+
     def ns_per_key(self) -> float:
         """Routing cost a key in the last ``assign``, key hashing included."""
         seconds = self.route_seconds + (0.0 if self.hashes_keys else self.workload.hash_seconds)
@@ -102,12 +119,13 @@ class JumpStrategy(Strategy):
 
     id = "jump"
     label = "jump"
+    layout: JumpLayoutName = "jump"
 
     def assign(self, nodes: Sequence[str]) -> array[int]:
         """Node index of every key."""
         if not nodes:
-            raise ValueError("jump needs at least one node")
-        router = JumpRouter()
+            raise ValueError(f"{self.id} needs at least one node")
+        router = JumpRouter(layout=self.layout)
         router.add_service_nodes(nodes)
         started = time.perf_counter()
         owners = router.get_target_nodes_by_hash(self.workload.hashes)
@@ -121,6 +139,56 @@ class JumpStrategy(Strategy):
         if failed < len(rest):
             rest[failed] = nodes[-1]
         return rest
+
+
+class JumpBackStrategy(JumpStrategy):
+    """JumpBackHash (hash4j's ``jumpBackHashSplitMix64``): jump's buckets
+    and jump's way with a failed node, in expected O(1) integer steps.
+    Routed by ``chash.JumpRouter(layout="jumpback")``."""
+
+    id = "jumpback"
+    label = "jumpback"
+    layout = "jumpback"
+
+
+class AnchorStrategy(Strategy):
+    """JumpBackAnchor (hash4j's ``jumpBackAnchorHash``): any node can be
+    removed where it is, and only its keys move.
+
+    Routed by ``chash.AnchorRouter`` over the workload's 64-bit key hashes.
+    Its mapping depends on the history of changes, so the router of a node
+    set holds every node this strategy was ever given, added in the order
+    first given, the absent ones then removed: growth adds the new node,
+    a failure removes the failed one from the middle."""
+
+    id = "anchor"
+    label = "anchor"
+
+    def __init__(self, workload: Workload) -> None:
+        super().__init__(workload)
+        self._seen: dict[str, None] = {}
+
+    def router(self, nodes: Sequence[str]) -> AnchorRouter:
+        """The router of ``nodes`` after the history above."""
+        self._seen.update(dict.fromkeys(nodes))
+        router = AnchorRouter()
+        router.add_service_nodes(self._seen)
+        present = set(nodes)
+        for node in self._seen:
+            if node not in present:
+                router.remove_service_node(node)
+        return router
+
+    def assign(self, nodes: Sequence[str]) -> array[int]:
+        """Node index of every key."""
+        if not nodes:
+            raise ValueError("anchor needs at least one node")
+        return self.routed_by_hash(self.router(nodes), nodes)
+
+    def state_bytes(self, nodes: Sequence[str]) -> int:
+        """Bytes of its ``state()`` (hash4j's ``getState()``): 4, and 4 a
+        removed node."""
+        return len(self.router(nodes).state())
 
 
 class RendezvousStrategy(Strategy):
@@ -174,11 +242,7 @@ class MaglevStrategy(Strategy):
         """Node index of every key."""
         if not nodes:
             raise ValueError("maglev needs at least one node")
-        router = self.router(nodes)
-        started = time.perf_counter()
-        owners = router.get_target_nodes_by_hash(self.workload.hashes)
-        self.route_seconds = time.perf_counter() - started
-        return _chash._node_indices(owners, nodes)
+        return self.routed_by_hash(self.router(nodes), nodes)
 
     def state_bytes(self, nodes: Sequence[str]) -> int:
         """Heap bytes of the router's table."""
@@ -250,7 +314,8 @@ def build_strategies(config: SimulationConfig, workload: Workload) -> list[Strat
     """The strategies of the remap and comparison tables, in column order."""
     strategies: list[Strategy] = [ModuloStrategy(workload)]
     strategies += [RingStrategy(workload, v) for v in config.ring_vnodes]
-    strategies += [JumpStrategy(workload), RendezvousStrategy(workload),
+    strategies += [JumpStrategy(workload), JumpBackStrategy(workload), AnchorStrategy(workload),
+                   RendezvousStrategy(workload),
                    MaglevStrategy(workload, config.maglev_size)]
     strategies += [BoundedStrategy(workload, v, config.balance_factor) for v in config.bounded_vnodes]
     return strategies

@@ -62,8 +62,9 @@ def render(result: dict[str, Any]) -> str:
     out += [
         f"ring/V: the ring with V virtual nodes a node; bounded/V: bounded loads, "
         f"c = {config['balance_factor']:g}, over ring/V;",
-        f"maglev: table of {config['maglev_size']:,} entries; jump: a failed node's bucket "
-        f"goes to the last node.",
+        f"maglev: table of {config['maglev_size']:,} entries; jump and jumpback "
+        f"(JumpBackHash): a failed node's bucket goes to the last node; anchor "
+        f"(JumpBackAnchor): the failed node is removed where it is.",
         "",
         f"Load balance by virtual nodes ({last} nodes, {plural(keys, 'key')}; "
         f"arc = share of the ring each node owns)",

@@ -190,6 +190,23 @@ uint64_t *parse_hash_args(PyObject *hashes, unsigned bits, const char *layout, P
     return out;
 }
 
+/* The hash= of JumpRouter and AnchorRouter: NULL is "xxh64", else a name
+ * of chash.HASHES; 0, or -1 with TypeError / ValueError. */
+int parse_key_hash(PyObject *obj, chash_hash_id *out)
+{
+    *out = CHASH_HASH_XXH64;
+    if (!obj)
+        return 0;
+    const char *name = name_arg(obj, "hash");
+    if (!name)
+        return -1;
+    if (chash_hash_by_name(name, out) != CHASH_OK) {
+        PyErr_Format(PyExc_ValueError, "unknown hash %R: expected one of chash.HASHES", obj);
+        return -1;
+    }
+    return 0;
+}
+
 /* The n of get_preference_list: a non-negative int (huge ones are as good
  * as the node count: SIZE_MAX); 0 or -1. */
 int parse_count(PyObject *obj, size_t *out)

@@ -11,6 +11,7 @@
 #include "binding.h"
 #include "engine/envoy.h"
 #include "engine/haproxy_ids.h"
+#include "engine/scheme.h"
 
 /* HAProxy's server ids are positive C ints. */
 #define HAPROXY_MAX_ID CHASH_HAPROXY_MAX_ID
@@ -22,6 +23,7 @@ int parse_balance_factor(PyObject *obj, double *out);
 int parse_hash_arg(PyObject *obj, unsigned bits, const char *layout, uint64_t *out);
 uint64_t *parse_hash_args(PyObject *hashes, unsigned bits, const char *layout, Py_ssize_t *n);
 int parse_count(PyObject *obj, size_t *out);
+int parse_key_hash(PyObject *obj, chash_hash_id *out);
 int parse_vnodes(PyObject *obj, Py_ssize_t *count, int *given);
 int parse_ring_size(PyObject *obj, const char *name, uint64_t fallback, uint64_t *out);
 int parse_point_hash(PyObject *hash, int murmur_allowed, const char *layout, chash_point_hash *out);

@@ -12,7 +12,9 @@
  *   maglev_family  MaglevRouter's table (maglev.c);
  *   jump_family    JumpRouter's buckets (jump.c);
  *   rendezvous_family  RendezvousRouter's scored node set (rendezvous.c,
- *                  rendezvous_nodes.c).
+ *                  rendezvous_nodes.c);
+ *   anchor_family  AnchorRouter's JumpBackAnchor set and its node of every
+ *                  bucket id (anchor.c).
  *
  * and the const class descriptor of each public class (router_class):
  * its name, constructor and docstrings.  The shell (router.c, router.h)
@@ -39,6 +41,7 @@
 #include "engine/scheme.h"
 #include "engine/wide.h"
 #include "node_list.h"
+#include "strategies/anchor.h"
 #include "strategies/jump.h"
 #include "strategies/rendezvous.h"
 
@@ -92,6 +95,17 @@ typedef struct {
     chash_rdv_set *set; /* the engine's node set, always built */
 } RdvState;
 
+/* AnchorRouter's state (anchor.c): the engine's set of bucket ids and
+ * the node of each live one. */
+typedef struct {
+    chash_anchor *set;    /* never NULL once made */
+    PyObject **by_bucket; /* PyMem, cap entries: the node (exact str) of live
+                           * bucket b, a strong reference; NULL elsewhere */
+    size_t cap;
+    PyObject *index;      /* dict: node -> its bucket id (int) */
+    chash_hash_id hash;
+} AnchorState;
+
 typedef struct router_family router_family;
 typedef struct router_class router_class;
 
@@ -106,6 +120,7 @@ typedef struct {
         JumpState jump;
         MaglevState mg;
         RdvState rdv;
+        AnchorState anchor;
     };
 } RouterObject;
 
@@ -125,6 +140,10 @@ struct router_family {
     void (*release)(RouterObject *self);
     int (*traverse)(RouterObject *self, visitproc visit, void *arg);
     void (*clear)(RouterObject *self); /* drops what may hold a cycle */
+    /* A deep copy of src's family state into dst, zeroed and of the same
+     * class (new references for every Python object): 0, or -1 with an
+     * exception and dst releasable (release frees what was copied). */
+    int (*copy)(RouterObject *dst, RouterObject *src);
     /* Membership.  id is the haproxy layout's server id object (None for
      * none); remove returns 1 (removed), 0 (absent) or -1. */
     int (*add)(RouterObject *self, PyObject *node, double weight, PyObject *id);
@@ -145,11 +164,13 @@ struct router_family {
     PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
     /* get_bounded (get_bounded.c): the weight of node as weights gives it
      * (> 0), 0.0 when the router does not hold it, or -1.0 with an
-     * exception; and the node at position k of weights' order (borrowed)
-     * with its weight in *weight, or NULL (no exception) for k past the
-     * last.  Both only read the family's state and run no Python code. */
+     * exception; and the first node at position *at or after it in
+     * weights' order (borrowed), *at set to its position and its weight in
+     * *weight, or NULL (no exception) past the last: a family whose
+     * positions have holes (AnchorRouter's removed ids) steps over them.
+     * Both only read the family's state and run no Python code. */
     double (*weight_of)(RouterObject *self, PyObject *node);
-    PyObject *(*node_at)(RouterObject *self, size_t k, double *weight);
+    PyObject *(*node_at)(RouterObject *self, size_t *at, double *weight);
     /* What the router tells about itself. */
     PyObject *(*ownership)(RouterObject *self);
     PyObject *(*key_distribution)(RouterObject *self, PyObject *keys);
@@ -184,6 +205,12 @@ struct router_family {
     PyObject *(*rebuild)(PyTypeObject *cls, PyObject *args);
     /* __setstate__: None, or NULL with an exception. */
     PyObject *(*setstate)(RouterObject *self, PyObject *state);
+    /* AnchorRouter's own: a node's bucket id; the state's bytes; a router
+     * of cls made from a state and the node of each bucket id (a class
+     * method: its arguments as the call gave them). */
+    PyObject *(*bucket_of)(RouterObject *self, PyObject *node);
+    PyObject *(*state)(RouterObject *self);
+    PyObject *(*from_state)(PyTypeObject *cls, PyObject *args, PyObject *kwds);
     /* The weights the family (in self's layout) takes: "real" (any weight
      * > 0), "whole" (whole numbers >= 1), "at_least_one" (real numbers
      * >= 1), "none" (no weights: every node's is 1). */
@@ -199,7 +226,7 @@ enum router_method {
     RM_ADD, RM_ADD_MANY, RM_REMOVE, RM_DISCARD, RM_GET, RM_GET_MANY, RM_GET_BY_HASH,
     RM_GET_MANY_BY_HASH, RM_PREFERENCE, RM_OWNERSHIP, RM_DISTRIBUTION, RM_FINGERPRINT, RM_DIFF,
     RM_CALCULATE_HASH, RM_CHECK, RM_REDUCE, RM_SETSTATE, RM_REPLACE, RM_REBUILD,
-    RM_GET_BOUNDED, RM_COUNT
+    RM_GET_BOUNDED, RM_BUCKET_OF, RM_STATE, RM_FROM_STATE, RM_COUNT
 };
 enum router_property {
     RP_VNODES, RP_MIN_RING, RP_MAX_RING, RP_HASH_RING, RP_NODE_MAP, RP_NODES, RP_WEIGHTS,
@@ -275,11 +302,13 @@ extern const router_family ring64_family;
 extern const router_family jump_family;
 extern const router_family maglev_family;
 extern const router_family rendezvous_family;
+extern const router_family anchor_family;
 
 extern const router_class ring_class; /* ConsistentHashRouter (ring_class.c) */
 extern const router_class jump_class; /* JumpRouter (jump.c) */
 extern const router_class maglev_class; /* MaglevRouter (maglev.c) */
 extern const router_class rendezvous_class; /* RendezvousRouter (rendezvous.c) */
+extern const router_class anchor_class; /* AnchorRouter (anchor.c) */
 
 /*
  * The families' constructors, on an object of the type freshly allocated

@@ -128,7 +128,7 @@ static int load_of(PyObject *loads, PyObject *node, double *out)
 static double total_weight(RouterObject *self)
 {
     double total = 0.0, w;
-    for (size_t k = 0; self->family->node_at(self, k, &w); k++)
+    for (size_t k = 0; self->family->node_at(self, &k, &w); k++)
         total += w;
     return total;
 }
@@ -172,7 +172,7 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
      * read in step with no lookup, until the first that is not. */
     Py_ssize_t pos = 0;
     int in_step = 1;
-    for (size_t k = 0; (node = self->family->node_at(self, k, &w)) != NULL; k++) {
+    for (size_t k = 0; (node = self->family->node_at(self, &k, &w)) != NULL; k++) {
         double v;
         total += w;
         if (in_step && PyDict_Next(b->loads, &pos, &key, &value) && key == node) {

@@ -10,7 +10,8 @@
  *
  * Layouts: "jump" is the paper's function; "guava" is Guava's
  * Hashing.consistentHash(long, int), the same walk in its own arithmetic
- * (chash_jump_guava).  Jump has no weights and cannot drop a bucket from
+ * (chash_jump_guava); "jumpback" is hash4j's jumpBackHashSplitMix64()
+ * (strategies/jumpback.h), jump's contract in expected O(1) integer steps.  Jump has no weights and cannot drop a bucket from
  * the middle: both are refused with a ValueError that says so.  The shell
  * (router.c) does everything else of the type.  Part of chash._chash.
  *
@@ -20,16 +21,16 @@
 #include "family.h"
 
 #include "args.h"
-#include "engine/scheme.h"
-#include "hash/hash.h"
+#include "key_hash64.h"
 
 #include <string.h>
 
-static const char *const layout_names[] = {"jump", "guava"};
+/* By chash_jump_rule: the paper's, Guava's, JumpBackHash. */
+static const char *const layout_names[] = {"jump", "guava", "jumpback"};
 
 static const char *layout_name(const RouterObject *self)
 {
-    return layout_names[self->jump.rule == CHASH_JUMP_GUAVA];
+    return layout_names[self->jump.rule];
 }
 
 /* ------------------------------------------------------------------ */
@@ -95,24 +96,13 @@ static int parse_layout(PyObject *obj, chash_jump_rule *out)
         *out = CHASH_JUMP_GUAVA;
         return 0;
     }
-    PyErr_Format(PyExc_ValueError, "JumpRouter's layout must be 'jump' or 'guava', not %R", obj);
-    return -1;
-}
-
-/* hash: NULL is "xxh64", else a name of chash.HASHES; 0 or -1. */
-static int parse_hash_name(PyObject *obj, chash_hash_id *out)
-{
-    *out = CHASH_HASH_XXH64;
-    if (!obj)
+    if (strcmp(name, "jumpback") == 0) {
+        *out = CHASH_JUMP_BACK;
         return 0;
-    const char *name = name_arg(obj, "hash");
-    if (!name)
-        return -1;
-    if (chash_hash_by_name(name, out) != CHASH_OK) {
-        PyErr_Format(PyExc_ValueError, "unknown hash %R: expected one of chash.HASHES", obj);
-        return -1;
     }
-    return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "JumpRouter's layout must be 'jump', 'guava' or 'jumpback', not %R", obj);
+    return -1;
 }
 
 /* A weight (the shell read it as a number): jump has none, so only 1 is
@@ -135,12 +125,7 @@ static int check_jump_weight(double weight)
 
 static int key_hash(const RouterObject *self, PyObject *key, uint64_t *out)
 {
-    const char *buf;
-    Py_ssize_t len;
-    if (chash_py_key_bytes(key, &buf, &len) < 0)
-        return -1;
-    *out = chash_hash64(self->jump.hash, buf, (size_t)len);
-    return 0;
+    return key_hash_named(self->jump.hash, key, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -154,7 +139,7 @@ static PyObject *jump_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     chash_jump_rule rule;
     chash_hash_id hash_id;
-    if (parse_layout(layout, &rule) < 0 || parse_hash_name(hash, &hash_id) < 0)
+    if (parse_layout(layout, &rule) < 0 || parse_key_hash(hash, &hash_id) < 0)
         return NULL;
     RouterObject *self = router_alloc(type);
     if (!self)
@@ -276,21 +261,7 @@ static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
  * caller frees; NULL with an exception. */
 static uint64_t *hash_keys(const RouterObject *self, PyObject *keys, Py_ssize_t *n)
 {
-    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
-    if (!seq)
-        return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    uint64_t *hashes = PyMem_New(uint64_t, *n ? (size_t)*n : 1);
-    if (!hashes)
-        PyErr_NoMemory();
-    for (Py_ssize_t i = 0; hashes && i < *n; i++) {
-        if (key_hash(self, PySequence_Fast_GET_ITEM(seq, i), &hashes[i]) < 0) {
-            PyMem_Free(hashes);
-            hashes = NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return hashes;
+    return key_hashes_named(keys, (int)self->jump.hash, n);
 }
 
 static PyObject *jump_get_many(RouterObject *self, PyObject *keys)
@@ -451,7 +422,7 @@ static PyObject *jump_setstate(RouterObject *self, PyObject *state)
     }
     chash_jump_rule rule;
     chash_hash_id hash_id;
-    if (parse_layout(layout, &rule) < 0 || parse_hash_name(hash, &hash_id) < 0)
+    if (parse_layout(layout, &rule) < 0 || parse_key_hash(hash, &hash_id) < 0)
         return NULL;
     PyObject *seq = PySequence_Tuple(nodes);
     if (!seq)
@@ -515,9 +486,9 @@ static double jump_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->jump.list, node);
 }
 
-static PyObject *jump_node_at(RouterObject *self, size_t k, double *weight)
+static PyObject *jump_node_at(RouterObject *self, size_t *at, double *weight)
 {
-    return node_list_node_at(&self->jump.list, k, weight);
+    return node_list_node_at(&self->jump.list, *at, weight);
 }
 
 static PyObject *jump_hash_name(RouterObject *self)
@@ -610,7 +581,9 @@ PyDoc_STRVAR(get_by_hash_doc,
 "get_target_node_by_hash($self, hash, /)\n--\n\n"
 "nodes[jump(hash, n)] for a 64-bit hash computed by the caller (0 to\n"
 "2**64 - 1; a Java long is hash & (2**64 - 1)); with layout='guava',\n"
-"Guava's Hashing.consistentHash(hash, n).  None when there is no node.");
+"Guava's Hashing.consistentHash(hash, n); with layout='jumpback', hash4j's\n"
+"ConsistentHashing.jumpBackHashSplitMix64().getBucket(hash, n).  None when\n"
+"there is no node.");
 
 PyDoc_STRVAR(get_many_by_hash_doc,
 "get_target_nodes_by_hash($self, hashes, /)\n--\n\n"
@@ -658,7 +631,10 @@ PyDoc_STRVAR(jump_doc,
 "buckets 0..n-1 in the order added, no table; a key goes to\n"
 "nodes[jump(hash64(key), n)] in O(log n) steps.  Adding a node moves 1/(n+1)\n"
 "of the keys to it and nothing else; only the last bucket can be removed.\n"
-"layout='guava' is Guava's Hashing.consistentHash(long, int); with\n"
+"layout='guava' is Guava's Hashing.consistentHash(long, int);\n"
+"layout='jumpback' is JumpBackHash (Ertl 2024), hash4j's\n"
+"jumpBackHashSplitMix64(): the same contract in expected O(1) integer steps,\n"
+"any bucket count.  With\n"
 "hash='murmur3_128', get_target_node(key) is Guava's\n"
 "consistentHash(murmur3_128().hashString(key, UTF_8), n).  No diff(): a\n"
 "bucket owns no arcs of hashes to list; compare get_target_nodes(keys).");
@@ -717,7 +693,8 @@ const router_class jump_class = {
         [RP_NODES] = "The nodes in bucket order (the order they were added).",
         [RP_WEIGHTS] = "{node: 1.0}: jump has no weights.",
         [RP_HASH] = "The key hash, one of chash.HASHES.",
-        [RP_LAYOUT] = "'jump' (the paper's function) or 'guava'.",
+        [RP_LAYOUT] = "'jump' (the paper's function), 'guava' or 'jumpback' (hash4j's\n"
+                      "JumpBackHash).",
         [RP_WEIGHT_RULE] = WEIGHT_RULE_DOC,
     },
 };

@@ -460,9 +460,9 @@ static double maglev_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->mg.list, node);
 }
 
-static PyObject *maglev_node_at(RouterObject *self, size_t k, double *weight)
+static PyObject *maglev_node_at(RouterObject *self, size_t *at, double *weight)
 {
-    return node_list_node_at(&self->mg.list, k, weight);
+    return node_list_node_at(&self->mg.list, *at, weight);
 }
 
 static PyObject *maglev_points(RouterObject *self)

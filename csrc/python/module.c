@@ -3,7 +3,7 @@
  * It holds the router classes, one shell (router.c) over the families:
  * ConsistentHashRouter (ring_class.c; ring32/, ring64.c), MaglevRouter
  * (maglev.c), JumpRouter (jump.c), RendezvousRouter (rendezvous.c,
- * rendezvous_nodes.c); the base of BoundedLoadRouter
+ * rendezvous_nodes.c), AnchorRouter (anchor.c); the base of BoundedLoadRouter
  * (bounded.c), chash.Move (diff.c), the
  * strategy functions chash.simulate uses (simulate.c) and the gateway's
  * request-head functions (http_head.c).  Here: the module's own functions

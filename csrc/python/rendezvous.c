@@ -484,12 +484,12 @@ static double rdv_weight_of(RendezvousObject *self, PyObject *node)
     return self->rdv.weights[at];
 }
 
-static PyObject *rdv_node_at(RendezvousObject *self, size_t k, double *weight)
+static PyObject *rdv_node_at(RendezvousObject *self, size_t *at, double *weight)
 {
-    if (k >= (size_t)PyTuple_GET_SIZE(self->rdv.nodes))
+    if (*at >= (size_t)PyTuple_GET_SIZE(self->rdv.nodes))
         return NULL;
-    *weight = self->rdv.weights[k];
-    return PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)k);
+    *weight = self->rdv.weights[*at];
+    return PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)*at);
 }
 
 static PyObject *rdv_hash_name(RendezvousObject *self)

@@ -408,9 +408,9 @@ static double ring64_weight_of(RouterObject *self, PyObject *node)
     return node_list_weight_of(&self->r64.list, node);
 }
 
-static PyObject *ring64_node_at(RouterObject *self, size_t k, double *weight)
+static PyObject *ring64_node_at(RouterObject *self, size_t *at, double *weight)
 {
-    return node_list_node_at(&self->r64.list, k, weight);
+    return node_list_node_at(&self->r64.list, *at, weight);
 }
 
 static PyObject *ring64_points(RouterObject *self)

@@ -239,8 +239,8 @@ PyDoc_STRVAR(router_doc,
 "counts by weight share between minimum_ring_size (1024) and\n"
 "maximum_ring_size (envoy 8388608, grpc 4096; grpc caps both at 4096),\n"
 "keys hashed with XXH64, the ring rebuilt on every change.\n\n"
-"ConsistentHashRouter may be subclassed (MaglevRouter, JumpRouter and\n"
-"RendezvousRouter may not).");
+"ConsistentHashRouter may be subclassed (MaglevRouter, JumpRouter,\n"
+"RendezvousRouter and AnchorRouter may not).");
 
 const router_class ring_class = {
     .name = "chash.ConsistentHashRouter",

@@ -6,7 +6,7 @@
  * the router's family, which does the ring work.  Each public class
  * (family.h's router_class: ConsistentHashRouter in ring_class.c,
  * MaglevRouter in maglev.c, JumpRouter in jump.c, RendezvousRouter in
- * rendezvous.c) becomes one heap type here, its tables the master
+ * rendezvous.c, AnchorRouter in anchor.c) becomes one heap type here, its tables the master
  * tables filtered by its family's descriptor.  Part of chash._chash.
  */
 #include "router.h"
@@ -39,8 +39,8 @@ static int router_clear(RouterObject *self)
 }
 
 /* The classes, in the module state's order of their types. */
-static const router_class *const classes[ROUTER_CLASSES] = {&ring_class, &maglev_class,
-                                                             &jump_class, &rendezvous_class};
+static const router_class *const classes[ROUTER_CLASSES] = {
+    &ring_class, &maglev_class, &jump_class, &rendezvous_class, &anchor_class};
 
 static size_t class_index(const router_class *cls)
 {
@@ -284,7 +284,7 @@ static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 
 /* Every family, for _reconstruct to find one by name. */
 static const router_family *const families[] = {&ring32_family, &ring64_family, &maglev_family,
-                                                &jump_family, &rendezvous_family};
+                                                &jump_family, &rendezvous_family, &anchor_family};
 
 const char reconstruct_doc[] = PyDoc_STR(
 "_reconstruct(cls, family, settings, nodes, /)\n--\n\n"
@@ -327,6 +327,29 @@ static PyObject *router_class_rebuild(PyObject *cls, PyObject *args)
         if (PyType_IsSubtype((PyTypeObject *)cls, state->types[k]))
             return classes[k]->family->rebuild((PyTypeObject *)cls, args);
     PyErr_SetString(PyExc_TypeError, "_rebuild: cls must be a router class");
+    return NULL;
+}
+
+static PyObject *router_bucket_of(RouterObject *self, PyObject *node)
+{
+    return self->family->bucket_of(self, node);
+}
+
+static PyObject *router_state(RouterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return self->family->state(self);
+}
+
+/* from_state(...): a class method of the classes whose family has one. */
+static PyObject *router_class_from_state(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+    module_state *state = state_of_type((PyTypeObject *)cls);
+    if (!state)
+        return NULL;
+    for (size_t k = 0; k < ROUTER_CLASSES; k++)
+        if (PyType_IsSubtype((PyTypeObject *)cls, state->types[k]) && classes[k]->family->from_state)
+            return classes[k]->family->from_state((PyTypeObject *)cls, args, kwds);
+    PyErr_SetString(PyExc_TypeError, "from_state: cls must be a router class that has one");
     return NULL;
 }
 
@@ -502,6 +525,9 @@ static const MasterMethod master_methods[RM_COUNT] = {
     [RM_REPLACE] = {{"_replace_nodes", (PyCFunction)router_replace, METH_O, NULL}, NEEDS(replace)},
     [RM_REBUILD] = {{"_rebuild", (PyCFunction)router_class_rebuild, METH_VARARGS | METH_CLASS, NULL}, NEEDS(rebuild)},
     [RM_GET_BOUNDED] = {{"get_bounded", (PyCFunction)(void (*)(void))router_get_bounded, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(weight_of)},
+    [RM_BUCKET_OF] = {{"bucket_of", (PyCFunction)router_bucket_of, METH_O, NULL}, NEEDS(bucket_of), 1},
+    [RM_STATE] = {{"state", (PyCFunction)router_state, METH_NOARGS, NULL}, NEEDS(state)},
+    [RM_FROM_STATE] = {{"from_state", (PyCFunction)(void (*)(void))router_class_from_state, METH_VARARGS | METH_KEYWORDS | METH_CLASS, NULL}, NEEDS(from_state)},
 };
 
 typedef struct {

@@ -1,6 +1,7 @@
 /*
- * router.h - the router shell (router.c): the four router classes
- * (ConsistentHashRouter, MaglevRouter, JumpRouter, RendezvousRouter), each
+ * router.h - the router shell (router.c): the five router classes
+ * (ConsistentHashRouter, MaglevRouter, JumpRouter, RendezvousRouter,
+ * AnchorRouter), each
  * a heap type over the one object layout and the families of family.h.
  */
 #ifndef CHASH_PY_ROUTER_H
@@ -8,10 +9,10 @@
 
 #include "family.h"
 
-/* The four types, made and added to the module at init; 0 or -1. */
+/* The five types, made and added to the module at init; 0 or -1. */
 int router_type_setup(PyObject *module);
 
-/* Where a router of any of the four classes (or of a subclass) counts its
+/* Where a router of any of the five classes (or of a subclass) counts its
  * membership changes, for bounded loads to notice them; NULL for any
  * other object (no exception). */
 const uint64_t *router_changes(PyObject *obj);

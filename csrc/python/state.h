@@ -9,7 +9,7 @@
 #include "binding.h"
 
 /* The router classes the shell makes (router.c), in its order. */
-#define ROUTER_CLASSES 4
+#define ROUTER_CLASSES 5
 
 typedef struct {
     PyTypeObject *types[ROUTER_CLASSES]; /* the router classes (router.c) */

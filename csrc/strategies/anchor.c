@@ -84,7 +84,7 @@ int chash_anchor_lookup(const chash_anchor *a, uint64_t hash, uint32_t *bucket)
         return CHASH_OK;
     }
     chash_splitmix64 g = {hash};
-    uint32_t b = chash_jumpback_walk(&g, a->high);
+    uint32_t b = chash_jumpback_walk_inline(&g, a->high);
     /* Landed on a removed bucket: its keys go uniformly to the view its
      * removal left, which may hold buckets removed later: go on. */
     while (b < a->nslots && a->slots[b].view != 0) {
@@ -133,7 +133,7 @@ static uint32_t overlay_lookup(const overlay *o, uint64_t hash)
     if (o->high <= 1)
         return 0;
     chash_splitmix64 g = {hash};
-    uint32_t b = chash_jumpback_walk(&g, o->high);
+    uint32_t b = chash_jumpback_walk_inline(&g, o->high);
     for (;;) {
         uint32_t v = overlay_slot(o, b).view;
         if (v == 0)

@@ -5,6 +5,8 @@
  */
 #include "jump.h"
 
+#include "jumpback.h"
+
 /* ------------------------------------------------------------------ */
 /* Modulo                                                             */
 
@@ -98,6 +100,8 @@ uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets)
     switch (rule) {
     case CHASH_JUMP_LAMPING: return chash_jump(key, nbuckets);
     case CHASH_JUMP_GUAVA: return chash_jump_guava(key, nbuckets);
+    case CHASH_JUMP_BACK:
+        return nbuckets > CHASH_JUMPBACK_MAX_BUCKETS ? 0 : chash_jumpback_inline(key, (uint32_t)nbuckets);
     default: return 0;
     }
 }
@@ -105,7 +109,8 @@ uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets)
 int chash_jump_preference(chash_jump_rule rule, uint64_t key, size_t nbuckets, size_t want,
                           uint32_t *out, size_t *found)
 {
-    if ((rule != CHASH_JUMP_LAMPING && rule != CHASH_JUMP_GUAVA) || nbuckets == 0
+    if ((rule != CHASH_JUMP_LAMPING && rule != CHASH_JUMP_GUAVA && rule != CHASH_JUMP_BACK)
+        || nbuckets == 0
         || nbuckets > CHASH_JUMP_MAX_BUCKETS)
         return CHASH_EINVAL;
     if (want > nbuckets)

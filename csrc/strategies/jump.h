@@ -47,14 +47,16 @@ int chash_jump_assign(const uint64_t *keys, size_t nkeys, size_t nbuckets, uint3
  */
 uint32_t chash_jump_guava(uint64_t key, size_t nbuckets);
 
-/* Which of the two functions: the paper's or Guava's. */
+/* Which of the functions: the paper's, Guava's, or JumpBackHash
+ * (jumpback.h: the same contract in expected O(1) integer steps). */
 typedef enum chash_jump_rule {
     CHASH_JUMP_LAMPING,
     CHASH_JUMP_GUAVA,
+    CHASH_JUMP_BACK,
 } chash_jump_rule;
 
-/* chash_jump() or chash_jump_guava(); 0 for an unknown rule or a bad
- * nbuckets. */
+/* chash_jump(), chash_jump_guava() or chash_jumpback(); 0 for an unknown
+ * rule or a bad nbuckets. */
 uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets);
 
 /*
@@ -66,6 +68,7 @@ uint32_t chash_jump_by(chash_jump_rule rule, uint64_t key, size_t nbuckets);
  * evenly over all the others (the next bucket in number would take them
  * all).  want is cut to nbuckets.  Writes *found (<= want) buckets;
  * returns 0, or CHASH_EINVAL for an unknown rule or a bad nbuckets.
+ * (JumpBackHash's limit, CHASH_JUMPBACK_MAX_BUCKETS, is jump's.)
  */
 int chash_jump_preference(chash_jump_rule rule, uint64_t key, size_t nbuckets, size_t want,
                           uint32_t *out, size_t *found);

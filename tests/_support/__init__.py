@@ -5,7 +5,8 @@ One line a module:
 - ``hashes``: independent oracles for every hash chash implements;
 - ``reference_router``: the documented router, the state machines' and the fuzzer's model;
 - ``envoy_reference``: Envoy's ring hash and Maglev and gRPC's ring_hash, in plain Python;
-- ``jump_reference``: jump consistent hash (the paper's and Guava's) and the jump preference list, in plain Python;
+- ``jump_reference``: jump consistent hash (the paper's, Guava's, JumpBackHash), its preference list, in Python;
+- ``hash4j_vectors``: readers of the answers recorded from hash4j, and Java's SplittableRandom;
 - ``reference_request_policy``: the gateway's request-head policy in Python, the C policy's reference;
 - ``heads``: generated and mutated request heads, for the parser's differential tests;
 - ``collisions``: node ids whose ring points collide, for tests of ties;

@@ -18,6 +18,7 @@
 #include "failing_alloc.h"
 #include "../../csrc/strategies/mix.c"
 #include "../../csrc/strategies/jump.c"
+#include "../../csrc/strategies/jumpback.c"
 #include "../../csrc/strategies/rendezvous.c"
 #include "../../csrc/strategies/maglev.c"
 #include "../../csrc/strategies/bounded.c"
@@ -206,6 +207,13 @@ static void test_jump_guava(void)
     CHECK(chash_jump_guava(5, 0) == 0);
     CHECK(chash_jump_guava(5, (size_t)CHASH_JUMP_MAX_BUCKETS + 1) == 0);
     CHECK(chash_jump_by((chash_jump_rule)7, 5, 10) == 0);
+    /* JumpBackHash behind the same rule switch (its own answers are
+     * hash4j's, checked by test_anchor against recorded vectors). */
+    for (size_t n = 1; n <= 300; n++)
+        CHECK(chash_jump_by(CHASH_JUMP_BACK, UINT64_C(0x9e3779b97f4a7c15) * n, n)
+              == chash_jumpback(UINT64_C(0x9e3779b97f4a7c15) * n, (uint32_t)n));
+    CHECK(chash_jump_by(CHASH_JUMP_BACK, 5, 0) == 0);
+    CHECK(chash_jump_by(CHASH_JUMP_BACK, 5, (size_t)CHASH_JUMP_MAX_BUCKETS + 1) == 0);
 
     /* The same monotonicity as the paper's: growing moves a key to the new
      * bucket or not at all. */
@@ -233,7 +241,7 @@ static void test_jump_preference(void)
     enum { KEYS = 500, N = 37 };
     uint64_t *keys = random_keys(KEYS);
     int ok = 1;
-    for (int rule = 0; rule < 2; rule++) {
+    for (int rule = 0; rule < 3; rule++) {
         for (size_t i = 0; i < KEYS; i++) {
             uint32_t out[N + 1], free_list[N];
             size_t found = 99;
@@ -277,7 +285,7 @@ static void test_jump_preference(void)
     CHECK(chash_jump_preference(CHASH_JUMP_LAMPING, 1, 0, 1, out, &found) == CHASH_EINVAL);
     CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, (size_t)CHASH_JUMP_MAX_BUCKETS + 1, 1, out,
                                 &found) == CHASH_EINVAL);
-    CHECK(chash_jump_preference((chash_jump_rule)2, 1, 4, 1, out, &found) == CHASH_EINVAL);
+    CHECK(chash_jump_preference((chash_jump_rule)3, 1, 4, 1, out, &found) == CHASH_EINVAL);
     CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, 4, 0, out, &found) == CHASH_OK && found == 0);
     CHECK(chash_jump_preference(CHASH_JUMP_GUAVA, 1, 1, 4, out, &found) == CHASH_OK && found == 1
           && out[0] == 0);

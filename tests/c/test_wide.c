@@ -19,6 +19,7 @@
 #include "../../csrc/engine/envoy.c"
 #include "../../csrc/strategies/mix.c"
 #include "../../csrc/strategies/jump.c"
+#include "../../csrc/strategies/jumpback.c"
 #include "../../csrc/strategies/rendezvous.c"
 #include "../../csrc/strategies/maglev.c"
 #include "../../csrc/strategies/bounded.c"

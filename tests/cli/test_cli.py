@@ -224,7 +224,7 @@ def test_remap_plot_shows_every_series_and_names_keys_and_hash(hash_name: str) -
     ideal = [step["ideal"] for step in growth]
     panels = {ax.get_title(): ax for ax in figure.get_axes() if ax.get_visible() and ax.get_title()}
     strategies = result["strategies"]
-    assert len(strategies) + 1 == 10  # nine strategies and the ideal: ten series
+    assert len(strategies) + 1 == 12  # eleven strategies and the ideal: twelve series
     for strategy in strategies:
         # Each strategy has a panel of its own, with the ideal 1/N drawn over it.
         ax = panels[strategy["label"]]

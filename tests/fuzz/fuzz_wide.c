@@ -64,6 +64,7 @@
 #include "engine/envoy.c"
 #include "strategies/mix.c"
 #include "strategies/jump.c"
+#include "strategies/jumpback.c"
 #include "strategies/rendezvous.c"
 #include "strategies/maglev.c"
 #include "strategies/bounded.c"
@@ -445,10 +446,12 @@ static void op_jump(fz_in *in)
     FZ_ASSERT(valid ? j < buckets : j == 0);
     FZ_ASSERT(chash_jump_by(CHASH_JUMP_GUAVA, key, buckets) == g);
     FZ_ASSERT(chash_jump_by(CHASH_JUMP_LAMPING, key, buckets) == j);
-    FZ_ASSERT(chash_jump_by((chash_jump_rule)(2 + fz_u8(in) % 3), key, buckets) == 0);
+    FZ_ASSERT(chash_jump_by(CHASH_JUMP_BACK, key, buckets)
+              == (buckets <= CHASH_JUMP_MAX_BUCKETS ? chash_jumpback(key, (uint32_t)buckets) : 0));
+    FZ_ASSERT(chash_jump_by((chash_jump_rule)(3 + fz_u8(in) % 3), key, buckets) == 0);
 
     /* Preference lists over small counts: the free list by hand. */
-    chash_jump_rule rule = fz_u8(in) % 2 ? CHASH_JUMP_GUAVA : CHASH_JUMP_LAMPING;
+    chash_jump_rule rule = (chash_jump_rule)(fz_u8(in) % 3);
     size_t n = buckets <= 64 ? buckets : 1 + buckets % 64, want = fz_u8(in) % 70;
     uint32_t out[70], free_list[64];
     size_t found = 1000;
@@ -467,7 +470,7 @@ static void op_jump(fz_in *in)
         memmove(free_list + at, free_list + at + 1, (nfree - at - 1) * sizeof *free_list);
         nfree--;
     }
-    FZ_ASSERT(chash_jump_preference((chash_jump_rule)2, key, n, want, out, &found) == CHASH_EINVAL);
+    FZ_ASSERT(chash_jump_preference((chash_jump_rule)3, key, n, want, out, &found) == CHASH_EINVAL);
 }
 
 /* The slots Envoy's rule gives, written out here (bounded.h): whole

@@ -1,6 +1,6 @@
 """The gateway over every router it offers: the ring in each of its layouts
 (varnish and nghttpx, envoy and grpc included), Maglev and rendezvous
-(hrw, pymemcache, caddy, squid).  Each routes every key where its router
+(hrw, pymemcache, caddy, squid) and anchor (AnchorRouter).  Each routes every key where its router
 says, takes a failed backend out and puts it back through its health
 checks, tells its router on the status page, and refuses what its router
 has no room for (zones, slow start without weights, a shared ring); and
@@ -18,7 +18,13 @@ pytest.importorskip("httptools", reason="the gateway extra (httptools) is not in
 
 from _support.echo_backends import EchoBackend  # noqa: E402
 from _support.waiting import run  # noqa: E402
-from chash import ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter  # noqa: E402
+from chash import (  # noqa: E402
+    AnchorRouter,
+    ConsistentHashRouter,
+    JumpRouter,
+    MaglevRouter,
+    RendezvousRouter,
+)
 from chash.gateway import Gateway, GatewayConfig  # noqa: E402
 from chash.gateway.view import GatewayRouter  # noqa: E402
 
@@ -28,6 +34,8 @@ USERS = [f"user-{i}" for i in range(60)]
 def make(kind: str, layout: str) -> GatewayRouter:
     if kind == "maglev":
         return MaglevRouter()
+    if kind == "anchor":
+        return AnchorRouter()
     if kind == "rendezvous":
         return RendezvousRouter(layout=layout)  # type: ignore[arg-type]
     return ConsistentHashRouter(layout=layout)
@@ -36,7 +44,7 @@ def make(kind: str, layout: str) -> GatewayRouter:
 ROUTERS = [("ring", layout) for layout in ("python", "varnish", "nghttpx", "envoy", "grpc",
                                            "haproxy")] + [
     ("maglev", "envoy"), ("rendezvous", "hrw"), ("rendezvous", "pymemcache"),
-    ("rendezvous", "caddy"), ("rendezvous", "squid")]
+    ("rendezvous", "caddy"), ("rendezvous", "squid"), ("anchor", "anchor")]
 
 
 # Routers whose other nodes' shares are recounted when one leaves (Envoy's
@@ -186,13 +194,18 @@ def test_the_command_builds_every_router() -> None:
             router = make_any_router(args, nodes)
             assert router.layout == layout and router.nodes == nodes
             assert type(router) is {"ring": ConsistentHashRouter, "maglev": MaglevRouter,
-                                    "rendezvous": RendezvousRouter}[kind]
+                                    "rendezvous": RendezvousRouter, "anchor": AnchorRouter}[kind]
     args = parser.parse_args(["gateway", "--backend", nodes[0]])
     router = make_any_router(args, nodes)
     assert type(router) is ConsistentHashRouter and router.layout == "python"
     args = parser.parse_args(["gateway", "--backend", nodes[0], "--router", "rendezvous"])
     assert make_any_router(args, nodes).layout == "hrw"
     assert set(ROUTER_LAYOUTS["ring"]) >= {"varnish", "nghttpx", "envoy", "grpc"}
+    # anchor is shared through a store with its state: --redis / --etcd taken
+    for store in (["--redis", "redis://127.0.0.1:1/0"], ["--etcd", "http://127.0.0.1:1"]):
+        args = parser.parse_args(["gateway", "--backend", nodes[0], "--router", "anchor", *store])
+        router = make_any_router(args, nodes)
+        assert type(router) is AnchorRouter and router.nodes == nodes
 
 
 @pytest.mark.parametrize("args,message", [
@@ -202,6 +215,8 @@ def test_the_command_builds_every_router() -> None:
     (["--router", "maglev", "--redis", "redis://127.0.0.1:1/0"], "--redis and --etcd share a ring"),
     (["--router", "rendezvous", "--etcd", "http://127.0.0.1:1"], "--redis and --etcd share a ring"),
     (["--router", "jump"], "invalid choice: 'jump'"),
+    (["--router", "anchor", "--vnodes", "10"], "--vnodes is the ring's"),
+    (["--router", "anchor", "--weight", "127.0.0.1:9=2"], "no weights"),
     (["--layout", "hrw"], "cannot build the ring: unknown layout 'hrw'"),
     (["--layout", "nghttpx", "--weight", "127.0.0.1:9=2"], "no weights"),
     (["--router", "rendezvous", "--layout", "caddy", "--slow-start", "5"],
@@ -218,7 +233,7 @@ def test_the_help_says_why_jump_is_not_offered() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    assert "--router {ring,maglev,rendezvous}" in text
+    assert "--router {ring,maglev,rendezvous,anchor}" in text
     assert "Jump is a library router only" in text
     for layout in ("varnish", "nghttpx", "envoy", "grpc", "squid"):
         assert layout in text

@@ -101,9 +101,10 @@ def test_preference_list_is_the_documented_one(layout: str) -> None:
     assert JumpRouter().get_preference_list("k", 3) == []
 
 
-def test_adding_a_bucket_moves_only_keys_to_it() -> None:
+@pytest.mark.parametrize("layout", ["jump", "guava", "jumpback"])
+def test_adding_a_bucket_moves_only_keys_to_it(layout: str) -> None:
     keys = [f"key-{i}" for i in range(20000)]
-    r = router(10)
+    r = router(10, layout)
     before = r.get_target_nodes(keys)
     r.add_service_node("new")
     after = r.get_target_nodes(keys)
@@ -202,7 +203,7 @@ def test_bad_input_leaves_the_router_as_it_was(call, exc, match) -> None:  # typ
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    ({"layout": "ketama"}, ValueError, "'jump' or 'guava'"),
+    ({"layout": "ketama"}, ValueError, "'jump', 'guava' or 'jumpback'"),
     ({"layout": 3}, TypeError, "layout must be str"),
     ({"layout": "jump\0"}, ValueError, "unknown layout"),
     ({"hash": "md6"}, ValueError, "unknown hash 'md6'"),

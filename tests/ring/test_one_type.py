@@ -120,4 +120,5 @@ def test_the_module_holds_no_other_router_type() -> None:
     router_types = {name for name in dir(chash._chash)
                     if isinstance(getattr(chash._chash, name), type)
                     and name.endswith("Router")}
-    assert router_types == {"ConsistentHashRouter", "JumpRouter", "MaglevRouter", "RendezvousRouter"}
+    assert router_types == {"ConsistentHashRouter", "JumpRouter", "MaglevRouter", "RendezvousRouter",
+                            "AnchorRouter"}

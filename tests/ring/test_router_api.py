@@ -23,6 +23,18 @@ CLASSES: dict[str, Any] = RECORD["classes"]
 #: Added after ea11c0d, on every class (weight_rule; get_bounded, the bounded
 #: lookup over loads the caller tracks).
 ADDED = {"weight_rule", "get_bounded"}
+#: Docstrings rewritten after ea11c0d for a new layout, each now naming it
+#: (None: the class's own): JumpRouter's layout="jumpback".
+AMENDED = {("JumpRouter", None): "jumpback", ("JumpRouter", "layout"): "jumpback",
+           ("JumpRouter", "get_target_node_by_hash"): "jumpback"}
+
+
+def amended(cls: str, member: str | None, now: str | None, then: str | None) -> bool:
+    """A docstring rewritten for a new layout: it names the layout, and the
+    record's text was not simply dropped (it shares its first line)."""
+    word = AMENDED.get((cls, member))
+    return bool(word and now and then and word in now
+                and now.splitlines()[0][:20] == then.splitlines()[0][:20])
 
 
 def same_doc(now: str | None, then: str | None) -> bool:
@@ -43,9 +55,12 @@ def same_class_doc(cls: type, then: str) -> bool:
 
 
 def test_the_record_was_made_at_ea11c0d() -> None:
+    # Classes added since are recorded (make_api_record.py --add) at the
+    # commit that added them, the others left as they were.
     assert RECORD["made_by"].endswith(" at ea11c0d")
     assert set(CLASSES) == {"ConsistentHashRouter", "MaglevRouter", "JumpRouter",
-                            "RendezvousRouter"}
+                            "RendezvousRouter"} | set(RECORD.get("added", {}))
+    assert set(RECORD.get("added", {})) == {"AnchorRouter"}
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
@@ -53,15 +68,16 @@ def test_a_class_keeps_its_names_signatures_and_docs(name: str) -> None:
     cls = getattr(chash, name)
     then = CLASSES[name]
     now_names = {n for n in dir(cls) if not n.startswith("__")}
-    assert now_names - ADDED == set(then["members"])
+    assert now_names - ADDED == set(then["members"]) - ADDED
     assert now_names >= ADDED
-    assert same_class_doc(cls, then["doc"])
+    assert same_class_doc(cls, then["doc"]) or amended(name, None, cls.__doc__, then["doc"])
     assert signature(cls) == then["signature"]
     for member, was in then["members"].items():
         attr = inspect.getattr_static(cls, member)
         assert type(attr).__name__ == was["kind"], member
         assert signature(getattr(cls, member)) == was["signature"], member
-        assert same_doc(getattr(attr, "__doc__", None), was["doc"]), member
+        now = getattr(attr, "__doc__", None)
+        assert same_doc(now, was["doc"]) or amended(name, member, now, was["doc"]), member
     assert sorted(p for p in PROTOCOLS if p in cls.__dict__) == then["protocols"]
 
 
@@ -73,6 +89,10 @@ def test_no_class_takes_a_method_it_lacked() -> None:
     assert not hasattr(chash.MaglevRouter, "__setstate__")
     assert not hasattr(chash.JumpRouter, "_replace_nodes")
     assert not hasattr(chash.ConsistentHashRouter, "table")
+    for cls in (chash.ConsistentHashRouter, chash.MaglevRouter, chash.JumpRouter,
+                chash.RendezvousRouter):
+        assert not {"bucket_of", "state", "from_state"} & set(dir(cls)), cls
+    assert not hasattr(chash.AnchorRouter, "diff") and not hasattr(chash.AnchorRouter, "zones")
 
 
 def test_only_consistent_hash_router_is_subclassable() -> None:
@@ -80,6 +100,6 @@ def test_only_consistent_hash_router_is_subclassable() -> None:
         pass
 
     assert Mine().layout == "python"
-    for cls in (chash.MaglevRouter, chash.JumpRouter, chash.RendezvousRouter):
+    for cls in (chash.MaglevRouter, chash.JumpRouter, chash.RendezvousRouter, chash.AnchorRouter):
         with pytest.raises(TypeError):
             type("Mine", (cls,), {})

@@ -25,9 +25,10 @@ def every_router() -> list[Any]:
     routers: list[Any] = [chash.ConsistentHashRouter(layout=layout)
                           for layout in (*chash.LAYOUTS, "envoy", "grpc")]
     routers.append(chash.MaglevRouter())
-    routers += [chash.JumpRouter(layout=layout) for layout in ("jump", "guava")]
+    routers += [chash.JumpRouter(layout=layout) for layout in ("jump", "guava", "jumpback")]
     routers += [chash.RendezvousRouter(layout=layout)
                 for layout in ("hrw", "pymemcache", "caddy", "squid")]
+    routers.append(chash.AnchorRouter())
     for router in routers:
         router.add_service_nodes(NODES)
     return routers

@@ -400,8 +400,8 @@ def test_json_shape(result: dict[str, Any]) -> None:
     assert set(result) >= {"config", "keys", "nodes", "strategies", "remap", "balance_by_vnodes",
                            "balance_by_strategy", "ring_cost", "comparison", "seconds"}
     ids = [s["id"] for s in result["strategies"]]
-    assert ids == ["modulo", "ring-10", "ring-150", "ring-1000", "jump", "rendezvous", "maglev",
-                   "bounded-10", "bounded-150"]
+    assert ids == ["modulo", "ring-10", "ring-150", "ring-1000", "jump", "jumpback", "anchor",
+                   "rendezvous", "maglev", "bounded-10", "bounded-150"]
     growth = result["remap"]["growth"]
     assert [(s["from"], s["to"]) for s in growth] == [(n, n + 1) for n in range(3, 20)]
     for step in growth:
@@ -409,6 +409,23 @@ def test_json_shape(result: dict[str, Any]) -> None:
         assert step["ideal"] == pytest.approx(1 / step["to"])
     assert [row["id"] for row in result["comparison"]] == [*ids, "round-robin"]
     assert result["nodes"] == node_names(20)
+
+
+def test_jumpback_and_anchor_columns(result: dict[str, Any]) -> None:
+    # Both grow as jump does (only the new node's share moves); a failure
+    # in the middle moves exactly the failed node's keys for anchor, while
+    # jumpback (as jump) also moves the last node's onto its bucket.
+    keys = result["keys"]
+    for step in result["remap"]["growth"]:
+        for sid in ("jumpback", "anchor"):
+            assert step["moved"][sid] == pytest.approx(step["ideal"], abs=0.02)
+    for failure in result["remap"]["failure"]:
+        assert failure["moved"]["anchor"] == failure["owned"]["anchor"] > 0
+        assert failure["moved"]["jumpback"] > failure["owned"]["jumpback"] * 1.5
+    rows = {row["id"]: row for row in result["comparison"]}
+    assert rows["jumpback"]["state_bytes"] == 0
+    assert rows["anchor"]["state_bytes"] == 4  # 20 nodes, none removed: its state() alone
+    assert keys > 0
 
 
 def test_render_has_every_table(result: dict[str, Any]) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Self
 
-from chash._chash import ConsistentHashRouter
 from chash.membership.async_driver import AsyncDriver
-from chash.membership.core import check_router
+from chash.membership.core import SharedRouter, check_router
 from chash.membership.etcd.client import AsyncEtcdClient, EtcdClient
 from chash.membership.etcd.store import AsyncEtcdStore, EtcdStore
 from chash.membership.settings import MembershipSettings
@@ -25,7 +24,7 @@ class EtcdMembership(SyncDriver):
     """A ring shared through etcd, for synchronous gateways.
 
     Arguments:
-        router: the local ``chash.ConsistentHashRouter`` (as for
+        router: the local ``chash.ConsistentHashRouter`` (or ``chash.AnchorRouter``) (as for
             ``RedisMembership``: the same settings on every instance,
             checked; lookups never touch etcd).
         endpoints: an etcd URL (``"http://127.0.0.1:2379"``), several
@@ -48,7 +47,7 @@ class EtcdMembership(SyncDriver):
 
     def __init__(
         self,
-        router: ConsistentHashRouter,
+        router: SharedRouter,
         endpoints: str | Sequence[str],
         name: str = "default",
         *,
@@ -119,7 +118,7 @@ class AsyncEtcdMembership(AsyncDriver):
 
     def __init__(
         self,
-        router: ConsistentHashRouter,
+        router: SharedRouter,
         endpoints: str | Sequence[str],
         name: str = "default",
         *,

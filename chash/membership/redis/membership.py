@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Self
 
-from chash._chash import ConsistentHashRouter
 from chash.membership.async_driver import AsyncDriver
-from chash.membership.core import check_router
+from chash.membership.core import SharedRouter, check_router
 from chash.membership.redis.store import AsyncRedisStore, RedisStore, async_client, sync_client
 from chash.membership.settings import MembershipSettings
 from chash.membership.sync_driver import SyncDriver, read_shared_config
@@ -28,7 +27,7 @@ class RedisMembership(SyncDriver):
     """A ring shared through Redis, for synchronous gateways.
 
     Arguments:
-        router: the local ``chash.ConsistentHashRouter``; every instance
+        router: the local ``chash.ConsistentHashRouter`` (or ``chash.AnchorRouter``); every instance
             must build it with the same ``virtual_node_count``, ``hash`` and
             ``layout`` (checked).  Route with it directly: lookups never
             touch Redis.
@@ -73,7 +72,7 @@ class RedisMembership(SyncDriver):
 
     def __init__(
         self,
-        router: ConsistentHashRouter,
+        router: SharedRouter,
         client: redis.Redis,
         name: str = "default",
         *,
@@ -142,7 +141,7 @@ class AsyncRedisMembership(AsyncDriver):
 
     def __init__(
         self,
-        router: ConsistentHashRouter,
+        router: SharedRouter,
         client: redis.asyncio.Redis,
         name: str = "default",
         *,

@@ -151,11 +151,11 @@ double ring32_weight_of(RouterObject *self, PyObject *node)
     return found < 0 ? -1.0 : found ? entry_at(self, index)->weight : 0.0;
 }
 
-PyObject *ring32_node_at(RouterObject *self, size_t k, double *weight)
+PyObject *ring32_node_at(RouterObject *self, size_t *at, double *weight)
 {
-    if (k >= chash_ring_node_count(self->r32.ring))
+    if (*at >= chash_ring_node_count(self->r32.ring))
         return NULL;
-    NodeEntry *entry = entry_at(self, k);
+    NodeEntry *entry = entry_at(self, *at);
     *weight = entry->weight;
     return entry->name;
 }

@@ -139,7 +139,7 @@ PyObject *ring32_nodes(RouterObject *self);
 PyObject *ring32_settings(RouterObject *self, int which);
 PyObject *ring32_weights(RouterObject *self);
 double ring32_weight_of(RouterObject *self, PyObject *node);
-PyObject *ring32_node_at(RouterObject *self, size_t k, double *weight);
+PyObject *ring32_node_at(RouterObject *self, size_t *at, double *weight);
 PyObject *ring32_points(RouterObject *self);
 PyObject *ring32_key_distribution(RouterObject *self, PyObject *keys);
 Py_ssize_t ring32_len(RouterObject *self);
