@@ -104,3 +104,48 @@ def test_python_code_that_changes_the_ring_mid_call_is_refused() -> None:
         core._build([(ChangesTheRing(core), 3), ("b", 2)], False, 1)
     core._check()
     assert sorted(n for _, n in core._points()) == ["b"] * 5
+
+
+@pytest.mark.parametrize("mode", ["md5", "ketama", "hash_fn"])
+def test_lookups_during_changes_from_another_thread_see_the_ring_before_or_after(mode: str) -> None:
+    import hashlib
+    import threading
+
+    def sha_point(key: object) -> int:
+        return int.from_bytes(hashlib.sha1(str(key).encode()).digest()[:8], "big")
+
+    kwargs: dict[str, object] = {"ketama": {"hash_fn": "ketama"}, "hash_fn": {"hash_fn": sha_point},
+                                 "md5": {}}[mode]
+    base = [f"node-{i}" for i in range(5)]
+    keys = [f"key-{i}" for i in range(300)]
+    without = HashRing(base, **kwargs)
+    with_f = HashRing([*base, "node-f"], **kwargs)
+    allowed = {key: {without.get_node(key), with_f.get_node(key)} for key in keys}
+    ring = HashRing(base, **kwargs)
+    stop = threading.Event()
+    wrong: list[tuple[str, object]] = []
+    lookups = [0]
+
+    def read() -> None:
+        while not stop.is_set():
+            for key in keys:
+                got = ring.get_node(key)
+                if got not in allowed[key]:
+                    wrong.append((key, got))
+            lookups[0] += 1
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    try:
+        for _ in range(150):
+            ring.add_node("node-f")
+            ring.remove_node("node-f")
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in readers)
+    assert wrong == []
+    assert lookups[0] > 0
+    assert [ring.get_node(key) for key in keys] == [without.get_node(key) for key in keys]

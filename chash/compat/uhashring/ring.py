@@ -28,6 +28,7 @@ after a change.
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -116,12 +117,20 @@ class HashRing(_UHashRing):
     its weight), ``replicas`` (ketama's points per MD5, default 4);
     others (uhashring's ``compat``) are accepted and ignored.
 
-    Thread rule: lookups may run in many threads; changes are to be
-    serialised against them by the caller, as with uhashring.
+    Threads: a ring may be shared.  Changes (``add_node``, ``remove_node``,
+    ``regenerate``, ``ring[name] = conf``) take the ring's own lock, so two
+    never interleave; every call into the C continuum holds the
+    continuum's lock (and a ``hash_fn`` ring's Python points are read under
+    the ring's lock), so a lookup never reads half-changed points.  A
+    lookup during a change may see a node's new configuration just before
+    its points move.  Lookups do not run in parallel on a free-threaded
+    build: use a router of ``chash`` itself where many threads look up at
+    once (docs/reliability.md).
     """
 
     hashi: Callable[..., Any]
     _public_class: type[HashRing]
+    _changing: threading.RLock
 
     def __new__(cls, nodes: Any = _NO_NODES, **kwargs: Any) -> HashRing:
         public = cls
@@ -130,6 +139,7 @@ class HashRing(_UHashRing):
             cls = _with_python_points(cls)
         ring = super().__new__(cls)
         ring._public_class = public
+        ring._changing = threading.RLock()
         return ring
 
     def __init__(self, nodes: Any = _NO_NODES, **kwargs: Any) -> None:
@@ -256,36 +266,39 @@ class HashRing(_UHashRing):
         its weight, ``vnodes`` or ``nodename`` changed."""
         if conf is _DEFAULT_CONF:
             conf = {"weight": 1}
-        if self._configure_nodes({nodename: conf}):
-            self._create_ring([nodename])
+        with self._changing:
+            if self._configure_nodes({nodename: conf}):
+                self._create_ring([nodename])
 
     add_node = __setitem__
 
     def __delitem__(self, nodename: Any) -> None:
         """Remove node ``nodename``; ``KeyError`` naming the nodes there are
         when it is not in the ring."""
-        if nodename not in self._nodes:
-            raise KeyError(f"node '{nodename}' not found, available nodes: {self._nodes.keys()}")
-        if self._ketama:
+        with self._changing:
+            if nodename not in self._nodes:
+                raise KeyError(f"node '{nodename}' not found, available nodes: {self._nodes.keys()}")
+            if self._ketama:
+                self._nodes.pop(nodename)
+                self._build_ketama()
+                return
+            if nodename not in self._placed:
+                raise KeyError(nodename)
             self._nodes.pop(nodename)
-            self._build_ketama()
-            return
-        if nodename not in self._placed:
-            raise KeyError(nodename)
-        self._nodes.pop(nodename)
-        self._placed.discard(nodename)
-        self._remove(nodename)
-        if nodename not in self._distribution:
-            raise KeyError(nodename)
-        self._distribution.pop(nodename)
+            self._placed.discard(nodename)
+            self._remove(nodename)
+            if nodename not in self._distribution:
+                raise KeyError(nodename)
+            self._distribution.pop(nodename)
 
     remove_node = __delitem__
 
     def regenerate(self) -> None:
         """Re-evaluate ``weight_fn`` for every node (keeping the rest of its
         configuration) and rebuild the ring."""
-        self._configure_nodes(dict(self._nodes))
-        self._create_ring(list(self._nodes))
+        with self._changing:
+            self._configure_nodes(dict(self._nodes))
+            self._create_ring(list(self._nodes))
 
     # ---- lookups ----
 
@@ -490,13 +503,15 @@ class _PythonPoints(HashRing):
         self._py_keys = sorted(self._py_ring)
 
     def _lookup(self, key: Any) -> tuple[int, Any, Any] | None:
-        if not self._py_ring:
-            return None
-        pos = bisect(self._py_keys, self.hashi(key))
-        if pos == len(self._py_keys):
-            pos = 0
-        point = self._py_keys[pos]
-        return pos, point, self._py_ring[point]
+        point_of_key = self.hashi(key)
+        with self._changing:  # a change edits _py_ring in place
+            if not self._py_ring:
+                return None
+            pos = bisect(self._py_keys, point_of_key)
+            if pos == len(self._py_keys):
+                pos = 0
+            point = self._py_keys[pos]
+            return pos, point, self._py_ring[point]
 
     def get_node(self, key: Any) -> Any:
         found = self._lookup(key)
@@ -513,17 +528,21 @@ class _PythonPoints(HashRing):
     get_node_instance = __getitem__
 
     def _walk(self, key: Any, unique: bool) -> list[Any]:
-        pos = bisect(self._py_keys, self.hashi(key))
-        if pos == len(self._py_keys):
-            pos = 0
-        names = [self._py_ring[k] for k in self._py_keys[pos:] + self._py_keys[:pos]]
+        point_of_key = self.hashi(key)
+        with self._changing:
+            pos = bisect(self._py_keys, point_of_key)
+            if pos == len(self._py_keys):
+                pos = 0
+            names = [self._py_ring[k] for k in self._py_keys[pos:] + self._py_keys[:pos]]
         return list(dict.fromkeys(names)) if unique else names
 
     def _points(self) -> list[tuple[Any, Any]]:
-        return [(k, self._py_ring[k]) for k in self._py_keys]
+        with self._changing:
+            return [(k, self._py_ring[k]) for k in self._py_keys]
 
     def _continuum(self) -> dict[Any, Any]:
-        return dict(self._py_ring)
+        with self._changing:
+            return dict(self._py_ring)
 
     def _size(self) -> int:
         return len(self._py_ring)
