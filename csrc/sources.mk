@@ -49,4 +49,4 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/ring_cla
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_names.c python/node_list.c python/ring64.c python/maglev.c python/jump.c \
                    python/rendezvous.c python/rendezvous_nodes.c python/bounded.c \
-                   python/simulate.c python/http_head.c python/affinity.c
+                   python/simulate.c python/http_head.c python/affinity.c python/epoch.c

@@ -19,6 +19,54 @@
 #include "hash/hash.h"
 
 /*
+ * CHASH_LOCKED(obj, statement): the statement under obj's critical section
+ * (Python 3.13's per-object lock, a no-op with the GIL), for the types
+ * whose every call changes the object (BoundedLoads, the affinity table).
+ * Before 3.13 the GIL serialises the calls.
+ */
+#if PY_VERSION_HEX >= 0x030D0000
+#define CHASH_LOCKED(obj, statement)                                                      \
+    do {                                                                                  \
+        Py_BEGIN_CRITICAL_SECTION(obj);                                                   \
+        statement;                                                                        \
+        Py_END_CRITICAL_SECTION();                                                        \
+    } while (0)
+#else
+#define CHASH_LOCKED(obj, statement)                                                      \
+    do {                                                                                  \
+        statement;                                                                        \
+    } while (0)
+#endif
+
+/*
+ * Batches of at least CHASH_UNLOCKED_BATCH keys are routed without the GIL
+ * on a GIL build: route(ctx) runs with the GIL let go (it must run no
+ * Python code and touch no Python object), *readers counting it meanwhile
+ * (the router's unlocked_readers, family.h: a change copies the state
+ * while it is not 0).  Without the GIL (free-threaded) route just runs.
+ */
+#define CHASH_UNLOCKED_BATCH 1000
+
+static inline void chash_py_route_unlocked(unsigned *readers, size_t n, void (*route)(void *ctx),
+                                           void *ctx)
+{
+#ifndef Py_GIL_DISABLED
+    if (n >= CHASH_UNLOCKED_BATCH) {
+        (*readers)++;
+        Py_BEGIN_ALLOW_THREADS
+        route(ctx);
+        Py_END_ALLOW_THREADS
+        (*readers)--;
+        return;
+    }
+#else
+    (void)readers;
+    (void)n;
+#endif
+    route(ctx);
+}
+
+/*
  * The one place engine status codes become Python exceptions.  node (may
  * be NULL) is the KeyError's argument for CHASH_ENOENT; what (may be NULL)
  * prefixes the message of a ValueError for CHASH_EINVAL and other codes.
