@@ -14,8 +14,10 @@
  * the middle: both are refused with a ValueError that says so.  The shell
  * (router.c) does everything else of the type.  Part of chash._chash.
  *
- * Thread safety rests on the GIL: a membership change appends, drops or
- * swaps the node list running no Python code in between (node_list.c).
+ * Threads: the shell (router.c) hands these functions one published
+ * state; a change appends, drops or swaps the node list of a copy, or,
+ * with the GIL, of the state in place, running no Python code in between
+ * (node_list.c).  Batches of hashes route without the GIL (buckets_of).
  */
 #include "family.h"
 
