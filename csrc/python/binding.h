@@ -19,6 +19,24 @@
 #include "hash/hash.h"
 
 /*
+ * A node's name as the routers keep it: an exact str (a str subclass is
+ * copied), a new reference, or NULL with an exception.  On a free-threaded
+ * build it is interned, which makes it immortal (CPython 3.13): a lookup
+ * that returns it from any thread then writes no reference count, where a
+ * name owned by another thread costs an atomic add on its shared count
+ * (docs/reliability.md).  Interned names stay for the process's life.
+ */
+static inline PyObject *chash_py_node_name(PyObject *node)
+{
+    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+#ifdef Py_GIL_DISABLED
+    if (name)
+        PyUnicode_InternInPlace(&name);
+#endif
+    return name;
+}
+
+/*
  * CHASH_LOCKED(obj, statement): the statement under obj's critical section
  * (Python 3.13's per-object lock, a no-op with the GIL), for the types
  * whose every call changes the object (BoundedLoads, the affinity table).

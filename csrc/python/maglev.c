@@ -7,8 +7,10 @@
  * A key goes to table[XXH64(key) % M].  The shell (router.c) does
  * everything else of the type.  Part of chash._chash.
  *
- * Thread safety rests on the GIL: a rebuild computes the table aside,
- * running no Python code, then swaps it in.
+ * Threads: the shell (router.c) hands these functions one published
+ * state; a rebuild computes the table aside, running no Python code, then
+ * swaps it in (into a copy, or with the GIL in place); batches of hashes
+ * route without the GIL (positions_of).
  */
 #include "maglev.h"
 

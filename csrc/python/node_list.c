@@ -238,7 +238,7 @@ static int append(NodeList *list, PyObject *node, uint64_t w, const NodeListRebu
     size_t n = (size_t)node_list_len(list), count;
     if (how->append(how->owner, n, &count) < 0 || reserve_one(list) < 0)
         return -1;
-    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    PyObject *name = chash_py_node_name(node);
     PyObject *at = name ? PyLong_FromSize_t(n) : NULL;
     int result = at ? PyDict_SetItem(list->index, name, at) : -1;
     if (result == 0 && PyList_Append(list->nodes, name) < 0) {

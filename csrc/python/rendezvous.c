@@ -9,7 +9,8 @@
  * docstrings (the shell, router.c, does everything else of the type);
  * what it holds and the all-or-nothing rebuild are rendezvous_nodes.c's
  * (rendezvous_nodes.h).  Lookups run no Python code once the key's bytes
- * are read, so under the GIL a lookup sees the old router or the new one.
+ * are read, on the one published state the shell (router.c) hands them;
+ * a batch routes its keys' bytes without the GIL (run_winners).
  */
 #include "family.h"
 
