@@ -21,17 +21,23 @@
 /*
  * A node's name as the routers keep it: an exact str (a str subclass is
  * copied), a new reference, or NULL with an exception.  On a free-threaded
- * build it is interned, which makes it immortal (CPython 3.13): a lookup
- * that returns it from any thread then writes no reference count, where a
- * name owned by another thread costs an atomic add on its shared count
- * (docs/reliability.md).  Interned names stay for the process's life.
+ * build it is the interned str of that value, which is immortal (CPython
+ * 3.13): a lookup that returns it from any thread then writes no reference
+ * count, where a name owned by another thread costs an atomic add on its
+ * shared count (docs/reliability.md).  A name not yet interned is copied
+ * first, so the caller's own object is never made immortal.  Interned
+ * names stay for the process's life.
  */
 static inline PyObject *chash_py_node_name(PyObject *node)
 {
     PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
 #ifdef Py_GIL_DISABLED
-    if (name)
-        PyUnicode_InternInPlace(&name);
+    if (name && !PyUnicode_CHECK_INTERNED(name)) {
+        Py_SETREF(name, PyUnicode_FromKindAndData(PyUnicode_KIND(name), PyUnicode_DATA(name),
+                                                  PyUnicode_GET_LENGTH(name)));
+        if (name)
+            PyUnicode_InternInPlace(&name);
+    }
 #endif
     return name;
 }

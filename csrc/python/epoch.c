@@ -4,6 +4,12 @@
  */
 #include "epoch.h"
 
+#ifndef Py_GIL_DISABLED
+
+unsigned long epoch_readers;
+
+#else
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,3 +83,5 @@ uint64_t epoch_oldest(void)
     }
     return oldest;
 }
+
+#endif
