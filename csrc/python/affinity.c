@@ -492,7 +492,8 @@ PyDoc_STRVAR(affinity_doc,
 "_AffinityTable(capacity)\n--\n\n"
 "What chash.affinity.PrefixAffinity routed where: an LRU of at most\n"
 "capacity block hashes a node, in C, and the choice along a preference\n"
-"order.  Private: use PrefixAffinity.");
+"order.  Private: use PrefixAffinity.  Safe to share between threads:\n"
+"every call takes the table's own lock (a route changes the LRUs).");
 
 static PyType_Slot affinity_slots[] = {
     {Py_tp_doc, (void *)affinity_doc},

@@ -744,7 +744,9 @@ PyDoc_STRVAR(bounded_doc,
 "requests in flight, a node of weight w out of a total W may hold\n"
 "max(ceil(ceil(balance_factor * (t + 1)) * w / W), 1) of them, Envoy's\n"
 "hash_balance_factor rule; a key goes to the first node of the router's\n"
-"preference list for it that is below its bound.");
+"preference list for it that is below its bound.\n\n"
+"Safe to share between threads: every call takes the object's own lock\n"
+"(each changes the load table), so calls on one object run one at a time.");
 
 static PyType_Slot bounded_slots[] = {
     {Py_tp_doc, (void *)bounded_doc},
