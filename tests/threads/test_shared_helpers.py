@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 
 import chash
 from chash._chash import BoundedLoads, _AffinityTable
 
 THREADS = 4
+
+
+def _run_all(work: Callable[[int], None]) -> None:
+    """work(k) in THREADS threads at once, each to its end."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads)
 
 
 def test_bounded_loads_shared_by_threads() -> None:
@@ -68,11 +79,7 @@ def test_bounded_loads_hold_the_bound_with_every_thread_holding() -> None:
         for i in range(per_thread):
             loads.acquire(f"k{seed}-{i}")
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
+    _run_all(work)
     loads._check()
     total = THREADS * per_thread
     assert loads.in_flight == total
@@ -93,11 +100,7 @@ def test_affinity_table_shared_by_threads() -> None:
             if i % 500 == 0:
                 table.forget(nodes[seed % 4])
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
+    _run_all(work)
     table._check()
     assert set(table.nodes()) <= set(nodes)
     assert all(table.held(node) <= 64 for node in table.nodes())
