@@ -275,9 +275,11 @@ def test_no_leaks_in_lookups_changes_errors_and_pickles() -> None:
     tracemalloc.start()
     try:
         # Traced warm-up first: a free-threaded build frees some blocks a
-        # while later (at its quiescent points), a pool of constant size
-        # that tracemalloc only sees once it traces.
-        for _ in range(200):
+        # while later (at its quiescent points), a pool whose size depends
+        # on what ran before but not on the cycles run, which tracemalloc
+        # only sees once it traces: 500 cycles fill it, the next 500 are
+        # measured.
+        for _ in range(500):
             cycle()
         gc.collect()
         before = tracemalloc.get_traced_memory()[0]
