@@ -33,8 +33,9 @@ class BoundedLoadRouter(BoundedLoads):
     ``get_target_node``, ``get_preference_list`` and ``weights`` (or
     iterable nodes).  A node's bound follows its weight.
 
-    Thread-safe, as the routers are (the GIL serialises every acquire and
-    release).  Every ``acquire`` must be paired with one ``release`` of the
+    Thread-safe, with or without the GIL: every acquire and release takes
+    the object's own lock (each changes the load table), so calls on one
+    BoundedLoadRouter run one at a time.  Every ``acquire`` must be paired with one ``release`` of the
     node it returned (``route()`` does both).  Nodes removed from the
     underlying router keep their in-flight count until released, and are
     never chosen again; weight changes take effect on the next acquire.

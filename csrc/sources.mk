@@ -51,4 +51,5 @@ BINDING_SOURCES := python/module.c python/args.c python/router.c python/get_boun
                    python/ring32/lookup.c python/ring32/inspect.c \
                    python/node_names.c python/node_list.c python/ring64.c python/maglev.c python/jump.c \
                    python/rendezvous.c python/rendezvous_nodes.c python/anchor.c python/bounded.c \
-                   python/simulate.c python/http_head.c python/affinity.c python/uhashring.c
+                   python/simulate.c python/http_head.c python/affinity.c python/uhashring.c \
+                   python/epoch.c

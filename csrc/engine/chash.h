@@ -38,8 +38,9 @@
  * exactly as it was before the call.
  *
  * Not thread-safe by itself: callers serialise mutations against lookups
- * (the Python binding relies on the GIL and never calls back into Python
- * while a mutation is under way).
+ * (the Python binding changes a copy of a shared ring and publishes it
+ * whole, or, holding the GIL with no lookup running without it, changes
+ * the ring in place, never calling back into Python meanwhile).
  */
 #ifndef CHASH_H
 #define CHASH_H

@@ -5,9 +5,10 @@
  * The table holds the engine's chash_affinity and a dict from each node it
  * has seen to its slot there; a node gets a slot (its LRU allocated whole)
  * the first time a preference list names it, and loses it with forget().
- * Calls are serialised by the GIL (the module declares it used); nothing
- * here calls back into Python while the engine's table is half-changed:
- * every Python object is read before the engine is touched.
+ * Calls are serialised per table (CHASH_LOCKED: the object's critical
+ * section from Python 3.13, the GIL before), since a route changes the
+ * LRUs; nothing here calls back into Python while the engine's table is
+ * half-changed: every Python object is read before the engine is touched.
  */
 #include "affinity.h"
 
@@ -293,7 +294,7 @@ PyDoc_STRVAR(affinity_route_doc,
 "estimated cost for blocks, which are then recorded there; see\n"
 "chash.affinity.PrefixAffinity.");
 
-static PyObject *affinity_route(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *affinity_route_unlocked(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 9) {
         PyErr_Format(PyExc_TypeError, "route() takes 9 arguments (%zd given)", nargs);
@@ -352,12 +353,19 @@ done:
     return result;
 }
 
+static PyObject *affinity_route(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_route_unlocked(self, args, nargs));
+    return result;
+}
+
 PyDoc_STRVAR(affinity_match_doc,
 "match($self, node, blocks, /)\n--\n\n"
 "How many of blocks, from the first, the record of node holds (0 for a\n"
 "node never routed to).");
 
-static PyObject *affinity_match(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *affinity_match_unlocked(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "match() takes 2 arguments (%zd given)", nargs);
@@ -375,11 +383,18 @@ static PyObject *affinity_match(AffinityObject *self, PyObject *const *args, Py_
     return PyLong_FromSize_t(hits);
 }
 
+static PyObject *affinity_match(AffinityObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_match_unlocked(self, args, nargs));
+    return result;
+}
+
 PyDoc_STRVAR(affinity_held_doc,
 "held($self, node, /)\n--\n\n"
 "How many blocks the record of node holds (0 for a node never routed to).");
 
-static PyObject *affinity_held(AffinityObject *self, PyObject *node)
+static PyObject *affinity_held_unlocked(AffinityObject *self, PyObject *node)
 {
     Py_ssize_t slot = slot_of(self, node);
     if (slot == -2)
@@ -387,11 +402,18 @@ static PyObject *affinity_held(AffinityObject *self, PyObject *node)
     return PyLong_FromSize_t(slot < 0 ? 0 : chash_affinity_held(self->table, (size_t)slot));
 }
 
+static PyObject *affinity_held(AffinityObject *self, PyObject *node)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_held_unlocked(self, node));
+    return result;
+}
+
 PyDoc_STRVAR(affinity_forget_doc,
 "forget($self, node, /)\n--\n\n"
 "Drop the record of node and its memory; KeyError when it has none.");
 
-static PyObject *affinity_forget(AffinityObject *self, PyObject *node)
+static PyObject *affinity_forget_unlocked(AffinityObject *self, PyObject *node)
 {
     Py_ssize_t slot = slot_of(self, node);
     if (slot == -2)
@@ -404,25 +426,46 @@ static PyObject *affinity_forget(AffinityObject *self, PyObject *node)
     Py_RETURN_NONE;
 }
 
+static PyObject *affinity_forget(AffinityObject *self, PyObject *node)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_forget_unlocked(self, node));
+    return result;
+}
+
 PyDoc_STRVAR(affinity_nodes_doc,
 "nodes($self, /)\n--\n\n"
 "The nodes with a record, in the order they got one.");
 
-static PyObject *affinity_nodes(AffinityObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *affinity_nodes_unlocked(AffinityObject *self, PyObject *Py_UNUSED(ignored))
 {
     return PyDict_Keys(self->slots);
+}
+
+static PyObject *affinity_nodes(AffinityObject *self, PyObject *ignored)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_nodes_unlocked(self, ignored));
+    return result;
 }
 
 PyDoc_STRVAR(affinity_check_doc,
 "_check($self, /)\n--\n\n"
 "AssertionError when an invariant of the records is broken.");
 
-static PyObject *affinity_check(AffinityObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *affinity_check_unlocked(AffinityObject *self, PyObject *Py_UNUSED(ignored))
 {
     int status = chash_affinity_check(self->table);
     if (status != CHASH_OK)
         return chash_py_error(status, NULL, NULL);
     Py_RETURN_NONE;
+}
+
+static PyObject *affinity_check(AffinityObject *self, PyObject *ignored)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = affinity_check_unlocked(self, ignored));
+    return result;
 }
 
 static PyObject *affinity_capacity(AffinityObject *self, void *Py_UNUSED(closure))
@@ -449,7 +492,8 @@ PyDoc_STRVAR(affinity_doc,
 "_AffinityTable(capacity)\n--\n\n"
 "What chash.affinity.PrefixAffinity routed where: an LRU of at most\n"
 "capacity block hashes a node, in C, and the choice along a preference\n"
-"order.  Private: use PrefixAffinity.");
+"order.  Private: use PrefixAffinity.  Safe to share between threads:\n"
+"every call takes the table's own lock (a route changes the LRUs).");
 
 static PyType_Slot affinity_slots[] = {
     {Py_tp_doc, (void *)affinity_doc},

@@ -362,13 +362,18 @@ static PyObject *anchor_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-/* The loop runs no Python code: the router cannot change under it. */
-static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
+/* The owner of each of n hashes (a PyMem buffer, freed here; NULL: the
+ * exception set while making it), as a list.  The loop runs no Python
+ * code and holds the GIL: self is the state the shell handed over, which
+ * no change frees while the call's read section is open. */
+static PyObject *nodes_of(const RouterObject *self, uint64_t *hashes, Py_ssize_t n)
 {
-    const RouterObject *self = owner;
+    if (!hashes)
+        return NULL;
     PyObject *result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++)
         PyList_SET_ITEM(result, i, owner_of(self, hashes[i]));
+    PyMem_Free(hashes);
     return result;
 }
 
@@ -383,14 +388,14 @@ static PyObject *anchor_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n = 0;
     uint64_t *hashes = hash_keys(self, keys, &n);
-    return node_list_route(self, hashes, n, nodes_of);
+    return nodes_of(self, hashes, n);
 }
 
 static PyObject *anchor_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
     Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, LAYOUT, &n);
-    return node_list_route(self, values, n, nodes_of);
+    return nodes_of(self, values, n);
 }
 
 static PyObject *anchor_preference(RouterObject *self, PyObject *key, size_t want)

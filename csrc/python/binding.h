@@ -19,6 +19,78 @@
 #include "hash/hash.h"
 
 /*
+ * A node's name as the routers keep it: an exact str (a str subclass is
+ * copied), a new reference, or NULL with an exception.  On a free-threaded
+ * build it is the interned str of that value, which is immortal (CPython
+ * 3.13): a lookup that returns it from any thread then writes no reference
+ * count, where a name owned by another thread costs an atomic add on its
+ * shared count (docs/reliability.md).  A name not yet interned is copied
+ * first, so the caller's own object is never made immortal.  Interned
+ * names stay for the process's life.
+ */
+static inline PyObject *chash_py_node_name(PyObject *node)
+{
+    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+#ifdef Py_GIL_DISABLED
+    if (name && !PyUnicode_CHECK_INTERNED(name)) {
+        Py_SETREF(name, PyUnicode_FromKindAndData(PyUnicode_KIND(name), PyUnicode_DATA(name),
+                                                  PyUnicode_GET_LENGTH(name)));
+        if (name)
+            PyUnicode_InternInPlace(&name);
+    }
+#endif
+    return name;
+}
+
+/*
+ * CHASH_LOCKED(obj, statement): the statement under obj's critical section
+ * (Python 3.13's per-object lock, a no-op with the GIL), for the types
+ * whose every call changes the object (BoundedLoads, the affinity table).
+ * Before 3.13 the GIL serialises the calls.
+ */
+#if PY_VERSION_HEX >= 0x030D0000
+#define CHASH_LOCKED(obj, statement)                                                      \
+    do {                                                                                  \
+        Py_BEGIN_CRITICAL_SECTION(obj);                                                   \
+        statement;                                                                        \
+        Py_END_CRITICAL_SECTION();                                                        \
+    } while (0)
+#else
+#define CHASH_LOCKED(obj, statement)                                                      \
+    do {                                                                                  \
+        statement;                                                                        \
+    } while (0)
+#endif
+
+/*
+ * Batches of at least CHASH_UNLOCKED_BATCH keys are routed without the GIL
+ * on a GIL build: route(ctx) runs with the GIL let go (it must run no
+ * Python code and touch no Python object), *readers counting it meanwhile
+ * (the router's unlocked_readers, family.h: a change copies the state
+ * while it is not 0).  Without the GIL (free-threaded) route just runs.
+ */
+#define CHASH_UNLOCKED_BATCH 1000
+
+static inline void chash_py_route_unlocked(unsigned *readers, size_t n, void (*route)(void *ctx),
+                                           void *ctx)
+{
+#ifndef Py_GIL_DISABLED
+    if (n >= CHASH_UNLOCKED_BATCH) {
+        (*readers)++;
+        Py_BEGIN_ALLOW_THREADS
+        route(ctx);
+        Py_END_ALLOW_THREADS
+        (*readers)--;
+        return;
+    }
+#else
+    (void)readers;
+    (void)n;
+#endif
+    route(ctx);
+}
+
+/*
  * The one place engine status codes become Python exceptions.  node (may
  * be NULL) is the KeyError's argument for CHASH_ENOENT; what (may be NULL)
  * prefixes the message of a ValueError for CHASH_EINVAL and other codes.

@@ -24,11 +24,14 @@
  * get_target_node, get_preference_list and weights, or iterable nodes) is
  * re-read whenever its weights matter: its owner unknown or at its bound.
  *
- * Thread safety rests on the GIL, as the routers' own does: the router's
- * methods are called first (a Python hash callable may run there), then
- * the table is brought up to date, the slot chosen and taken with no
- * Python code in between.  A failed acquire or release leaves every load
- * as it was.
+ * Shared between threads, every call (acquire, release, bound, loads,
+ * in_flight, _check, repr) runs under the object's own lock (CHASH_LOCKED:
+ * a critical section from Python 3.13, the GIL before), since each changes
+ * or reads the whole table: calls on one BoundedLoads are serialised, and
+ * calls on different ones run in parallel.  The router's methods are
+ * called first (a Python hash callable may run there), then the table is
+ * brought up to date, the slot chosen and taken with no Python code in
+ * between.  A failed acquire or release leaves every load as it was.
  */
 #include "bounded.h"
 
@@ -198,7 +201,7 @@ static PyObject *router_weights(PyObject *router)
  */
 static int rebuild(BoundedObject *self)
 {
-    uint64_t seen = self->changes ? *self->changes : 0;
+    uint64_t seen = self->changes ? __atomic_load_n(self->changes, __ATOMIC_RELAXED) : 0;
     PyObject *weights = router_weights(self->router);
     if (!weights)
         return -1;
@@ -286,7 +289,7 @@ static int rebuild(BoundedObject *self)
 
 static int stale(const BoundedObject *self)
 {
-    return self->changes && *self->changes != self->seen;
+    return self->changes && __atomic_load_n(self->changes, __ATOMIC_RELAXED) != self->seen;
 }
 
 /* ------------------------------------------------------------------ */
@@ -380,7 +383,17 @@ Py_NO_INLINE static PyObject *acquire_slow(BoundedObject *self, PyObject *key, P
     if (stale(self) && rebuild(self) < 0)
         goto error;
     Py_ssize_t slot = slot_of(self, owner);
-    if (slot < 0 && !PyErr_Occurred() && !self->changes) {
+    /* Not listed: a router of another kind changed, or another thread
+     * changed this one between the lookup and the count read: the table is
+     * re-read, and the key routed again against the router as it is now. */
+    for (int tries = 0; slot < 0 && !PyErr_Occurred() && tries < 3; tries++) {
+        if (tries) {
+            PyObject *again = self->get_fn ? self->get_fn(self->get_self, key)
+                                           : PyObject_CallOneArg(self->get, key);
+            if (!again)
+                goto error;
+            Py_SETREF(owner, again);
+        }
         if (rebuild(self) < 0)
             goto error;
         slot = slot_of(self, owner);
@@ -409,7 +422,7 @@ error:
     return NULL;
 }
 
-static PyObject *bounded_acquire(BoundedObject *self, PyObject *key)
+static PyObject *bounded_acquire_unlocked(BoundedObject *self, PyObject *key)
 {
     if (!self->get) {
         PyErr_SetString(PyExc_RuntimeError, "BoundedLoadRouter: cleared");
@@ -436,11 +449,18 @@ static PyObject *bounded_acquire(BoundedObject *self, PyObject *key)
     return acquire_slow(self, key, owner);
 }
 
+static PyObject *bounded_acquire(BoundedObject *self, PyObject *key)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = bounded_acquire_unlocked(self, key));
+    return result;
+}
+
 PyDoc_STRVAR(release_doc,
 "release($self, node, /)\n--\n\n"
 "Ends one request on node; ValueError if it holds none.");
 
-static PyObject *bounded_release(BoundedObject *self, PyObject *node)
+static PyObject *bounded_release_unlocked(BoundedObject *self, PyObject *node)
 {
     Py_ssize_t slot = slot_of(self, node);
     if (slot < 0 && PyErr_Occurred())
@@ -450,6 +470,13 @@ static PyObject *bounded_release(BoundedObject *self, PyObject *node)
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *bounded_release(BoundedObject *self, PyObject *node)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = bounded_release_unlocked(self, node));
+    return result;
 }
 
 /* ------------------------------------------------------------------ */
@@ -462,7 +489,7 @@ PyDoc_STRVAR(bound_doc,
 "without a node, the largest of every node's.  KeyError for a node not in\n"
 "the router.");
 
-static PyObject *bounded_bound(BoundedObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *bounded_bound_unlocked(BoundedObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs > 1) {
         PyErr_Format(PyExc_TypeError, "bound() takes at most 1 argument (%zd given)", nargs);
@@ -495,7 +522,14 @@ static PyObject *bounded_bound(BoundedObject *self, PyObject *const *args, Py_ss
     return PyLong_FromUnsignedLongLong(most);
 }
 
-static PyObject *get_loads(BoundedObject *self, void *Py_UNUSED(closure))
+static PyObject *bounded_bound(BoundedObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = bounded_bound_unlocked(self, args, nargs));
+    return result;
+}
+
+static PyObject *get_loads_unlocked(BoundedObject *self, void *Py_UNUSED(closure))
 {
     PyObject *out = PyDict_New();
     size_t n = chash_loads_size(self->loads);
@@ -511,9 +545,23 @@ static PyObject *get_loads(BoundedObject *self, void *Py_UNUSED(closure))
     return out;
 }
 
-static PyObject *get_in_flight(BoundedObject *self, void *Py_UNUSED(closure))
+static PyObject *get_loads(BoundedObject *self, void *closure)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = get_loads_unlocked(self, closure));
+    return result;
+}
+
+static PyObject *get_in_flight_unlocked(BoundedObject *self, void *Py_UNUSED(closure))
 {
     return PyLong_FromUnsignedLongLong(chash_loads_in_flight(self->loads));
+}
+
+static PyObject *get_in_flight(BoundedObject *self, void *closure)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = get_in_flight_unlocked(self, closure));
+    return result;
 }
 
 static PyObject *get_balance(BoundedObject *self, void *Py_UNUSED(closure))
@@ -531,7 +579,7 @@ PyDoc_STRVAR(check_doc,
 "Verify every invariant of the load table and its index; AssertionError\n"
 "if one is broken.");
 
-static PyObject *bounded_check(BoundedObject *self, PyObject *Py_UNUSED(ignored))
+static PyObject *bounded_check_unlocked(BoundedObject *self, PyObject *Py_UNUSED(ignored))
 {
     size_t n = chash_loads_size(self->loads);
     int ok = chash_loads_check(self->loads) == CHASH_OK
@@ -550,7 +598,14 @@ static PyObject *bounded_check(BoundedObject *self, PyObject *Py_UNUSED(ignored)
     Py_RETURN_NONE;
 }
 
-static PyObject *bounded_repr(BoundedObject *self)
+static PyObject *bounded_check(BoundedObject *self, PyObject *ignored)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = bounded_check_unlocked(self, ignored));
+    return result;
+}
+
+static PyObject *bounded_repr_unlocked(BoundedObject *self)
 {
     PyObject *name = PyType_GetName(Py_TYPE(self));
     PyObject *balance = PyFloat_FromDouble(self->balance);
@@ -563,6 +618,13 @@ static PyObject *bounded_repr(BoundedObject *self)
     Py_XDECREF(name);
     Py_XDECREF(balance);
     return repr;
+}
+
+static PyObject *bounded_repr(BoundedObject *self)
+{
+    PyObject *result;
+    CHASH_LOCKED(self, result = bounded_repr_unlocked(self));
+    return result;
 }
 
 /* ------------------------------------------------------------------ */
@@ -670,7 +732,9 @@ PyDoc_STRVAR(bounded_doc,
 "requests in flight, a node of weight w out of a total W may hold\n"
 "max(ceil(ceil(balance_factor * (t + 1)) * w / W), 1) of them, Envoy's\n"
 "hash_balance_factor rule; a key goes to the first node of the router's\n"
-"preference list for it that is below its bound.");
+"preference list for it that is below its bound.\n\n"
+"Safe to share between threads: every call takes the object's own lock\n"
+"(each changes the load table), so calls on one object run one at a time.");
 
 static PyType_Slot bounded_slots[] = {
     {Py_tp_doc, (void *)bounded_doc},

@@ -27,9 +27,13 @@
  * families both read: no function of the shell is declared here, so a
  * family never calls back up into it.
  *
- * Thread safety rests on the GIL: no family runs Python code while its
- * ring is half-changed (a Python hash callable of ring32 runs before the
- * engine is touched).
+ * Thread safety is the shell's (router.c): a family's functions see one
+ * state, which the shell hands them in place of the object (a snapshot:
+ * RouterObject-shaped, not a Python object; Py_TYPE of it is the router's
+ * type).  Lookups only read it; a change is made to a fresh copy (copy)
+ * that the shell publishes whole, under the router's lock.  So a family
+ * never writes its state during a lookup (no lazy cache), and never uses
+ * a state argument as a Python object.
  */
 #ifndef CHASH_PY_FAMILY_H
 #define CHASH_PY_FAMILY_H
@@ -109,11 +113,37 @@ typedef struct {
 typedef struct router_family router_family;
 typedef struct router_class router_class;
 
-typedef struct {
+/* The lock that serialises a router's changes (router.c). */
+#if PY_VERSION_HEX >= 0x030D0000
+typedef PyMutex router_lock;
+#else
+typedef PyThread_type_lock router_lock; /* made at the first change */
+#endif
+
+typedef struct RouterObject {
     PyObject_HEAD
     const router_family *family;
     PyObject *zones; /* dict node -> zone (zones.c), or NULL */
     uint64_t changes; /* membership changes made (router.c): bounded loads re-read weights */
+    /* The published state (router.c): NULL while it is this object's own
+     * (no change made yet), else a snapshot, a plain block of this layout
+     * whose family and state are set (not a Python object).  Readers load
+     * it, writers replace it; see the shell's comment. */
+    struct RouterObject *current;
+    /* In the object: the replaced snapshots not yet freed (linked through
+     * their own retired field).  In a replaced snapshot: the next one. */
+    struct RouterObject *retired;
+    /* In a replaced snapshot: the epoch it was replaced at (epoch.h).  In
+     * the object: that of its own state once replaced, 0 before and after
+     * that state is released. */
+    uint64_t retired_at;
+    router_lock lock;
+    unsigned long writer; /* the thread changing the router, 0 for none */
+    /* With the GIL: batch lookups under way on the published state without
+     * the GIL (counted under the GIL); a change copies only while some are. */
+    unsigned unlocked_readers;
+    /* In a snapshot: the router object it belongs to (NULL in the object). */
+    struct RouterObject *owner;
     union {
         Ring32State r32;
         Ring64State r64;
@@ -141,8 +171,10 @@ struct router_family {
     int (*traverse)(RouterObject *self, visitproc visit, void *arg);
     void (*clear)(RouterObject *self); /* drops what may hold a cycle */
     /* A deep copy of src's family state into dst, zeroed and of the same
-     * class (new references for every Python object): 0, or -1 with an
-     * exception and dst releasable (release frees what was copied). */
+     * family (dst->family set): new references for every Python object,
+     * no memory shared with src, so that src can be released while dst
+     * lives and dst changed while src is read.  0, or -1 with an
+     * exception and dst releasable by release(). */
     int (*copy)(RouterObject *dst, RouterObject *src);
     /* Membership.  id is the haproxy layout's server id object (None for
      * none); remove returns 1 (removed), 0 (absent) or -1. */
@@ -250,9 +282,9 @@ struct router_class {
     const char *doc;
     int subclassable;
     int zones;
-    /* Every router of the class is of family: its methods that only pass
-     * their argument on (lookups) then call the family's function
-     * directly, without the shell's indirect call. */
+    /* Every router of the class is of family (the shell still calls
+     * every function through its own wrappers, which open the read
+     * section and hand the family the published state). */
     int one_family;
     newfunc make;
     const router_family *family;
@@ -328,6 +360,21 @@ int ring64_layout(PyObject *layout);
  * layouts are read by (module.c's _rebuild_table); NULL with an exception. */
 PyObject *ring64_rebuild(PyTypeObject *cls, PyObject *layout, PyObject *hash, PyObject *min_ring,
                          PyObject *max_ring, PyObject *pairs);
+
+/* The state a router's readers use now: its published snapshot, or the
+ * object itself before its first change.  A reader holds an epoch read
+ * section (epoch.h) while it uses it; a writer holds the router's lock. */
+static inline RouterObject *router_state(RouterObject *self)
+{
+    RouterObject *s = __atomic_load_n(&self->current, __ATOMIC_SEQ_CST);
+    return s ? s : self;
+}
+
+/* The router object a state (the object's own, or a snapshot) belongs to. */
+static inline RouterObject *router_object(RouterObject *state)
+{
+    return state->owner ? state->owner : state;
+}
 
 /* A new object of type (a router class, or a subclass), zeroed, with no
  * family yet, for a family's init; NULL with an exception. */

@@ -28,8 +28,8 @@
  * router's node order, or one family lookup an entry when loads is much
  * smaller than the router.
  *
- * Only reads: the family's state through its lookups and its weight_of /
- * node_at (which run no Python code); every value is an int or float read
+ * Only reads, in one read section (epoch.h) on one published state: the
+ * family's state through its lookups and its weight_of / node_at (which run no Python code); every value is an int or float read
  * without calling Python.  A node's load is found with a dict lookup,
  * which may run a key's __eq__ (a caller's key of its own type): the nodes
  * in hand are then strong references, and a router changed meanwhile only
@@ -38,6 +38,7 @@
 #include "get_bounded.h"
 
 #include "args.h"
+#include "epoch.h"
 #include "strategies/bounded.h"
 
 #include <float.h>
@@ -293,17 +294,25 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
                      Py_TYPE(loads)->tp_name);
         return NULL;
     }
+    /* One published state for the whole call (a read section: a change
+     * meanwhile publishes another, freed only after this section ends). */
+    if (epoch_enter() < 0) {
+        Py_DECREF(b.loads);
+        return NULL;
+    }
+    RouterObject *state = router_state(self);
     /* The key first: a Python hash callable runs before loads is read. */
-    PyObject *owner = self->family->get(self, args[0]);
+    PyObject *owner = state->family->get(state, args[0]);
     PyObject *result = NULL;
-    if (owner && read_loads(self, &b, owner) == 0) {
+    if (owner && read_loads(state, &b, owner) == 0) {
         int fits = owner == Py_None || b.sum == 0.0
-                   ? 1 : admits(self, &b, owner, b.owner_load, b.owner_weight);
+                   ? 1 : admits(state, &b, owner, b.owner_load, b.owner_weight);
         if (fits > 0)
             result = Py_NewRef(owner);
         else if (fits == 0)
-            result = walk(self, args[0], owner, &b);
+            result = walk(state, args[0], owner, &b);
     }
+    epoch_exit();
     Py_XDECREF(owner);
     Py_DECREF(b.loads);
     return result;

@@ -15,8 +15,10 @@
  * the middle: both are refused with a ValueError that says so.  The shell
  * (router.c) does everything else of the type.  Part of chash._chash.
  *
- * Thread safety rests on the GIL: a membership change appends, drops or
- * swaps the node list running no Python code in between (node_list.c).
+ * Threads: the shell (router.c) hands these functions one published
+ * state; a change appends, drops or swaps the node list of a copy, or,
+ * with the GIL, of the state in place, running no Python code in between
+ * (node_list.c).  Batches of hashes route without the GIL (buckets_of).
  */
 #include "family.h"
 
@@ -165,6 +167,15 @@ static void jump_clear(RouterObject *self)
     (void)self; /* holds only exact str and dicts of them: no cycle */
 }
 
+/* A deep copy (family.h): the node list's own copy; no structure. */
+static int jump_copy(RouterObject *dst, RouterObject *src)
+{
+    dst->jump.rule = src->jump.rule;
+    dst->jump.hash = src->jump.hash;
+    dst->jump.structure = NULL;
+    return node_list_copy(&dst->jump.list, &src->jump.list);
+}
+
 static void jump_release(RouterObject *self)
 {
     node_list_free(&self->jump.list);
@@ -238,23 +249,15 @@ static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-/* The loop runs no Python code, so the buckets stay as they are: read
- * into locals once. */
-static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
+/* The bucket of each hash (node_list_route; at least one bucket), no
+ * Python object changed: the count and rule read into locals once. */
+static void buckets_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
 {
     const RouterObject *self = owner;
-    PyObject *result = PyList_New(n);
     const size_t buckets = (size_t)node_list_len(&self->jump.list);
-    if (!result || buckets == 0) {
-        for (Py_ssize_t i = 0; result && i < n; i++)
-            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
-        return result;
-    }
-    PyObject *const *items = node_list_items(&self->jump.list);
     const chash_jump_rule rule = self->jump.rule;
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyList_SET_ITEM(result, i, Py_NewRef(items[chash_jump_by(rule, hashes[i], buckets)]));
-    return result;
+    for (size_t i = 0; i < n; i++)
+        positions[i] = (uint32_t)chash_jump_by(rule, hashes[i], buckets);
 }
 
 /* The 64-bit hash of every key of an iterable, in a PyMem buffer the
@@ -268,14 +271,16 @@ static PyObject *jump_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n = 0;
     uint64_t *hashes = hash_keys(self, keys, &n);
-    return node_list_route(self, hashes, n, nodes_of);
+    return node_list_route(&self->jump.list, &router_object(self)->unlocked_readers, self, hashes,
+                           n, buckets_of);
 }
 
 static PyObject *jump_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
     Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    return node_list_route(self, values, n, nodes_of);
+    return node_list_route(&self->jump.list, &router_object(self)->unlocked_readers, self, values,
+                           n, buckets_of);
 }
 
 static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
@@ -644,6 +649,7 @@ const router_family jump_family = {
     .bits = 64,
     .cls = &jump_class,
     .release = jump_release,
+    .copy = jump_copy,
     .traverse = jump_traverse,
     .clear = jump_clear,
     .add = jump_add,

@@ -7,8 +7,10 @@
  * A key goes to table[XXH64(key) % M].  The shell (router.c) does
  * everything else of the type.  Part of chash._chash.
  *
- * Thread safety rests on the GIL: a rebuild computes the table aside,
- * running no Python code, then swaps it in.
+ * Threads: the shell (router.c) hands these functions one published
+ * state; a rebuild computes the table aside, running no Python code, then
+ * swaps it in (into a copy, or with the GIL in place); batches of hashes
+ * route without the GIL (positions_of).
  */
 #include "maglev.h"
 
@@ -121,6 +123,24 @@ static void maglev_clear(RouterObject *self)
     (void)self; /* holds only exact str and dicts of them: no cycle */
 }
 
+/* A deep copy (family.h): the node list and the table. */
+static int maglev_copy(RouterObject *dst, RouterObject *src)
+{
+    dst->mg.table_size = src->mg.table_size;
+    memcpy(dst->mg.mod_magic, src->mg.mod_magic, sizeof dst->mg.mod_magic);
+    if (node_list_copy(&dst->mg.list, &src->mg.list) < 0)
+        return -1;
+    if (!src->mg.table)
+        return 0;
+    dst->mg.table = PyMem_New(uint32_t, src->mg.table_size);
+    if (!dst->mg.table) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(dst->mg.table, src->mg.table, src->mg.table_size * sizeof *dst->mg.table);
+    return 0;
+}
+
 static void maglev_release(RouterObject *self)
 {
     PyMem_Free(self->mg.table);
@@ -182,38 +202,32 @@ static PyObject *maglev_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-/* The loop runs no Python code, so the table and the nodes stay as they
- * are: both are read into locals once. */
-static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
+/* The node position of each hash (node_list_route: a table is there),
+ * the table read into locals once. */
+static void positions_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
 {
     const RouterObject *self = owner;
-    PyObject *result = PyList_New(n);
-    if (!result || !self->mg.table) {
-        for (Py_ssize_t i = 0; result && i < n; i++)
-            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
-        return result;
-    }
-    PyObject *const *items = node_list_items(&self->mg.list);
     const uint32_t *table = self->mg.table;
     const uint64_t magic[2] = {self->mg.mod_magic[0], self->mg.mod_magic[1]};
     const size_t size = self->mg.table_size;
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyList_SET_ITEM(result, i, Py_NewRef(items[table[chash_maglev_mod(magic, size, hashes[i])]]));
-    return result;
+    for (size_t i = 0; i < n; i++)
+        positions[i] = table[chash_maglev_mod(magic, size, hashes[i])];
 }
 
 static PyObject *maglev_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n = 0;
     uint64_t *hashes = key_hashes64(keys, &n);
-    return node_list_route(self, hashes, n, nodes_of);
+    return node_list_route(&self->mg.list, &router_object(self)->unlocked_readers, self, hashes, n,
+                           positions_of);
 }
 
 static PyObject *maglev_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
     Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, "maglev", &n);
-    return node_list_route(self, values, n, nodes_of);
+    return node_list_route(&self->mg.list, &router_object(self)->unlocked_readers, self, values, n,
+                           positions_of);
 }
 
 /* Envoy's Maglev retry walk: attempt a looks up h ^ (2**64 - a) (the hash
@@ -632,6 +646,7 @@ const router_family maglev_family = {
     .bits = 64,
     .cls = &maglev_class,
     .release = maglev_release,
+    .copy = maglev_copy,
     .traverse = maglev_traverse,
     .clear = maglev_clear,
     .add = maglev_add,

@@ -161,12 +161,13 @@ static void module_free(void *module)
     module_clear((PyObject *)module);
 }
 
-/* On a free-threaded interpreter the GIL is kept enabled: it is what
- * serialises ring mutations against reads. */
+/* Safe without the GIL: routers publish whole states and reclaim old
+ * ones by epochs (router.c, epoch.h); BoundedLoads and the affinity table
+ * lock themselves per object (docs/reliability.md). */
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
 #ifdef Py_mod_gil
-    {Py_mod_gil, Py_MOD_GIL_USED},
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
 #endif
     {0, NULL},
 };

@@ -38,6 +38,28 @@ void node_list_free(NodeList *list)
     Py_CLEAR(list->index);
 }
 
+int node_list_copy(NodeList *dst, const NodeList *src)
+{
+    size_t n = (size_t)node_list_len(src), room = src->capacity > n ? src->capacity : n;
+    dst->capacity = room;
+    dst->changes = src->changes;
+    dst->nodes = PyList_GetSlice(src->nodes, 0, (Py_ssize_t)n);
+    dst->index = dst->nodes ? PyDict_Copy(src->index) : NULL;
+    if (!dst->index)
+        return -1;
+    dst->weights = PyMem_New(uint64_t, room ? room : 1);
+    dst->counts = PyMem_New(size_t, room ? room : 1);
+    if (!dst->weights || !dst->counts) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (n) {
+        memcpy(dst->weights, src->weights, n * sizeof *dst->weights);
+        memcpy(dst->counts, src->counts, n * sizeof *dst->counts);
+    }
+    return 0;
+}
+
 int node_list_traverse(NodeList *list, visitproc visit, void *arg)
 {
     Py_VISIT(list->nodes);
@@ -232,7 +254,7 @@ static int append(NodeList *list, PyObject *node, uint64_t w, const NodeListRebu
     size_t n = (size_t)node_list_len(list), count;
     if (how->append(how->owner, n, &count) < 0 || reserve_one(list) < 0)
         return -1;
-    PyObject *name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    PyObject *name = chash_py_node_name(node);
     PyObject *at = name ? PyLong_FromSize_t(n) : NULL;
     int result = at ? PyDict_SetItem(list->index, name, at) : -1;
     if (result == 0 && PyList_Append(list->nodes, name) < 0) {
@@ -386,12 +408,45 @@ PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t
     return result;
 }
 
-PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
-                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n))
+typedef struct {
+    const void *owner;
+    const uint64_t *hashes;
+    size_t n;
+    uint32_t *positions;
+    void (*route)(const void *, const uint64_t *, size_t, uint32_t *);
+} RouteCall;
+
+static void run_route(void *ctx)
+{
+    RouteCall *call = ctx;
+    call->route(call->owner, call->hashes, call->n, call->positions);
+}
+
+PyObject *node_list_route(const NodeList *list, unsigned *readers, const void *owner,
+                          uint64_t *hashes, Py_ssize_t n,
+                          void (*route)(const void *owner, const uint64_t *hashes, size_t n,
+                                        uint32_t *positions))
 {
     if (!hashes)
         return NULL;
-    PyObject *result = lookup(owner, hashes, n);
+    PyObject *result = PyList_New(n);
+    if (result && node_list_len(list) == 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
+    } else if (result) {
+        uint32_t *positions = PyMem_New(uint32_t, n ? (size_t)n : 1);
+        if (!positions) {
+            Py_CLEAR(result);
+            PyErr_NoMemory();
+        } else {
+            RouteCall call = {owner, hashes, (size_t)n, positions, route};
+            chash_py_route_unlocked(readers, (size_t)n, run_route, &call);
+            PyObject *const *items = node_list_items(list);
+            for (Py_ssize_t i = 0; i < n; i++)
+                PyList_SET_ITEM(result, i, Py_NewRef(items[positions[i]]));
+            PyMem_Free(positions);
+        }
+    }
     PyMem_Free(hashes);
     return result;
 }

@@ -56,6 +56,9 @@ typedef struct {
 int node_list_init(NodeList *list);
 /* Frees the list's own memory (not the owner's structure). */
 void node_list_free(NodeList *list);
+/* dst (zeroed) as a copy of src: a new list, index and arrays; 0, or -1
+ * with an exception and dst freeable by node_list_free(). */
+int node_list_copy(NodeList *dst, const NodeList *src);
 int node_list_traverse(NodeList *list, visitproc visit, void *arg);
 
 static inline Py_ssize_t node_list_len(const NodeList *list)
@@ -110,11 +113,17 @@ PyObject *node_list_counts(const NodeList *list);
 PyObject *node_list_pairs(const NodeList *list);
 /* The nodes at positions[0..n) (each < the node count), as a new list. */
 PyObject *node_list_pick(const NodeList *list, const uint32_t *positions, size_t n);
-/* lookup(owner, hashes, n) over a PyMem block of 64-bit hashes (NULL: an
- * error already set), which is freed here: the batch lookups of the
- * families that route 64-bit hashes (ring64.c, maglev.c, jump.c). */
-PyObject *node_list_route(void *owner, uint64_t *hashes, Py_ssize_t n,
-                          PyObject *(*lookup)(void *owner, const uint64_t *hashes, Py_ssize_t n));
+/* The nodes of a PyMem block of 64-bit hashes (NULL: an error already
+ * set), which is freed here, as a list (None for each with no node): the
+ * batch lookups of the families that route 64-bit hashes (ring64.c,
+ * maglev.c, jump.c).  route(owner, hashes, n, positions) writes each
+ * hash's node position (the list holds a node); it runs no Python code,
+ * and without the GIL for a large batch (chash_py_route_unlocked,
+ * readers the router's unlocked_readers). */
+PyObject *node_list_route(const NodeList *list, unsigned *readers, const void *owner,
+                          uint64_t *hashes, Py_ssize_t n,
+                          void (*route)(const void *owner, const uint64_t *hashes, size_t n,
+                                        uint32_t *positions));
 /* {node: values[k]} as floats / ints. */
 PyObject *node_list_float_map(const NodeList *list, const double *values);
 PyObject *node_list_count_map(const NodeList *list, const size_t *values);

@@ -11,7 +11,7 @@
 /* name as an exact str (a new reference), or NULL with an exception. */
 static PyObject *exact_str(PyObject *name)
 {
-    return PyUnicode_CheckExact(name) ? Py_NewRef(name) : PyUnicode_FromObject(name);
+    return chash_py_node_name(name);
 }
 
 /* Appends name to names unless seen maps it already; then copies its

@@ -9,7 +9,8 @@
  * docstrings (the shell, router.c, does everything else of the type);
  * what it holds and the all-or-nothing rebuild are rendezvous_nodes.c's
  * (rendezvous_nodes.h).  Lookups run no Python code once the key's bytes
- * are read, so under the GIL a lookup sees the old router or the new one.
+ * are read, on the one published state the shell (router.c) hands them;
+ * a batch routes its keys' bytes without the GIL (run_winners).
  */
 #include "family.h"
 
@@ -101,6 +102,14 @@ static int rdv_traverse(RendezvousObject *self, visitproc visit, void *arg)
 static void rdv_clear(RendezvousObject *self)
 {
     (void)self; /* holds only exact str and a dict of them: no cycle */
+}
+
+/* A deep copy (family.h): the same (immutable) node tuple, the rest
+ * built again for it. */
+static int rdv_copy(RendezvousObject *dst, RendezvousObject *src)
+{
+    dst->rdv.layout = src->rdv.layout;
+    return rdv_router_set(dst, src->rdv.nodes, src->rdv.weights);
 }
 
 static void rdv_release(RendezvousObject *self)
@@ -228,22 +237,59 @@ static PyObject *rdv_get_by_hash(RendezvousObject *self, PyObject *hash)
     return Py_NewRef(PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)winner));
 }
 
+/* The winners of n key views, by the engine alone (no Python object
+ * touched): run without the GIL for a large batch. */
+typedef struct {
+    const chash_rdv_set *set;
+    const key_view *views;
+    size_t n;
+    uint32_t *winners; /* UINT32_MAX: no node */
+} WinnersCall;
+
+static void run_winners(void *ctx)
+{
+    WinnersCall *call = ctx;
+    for (size_t i = 0; i < call->n; i++) {
+        uint32_t winner;
+        int status = chash_rdv_lookup(call->set, call->views[i].buf, (size_t)call->views[i].len,
+                                      &winner);
+        call->winners[i] = status == CHASH_OK ? winner : UINT32_MAX;
+    }
+}
+
 static PyObject *rdv_get_many(RendezvousObject *self, PyObject *keys)
 {
     PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of str or bytes");
     if (!seq)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), made = 0;
     PyObject *result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++) {
-        key_view v;
-        if (rdv_key_view_of(self->rdv.layout, PySequence_Fast_GET_ITEM(seq, i), &v) < 0) {
+    key_view *views = result ? PyMem_New(key_view, n ? (size_t)n : 1) : NULL;
+    uint32_t *winners = views ? PyMem_New(uint32_t, n ? (size_t)n : 1) : NULL;
+    if (result && !winners) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+    }
+    for (; result && made < n; made++) {
+        if (rdv_key_view_of(self->rdv.layout, PySequence_Fast_GET_ITEM(seq, made), &views[made]) < 0) {
             Py_CLEAR(result);
             break;
         }
-        PyList_SET_ITEM(result, i, owner_of(self, &v));
-        rdv_key_view_release(&v);
     }
+    if (result) {
+        WinnersCall call = {self->rdv.set, views, (size_t)n, winners};
+        chash_py_route_unlocked(&router_object(self)->unlocked_readers, (size_t)n, run_winners,
+                                &call);
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(result, i,
+                            Py_NewRef(winners[i] == UINT32_MAX
+                                          ? Py_None
+                                          : PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)winners[i])));
+    }
+    for (Py_ssize_t i = 0; i < made; i++)
+        rdv_key_view_release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(winners);
     Py_DECREF(seq);
     return result;
 }
@@ -640,6 +686,7 @@ const router_family rendezvous_family = {
     .bits = 64,
     .cls = &rendezvous_class,
     .release = rdv_release,
+    .copy = rdv_copy,
     .traverse = rdv_traverse,
     .clear = rdv_clear,
     .add = rdv_add,

@@ -136,6 +136,34 @@ int ring64_init(RouterObject *self, PyObject *layout, PyObject *hash, PyObject *
     return 0;
 }
 
+/* A deep copy (family.h): the node list, and the ring built again for it
+ * (the engine's ring has no copy; it is a function of the list). */
+static int ring64_copy(RouterObject *dst, RouterObject *src)
+{
+    dst->r64.kind = src->r64.kind;
+    dst->r64.hash = src->r64.hash;
+    dst->r64.min_ring = src->r64.min_ring;
+    dst->r64.max_ring = src->r64.max_ring;
+    if (node_list_copy(&dst->r64.list, &src->r64.list) < 0)
+        return -1;
+    size_t n = (size_t)node_list_len(&dst->r64.list);
+    PyObject *nodes = PyList_AsTuple(dst->r64.list.nodes);
+    size_t *counts = nodes ? PyMem_New(size_t, n ? n : 1) : NULL;
+    void *wide = NULL;
+    int result = -1;
+    if (nodes && !counts)
+        PyErr_NoMemory();
+    if (counts) {
+        memset(counts, 0, (n ? n : 1) * sizeof *counts);
+        result = build_wide(dst, nodes, dst->r64.list.weights, n, counts, &wide);
+    }
+    if (result == 0)
+        dst->r64.wide = wide;
+    PyMem_Free(counts);
+    Py_XDECREF(nodes);
+    return result;
+}
+
 static void ring64_release(RouterObject *self)
 {
     chash_wide_free(self->r64.wide);
@@ -222,43 +250,27 @@ static PyObject *ring64_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
-/* The nodes of hashes[0..n) as a list. */
-static PyObject *nodes_of(void *owner, const uint64_t *hashes, Py_ssize_t n)
+/* The node position of each hash (node_list_route: the ring has points). */
+static void positions_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
 {
-    RouterObject *self = owner;
-    PyObject *result = PyList_New(n);
-    if (!result)
-        return NULL;
-    if (chash_wide_count(self->r64.wide) == 0) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
-        return result;
-    }
-    uint32_t *owners = PyMem_New(uint32_t, n ? (size_t)n : 1);
-    if (!owners) {
-        Py_DECREF(result);
-        return PyErr_NoMemory();
-    }
-    chash_wide_owners(self->r64.wide, hashes, (size_t)n, owners);
-    PyObject *const *items = node_list_items(&self->r64.list);
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyList_SET_ITEM(result, i, Py_NewRef(items[owners[i]]));
-    PyMem_Free(owners);
-    return result;
+    const RouterObject *self = owner;
+    chash_wide_owners(self->r64.wide, hashes, n, positions);
 }
 
 static PyObject *ring64_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n = 0;
     uint64_t *hashes = key_hashes64(keys, &n);
-    return node_list_route(self, hashes, n, nodes_of);
+    return node_list_route(&self->r64.list, &router_object(self)->unlocked_readers, self, hashes, n,
+                           positions_of);
 }
 
 static PyObject *ring64_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
     Py_ssize_t n = 0;
     uint64_t *values = parse_hash_args(hashes, 64, layout_name(self), &n);
-    return node_list_route(self, values, n, nodes_of);
+    return node_list_route(&self->r64.list, &router_object(self)->unlocked_readers, self, values,
+                           n, positions_of);
 }
 
 static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t want)
@@ -560,6 +572,7 @@ const router_family ring64_family = {
     .setstate = zones_setstate,
     .weight_rule = ring64_weight_rule,
     .release = ring64_release,
+    .copy = ring64_copy,
     .traverse = ring64_traverse,
     .clear = ring64_clear,
     .add = ring64_add,

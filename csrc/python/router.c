@@ -8,12 +8,27 @@
  * MaglevRouter in maglev.c, JumpRouter in jump.c, RendezvousRouter in
  * rendezvous.c, AnchorRouter in anchor.c) becomes one heap type here, its tables the master
  * tables filtered by its family's descriptor.  Part of chash._chash.
+ *
+ * Sharing a router between threads (docs/reliability.md): a family's
+ * functions are handed one state, never the object while it changes.
+ * Readers open an epoch read section (epoch.h), load the published state
+ * (router_state(): the object itself until its first change, then a
+ * snapshot) and run the family's function on it; they take no lock and
+ * write nothing shared.  A change takes the router's lock (a PyMutex from
+ * 3.13, a PyThread lock before), copies the published state (the family's
+ * copy), changes the copy, and publishes it with one atomic store, or
+ * drops it: all-or-nothing, and a reader sees the state before or after,
+ * whole.  The replaced state is retired at the epoch epoch_advance()
+ * gives and freed by a later change (or the object's end) once no reader
+ * can still hold it; freeing runs after the lock is let go, since
+ * releasing node objects may run Python code.
  */
 #include "router.h"
 
 #include "args.h"
 #include "diff.h"
 #include "get_bounded.h"
+#include "epoch.h"
 #include "state.h"
 #include "zones.h"
 
@@ -23,19 +38,57 @@
 /* ------------------------------------------------------------------ */
 /* Construction and lifetime                                          */
 
+/* Whether the object's own state is still held: before its first change
+ * (it is the published one), or replaced but not yet released. */
+static int own_state_held(RouterObject *self)
+{
+    return !self->current || self->retired_at != 0;
+}
+
 static int router_traverse(RouterObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->zones);
-    return self->family ? self->family->traverse(self, visit, arg) : 0;
+    if (!self->family)
+        return 0;
+    if (own_state_held(self)) {
+        int r = self->family->traverse(self, visit, arg);
+        if (r)
+            return r;
+    }
+    if (self->current) {
+        int r = self->family->traverse(self->current, visit, arg);
+        if (r)
+            return r;
+    }
+    for (RouterObject *old = self->retired; old; old = old->retired) {
+        int r = self->family->traverse(old, visit, arg);
+        if (r)
+            return r;
+    }
+    return 0;
 }
 
 static int router_clear(RouterObject *self)
 {
     Py_CLEAR(self->zones);
-    if (self->family)
+    if (!self->family)
+        return 0;
+    if (own_state_held(self))
         self->family->clear(self);
+    if (self->current)
+        self->family->clear(self->current);
+    for (RouterObject *old = self->retired; old; old = old->retired)
+        self->family->clear(old);
     return 0;
+}
+
+/* Frees a snapshot (never the object). */
+static void free_snapshot(const router_family *family, RouterObject *snap)
+{
+    family->release(snap);
+    Py_CLEAR(snap->zones);
+    PyMem_Free(snap);
 }
 
 /* The classes, in the module state's order of their types. */
@@ -55,21 +108,195 @@ static void router_dealloc(RouterObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->zones);
-    if (self->family)
-        self->family->release(self);
+    /* No reader is left: each held a reference to the object. */
+    if (self->family) {
+        while (self->retired) {
+            RouterObject *old = self->retired;
+            self->retired = old->retired;
+            free_snapshot(self->family, old);
+        }
+        if (own_state_held(self))
+            self->family->release(self);
+        if (self->current)
+            free_snapshot(self->family, self->current);
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    if (self->lock)
+        PyThread_free_lock(self->lock);
+#endif
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
 
 /* ------------------------------------------------------------------ */
+/* Changes: the lock, the copy, publishing and reclaiming             */
+
+/* Takes the router's lock (waiting without the GIL); 0, or -1 with
+ * RuntimeError when this thread already holds it (a change reentered
+ * through Python code it ran, as a hash callable or a node's __del__). */
+static int lock_router(RouterObject *self)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (__atomic_load_n(&self->writer, __ATOMIC_RELAXED) == me) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a router cannot be changed from inside one of its own changes");
+        return -1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    PyMutex_Lock(&self->lock);
+#else
+    /* Made under the GIL with no Python code between the test and the set. */
+    if (!self->lock && !(self->lock = PyThread_allocate_lock())) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        (void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+#endif
+    __atomic_store_n(&self->writer, me, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void unlock_router(RouterObject *self)
+{
+    __atomic_store_n(&self->writer, 0, __ATOMIC_RELAXED);
+#if PY_VERSION_HEX >= 0x030D0000
+    PyMutex_Unlock(&self->lock);
+#else
+    PyThread_release_lock(self->lock);
+#endif
+}
+
+/* Begins a change: the lock taken and the state to change, NULL with an
+ * exception (the lock let go).  Without the GIL, and with it while a batch
+ * routes without it, a copy of the published state (a snapshot no reader
+ * sees until it is published).  Else, with the GIL, the published state
+ * itself: every reader then holds the GIL, and a family changes its state
+ * all-or-nothing running no Python code between its first write and its
+ * last, so a reader sees it before or after (the families' own rule, as
+ * before snapshots); this keeps a change as cheap as the family makes it
+ * (a jump add O(1) amortized, a ring's add no copy of the ring). */
+static RouterObject *change_begin(RouterObject *self)
+{
+    if (lock_router(self) < 0)
+        return NULL;
+#ifndef Py_GIL_DISABLED
+    if (self->unlocked_readers == 0)
+        return router_state(self);
+#endif
+    RouterObject *next = PyMem_Calloc(1, sizeof *next);
+    if (!next) {
+        unlock_router(self);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* Not a Python object, but shaped as one: Py_TYPE of it is the
+     * router's type (its repr names it), and a count that never falls to
+     * zero should anything take and drop a reference to it. */
+    Py_SET_TYPE((PyObject *)next, Py_TYPE(self));
+    Py_SET_REFCNT((PyObject *)next, (Py_ssize_t)1 << 30);
+    next->family = self->family;
+    next->owner = self;
+    if (self->family->copy(next, router_state(self)) < 0) {
+        unlock_router(self);
+        free_snapshot(self->family, next);
+        return NULL;
+    }
+    return next;
+}
+
+/* Drops a change begun (next unpublished); the exception is kept. */
+static void change_abort(RouterObject *self, RouterObject *next)
+{
+    unlock_router(self);
+    if (next == router_state(self))
+        return; /* changed in place: the family left it as it was */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    free_snapshot(self->family, next);
+    PyErr_Restore(type, value, tb);
+}
+
+/* Publishes next (the lock held) and counts the change; the replaced
+ * state is retired at the epoch of the publication. */
+static void change_publish(RouterObject *self, RouterObject *next)
+{
+    RouterObject *old = self->current;
+    if (next == router_state(self)) { /* changed in place */
+        self->changes++;
+        return;
+    }
+    __atomic_store_n(&self->current, next, __ATOMIC_SEQ_CST);
+    uint64_t at = epoch_advance();
+    if (old) {
+        old->retired_at = at;
+        old->retired = self->retired;
+        self->retired = old;
+    } else {
+        self->retired_at = at;
+    }
+    __atomic_store_n(&self->changes, self->changes + 1, __ATOMIC_RELAXED);
+}
+
+/* Lets the lock go and frees what no reader can hold. */
+static void change_end(RouterObject *self)
+{
+    if (!self->retired && self->retired_at == 0) {
+        unlock_router(self);
+        return;
+    }
+    uint64_t oldest = epoch_oldest();
+    RouterObject *done = NULL, **link = &self->retired;
+    while (*link) {
+        RouterObject *old = *link;
+        if (old->retired_at < oldest) {
+            *link = old->retired;
+            old->retired = done;
+            done = old;
+        } else {
+            link = &old->retired;
+        }
+    }
+    int own = self->retired_at != 0 && self->retired_at < oldest;
+    if (own)
+        self->retired_at = 0;
+    unlock_router(self);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    while (done) {
+        RouterObject *old = done;
+        done = old->retired;
+        free_snapshot(self->family, old);
+    }
+    if (own)
+        self->family->release(self);
+    PyErr_Restore(type, value, tb);
+}
+
+/* Reads: a read section around one family call on the published state.
+ * fail is what the method returns when the section cannot open. */
+#define READ(type, fail, call)                                                  \
+    do {                                                                        \
+        if (epoch_enter() < 0)                                                  \
+            return fail;                                                        \
+        RouterObject *state = router_state(self);                               \
+        type result_ = (call);                                                  \
+        epoch_exit();                                                           \
+        return result_;                                                         \
+    } while (0)
+
+/* ------------------------------------------------------------------ */
 /* Membership                                                         */
 
 /* A weight argument (NULL: none given), read by the family's own rule
- * when it has one; 0 or -1. */
-static int read_weight(RouterObject *self, PyObject *obj, double *weight)
+ * when it has one (of state, the change's copy); 0 or -1. */
+static int read_weight(RouterObject *state, PyObject *obj, double *weight)
 {
-    if (self->family->read_weight)
-        return self->family->read_weight(self, obj, weight);
+    if (state->family->read_weight)
+        return state->family->read_weight(state, obj, weight);
     return parse_weight(obj, weight);
 }
 
@@ -84,17 +311,28 @@ static PyObject *router_add(RouterObject *self, PyObject *args, PyObject *kwds)
                                      zones ? with_zones : plain, &node, &weight_obj, &id, &zone))
         return NULL;
     double weight;
-    if (check_zone(zone) < 0 || read_weight(self, weight_obj, &weight) < 0)
+    if (check_zone(zone) < 0)
         return NULL;
+    RouterObject *next = change_begin(self);
+    if (!next)
+        return NULL;
+    if (read_weight(next, weight_obj, &weight) < 0) {
+        change_abort(self, next);
+        return NULL;
+    }
     ZoneUndo undo = {NULL, NULL};
-    if (zone != Py_None && zones_set(self, node, zone, &undo) < 0)
+    if (zone != Py_None && zones_set(self, node, zone, &undo) < 0) {
+        change_abort(self, next);
         return NULL;
-    if (self->family->add(self, node, weight, id) < 0) {
+    }
+    if (self->family->add(next, node, weight, id) < 0) {
         zones_undo(self, &undo);
+        change_abort(self, next);
         return NULL;
     }
     zones_keep(&undo);
-    self->changes++;
+    change_publish(self, next);
+    change_end(self);
     Py_RETURN_NONE;
 }
 
@@ -105,9 +343,15 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_service_nodes", kwlist, &nodes, &weight_obj))
         return NULL;
     double weight;
-    if (read_weight(self, weight_obj, &weight) < 0 || self->family->add_many(self, nodes, weight) < 0)
+    RouterObject *next = change_begin(self);
+    if (!next)
         return NULL;
-    self->changes++;
+    if (read_weight(next, weight_obj, &weight) < 0 || self->family->add_many(next, nodes, weight) < 0) {
+        change_abort(self, next);
+        return NULL;
+    }
+    change_publish(self, next);
+    change_end(self);
     Py_RETURN_NONE;
 }
 
@@ -115,14 +359,21 @@ static PyObject *router_add_many(RouterObject *self, PyObject *args, PyObject *k
 static int remove_node(RouterObject *self, PyObject *node)
 {
     PyObject *key;
-    if (zones_key(self, node, &key) < 0)
+    RouterObject *next = change_begin(self);
+    if (!next)
         return -1;
-    int removed = self->family->remove(self, node);
+    if (zones_key(self, node, &key) < 0) {
+        change_abort(self, next);
+        return -1;
+    }
+    int removed = self->family->remove(next, node);
     if (removed == 1) {
         zones_forget(self, key);
-        self->changes++;
+        change_publish(self, next);
+        change_end(self);
     } else {
         Py_XDECREF(key);
+        change_abort(self, next);
     }
     return removed;
 }
@@ -146,10 +397,18 @@ static PyObject *router_discard(RouterObject *self, PyObject *node)
 
 static PyObject *router_replace(RouterObject *self, PyObject *pairs)
 {
-    /* The ring may have changed even when pruning the zones failed. */
-    int failed = self->family->replace(self, pairs) < 0;
-    self->changes++;
-    if (failed || zones_prune(self) < 0)
+    RouterObject *next = change_begin(self);
+    if (!next)
+        return NULL;
+    if (self->family->replace(next, pairs) < 0) {
+        change_abort(self, next);
+        return NULL;
+    }
+    change_publish(self, next);
+    /* The ring has changed even when pruning the zones fails. */
+    int failed = zones_prune(self) < 0;
+    change_end(self);
+    if (failed)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -159,22 +418,22 @@ static PyObject *router_replace(RouterObject *self, PyObject *pairs)
 
 static PyObject *router_get(RouterObject *self, PyObject *key)
 {
-    return self->family->get(self, key);
+    READ(PyObject *, NULL, self->family->get(state, key));
 }
 
 static PyObject *router_get_many(RouterObject *self, PyObject *keys)
 {
-    return self->family->get_many(self, keys);
+    READ(PyObject *, NULL, self->family->get_many(state, keys));
 }
 
 static PyObject *router_get_by_hash(RouterObject *self, PyObject *hash)
 {
-    return self->family->get_by_hash(self, hash);
+    READ(PyObject *, NULL, self->family->get_by_hash(state, hash));
 }
 
 static PyObject *router_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
-    return self->family->get_many_by_hash(self, hashes);
+    READ(PyObject *, NULL, self->family->get_many_by_hash(state, hashes));
 }
 
 /* get_preference_list(key, n, /, *, distinct_zones=False) */
@@ -207,8 +466,12 @@ static PyObject *router_preference(RouterObject *self, PyObject *const *args, si
     if (parse_count(args[1], &n) < 0)
         return NULL;
     if (!distinct)
-        return self->family->preference(self, args[0], n);
-    PyObject *all = self->family->preference(self, args[0], SIZE_MAX);
+        READ(PyObject *, NULL, self->family->preference(state, args[0], n));
+    PyObject *all;
+    if (epoch_enter() < 0)
+        return NULL;
+    all = self->family->preference(router_state(self), args[0], SIZE_MAX);
+    epoch_exit();
     PyObject *result = all ? zones_distinct(self, all, n) : NULL;
     Py_XDECREF(all);
     return result;
@@ -216,7 +479,7 @@ static PyObject *router_preference(RouterObject *self, PyObject *const *args, si
 
 static PyObject *router_calculate_hash(RouterObject *self, PyObject *key)
 {
-    return self->family->calculate_hash(self, key);
+    READ(PyObject *, NULL, self->family->calculate_hash(state, key));
 }
 
 /* ------------------------------------------------------------------ */
@@ -224,22 +487,26 @@ static PyObject *router_calculate_hash(RouterObject *self, PyObject *key)
 
 static PyObject *router_ownership(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return self->family->ownership(self);
+    READ(PyObject *, NULL, self->family->ownership(state));
 }
 
 static PyObject *router_key_distribution(RouterObject *self, PyObject *keys)
 {
-    return self->family->key_distribution(self, keys);
+    READ(PyObject *, NULL, self->family->key_distribution(state, keys));
 }
 
 static PyObject *router_fingerprint(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return self->family->fingerprint(self);
+    READ(PyObject *, NULL, self->family->fingerprint(state));
 }
 
 static PyObject *router_check(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (self->family->check(self) < 0)
+    if (epoch_enter() < 0)
+        return NULL;
+    int r = self->family->check(router_state(self));
+    epoch_exit();
+    if (r < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -259,7 +526,10 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
     RouterObject *to = (RouterObject *)other;
     if (to->family != self->family)
         return diff_mismatch((PyObject *)self, other);
-    PyObject *list = self->family->diff(self, to);
+    if (epoch_enter() < 0)
+        return NULL;
+    PyObject *list = self->family->diff(router_state(self), router_state(to));
+    epoch_exit();
     if (list && diff_as_moves(list, state->move_type) < 0)
         Py_CLEAR(list);
     return list;
@@ -270,7 +540,10 @@ static PyObject *router_diff(RouterObject *self, PyObject *other)
  * typecode), the zones as the state. */
 static PyObject *router_reduce(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *parts = self->family->reduce(self);
+    if (epoch_enter() < 0)
+        return NULL;
+    PyObject *parts = self->family->reduce(router_state(self));
+    epoch_exit();
     PyObject *module = parts ? PyType_GetModuleByDef(Py_TYPE(self), &chash_module) : NULL;
     PyObject *fn = module ? PyObject_GetAttrString(module, "_reconstruct") : NULL;
     PyObject *plain = NULL;
@@ -332,12 +605,13 @@ static PyObject *router_class_rebuild(PyObject *cls, PyObject *args)
 
 static PyObject *router_bucket_of(RouterObject *self, PyObject *node)
 {
-    return self->family->bucket_of(self, node);
+    READ(PyObject *, NULL, self->family->bucket_of(state, node));
 }
 
-static PyObject *router_state(RouterObject *self, PyObject *Py_UNUSED(ignored))
+/* state(): the family's state as bytes (AnchorRouter's, hash4j's layout). */
+static PyObject *router_state_bytes(RouterObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return self->family->state(self);
+    READ(PyObject *, NULL, self->family->state(state));
 }
 
 /* from_state(...): a class method of the classes whose family has one. */
@@ -355,70 +629,85 @@ static PyObject *router_class_from_state(PyObject *cls, PyObject *args, PyObject
 
 static PyObject *router_setstate(RouterObject *self, PyObject *state)
 {
-    PyObject *result = self->family->setstate(self, state);
-    if (result)
-        self->changes++;
+    RouterObject *next = change_begin(self);
+    if (!next)
+        return NULL;
+    PyObject *result = self->family->setstate(next, state);
+    /* Zones the family's __setstate__ read go to the object, in place. */
+    if (result && next != self && next->zones) {
+        if (!self->zones)
+            self->zones = Py_NewRef(next->zones);
+        else if (PyDict_Update(self->zones, next->zones) < 0)
+            Py_CLEAR(result);
+        Py_CLEAR(next->zones);
+    }
+    if (!result) {
+        change_abort(self, next);
+        return NULL;
+    }
+    change_publish(self, next);
+    change_end(self);
     return result;
 }
 
 static PyObject *get_vnodes(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->settings(self, SETTING_VNODES);
+    READ(PyObject *, NULL, self->family->settings(state, SETTING_VNODES));
 }
 
 static PyObject *get_min_ring(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->settings(self, SETTING_MIN_RING);
+    READ(PyObject *, NULL, self->family->settings(state, SETTING_MIN_RING));
 }
 
 static PyObject *get_max_ring(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->settings(self, SETTING_MAX_RING);
+    READ(PyObject *, NULL, self->family->settings(state, SETTING_MAX_RING));
 }
 
 static PyObject *get_hash_ring(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->hash_ring(self);
+    READ(PyObject *, NULL, self->family->hash_ring(state));
 }
 
 static PyObject *get_node_map(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->node_map(self);
+    READ(PyObject *, NULL, self->family->node_map(state));
 }
 
 static PyObject *get_nodes(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->nodes(self);
+    READ(PyObject *, NULL, self->family->nodes(state));
 }
 
 static PyObject *get_weights(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->weights(self);
+    READ(PyObject *, NULL, self->family->weights(state));
 }
 
 static PyObject *get_points(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->points(self);
+    READ(PyObject *, NULL, self->family->points(state));
 }
 
 static PyObject *get_hash(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->hash_name(self);
+    READ(PyObject *, NULL, self->family->hash_name(state));
 }
 
 static PyObject *get_layout(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->layout(self);
+    READ(PyObject *, NULL, self->family->layout(state));
 }
 
 static PyObject *get_memory(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return PyLong_FromSize_t(self->family->memory(self));
+    READ(PyObject *, NULL, PyLong_FromSize_t(self->family->memory(state)));
 }
 
 static PyObject *get_ids(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->ids(self);
+    READ(PyObject *, NULL, self->family->ids(state));
 }
 
 static PyObject *get_zones(RouterObject *self, void *Py_UNUSED(closure))
@@ -428,17 +717,17 @@ static PyObject *get_zones(RouterObject *self, void *Py_UNUSED(closure))
 
 static PyObject *get_table(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->table(self);
+    READ(PyObject *, NULL, self->family->table(state));
 }
 
 static PyObject *get_table_size(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return self->family->settings(self, SETTING_TABLE_SIZE);
+    READ(PyObject *, NULL, self->family->settings(state, SETTING_TABLE_SIZE));
 }
 
 static PyObject *get_weight_rule(RouterObject *self, void *Py_UNUSED(closure))
 {
-    return PyUnicode_FromString(self->family->weight_rule(self));
+    READ(PyObject *, NULL, PyUnicode_FromString(self->family->weight_rule(state)));
 }
 
 /* ------------------------------------------------------------------ */
@@ -446,17 +735,20 @@ static PyObject *get_weight_rule(RouterObject *self, void *Py_UNUSED(closure))
 
 static Py_ssize_t router_len(RouterObject *self)
 {
-    return self->family->len(self);
+    READ(Py_ssize_t, -1, self->family->len(state));
 }
 
 static int router_contains(RouterObject *self, PyObject *node)
 {
-    return self->family->contains(self, node);
+    READ(int, -1, self->family->contains(state, node));
 }
 
 static PyObject *router_iter(RouterObject *self)
 {
-    PyObject *nodes = self->family->nodes(self);
+    if (epoch_enter() < 0)
+        return NULL;
+    PyObject *nodes = self->family->nodes(router_state(self));
+    epoch_exit();
     if (!nodes)
         return NULL;
     PyObject *it = PyObject_GetIter(nodes);
@@ -466,7 +758,7 @@ static PyObject *router_iter(RouterObject *self)
 
 static PyObject *router_repr(RouterObject *self)
 {
-    return self->family->repr(self);
+    READ(PyObject *, NULL, self->family->repr(state));
 }
 
 static PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
@@ -474,7 +766,12 @@ static PyObject *router_richcompare(PyObject *a, PyObject *b, int op)
     if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
         Py_RETURN_NOTIMPLEMENTED;
     RouterObject *x = (RouterObject *)a, *y = (RouterObject *)b;
-    int equal = x->family == y->family ? x->family->equal(x, y) : 0;
+    if (x->family != y->family)
+        return PyBool_FromLong(op == Py_NE);
+    if (epoch_enter() < 0)
+        return NULL;
+    int equal = x->family->equal(router_state(x), router_state(y));
+    epoch_exit();
     if (equal < 0)
         return NULL;
     return PyBool_FromLong(op == Py_EQ ? equal : !equal);
@@ -500,8 +797,6 @@ const uint64_t *router_changes(PyObject *obj)
 typedef struct {
     PyMethodDef def; /* doc from the class */
     size_t needs;
-    int direct; /* METH_O and only passes self and its argument on: a
-                 * class of one family may call the family's function */
 } MasterMethod;
 
 static const MasterMethod master_methods[RM_COUNT] = {
@@ -509,24 +804,24 @@ static const MasterMethod master_methods[RM_COUNT] = {
     [RM_ADD_MANY] = {{"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add_many)},
     [RM_REMOVE] = {{"remove_service_node", (PyCFunction)router_remove, METH_O, NULL}, NEEDS(remove)},
     [RM_DISCARD] = {{"discard_service_node", (PyCFunction)router_discard, METH_O, NULL}, NEEDS(remove)},
-    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), 1},
-    [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many), 1},
-    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), 1},
-    [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash), 1},
+    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get)},
+    [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many)},
+    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash)},
+    [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash)},
     [RM_PREFERENCE] = {{"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(preference)},
     [RM_OWNERSHIP] = {{"ownership", (PyCFunction)router_ownership, METH_NOARGS, NULL}, NEEDS(ownership)},
-    [RM_DISTRIBUTION] = {{"key_distribution", (PyCFunction)router_key_distribution, METH_O, NULL}, NEEDS(key_distribution), 1},
+    [RM_DISTRIBUTION] = {{"key_distribution", (PyCFunction)router_key_distribution, METH_O, NULL}, NEEDS(key_distribution)},
     [RM_FINGERPRINT] = {{"fingerprint", (PyCFunction)router_fingerprint, METH_NOARGS, NULL}, NEEDS(fingerprint)},
     [RM_DIFF] = {{"diff", (PyCFunction)router_diff, METH_O, NULL}, NEEDS(diff)},
-    [RM_CALCULATE_HASH] = {{"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, NULL}, NEEDS(calculate_hash), 1},
+    [RM_CALCULATE_HASH] = {{"_calculate_hash", (PyCFunction)router_calculate_hash, METH_O, NULL}, NEEDS(calculate_hash)},
     [RM_CHECK] = {{"_check", (PyCFunction)router_check, METH_NOARGS, NULL}, NEEDS(check)},
     [RM_REDUCE] = {{"__reduce__", (PyCFunction)router_reduce, METH_NOARGS, NULL}, NEEDS(reduce)},
     [RM_SETSTATE] = {{"__setstate__", (PyCFunction)router_setstate, METH_O, NULL}, NEEDS(setstate)},
     [RM_REPLACE] = {{"_replace_nodes", (PyCFunction)router_replace, METH_O, NULL}, NEEDS(replace)},
     [RM_REBUILD] = {{"_rebuild", (PyCFunction)router_class_rebuild, METH_VARARGS | METH_CLASS, NULL}, NEEDS(rebuild)},
     [RM_GET_BOUNDED] = {{"get_bounded", (PyCFunction)(void (*)(void))router_get_bounded, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(weight_of)},
-    [RM_BUCKET_OF] = {{"bucket_of", (PyCFunction)router_bucket_of, METH_O, NULL}, NEEDS(bucket_of), 1},
-    [RM_STATE] = {{"state", (PyCFunction)router_state, METH_NOARGS, NULL}, NEEDS(state)},
+    [RM_BUCKET_OF] = {{"bucket_of", (PyCFunction)router_bucket_of, METH_O, NULL}, NEEDS(bucket_of)},
+    [RM_STATE] = {{"state", (PyCFunction)router_state_bytes, METH_NOARGS, NULL}, NEEDS(state)},
     [RM_FROM_STATE] = {{"from_state", (PyCFunction)(void (*)(void))router_class_from_state, METH_VARARGS | METH_KEYWORDS | METH_CLASS, NULL}, NEEDS(from_state)},
 };
 
@@ -584,9 +879,6 @@ static int derive_tables(size_t k)
         if (!cls->methods[i])
             continue;
         class_methods[k][m] = master_methods[i].def;
-        if (cls->one_family && master_methods[i].direct)
-            memcpy(&class_methods[k][m].ml_meth, (const char *)family + master_methods[i].needs,
-                   sizeof class_methods[k][m].ml_meth);
         class_methods[k][m++].ml_doc = cls->methods[i];
     }
     class_methods[k][m] = (PyMethodDef){NULL, NULL, 0, NULL};

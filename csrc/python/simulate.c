@@ -13,14 +13,15 @@
  * come back as new array('Q') / array('I') objects.  A million keys thus
  * cost two flat buffers and no Python object each.
  *
- * The C loops run without the GIL, bounded loads' aside (the GIL is what
- * keeps the router's ring unchanged while it is read): the input buffers
+ * The C loops run without the GIL, bounded loads' aside (it reads the
+ * router's published ring inside a read section, epoch.h): the input buffers
  * are held (so they cannot be resized or freed) and the outputs are new
  * arrays nobody else sees yet.
  */
 #include "simulate.h"
 
 #include "state.h"
+#include "epoch.h"
 #include "family.h"
 
 #include "engine/chash.h"
@@ -447,14 +448,9 @@ static PyObject *py_bounded_assign(PyObject *module, PyObject *args)
                      router);
         return NULL;
     }
-    const chash_ring *ring = ((RouterObject *)router)->r32.ring;
     if (!isfinite(balance) || balance < 1.0) {
         PyErr_Format(PyExc_ValueError, "balance must be a finite number >= 1, not %R",
                      PyTuple_GET_ITEM(args, 2));
-        return NULL;
-    }
-    if (chash_ring_point_count(ring) == 0) {
-        PyErr_SetString(PyExc_ValueError, "_bounded_assign: the router has no node");
         return NULL;
     }
     words_view keys;
@@ -462,10 +458,23 @@ static PyObject *py_bounded_assign(PyObject *module, PyObject *args)
         return NULL;
     Py_buffer out;
     PyObject *result = new_words(keys.count, 4, &out);
+    /* The router's published ring, kept by the read section (epoch.h)
+     * while it is read, whatever other threads change meanwhile. */
+    if (result && epoch_enter() < 0) {
+        PyBuffer_Release(&out);
+        Py_CLEAR(result);
+    }
     if (result) {
-        /* The GIL stays held: it is what keeps the router's ring unchanged. */
-        int status = chash_bounded_assign(ring, balance, keys.words, keys.count, out.buf);
+        const chash_ring *ring = router_state((RouterObject *)router)->r32.ring;
+        int empty = chash_ring_point_count(ring) == 0;
+        int status = empty ? CHASH_OK
+                           : chash_bounded_assign(ring, balance, keys.words, keys.count, out.buf);
+        epoch_exit();
         result = finish_words(result, &out, status, "_bounded_assign");
+        if (result && empty) {
+            Py_CLEAR(result);
+            PyErr_SetString(PyExc_ValueError, "_bounded_assign: the router has no node");
+        }
     }
     words_release(&keys);
     return result;

@@ -734,19 +734,52 @@ static PyObject *uh_get_nodes_dict(UHashRingObject *self, void *Py_UNUSED(closur
     return Py_NewRef(self->nodes);
 }
 
+/* Every method under the ring's critical section (binding.h's
+ * CHASH_LOCKED; the GIL before 3.13): on a free-threaded build one call at
+ * a time reads or changes a ring, so a lookup never meets a change half
+ * made and the spare arrays a change merges into are never shared.  A
+ * name's Python code run inside a change may let the section go; the
+ * change then finds the ring changed and refuses (uh_unchanged). */
+#define UH_LOCKED_O(fn)                                                                   \
+    static PyObject *fn##_locked(PyObject *self, PyObject *arg)                           \
+    {                                                                                     \
+        PyObject *result;                                                                 \
+        CHASH_LOCKED(self, result = fn((UHashRingObject *)self, arg));                    \
+        return result;                                                                    \
+    }
+#define UH_LOCKED_FAST(fn)                                                                \
+    static PyObject *fn##_locked(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                     \
+        PyObject *result;                                                                 \
+        CHASH_LOCKED(self, result = fn((UHashRingObject *)self, args, nargs));            \
+        return result;                                                                    \
+    }
+UH_LOCKED_O(uh_get_node)
+UH_LOCKED_O(uh_get)
+UH_LOCKED_O(uh_instance)
+UH_LOCKED_O(uh_lookup)
+UH_LOCKED_O(uh_remove)
+UH_LOCKED_O(chash_r128_points)
+UH_LOCKED_O(uh_continuum)
+UH_LOCKED_O(uh_size)
+UH_LOCKED_O(uh_check)
+UH_LOCKED_FAST(uh_walk)
+UH_LOCKED_FAST(uh_set_node)
+UH_LOCKED_FAST(uh_build)
+
 static PyMethodDef uh_methods[] = {
-    {"get_node", (PyCFunction)uh_get_node, METH_O, uh_get_node_doc},
-    {"get", (PyCFunction)uh_get, METH_O, uh_get_doc},
-    {"get_node_instance", (PyCFunction)uh_instance, METH_O, uh_instance_doc},
-    {"_lookup", (PyCFunction)uh_lookup, METH_O, uh_lookup_doc},
-    {"_walk", (PyCFunction)(void (*)(void))uh_walk, METH_FASTCALL, uh_walk_doc},
-    {"_points", (PyCFunction)chash_r128_points, METH_NOARGS, chash_r128_points_doc},
-    {"_continuum", (PyCFunction)uh_continuum, METH_NOARGS, uh_continuum_doc},
-    {"_size", (PyCFunction)uh_size, METH_NOARGS, uh_size_doc},
-    {"_set_node", (PyCFunction)(void (*)(void))uh_set_node, METH_FASTCALL, uh_set_node_doc},
-    {"_remove", (PyCFunction)uh_remove, METH_O, uh_remove_doc},
-    {"_build", (PyCFunction)(void (*)(void))uh_build, METH_FASTCALL, uh_build_doc},
-    {"_check", (PyCFunction)uh_check, METH_NOARGS, uh_check_doc},
+    {"get_node", (PyCFunction)uh_get_node_locked, METH_O, uh_get_node_doc},
+    {"get", (PyCFunction)uh_get_locked, METH_O, uh_get_doc},
+    {"get_node_instance", (PyCFunction)uh_instance_locked, METH_O, uh_instance_doc},
+    {"_lookup", (PyCFunction)uh_lookup_locked, METH_O, uh_lookup_doc},
+    {"_walk", (PyCFunction)(void (*)(void))uh_walk_locked, METH_FASTCALL, uh_walk_doc},
+    {"_points", (PyCFunction)chash_r128_points_locked, METH_NOARGS, chash_r128_points_doc},
+    {"_continuum", (PyCFunction)uh_continuum_locked, METH_NOARGS, uh_continuum_doc},
+    {"_size", (PyCFunction)uh_size_locked, METH_NOARGS, uh_size_doc},
+    {"_set_node", (PyCFunction)(void (*)(void))uh_set_node_locked, METH_FASTCALL, uh_set_node_doc},
+    {"_remove", (PyCFunction)uh_remove_locked, METH_O, uh_remove_doc},
+    {"_build", (PyCFunction)(void (*)(void))uh_build_locked, METH_FASTCALL, uh_build_doc},
+    {"_check", (PyCFunction)uh_check_locked, METH_NOARGS, uh_check_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -75,7 +75,7 @@ int zones_prune(RouterObject *self)
         return -1;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
         PyObject *node = PyList_GET_ITEM(keys, i);
-        int in = self->family->contains(self, node);
+        int in = self->family->contains(router_state(self), node);
         if (in < 0 || (in == 0 && PyDict_DelItem(self->zones, node) < 0)) {
             Py_DECREF(keys);
             return -1;
@@ -97,13 +97,19 @@ PyObject *zones_distinct(RouterObject *self, PyObject *all, size_t n)
     for (Py_ssize_t i = 0; out && seen && i < PyList_GET_SIZE(all) && (size_t)PyList_GET_SIZE(out) < n;
          i++) {
         PyObject *node = PyList_GET_ITEM(all, i);
-        PyObject *zone = self->zones ? PyDict_GetItemWithError(self->zones, node) : NULL;
+        /* A strong reference: another thread may change the zones meanwhile. */
+        PyObject *zone = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+        if (self->zones && PyDict_GetItemRef(self->zones, node, &zone) < 0) {
+#else
+        zone = self->zones ? Py_XNewRef(PyDict_GetItemWithError(self->zones, node)) : NULL;
         if (!zone && PyErr_Occurred()) {
+#endif
             Py_CLEAR(out);
             break;
         }
         /* No zone: the node stands for itself (a tuple never equals a zone str). */
-        PyObject *label = zone ? Py_NewRef(zone) : PyTuple_Pack(1, node);
+        PyObject *label = zone ? zone : PyTuple_Pack(1, node);
         int dup = label ? PySet_Contains(seen, label) : -1;
         if (dup < 0 || (dup == 0 && (PySet_Add(seen, label) < 0 || PyList_Append(out, node) < 0)))
             Py_CLEAR(out);
@@ -139,7 +145,7 @@ PyObject *zones_setstate(RouterObject *self, PyObject *state)
     Py_ssize_t pos = 0;
     PyObject *node, *zone;
     while (fresh && PyDict_Next(zones, &pos, &node, &zone)) {
-        int in = PyUnicode_CheckExact(node) ? self->family->contains(self, node) : 0;
+        int in = PyUnicode_CheckExact(node) ? self->family->contains(router_state(self), node) : 0;
         if (in <= 0 || zone == Py_None || check_zone(zone) < 0) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "zones of nodes not in the router: %R", node);

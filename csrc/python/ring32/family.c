@@ -8,6 +8,7 @@
 
 #include "python/args.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
@@ -167,6 +168,79 @@ void ring32_release(RouterObject *self)
     }
 }
 
+/* A deep copy (family.h): a new ring holding every node (in the same
+ * order, with its own entry and the same points), the same scheme, hash
+ * callable and server ids. */
+static int ring32_copy(RouterObject *dst, RouterObject *src)
+{
+    const chash_ring *from = src->r32.ring;
+    dst->r32.scheme = src->r32.scheme;
+    dst->r32.base_points = src->r32.base_points;
+    dst->r32.hash_fn = Py_XNewRef(src->r32.hash_fn);
+    dst->r32.ids = src->r32.ids;
+    dst->r32.ids.used = NULL;
+    dst->r32.ids.cap = dst->r32.ids.count = 0;
+    if (src->r32.ids.count) {
+        dst->r32.ids.used = malloc(src->r32.ids.count * sizeof *dst->r32.ids.used);
+        if (!dst->r32.ids.used) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(dst->r32.ids.used, src->r32.ids.used,
+               src->r32.ids.count * sizeof *dst->r32.ids.used);
+        dst->r32.ids.count = dst->r32.ids.cap = src->r32.ids.count;
+    }
+    chash_ring *ring = chash_ring_new();
+    if (!ring) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    dst->r32.ring = ring;
+    (void)chash_ring_set_ties(ring, chash_ring_ties(from)); /* empty: cannot fail */
+    (void)chash_ring_set_rule(ring, chash_ring_rule(from));
+    size_t n = chash_ring_node_count(from), total = chash_ring_point_count(from);
+    if (n == 0)
+        return 0;
+    chash_node_spec *specs = PyMem_New(chash_node_spec, n);
+    size_t *fill = PyMem_New(size_t, n);
+    uint32_t *points = PyMem_New(uint32_t, total);
+    NodeEntry **entries = PyMem_New(NodeEntry *, n);
+    int result = specs && fill && points && entries ? 0 : -1;
+    if (result < 0)
+        PyErr_NoMemory();
+    size_t made = 0;
+    for (size_t i = 0, at = 0; result == 0 && i < n; i++, made++) {
+        chash_node_view view = chash_ring_node(from, i);
+        const NodeEntry *entry = view.data;
+        entries[i] = new_entry(entry->name, entry->weight); /* an exact str: no copy */
+        if (!entries[i]) {
+            result = -1;
+            break;
+        }
+        entries[i]->puid = entry->puid;
+        specs[i] = (chash_node_spec){view.id, view.id_len, entries[i], points + at, view.npoints};
+        fill[i] = at;
+        at += view.npoints;
+    }
+    if (result == 0) {
+        for (size_t p = 0; p < total; p++)
+            points[fill[chash_ring_point_owner(from, p)]++] = chash_ring_point(from, p);
+        int status = chash_ring_add_many(ring, specs, n);
+        if (status != CHASH_OK) {
+            set_status_error(status, NULL);
+            result = -1;
+        }
+    }
+    if (result < 0)
+        for (size_t i = 0; i < made; i++)
+            free_entry(entries[i]);
+    PyMem_Free(specs);
+    PyMem_Free(fill);
+    PyMem_Free(points);
+    PyMem_Free(entries);
+    return result;
+}
+
 static int ring32_traverse(RouterObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->r32.hash_fn);
@@ -197,6 +271,7 @@ const router_family ring32_family = {
     .setstate = zones_setstate,
     .weight_rule = ring32_weight_rule,
     .release = ring32_release,
+    .copy = ring32_copy,
     .traverse = ring32_traverse,
     .clear = ring32_clear,
     .add = ring32_add,

@@ -86,6 +86,26 @@ uint32_t *hash_keys(RouterObject *self, PyObject *keys, Py_ssize_t *n)
     return hashes;
 }
 
+/* The owners of hashes[0..n) written over them, by the engine alone (no
+ * Python object touched): run without the GIL for a large batch. */
+typedef struct {
+    const chash_ring *ring;
+    uint32_t *hashes;
+    size_t n;
+} OwnersCall;
+
+static void run_owners(void *ctx)
+{
+    OwnersCall *call = ctx;
+    chash_ring_owners(call->ring, call->hashes, call->n, call->hashes);
+}
+
+static void owners_in_place(RouterObject *self, uint32_t *hashes, size_t n)
+{
+    OwnersCall call = {self->r32.ring, hashes, n};
+    chash_py_route_unlocked(&router_object(self)->unlocked_readers, n, run_owners, &call);
+}
+
 PyObject *ring32_get_many(RouterObject *self, PyObject *keys)
 {
     Py_ssize_t n;
@@ -98,7 +118,7 @@ PyObject *ring32_get_many(RouterObject *self, PyObject *keys)
             PyList_SET_ITEM(result, i, Py_NewRef(Py_None));
     } else if (result) {
         /* Owners written over the hashes: each is read before it is replaced. */
-        chash_ring_owners(self->r32.ring, hashes, (size_t)n, hashes);
+        owners_in_place(self, hashes, (size_t)n);
         for (Py_ssize_t i = 0; i < n; i++)
             PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, hashes[i])->name));
     }
@@ -162,7 +182,7 @@ PyObject *ring32_get_many_by_hash(RouterObject *self, PyObject *hashes)
     } else if (result) {
         for (Py_ssize_t i = 0; i < n; i++)
             owners[i] = (uint32_t)wide[i];
-        chash_ring_owners(self->r32.ring, owners, (size_t)n, owners);
+        owners_in_place(self, owners, (size_t)n);
         for (Py_ssize_t i = 0; i < n; i++)
             PyList_SET_ITEM(result, i, Py_NewRef(entry_at(self, owners[i])->name));
     }

@@ -64,7 +64,7 @@ static inline NodeEntry *new_entry(PyObject *node, double weight)
         PyErr_NoMemory();
         return NULL;
     }
-    entry->name = PyUnicode_CheckExact(node) ? Py_NewRef(node) : PyUnicode_FromObject(node);
+    entry->name = chash_py_node_name(node);
     if (!entry->name) {
         PyMem_Free(entry);
         return NULL;
