@@ -16,7 +16,9 @@ Targets (issue 42; a free-threaded build on 2 cores): batches from 2
 threads >= 1.7x the throughput of 1, single lookups >= 1.4x; readers keep
 >= 0.9x with the writer. On a machine shared with other work, the wall
 clock scaling says how many cores were free as much as what chash does:
-the dict's scaling in the same rounds is the yardstick, and the CPU time a
+the dict's scaling in the same rounds is the yardstick (and, for batches,
+the scaling of each thread copying its own list of 10,000 items: the
+answer list every batch call makes), and the CPU time a
 lookup (which does not count the time a thread waited for a core) says
 whether sharing the router made each lookup dearer.
 
@@ -98,6 +100,16 @@ def dict_work(thread: int) -> int:
         for key in keys:
             get(key)
     return SINGLE_PASSES * SINGLE_KEYS
+
+
+def list_work(thread: int) -> int:
+    """The interpreter's own part of a batch: a list of BATCH_KEYS items
+    made (and dropped) per call, as every get_target_nodes answer is; on a
+    free-threaded build its 80 KB block is a large allocation."""
+    keys = keys_of(thread, BATCH_KEYS)
+    for _ in range(BATCHES):
+        list(keys)
+    return BATCHES * BATCH_KEYS
 
 
 def sample(work: Work, threads: int, seconds: float = 0.0) -> tuple[float, float]:
@@ -190,6 +202,8 @@ def main() -> None:
     cpu: dict[tuple[str, int, str, int], list[float]] = {}
     base: dict[int, list[float]] = {1: [], 2: []}
     base_cpu: dict[int, list[float]] = {1: [], 2: []}
+    lists: dict[int, list[float]] = {1: [], 2: []}
+    lists_cpu: dict[int, list[float]] = {1: [], 2: []}
     writer_on: dict[tuple[str, int, str], list[float]] = {}
     writer_off: dict[tuple[str, int, str], list[float]] = {}
     for r in range(args.rounds):
@@ -203,6 +217,10 @@ def main() -> None:
                 rate, ns = sample(dict_work, threads)
                 base[threads].append(rate)
                 base_cpu[threads].append(ns)
+                if mode == "batch":
+                    rate, ns = sample(list_work, threads)
+                    lists[threads].append(rate)
+                    lists_cpu[threads].append(ns)
             if nodes == 1000:
                 plain, _ = sample(work, 2, 1.0)
                 busy, _ = with_writer(router, work, 2)
@@ -232,6 +250,13 @@ def main() -> None:
                  f"{statistics.median(base[2]) / 1e6:>13.2f} {dict_scaling[0]:>7.2f} / "
                  f"{dict_scaling[1]:<5.2f} {'':>13} {statistics.median(base_cpu[1]):>9.1f} "
                  f"{statistics.median(base_cpu[2]):>9.1f}")
+    list_scaling = _ratios.both(lists[2], lists[1])
+    lines.append(f"{'list (own)':<12} {'':>5} {'batch':<7} {statistics.median(lists[1]) / 1e6:>12.2f} "
+                 f"{statistics.median(lists[2]) / 1e6:>13.2f} {list_scaling[0]:>7.2f} / "
+                 f"{list_scaling[1]:<5.2f} {'':>13} {statistics.median(lists_cpu[1]):>9.1f} "
+                 f"{statistics.median(lists_cpu[2]):>9.1f}")
+    lines.append("list (own): each thread copying its own list of 10,000 keys, the list every "
+                 "batch answer also is (items a second)")
     lines += ["", "2 readers with a writer changing the router 10 times a second, over 2 readers without",
               f"{'family':<12} {'nodes':>5} {'lookup':<7} {'with / without':>15} {'target':>7}  met"]
     for key in writer_on:
