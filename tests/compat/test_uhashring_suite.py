@@ -22,6 +22,7 @@ and passes, the same as with uhashring itself.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -90,7 +91,10 @@ def test_uhashrings_own_suite_passes_on_chash(suite: Path) -> None:
     run = subprocess.run(
         [sys.executable, str(suite / "driver.py"), "-q", "-p", "no:cacheprovider", "-rs", str(suite / "run" / "tests")],
         cwd=suite / "run", capture_output=True, text=True, timeout=300, check=False,
-        env={"PYTHONPATH": f"{suite / 'shim'}:{source_root}", "PATH": "/usr/bin:/bin", "HOME": str(suite)})
+        env={"PYTHONPATH": f"{suite / 'shim'}:{source_root}", "PATH": "/usr/bin:/bin", "HOME": str(suite),
+             # A sanitized build's runtime and options (the ASan suite) go along.
+             **{key: value for key, value in os.environ.items()
+                if key == "LD_PRELOAD" or key.endswith("SAN_OPTIONS")}})
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     summary = run.stdout.strip().splitlines()[-1]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
