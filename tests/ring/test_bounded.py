@@ -5,6 +5,7 @@ import math
 import random
 import sys
 import threading
+import time
 
 import pytest
 from hypothesis import given
@@ -390,18 +391,23 @@ def test_threads_acquire_while_a_writer_changes_the_router(kind: str) -> None:
     errors: list[BaseException] = []
     done = threading.Event()
 
+    changes = [0]
+
     def reader(seed: int) -> None:
         rng = random.Random(seed)
+        # 3,000 rounds, and on until the writer has changed the router a few
+        # times (a slow build, a sanitizer's, may start it late).
+        deadline = time.monotonic() + 60
         try:
-            for _ in range(3000):
+            rounds = 0
+            while rounds < 3000 or (changes[0] <= 10 and time.monotonic() < deadline):
+                rounds += 1
                 held = [bounded.acquire(f"user-{rng.randrange(40)}") for _ in range(rng.randrange(1, 6))]
                 assert set(held) <= every
                 for node in held:
                     bounded.release(node)
         except BaseException as exc:  # surfaced below
             errors.append(exc)
-
-    changes = [0]
 
     def writer() -> None:
         rng = random.Random(7)

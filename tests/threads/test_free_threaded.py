@@ -10,16 +10,20 @@ import sys
 import sysconfig
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import chash
 
 
-def test_import_leaves_the_gil_as_it_was() -> None:
+
+def test_import_leaves_the_gil_as_it_was(tmp_path: Path) -> None:
     code = ("import sys, chash, chash._chash\n"
             "print(sys._is_gil_enabled() if hasattr(sys, '_is_gil_enabled') else True)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The chash these tests import (a checkout's, or an installed wheel's
+    # beside an unpacked sdist), from a directory that shadows neither.
+    source = Path(chash.__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(source))
     env.pop("PYTHON_GIL", None)
     run = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
     free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     assert run.stdout.strip() == str(not free_threaded)
