@@ -13,7 +13,6 @@ from pathlib import Path
 import chash
 
 
-
 def test_import_leaves_the_gil_as_it_was(tmp_path: Path) -> None:
     code = ("import sys, chash, chash._chash\n"
             "print(sys._is_gil_enabled() if hasattr(sys, '_is_gil_enabled') else True)\n")
