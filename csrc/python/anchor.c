@@ -362,6 +362,9 @@ static PyObject *anchor_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
+static READ_METHOD(anchor_read_get, anchor_get)
+static READ_METHOD(anchor_read_get_by_hash, anchor_get_by_hash)
+
 /* The owner of each of n hashes (a PyMem buffer, freed here; NULL: the
  * exception set while making it), as a list.  The loop runs no Python
  * code and holds the GIL: self is the state the shell handed over, which
@@ -981,6 +984,8 @@ const router_family anchor_family = {
     .get = anchor_get,
     .get_many = anchor_get_many,
     .get_by_hash = anchor_get_by_hash,
+    .read_get = anchor_read_get,
+    .read_get_by_hash = anchor_read_get_by_hash,
     .get_many_by_hash = anchor_get_many_by_hash,
     .preference = anchor_preference,
     .calculate_hash = anchor_calculate_hash,

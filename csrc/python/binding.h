@@ -18,6 +18,18 @@
 #include "engine/chash.h"
 #include "hash/hash.h"
 
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The binding's own functions, declared from here on, are the extension's
+ * alone (only PyInit__chash is exported: PyMODINIT_FUNC marks it): a call
+ * from one of its files to another is then direct and may be inlined, not
+ * a jump through the PLT (a single lookup made two such jumps).  The engine
+ * is compiled without it (its code as measured), and the system's and
+ * Python's headers are included above. */
+#pragma GCC visibility push(hidden)
+
 /*
  * A node's name as the routers keep it: an exact str (a str subclass is
  * copied), a new reference, or NULL with an exception.  On a free-threaded

@@ -40,6 +40,7 @@
 
 #include "binding.h"
 #include "engine/chash.h"
+#include "epoch.h"
 #include "engine/envoy.h"
 #include "engine/haproxy_ids.h"
 #include "engine/scheme.h"
@@ -113,11 +114,10 @@ typedef struct {
 typedef struct router_family router_family;
 typedef struct router_class router_class;
 
-/* The lock that serialises a router's changes (router.c). */
-#if PY_VERSION_HEX >= 0x030D0000
+/* The lock that serialises a router's changes without the GIL
+ * (router.c); with the GIL, the writer field is the lock. */
+#ifdef Py_GIL_DISABLED
 typedef PyMutex router_lock;
-#else
-typedef PyThread_type_lock router_lock; /* made at the first change */
 #endif
 
 typedef struct RouterObject {
@@ -137,7 +137,9 @@ typedef struct RouterObject {
      * the object: that of its own state once replaced, 0 before and after
      * that state is released. */
     uint64_t retired_at;
+#ifdef Py_GIL_DISABLED
     router_lock lock;
+#endif
     unsigned long writer; /* the thread changing the router, 0 for none */
     /* With the GIL: batch lookups under way on the published state without
      * the GIL (counted under the GIL); a change copies only while some are. */
@@ -192,6 +194,10 @@ struct router_family {
     PyObject *(*get_many)(RouterObject *self, PyObject *keys);
     PyObject *(*get_by_hash)(RouterObject *self, PyObject *hash);
     PyObject *(*get_many_by_hash)(RouterObject *self, PyObject *hashes);
+    /* get and get_by_hash as the methods the interpreter calls: in a read
+     * section on the router's published state (READ_METHOD, below). */
+    PyObject *(*read_get)(RouterObject *self, PyObject *key);
+    PyObject *(*read_get_by_hash)(RouterObject *self, PyObject *hash);
     PyObject *(*preference)(RouterObject *self, PyObject *key, size_t n);
     PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
     /* get_bounded (get_bounded.c): the weight of node as weights gives it
@@ -282,9 +288,11 @@ struct router_class {
     const char *doc;
     int subclassable;
     int zones;
-    /* Every router of the class is of family (the shell still calls
-     * every function through its own wrappers, which open the read
-     * section and hand the family the published state). */
+    /* Every router of the class is of family: its single lookups are the
+     * family's read_get and read_get_by_hash, straight from the method
+     * table (the shell calls every other function through its own
+     * wrappers, which open the read section and hand the family the
+     * published state). */
     int one_family;
     newfunc make;
     const router_family *family;
@@ -369,6 +377,22 @@ static inline RouterObject *router_state(RouterObject *self)
     RouterObject *s = __atomic_load_n(&self->current, __ATOMIC_SEQ_CST);
     return s ? s : self;
 }
+
+/* Defines method(self, arg): the family's fn(state, arg) on self's
+ * published state, in a read section (epoch.h).  Written in the family's
+ * own file, where fn is inlined into it (static READ_METHOD(...) for a
+ * file's own), and called by the interpreter
+ * straight from a one-family class's method table: a single lookup pays
+ * the section and no call through the shell. */
+#define READ_METHOD(method, fn)                                                 \
+    PyObject *method(RouterObject *self, PyObject *arg)                  \
+    {                                                                           \
+        if (epoch_enter() < 0)                                                  \
+            return NULL;                                                        \
+        PyObject *result = fn(router_state(self), arg);                         \
+        epoch_exit();                                                           \
+        return result;                                                          \
+    }
 
 /* The router object a state (the object's own, or a snapshot) belongs to. */
 static inline RouterObject *router_object(RouterObject *state)

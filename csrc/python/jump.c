@@ -249,6 +249,9 @@ static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
+static READ_METHOD(jump_read_get, jump_get)
+static READ_METHOD(jump_read_get_by_hash, jump_get_by_hash)
+
 /* The bucket of each hash (node_list_route; at least one bucket), no
  * Python object changed: the count and rule read into locals once. */
 static void buckets_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
@@ -660,6 +663,8 @@ const router_family jump_family = {
     .get = jump_get,
     .get_many = jump_get_many,
     .get_by_hash = jump_get_by_hash,
+    .read_get = jump_read_get,
+    .read_get_by_hash = jump_read_get_by_hash,
     .get_many_by_hash = jump_get_many_by_hash,
     .preference = jump_preference,
     .calculate_hash = jump_calculate_hash,

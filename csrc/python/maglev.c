@@ -202,6 +202,9 @@ static PyObject *maglev_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
+static READ_METHOD(maglev_read_get, maglev_get)
+static READ_METHOD(maglev_read_get_by_hash, maglev_get_by_hash)
+
 /* The node position of each hash (node_list_route: a table is there),
  * the table read into locals once. */
 static void positions_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
@@ -658,6 +661,8 @@ const router_family maglev_family = {
     .get = maglev_get,
     .get_many = maglev_get_many,
     .get_by_hash = maglev_get_by_hash,
+    .read_get = maglev_read_get,
+    .read_get_by_hash = maglev_read_get_by_hash,
     .get_many_by_hash = maglev_get_many_by_hash,
     .preference = maglev_preference,
     .calculate_hash = maglev_calculate_hash,

@@ -237,6 +237,9 @@ static PyObject *rdv_get_by_hash(RendezvousObject *self, PyObject *hash)
     return Py_NewRef(PyTuple_GET_ITEM(self->rdv.nodes, (Py_ssize_t)winner));
 }
 
+static READ_METHOD(rdv_read_get, rdv_get)
+static READ_METHOD(rdv_read_get_by_hash, rdv_get_by_hash)
+
 /* The winners of n key views, by the engine alone (no Python object
  * touched): run without the GIL for a large batch. */
 typedef struct {
@@ -699,6 +702,8 @@ const router_family rendezvous_family = {
     .get = rdv_get,
     .get_many = rdv_get_many,
     .get_by_hash = rdv_get_by_hash,
+    .read_get = rdv_read_get,
+    .read_get_by_hash = rdv_read_get_by_hash,
     .preference = rdv_preference,
     .ownership = rdv_ownership,
     .key_distribution = rdv_key_distribution,

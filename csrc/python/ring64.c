@@ -250,6 +250,9 @@ static PyObject *ring64_get_by_hash(RouterObject *self, PyObject *hash)
     return owner_of(self, h);
 }
 
+static READ_METHOD(ring64_read_get, ring64_get)
+static READ_METHOD(ring64_read_get_by_hash, ring64_get_by_hash)
+
 /* The node position of each hash (node_list_route: the ring has points). */
 static void positions_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
 {
@@ -584,6 +587,8 @@ const router_family ring64_family = {
     .get = ring64_get,
     .get_many = ring64_get_many,
     .get_by_hash = ring64_get_by_hash,
+    .read_get = ring64_read_get,
+    .read_get_by_hash = ring64_read_get_by_hash,
     .get_many_by_hash = ring64_get_many_by_hash,
     .preference = ring64_preference,
     .calculate_hash = ring64_calculate_hash,

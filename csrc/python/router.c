@@ -25,6 +25,8 @@
  */
 #include "router.h"
 
+#include <time.h>
+
 #include "args.h"
 #include "diff.h"
 #include "get_bounded.h"
@@ -120,10 +122,6 @@ static void router_dealloc(RouterObject *self)
         if (self->current)
             free_snapshot(self->family, self->current);
     }
-#if PY_VERSION_HEX < 0x030D0000
-    if (self->lock)
-        PyThread_free_lock(self->lock);
-#endif
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -142,17 +140,18 @@ static int lock_router(RouterObject *self)
                         "a router cannot be changed from inside one of its own changes");
         return -1;
     }
-#if PY_VERSION_HEX >= 0x030D0000
+#ifdef Py_GIL_DISABLED
     PyMutex_Lock(&self->lock);
 #else
-    /* Made under the GIL with no Python code between the test and the set. */
-    if (!self->lock && !(self->lock = PyThread_allocate_lock())) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    /* With the GIL the writer field is the lock, tested and set with no
+     * Python code between: no lock call on an uncontended change.  A
+     * writer lets the GIL go only while its change runs Python code (a
+     * hash callable, a node's __str__), so another waits briefly, letting
+     * the GIL go between looks. */
+    while (self->writer != 0) {
         Py_BEGIN_ALLOW_THREADS
-        (void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        struct timespec pause = {0, 20000};
+        (void)nanosleep(&pause, NULL);
         Py_END_ALLOW_THREADS
     }
 #endif
@@ -163,10 +162,8 @@ static int lock_router(RouterObject *self)
 static void unlock_router(RouterObject *self)
 {
     __atomic_store_n(&self->writer, 0, __ATOMIC_RELAXED);
-#if PY_VERSION_HEX >= 0x030D0000
+#ifdef Py_GIL_DISABLED
     PyMutex_Unlock(&self->lock);
-#else
-    PyThread_release_lock(self->lock);
 #endif
 }
 
@@ -416,9 +413,11 @@ static PyObject *router_replace(RouterObject *self, PyObject *pairs)
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
+/* The single lookups: the family's own methods (READ_METHOD), which a
+ * one-family class calls straight from its method table (direct_methods). */
 static PyObject *router_get(RouterObject *self, PyObject *key)
 {
-    READ(PyObject *, NULL, self->family->get(state, key));
+    return self->family->read_get(self, key);
 }
 
 static PyObject *router_get_many(RouterObject *self, PyObject *keys)
@@ -428,7 +427,7 @@ static PyObject *router_get_many(RouterObject *self, PyObject *keys)
 
 static PyObject *router_get_by_hash(RouterObject *self, PyObject *hash)
 {
-    READ(PyObject *, NULL, self->family->get_by_hash(state, hash));
+    return self->family->read_get_by_hash(self, hash);
 }
 
 static PyObject *router_get_many_by_hash(RouterObject *self, PyObject *hashes)
@@ -797,16 +796,21 @@ const uint64_t *router_changes(PyObject *obj)
 typedef struct {
     PyMethodDef def; /* doc from the class */
     size_t needs;
+    /* 0, or the offset of the family's own method (METH_O, in its read
+     * section): what a one-family class's table calls instead of def's. */
+    size_t direct;
 } MasterMethod;
+
+#define DIRECT(field) offsetof(router_family, field)
 
 static const MasterMethod master_methods[RM_COUNT] = {
     [RM_ADD] = {{"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add)},
     [RM_ADD_MANY] = {{"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add_many)},
     [RM_REMOVE] = {{"remove_service_node", (PyCFunction)router_remove, METH_O, NULL}, NEEDS(remove)},
     [RM_DISCARD] = {{"discard_service_node", (PyCFunction)router_discard, METH_O, NULL}, NEEDS(remove)},
-    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get)},
+    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), DIRECT(read_get)},
     [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many)},
-    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash)},
+    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), DIRECT(read_get_by_hash)},
     [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash)},
     [RM_PREFERENCE] = {{"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(preference)},
     [RM_OWNERSHIP] = {{"ownership", (PyCFunction)router_ownership, METH_NOARGS, NULL}, NEEDS(ownership)},
@@ -876,9 +880,15 @@ static int derive_tables(size_t k)
     for (size_t i = 0; i < RM_COUNT; i++) {
         if (family_has(family, master_methods[i].needs) != (cls->methods[i] != NULL))
             goto mismatch;
+        if (cls->methods[i] && master_methods[i].direct &&
+            !family_has(family, master_methods[i].direct))
+            goto mismatch;
         if (!cls->methods[i])
             continue;
         class_methods[k][m] = master_methods[i].def;
+        if (cls->one_family && master_methods[i].direct)
+            memcpy(&class_methods[k][m].ml_meth, (const char *)family + master_methods[i].direct,
+                   sizeof class_methods[k][m].ml_meth);
         class_methods[k][m++].ml_doc = cls->methods[i];
     }
     class_methods[k][m] = (PyMethodDef){NULL, NULL, 0, NULL};

@@ -168,6 +168,9 @@ PyObject *ring32_get_by_hash(RouterObject *self, PyObject *hash)
     return Py_NewRef(((NodeEntry *)entry)->name);
 }
 
+READ_METHOD(ring32_read_get, ring32_get)
+READ_METHOD(ring32_read_get_by_hash, ring32_get_by_hash)
+
 PyObject *ring32_get_many_by_hash(RouterObject *self, PyObject *hashes)
 {
     Py_ssize_t n;

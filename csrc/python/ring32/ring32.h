@@ -122,6 +122,9 @@ uint32_t *hash_keys(RouterObject *self, PyObject *keys, Py_ssize_t *n);
 PyObject *ring32_get(RouterObject *self, PyObject *key);
 PyObject *ring32_get_many(RouterObject *self, PyObject *keys);
 PyObject *ring32_get_by_hash(RouterObject *self, PyObject *hash);
+/* Both in their read sections (family.h's READ_METHOD). */
+PyObject *ring32_read_get(RouterObject *self, PyObject *key);
+PyObject *ring32_read_get_by_hash(RouterObject *self, PyObject *hash);
 PyObject *ring32_get_many_by_hash(RouterObject *self, PyObject *hashes);
 PyObject *ring32_preference(RouterObject *self, PyObject *key, size_t n);
 PyObject *ring32_calculate_hash(RouterObject *self, PyObject *key);
