@@ -48,11 +48,14 @@ int chash_is_prime(size_t n)
  */
 /* The fill: node k's current entry is pos[2k], its skip pos[2k + 1];
  * weights (NULL: every node claims every turn) and target as in
- * chash_maglev_build_weighted().  The table is all `empty` on entry. */
+ * chash_maglev_build_weighted().  taken holds a bit an entry, all 0 on
+ * entry: a node's search reads it, not the table, so the probes stay in
+ * M / 8 bytes (8 KiB for Envoy's default table) that the first-level
+ * cache holds, where the table is M * 4 bytes.  Every entry is written
+ * once, so the table needs no fill beforehand. */
 static void maglev_fill(size_t *pos, const double *weights, double *target, double max_weight,
-                        size_t nnodes, uint32_t *table, size_t table_size)
+                        size_t nnodes, uint32_t *table, uint64_t *taken, size_t table_size)
 {
-    const uint32_t empty = UINT32_MAX; /* never a node index: nnodes <= UINT32_MAX */
     size_t filled = 0;
     for (double turn = 1.0; filled < table_size; turn += 1.0) {
         for (size_t k = 0; k < nnodes && filled < table_size; k++) {
@@ -62,18 +65,29 @@ static void maglev_fill(size_t *pos, const double *weights, double *target, doub
                 target[k] += max_weight;
             }
             size_t entry = pos[2 * k];
-            while (table[entry] != empty) {
+            while (taken[entry >> 6] >> (entry & 63) & 1) {
                 /* entry, skip < M <= 2**30: the sum cannot overflow. */
                 entry += pos[2 * k + 1];
                 if (entry >= table_size)
                     entry -= table_size;
             }
+            taken[entry >> 6] |= (uint64_t)1 << (entry & 63);
             table[entry] = (uint32_t)k;
             filled++;
             entry += pos[2 * k + 1];
             pos[2 * k] = entry >= table_size ? entry - table_size : entry;
         }
     }
+}
+
+/* The bitmap maglev_fill() reads, all 0; NULL when out of memory. */
+static uint64_t *taken_bits(size_t table_size)
+{
+    size_t words = table_size / 64 + 1;
+    uint64_t *taken = CHASH_MALLOC(words * sizeof *taken);
+    if (taken)
+        memset(taken, 0, words * sizeof *taken);
+    return taken;
 }
 
 int chash_maglev_build(const uint64_t *nodes, size_t nnodes, uint32_t *table, size_t table_size)
@@ -85,16 +99,18 @@ int chash_maglev_build(const uint64_t *nodes, size_t nnodes, uint32_t *table, si
     if (nnodes > SIZE_MAX / (2 * sizeof(size_t)))
         return CHASH_ENOMEM;
     size_t *pos = CHASH_MALLOC(2 * nnodes * sizeof *pos);
-    if (!pos)
+    uint64_t *taken = pos ? taken_bits(table_size) : NULL;
+    if (!taken) {
+        CHASH_FREE(pos);
         return CHASH_ENOMEM;
+    }
     for (size_t k = 0; k < nnodes; k++) {
         pos[2 * k] = (size_t)(chash_mix64(nodes[k] ^ MAGLEV_OFFSET_SALT) % table_size);
         pos[2 * k + 1] = (size_t)(chash_mix64(nodes[k] ^ MAGLEV_SKIP_SALT) % (table_size - 1)) + 1;
     }
-    for (size_t e = 0; e < table_size; e++)
-        table[e] = UINT32_MAX;
-    maglev_fill(pos, NULL, NULL, 0.0, nnodes, table, table_size);
+    maglev_fill(pos, NULL, NULL, 0.0, nnodes, table, taken, table_size);
     CHASH_FREE(pos);
+    CHASH_FREE(taken);
     return CHASH_OK;
 }
 
@@ -123,7 +139,8 @@ int chash_maglev_build_weighted(const uint64_t *offsets, const uint64_t *skips,
         return CHASH_ENOMEM;
     size_t *pos = CHASH_MALLOC(2 * nnodes * sizeof *pos);
     double *target = CHASH_MALLOC(nnodes * sizeof *target);
-    if (!pos || !target) {
+    uint64_t *taken = pos && target ? taken_bits(table_size) : NULL;
+    if (!taken) {
         CHASH_FREE(pos);
         CHASH_FREE(target);
         return CHASH_ENOMEM;
@@ -133,11 +150,10 @@ int chash_maglev_build_weighted(const uint64_t *offsets, const uint64_t *skips,
         pos[2 * k + 1] = (size_t)skips[k];
         target[k] = 0.0;
     }
-    for (size_t e = 0; e < table_size; e++)
-        table[e] = UINT32_MAX;
-    maglev_fill(pos, weights, target, max_weight, nnodes, table, table_size);
+    maglev_fill(pos, weights, target, max_weight, nnodes, table, taken, table_size);
     CHASH_FREE(pos);
     CHASH_FREE(target);
+    CHASH_FREE(taken);
     return CHASH_OK;
 }
 

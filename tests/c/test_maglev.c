@@ -183,14 +183,14 @@ static void test_errors(void)
     const char *empty[2] = {"", ""};
     hosts e = make_hosts(empty, NULL, 2);
     CHECK(build(&e, 17, table, counts) == CHASH_EEXIST);
-    /* Each allocation failing in turn: four of the build's, two of the
-     * fill's; then none. */
+    /* Each allocation failing in turn: four of the build's, three of the
+     * fill's (positions, targets, the taken bits); then none. */
     hosts basic = make_hosts(PORTS, NULL, 4);
-    for (long fail = 0; fail < 6; fail++) {
+    for (long fail = 0; fail < 7; fail++) {
         fail_countdown = fail;
         CHECK(build(&basic, 17, table, counts) == CHASH_ENOMEM);
     }
-    fail_countdown = 6;
+    fail_countdown = 7;
     CHECK(build(&basic, 17, table, counts) == CHASH_OK);
     fail_countdown = -1;
 }
