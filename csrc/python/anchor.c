@@ -346,10 +346,23 @@ static PyObject *owner_of(const RouterObject *self, uint64_t h)
     return Py_NewRef(self->anchor.by_bucket[b]);
 }
 
+/* The key's hash and a hash argument's value, read with the object's own
+ * settings (what HASHED_READ_METHOD asks); 0, or -1 with an exception. */
+static int hash_of_key(const RouterObject *self, PyObject *key, uint64_t *h)
+{
+    return key_hash(self, key, h);
+}
+
+static int hash_of_arg(const RouterObject *self, PyObject *hash, uint64_t *h)
+{
+    (void)self;
+    return parse_hash_arg(hash, 64, LAYOUT, h);
+}
+
 static PyObject *anchor_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
-    if (key_hash(self, key, &h) < 0)
+    if (hash_of_key(self, key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -357,13 +370,13 @@ static PyObject *anchor_get(RouterObject *self, PyObject *key)
 static PyObject *anchor_get_by_hash(RouterObject *self, PyObject *hash)
 {
     uint64_t h;
-    if (parse_hash_arg(hash, 64, LAYOUT, &h) < 0)
+    if (hash_of_arg(self, hash, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
 
-static READ_METHOD(anchor_read_get, anchor_get)
-static READ_METHOD(anchor_read_get_by_hash, anchor_get_by_hash)
+static HASHED_READ_METHOD(anchor_read_get, hash_of_key, owner_of)
+static HASHED_READ_METHOD(anchor_read_get_by_hash, hash_of_arg, owner_of)
 
 /* The owner of each of n hashes (a PyMem buffer, freed here; NULL: the
  * exception set while making it), as a list.  The loop runs no Python

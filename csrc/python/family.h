@@ -394,6 +394,38 @@ static inline RouterObject *router_state(RouterObject *self)
         return result;                                                          \
     }
 
+/* Defines method(self, arg) for a family whose lookups are one 64-bit
+ * hash: hash(self, arg, &h) (0 or -1), computed with the object's own
+ * settings (plain values no change or release touches), then owner(state,
+ * h) on the published state, which reads it and runs no Python code.  The
+ * hash comes first, so Python code it runs (a key's __str__, an int's
+ * __index__) runs outside any read section.  With the GIL nothing else
+ * runs between the load of the state and the answer, so no writer can
+ * change or free it meanwhile: no section is needed, and the lookup costs
+ * what it did before routers were shared without the GIL.  Without the
+ * GIL, the section of epoch.h around the load and the answer. */
+#ifdef Py_GIL_DISABLED
+#define HASHED_READ_METHOD(method, hash, owner)                                 \
+    PyObject *method(RouterObject *self, PyObject *arg)                         \
+    {                                                                           \
+        uint64_t h_;                                                            \
+        if (hash(self, arg, &h_) < 0 || epoch_enter() < 0)                      \
+            return NULL;                                                        \
+        PyObject *result = owner(router_state(self), h_);                       \
+        epoch_exit();                                                           \
+        return result;                                                          \
+    }
+#else
+#define HASHED_READ_METHOD(method, hash, owner)                                 \
+    PyObject *method(RouterObject *self, PyObject *arg)                         \
+    {                                                                           \
+        uint64_t h_;                                                            \
+        if (hash(self, arg, &h_) < 0)                                           \
+            return NULL;                                                        \
+        return owner(router_state(self), h_);                                   \
+    }
+#endif
+
 /* The router object a state (the object's own, or a snapshot) belongs to. */
 static inline RouterObject *router_object(RouterObject *state)
 {

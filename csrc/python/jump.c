@@ -233,10 +233,22 @@ static PyObject *owner_of(const RouterObject *self, uint64_t h)
     return Py_NewRef(node_list_at(&self->jump.list, chash_jump_by(self->jump.rule, h, n)));
 }
 
+/* The key's hash and a hash argument's value, read with the object's own
+ * settings (what HASHED_READ_METHOD asks); 0, or -1 with an exception. */
+static int hash_of_key(const RouterObject *self, PyObject *key, uint64_t *h)
+{
+    return key_hash(self, key, h);
+}
+
+static int hash_of_arg(const RouterObject *self, PyObject *hash, uint64_t *h)
+{
+    return parse_hash_arg(hash, 64, layout_name(self), h);
+}
+
 static PyObject *jump_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
-    if (key_hash(self, key, &h) < 0)
+    if (hash_of_key(self, key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -244,13 +256,13 @@ static PyObject *jump_get(RouterObject *self, PyObject *key)
 static PyObject *jump_get_by_hash(RouterObject *self, PyObject *hash)
 {
     uint64_t h;
-    if (parse_hash_arg(hash, 64, layout_name(self), &h) < 0)
+    if (hash_of_arg(self, hash, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
 
-static READ_METHOD(jump_read_get, jump_get)
-static READ_METHOD(jump_read_get_by_hash, jump_get_by_hash)
+static HASHED_READ_METHOD(jump_read_get, hash_of_key, owner_of)
+static HASHED_READ_METHOD(jump_read_get_by_hash, hash_of_arg, owner_of)
 
 /* The bucket of each hash (node_list_route; at least one bucket), no
  * Python object changed: the count and rule read into locals once. */

@@ -186,10 +186,24 @@ static PyObject *owner_of(const RouterObject *self, uint64_t h)
     return Py_NewRef(node_list_at(&self->mg.list, self->mg.table[table_mod(self, h)]));
 }
 
+/* The key's hash and a hash argument's value, read with the object's own
+ * settings (what HASHED_READ_METHOD asks); 0, or -1 with an exception. */
+static int hash_of_key(const RouterObject *self, PyObject *key, uint64_t *h)
+{
+    (void)self; /* one hash for every router of the family */
+    return key_hash64(key, h);
+}
+
+static int hash_of_arg(const RouterObject *self, PyObject *hash, uint64_t *h)
+{
+    (void)self;
+    return parse_hash_arg(hash, 64, "maglev", h);
+}
+
 static PyObject *maglev_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
-    if (key_hash64(key, &h) < 0)
+    if (hash_of_key(self, key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -197,13 +211,13 @@ static PyObject *maglev_get(RouterObject *self, PyObject *key)
 static PyObject *maglev_get_by_hash(RouterObject *self, PyObject *hash)
 {
     uint64_t h;
-    if (parse_hash_arg(hash, 64, "maglev", &h) < 0)
+    if (hash_of_arg(self, hash, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
 
-static READ_METHOD(maglev_read_get, maglev_get)
-static READ_METHOD(maglev_read_get_by_hash, maglev_get_by_hash)
+static HASHED_READ_METHOD(maglev_read_get, hash_of_key, owner_of)
+static HASHED_READ_METHOD(maglev_read_get_by_hash, hash_of_arg, owner_of)
 
 /* The node position of each hash (node_list_route: a table is there),
  * the table read into locals once. */

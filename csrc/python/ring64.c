@@ -234,10 +234,23 @@ static PyObject *owner_of(RouterObject *self, uint64_t h)
     return Py_NewRef(node_list_at(&self->r64.list, k));
 }
 
+/* The key's hash and a hash argument's value, read with the object's own
+ * settings (what HASHED_READ_METHOD asks); 0, or -1 with an exception. */
+static int hash_of_key(const RouterObject *self, PyObject *key, uint64_t *h)
+{
+    (void)self; /* one hash for every router of the family */
+    return key_hash64(key, h);
+}
+
+static int hash_of_arg(const RouterObject *self, PyObject *hash, uint64_t *h)
+{
+    return parse_hash_arg(hash, 64, layout_name(self), h);
+}
+
 static PyObject *ring64_get(RouterObject *self, PyObject *key)
 {
     uint64_t h;
-    if (key_hash64(key, &h) < 0)
+    if (hash_of_key(self, key, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
@@ -245,13 +258,13 @@ static PyObject *ring64_get(RouterObject *self, PyObject *key)
 static PyObject *ring64_get_by_hash(RouterObject *self, PyObject *hash)
 {
     uint64_t h;
-    if (parse_hash_arg(hash, 64, layout_name(self), &h) < 0)
+    if (hash_of_arg(self, hash, &h) < 0)
         return NULL;
     return owner_of(self, h);
 }
 
-static READ_METHOD(ring64_read_get, ring64_get)
-static READ_METHOD(ring64_read_get_by_hash, ring64_get_by_hash)
+static HASHED_READ_METHOD(ring64_read_get, hash_of_key, owner_of)
+static HASHED_READ_METHOD(ring64_read_get_by_hash, hash_of_arg, owner_of)
 
 /* The node position of each hash (node_list_route: the ring has points). */
 static void positions_of(const void *owner, const uint64_t *hashes, size_t n, uint32_t *positions)
