@@ -114,9 +114,9 @@ class MembershipState:
         keeps its verdicts), ``remove`` drops it with its reason and
         verdict, ``disable`` gives it the reason ``value``, ``enable`` drops
         that.  The position is this one's (the store bumps the version).
-        None where the store would refuse the change: an unknown action, a
-        node the ring does not hold (other than for ``add``), a weight that
-        is not a positive finite number."""
+        None for a change that is never written: an unknown action, a node
+        the ring does not hold (other than for ``add``), a weight that is
+        not a positive finite number."""
         weights, disabled, down = dict(self.weights), dict(self.disabled), dict(self.down)
         if action == "add":
             try:

@@ -218,3 +218,25 @@ def test_a_weight_the_router_refuses_stamps_the_record_unchanged() -> None:
     assert advance(held, "xxh64", dict.fromkeys(NODES, 1.0), dict.fromkeys(NODES[:7], 1.0)) \
         == record(anchor_of([("add", n) for n in NODES] + [("remove", "n7")]))
     assert advance("0123456789abcdef", "xxh64", {}, {}) is None
+
+
+def test_the_state_after_a_write_is_the_one_the_stores_make() -> None:
+    c = core()
+    ring = StoredRing("e1", 3, c.config, nodes={"a": "1.0", "b": "1.0", "c": "1.0"},
+                      order={"a": "1", "b": "2", "c": "3"}, disabled={"b": "m"},
+                      down={"c": '{"r": "boom", "n": 1, "l": 1, "t": 0}'}, zones={"a": "east"})
+    state = c.read_state(ring)
+    assert state.ring() == {"a": 1.0}
+    enabled = state.after_write("enable", "b")
+    assert enabled is not None and enabled.ring() == {"a": 1.0, "b": 1.0}
+    removed = state.after_write("remove", "a")
+    assert removed is not None and (dict(removed.weights), dict(removed.zones)) == (
+        {"b": 1.0, "c": 1.0}, {})
+    added = state.after_write("add", "a", "1.0")  # a re-add keeps its place and zone
+    assert added is not None and list(added.weights) == ["a", "b", "c"] and added.zones
+    readded = state.after_write("add", "z", "1.0")
+    assert readded is not None and list(readded.ring()) == ["a", "z"]  # c stays down
+    assert (readded.epoch, readded.version) == ("e1", 3)
+    for refused in [("move", "a", ""), ("remove", "zz", ""), ("add", "z", "-1.0"),
+                    ("add", "z", "nan"), ("add", "z", "heavy")]:
+        assert state.after_write(*refused) is None, refused
