@@ -15,6 +15,9 @@ removals, then adds in the ring's add order, so a removal moves only the
 removed node's keys and a re-add of the last removed node moves them
 back) and stamps the result; one whose stamp lost the race adopts the
 winner's.  So at every version every instance routes every key alike.
+An operator's write computes the record of the version it makes
+(``advance``: the stamped record moved by its one change) and the store
+stamps it with the change, so such a version is never read unstamped.
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from chash._chash import AnchorRouter
 
-__all__ = ["RECORD_PREFIX", "converge", "read_record", "record"]
+if TYPE_CHECKING:
+    from chash._chash import HashName
+
+__all__ = ["RECORD_PREFIX", "advance", "converge", "read_record", "record"]
 
 #: What starts an anchor record (a plain fingerprint is 16 hex digits).
 RECORD_PREFIX = "anchor1 "
@@ -98,3 +105,22 @@ def converge(router: AnchorRouter, wanted: Mapping[str, float],
             continue
         added.append(node)
     return added, removed, rejected
+
+
+def advance(text: str, hash: HashName, held: Mapping[str, float],
+            wanted: Mapping[str, float]) -> str | None:
+    """The record a router holding the record ``text`` (whose nodes are
+    ``held``'s) has once moved to ``wanted`` (``converge``): what an
+    instance applying the next version from ``text`` computes, so what a
+    writer stamps with its change.  The router is rebuilt from ``text``
+    (with ``hash``), never taken from an instance.  None if ``text`` is no
+    such record."""
+    found = read_record(text, held)
+    if found is None:
+        return None
+    try:
+        router = AnchorRouter.from_state(found[0], found[1], hash=hash)
+    except ValueError:
+        return None
+    converge(router, wanted)
+    return record(router)

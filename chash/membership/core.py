@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chash._chash import AnchorRouter, ConsistentHashRouter
-from chash.membership.anchor import converge, read_record, record
+from chash.membership.anchor import advance, converge, read_record, record
 from chash.membership.settings import MembershipSettings, default_reporter
 from chash.membership.state import (
     HealthVerdict,
@@ -49,7 +49,7 @@ from chash.membership.state import (
     StoredRing,
     text,
 )
-from chash.membership.store import Seed, Sweep, Vote, Write
+from chash.membership.store import Seed, Sweep, Vote, Write, WriteStamp
 
 __all__ = ["MembershipCore", "SharedRouter", "check_router"]
 
@@ -299,8 +299,33 @@ class MembershipCore:
 
     def write_call(self, op: str, node: str, value: str = "", force: bool = False,
                    zone: str | None = None) -> Write:
-        """The ``Write`` of an operator's change."""
-        return Write(op, node, self.config, value, force, zone)
+        """The ``Write`` of an operator's change, with the stamp of the
+        version it makes (``stamp_after``) when there is one."""
+        return Write(op, node, self.config, value, force, zone, self.stamp_after(op, node, value))
+
+    def stamp_after(self, op: str, node: str, value: str = "") -> WriteStamp | None:
+        """The record an anchor router holds after the change (``op``,
+        ``node``, ``value``, as ``write_call`` takes them), computed from the
+        record stamped for the state applied and the ring the change leaves
+        (``MembershipState.after_write``, ``anchor.advance``): what every
+        instance stepping from that record computes, so the store may stamp
+        it with the change.  None with another router, before a state is
+        applied, when the router does not hold the stamped record of the
+        state applied (``canonical``: it stamps nothing then either), or
+        when the store would refuse the change."""
+        with self._lock:
+            router, state, held = self.router, self._state, self._record
+            if not isinstance(router, AnchorRouter) or state is None or state.epoch is None \
+                    or held is None or not self.canonical:
+                return None
+            after = state.after_write(op, node, value)
+            if after is None:
+                return None
+            digest = advance(held, router.hash,
+                             {n: w for n, w in state.ring().items() if w == 1.0}, after.ring())
+            if digest is None:
+                return None
+            return WriteStamp(state.epoch, state.version, digest)
 
     def may_seed(self, damaged: bool) -> bool:
         """Whether this instance may create the ring (it synced, or was told

@@ -15,9 +15,11 @@ operations, and the protocol is tested once with records alone.
 What the protocol guarantees (docs/membership.md has the why):
 
 * agreement is checked on content: every applied version is stamped with
-  the ring's ``router.fingerprint()`` in the store, and the periodic check
-  compares it; the store seen going back, or holding another ring at the
-  version applied, starts a new epoch, which every instance then reads;
+  the ring's ``router.fingerprint()`` in the store (an anchor router's
+  record, by an operator's write in the same step as its change where it
+  can), and the periodic check compares it; the store seen going back, or
+  holding another ring at the version applied, starts a new epoch, which
+  every instance then reads;
 * only an instance that synced (or one told to bootstrap) creates the
   ring; the others wait, and their writes raise ``RingMissingError``;
 * a write that committed never reports failure: what fails after the
@@ -164,7 +166,10 @@ def _stamp(core: MembershipCore, state: MembershipState, digest: str | None,
     stamps nothing right after applying it (``eager``): an instance that
     made the one change from the previous version stamps it, so that a
     removal moves only the removed node's keys; the periodic check stamps
-    a version nobody stamped within an interval."""
+    a version nobody stamped within an interval.  A version an operator's
+    write made from the stamped record is stamped by that write itself
+    (``write``), so this rule only covers the versions of health verdicts
+    (``Vote``, ``Sweep``) and of writes made from elsewhere."""
     if (state.epoch, state.version) != core.position:
         return  # another thread applied a newer state meanwhile
     if digest is None and eager and core.records and not core.stepped:
@@ -239,7 +244,15 @@ def write(core: MembershipCore, op: str, node: str, value: str = "",
     node's); the local router has it on return.  Returns
     the version it was committed at (the ring's version, if it changed
     nothing).  Raises before writing (KeyError, ValueError,
-    RingMissingError, store errors), never after the write committed."""
+    RingMissingError, store errors), never after the write committed.
+
+    An anchor router holding the record stamped for the ring's position
+    sends the record of the version its change makes with the ``Write``
+    (``MembershipCore.stamp_after``); the store stamps it in the same
+    step if the ring was still at that position, so no instance ever
+    reads that version unstamped (one that missed versions adopts it
+    instead of stamping its own mapping).  Otherwise the version is
+    stamped as any other (``_stamp``)."""
     if not isinstance(node, str) or not isinstance(value, str):
         raise TypeError("node and reason must be str")
     if zone is not None and not isinstance(zone, str):

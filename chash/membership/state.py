@@ -15,8 +15,10 @@ read in ``chash.membership.redis.codec``).
 from __future__ import annotations
 
 import json
+import math
+import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Change", "HealthVerdict", "MembershipState", "NoRing", "NoSuchNode",
            "NotReplicatedError", "OtherConfig", "Outcome", "Position", "Refused", "RingHead",
@@ -103,6 +105,41 @@ class MembershipState:
         """The nodes to health-check: all but those an operator disabled."""
         return {node: weight for node, weight in self.weights.items()
                 if node not in self.disabled}
+
+    def after_write(self, action: str, node: str, value: str = "") -> MembershipState | None:
+        """The ring as an operator's change (``chash.membership.store.Write``:
+        ``action`` with ``node`` and ``value``) leaves it, as the stores make
+        it: an ``add`` gives ``node`` the weight ``value`` (a new node goes
+        last in the add order, a reweighed one keeps its place, either
+        keeps its verdicts), ``remove`` drops it with its reason and
+        verdict, ``disable`` gives it the reason ``value``, ``enable`` drops
+        that.  The position is this one's (the store bumps the version).
+        None for a change that is never written: an unknown action, a node
+        the ring does not hold (other than for ``add``), a weight that is
+        not a positive finite number."""
+        weights, disabled, down = dict(self.weights), dict(self.disabled), dict(self.down)
+        if action == "add":
+            try:
+                weight = float(value)
+            except ValueError:
+                return None
+            if not math.isfinite(weight) or weight <= 0:
+                return None
+            weights[node] = weight
+        elif action not in ("remove", "disable", "enable") or node not in weights:
+            return None
+        elif action == "remove":
+            for part in (weights, disabled, down):
+                part.pop(node, None)
+        elif action == "disable":
+            disabled[node] = value
+        else:
+            disabled.pop(node, None)
+        return replace(self, weights=types.MappingProxyType(weights),
+                       disabled=types.MappingProxyType(disabled),
+                       down=types.MappingProxyType(down),
+                       zones=types.MappingProxyType({n: z for n, z in self.zones.items()
+                                                     if n in weights}))
 
 
 # -- the stores' replies --------------------------------------------------------

@@ -15,9 +15,9 @@ operation       does                                             replies
 ``Stamp``       records the digest of a version, if none is      whether it stamped
 ``Reepoch``     starts a new epoch where the ring was seen       ``Outcome`` or ``NoRing``
 ``Seed``        creates the ring if absent (or restores it)      ``Outcome`` or ``NoRing``
-``Write``       an operator's change                             ``Outcome``, ``NoRing``,
-                                                                 ``NoSuchNode``, ``Refused``
-                                                                 or ``OtherConfig``
+``Write``       an operator's change (and the new version's      ``Outcome``, ``NoRing``,
+                digest, if it was computed at the position the   ``NoSuchNode``, ``Refused``
+                change is made at)                               or ``OtherConfig``
 ``Vote``        one reporter's health verdicts                   ``Outcome`` or ``NoRing``
 ``Sweep``       expires votes (withdrawing one reporter's)       ``Outcome`` or ``NoRing``
 ``History``     reads the last changes, oldest first             a tuple of ``Change``, or
@@ -63,7 +63,7 @@ from chash.membership.state import (
 __all__ = ["HISTORY_LENGTH", "Announcement", "AsyncStore", "AsyncSubscription", "History",
            "NoPubSub", "Notice", "Operation", "ReadConfig", "ReadHead", "ReadRing", "Reepoch",
            "Seed", "Stamp", "Store",
-           "Subscription", "SubscriptionLost", "Sweep", "Vote", "Write"]
+           "Subscription", "SubscriptionLost", "Sweep", "Vote", "Write", "WriteStamp"]
 
 R = TypeVar("R", covariant=True)
 T = TypeVar("T")
@@ -141,6 +141,16 @@ class Seed(Operation[Outcome | NoRing]):
 
 
 @dataclass(frozen=True)
+class WriteStamp:
+    """What a ``Write`` stamps on the version it makes: ``digest``, which
+    the writer computed with the ring at (``epoch``, ``version``)."""
+
+    epoch: str
+    version: int
+    digest: str
+
+
+@dataclass(frozen=True)
 class Write(Operation[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]):
     """An operator's change of ``node``: ``action`` is ``add`` (or reweigh:
     ``value`` is the weight as stored), ``remove``, ``disable`` (``value``
@@ -149,7 +159,14 @@ class Write(Operation[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]):
     half of the nodes in service unless ``force``.  ``zone`` is for
     ``add``: the node's zone (an empty one clears it); None keeps the zone
     a node has, and gives a new node none.  A new zone alone is a change
-    (its own history entry, ``zone``)."""
+    (its own history entry, ``zone``).
+
+    ``stamp``, if given, is the digest of the version the change makes
+    (an anchor router's record, ``chash.membership.anchor``), computed at
+    the ring's position before it: the store records it with the change,
+    in the same atomic step, only if the ring was at exactly that position
+    and the change bumped the version; otherwise it writes as without
+    one."""
 
     action: str
     node: str
@@ -157,6 +174,7 @@ class Write(Operation[Outcome | NoRing | NoSuchNode | Refused | OtherConfig]):
     value: str = ""
     force: bool = False
     zone: str | None = None
+    stamp: WriteStamp | None = None
 
 
 @dataclass(frozen=True)

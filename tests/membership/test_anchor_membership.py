@@ -4,7 +4,8 @@ removals of middle nodes, re-adds, health verdicts and an instance that
 restarts and misses changes, every instance holds the same state() and
 routes every key alike, a removal moves only the removed node's keys and
 a re-add moves them back (chash.membership.anchor: the record stamped
-under each version)."""
+under each version); an operator's write stamps its version with its
+change, so an instance that missed versions adopts the writer's mapping."""
 from __future__ import annotations
 
 import json
@@ -21,6 +22,8 @@ from _support.redis_server import RedisServer, emptied_client, running_server
 from _support.waiting import wait_until
 from chash import AnchorRouter
 from chash.membership.anchor import read_record, record
+from chash.membership.state import RingHead
+from chash.membership.store import Operation, ReadHead, Stamp, Write
 
 FAST = {"resync_interval": 0.3, "vote_ttl": 1.0}
 KEYS = [f"user-{i}" for i in range(4000)]
@@ -189,3 +192,70 @@ def test_an_instance_that_computed_another_mapping_adopts_the_stamped_one(make: 
     b.add_service_node("intruder")
     wait_until(lambda: b == a, timeout=20)
     assert b.get_target_nodes(KEYS) == a.get_target_nodes(KEYS)
+
+
+def anchor_of(history: list[tuple[str, str]]) -> AnchorRouter:
+    """A router through ``history`` ((add|remove, node)), one step at a time."""
+    r = AnchorRouter()
+    for op, node in history:
+        (r.add_service_node if op == "add" else r.remove_service_node)(node)
+    return r
+
+
+def test_a_write_stamps_its_version_with_the_change_so_an_instance_behind_adopts_it(
+        make: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The race of a loaded machine made certain: the writer's own stamp,
+    # the separate call after its write, never arrives (as if later than
+    # the check interval), while another instance, several versions
+    # behind, catches up.  The versions the writer makes carry its record
+    # already, so that instance adopts it instead of stamping its own.
+    a, b = AnchorRouter(), AnchorRouter()
+    writer = make(a, bootstrap=True)
+    history = [("add", f"n{i}") for i in range(10)]
+    for _, node in history:
+        writer.add_node(node)
+    behind = make(b)
+    before = settle([a, b], [writer, behind])
+    assert a == anchor_of(history)
+    behind.stop()  # it stays at this version, following nothing
+    left_at = behind.state.version
+
+    store = writer._store
+    perform = store.run
+    sent: list[Operation[Any]] = []
+
+    def late_stamps(operation: Operation[Any]) -> Any:
+        sent.append(operation)
+        if isinstance(operation, Stamp):
+            raise TimeoutError("the writer's stamp is late")
+        return perform(operation)
+
+    monkeypatch.setattr(store, "run", late_stamps)
+    calls = {"remove": writer.remove_node, "add": writer.add_node,
+             "disable": writer.disable_node}
+    for op, node in [("remove", "n2"), ("add", "n10"), ("remove", "n8"), ("disable", "n1")]:
+        mapped = a.get_target_nodes(KEYS)
+        version = calls[op](node)
+        history.append(("add" if op == "add" else "remove", node))
+        expected = anchor_of(history)  # one change from the record before
+        head = perform(ReadHead())
+        assert isinstance(head, RingHead)
+        assert (head.version, head.digest) == (version, record(expected))  # stamped with it
+        assert a == expected
+        moved = [(x, y) for x, y in zip(mapped, a.get_target_nodes(KEYS), strict=True) if x != y]
+        assert moved and all(node in (x, y) for x, y in moved)  # only the changed node's keys
+    writes = [operation for operation in sent if isinstance(operation, Write)]
+    assert len(writes) == 4 and all(w.stamp is not None for w in writes)
+
+    # the instance behind catches up over the four versions, then checks
+    assert behind.state.version == left_at == version - 4
+    behind.refresh()
+    behind.refresh()
+    assert b == a == expected and b.bucket_of("n10") == 2  # n2's id, as the writer gave it
+    caught_up = b.get_target_nodes(KEYS)
+    assert caught_up == a.get_target_nodes(KEYS)
+    assert all(x == y or x in ("n1", "n2", "n8") or y == "n10"
+               for x, y in zip(before, caught_up, strict=True))
+    head = perform(ReadHead())
+    assert isinstance(head, RingHead) and head.digest == record(expected)
+    assert not any(isinstance(operation, Stamp) for operation in sent)  # never needed

@@ -4,21 +4,24 @@ version is the router's record (chash.membership.anchor); an instance
 adopts a stamped record, stamps the one change it made from the previous
 version's record, does not stamp a version it reached over several
 changes until its periodic check finds it still unstamped, and adopts the
-winner's record when its stamp lost."""
+winner's record when its stamp lost.  An operator's write from the stamped
+record carries the record of the version it makes (``Write.stamp``), for
+the store to stamp with the change."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from test_membership_protocol import Driver
 
 from chash import AnchorRouter
-from chash.membership.anchor import converge, read_record, record
+from chash.membership.anchor import advance, converge, read_record, record
 from chash.membership.core import MembershipCore
-from chash.membership.protocol import check, pull
+from chash.membership.protocol import check, pull, write
 from chash.membership.settings import MembershipSettings
-from chash.membership.state import RingHead, StoredRing
-from chash.membership.store import ReadHead, ReadRing, Stamp
+from chash.membership.state import NoSuchNode, Outcome, RingHead, StoredRing
+from chash.membership.store import ReadHead, ReadRing, Stamp, Write, WriteStamp
 
 NODES = [f"n{i}" for i in range(8)]
 
@@ -135,3 +138,105 @@ def test_records_read_back_and_refuse_damage() -> None:
     for damaged in bad:
         assert read_record(damaged, wanted) is None, damaged
     assert read_record(text, {**wanted, "extra": 1.0}) is None
+
+
+def in_step(history: list[tuple[str, str]], version: int = 3) -> MembershipCore:
+    """A core that applied ``version`` of ring e1 with the record of
+    ``history`` stamped (so it holds the stamped record)."""
+    c = core()
+    shared = anchor_of(history)
+    Driver([stored(c, version, shared.nodes, digest=record(shared), order=NODES)]).run(pull(c))
+    assert c.canonical
+    return c
+
+
+@pytest.mark.parametrize(("op", "node", "value", "then"), [
+    ("remove", "n3", "", [("remove", "n3")]),
+    ("disable", "n6", "maintenance", [("remove", "n6")]),
+    ("add", "x", "1.0", [("add", "x")]),
+], ids=["remove", "disable", "add"])
+def test_a_write_carries_the_record_of_the_version_it_makes(
+        op: str, node: str, value: str, then: list[tuple[str, str]]) -> None:
+    adds = [("add", n) for n in NODES]
+    c = in_step(adds)
+    keys = [f"k{i}" for i in range(500)]
+    before = c.router.get_target_nodes(keys)
+    after = anchor_of(adds + then)  # the one change, made from the stamped record
+    live = after.nodes
+    # the store stamped it with the change: reading it back adopts it, no Stamp
+    disabled = {"n6": "maintenance"} if op == "disable" else {}
+    back = StoredRing("e1", 4, c.config, nodes={n: "1.0" for n in [*live, *disabled]},
+                      order={n: str(i) for i, n in enumerate([*NODES, "x"], 1)},
+                      disabled=disabled, digest=record(after))
+    d = Driver([Outcome(True, ("e1", 4)), back])
+    assert d.run(write(c, op, node, value)) == 4
+    assert d.calls[0] == Write(op, node, c.config, value,
+                               stamp=WriteStamp("e1", 3, record(after)))
+    assert d.kinds == [Write, ReadRing]
+    assert c.router == after and c.canonical
+    moved = [(b, a) for b, a in zip(before, c.router.get_target_nodes(keys), strict=True)
+             if b != a]
+    assert moved and all(b == node or a == node for b, a in moved)
+
+
+def test_the_write_after_a_re_add_gives_back_the_id_removed_last() -> None:
+    adds = [("add", n) for n in NODES]
+    c = in_step([*adds, ("remove", "n2"), ("remove", "n5")])
+    d = Driver([Outcome(True, ("e1", 4)), RuntimeError("read back later")])
+    d.run(write(c, "add", "n2", "1.0"))
+    call = d.calls[0]
+    assert isinstance(call, Write)
+    stamp = call.stamp
+    expected = anchor_of([*adds, ("remove", "n2"), ("remove", "n5"), ("add", "n2")])
+    assert stamp == WriteStamp("e1", 3, record(expected)) and expected.bucket_of("n2") == 5
+
+
+def test_a_write_carries_no_stamp_unless_the_router_holds_the_stamped_record() -> None:
+    c = core()
+    Driver([stored(c, 3, NODES, digest=record(anchor_of([("add", n) for n in NODES])))]).run(
+        pull(c))
+    rest = [n for n in NODES if n not in ("n1", "n6")]
+    Driver([stored(c, 5, rest, order=NODES)]).run(pull(c))  # 3 -> 5, nobody stamped 5
+    assert not c.canonical
+    d = Driver([NoSuchNode()])
+    with pytest.raises(KeyError):
+        d.run(write(c, "remove", "n3"))
+    assert d.calls == [Write("remove", "n3", c.config)]
+    # in step, a change the store would refuse carries none either
+    c = in_step([("add", n) for n in NODES])
+    d = Driver([NoSuchNode()])
+    with pytest.raises(KeyError):
+        d.run(write(c, "remove", "nowhere"))
+    assert d.calls == [Write("remove", "nowhere", c.config)]
+
+
+def test_a_weight_the_router_refuses_stamps_the_record_unchanged() -> None:
+    c = in_step([("add", n) for n in NODES])
+    assert isinstance(c.router, AnchorRouter)
+    held = record(c.router)
+    assert c.stamp_after("add", "heavy", "2.0") == WriteStamp("e1", 3, held)
+    assert advance(held, "xxh64", dict.fromkeys(NODES, 1.0), dict.fromkeys(NODES[:7], 1.0)) \
+        == record(anchor_of([("add", n) for n in NODES] + [("remove", "n7")]))
+    assert advance("0123456789abcdef", "xxh64", {}, {}) is None
+
+
+def test_the_state_after_a_write_is_the_one_the_stores_make() -> None:
+    c = core()
+    ring = StoredRing("e1", 3, c.config, nodes={"a": "1.0", "b": "1.0", "c": "1.0"},
+                      order={"a": "1", "b": "2", "c": "3"}, disabled={"b": "m"},
+                      down={"c": '{"r": "boom", "n": 1, "l": 1, "t": 0}'}, zones={"a": "east"})
+    state = c.read_state(ring)
+    assert state.ring() == {"a": 1.0}
+    enabled = state.after_write("enable", "b")
+    assert enabled is not None and enabled.ring() == {"a": 1.0, "b": 1.0}
+    removed = state.after_write("remove", "a")
+    assert removed is not None and (dict(removed.weights), dict(removed.zones)) == (
+        {"b": 1.0, "c": 1.0}, {})
+    added = state.after_write("add", "a", "1.0")  # a re-add keeps its place and zone
+    assert added is not None and list(added.weights) == ["a", "b", "c"] and added.zones
+    readded = state.after_write("add", "z", "1.0")
+    assert readded is not None and list(readded.ring()) == ["a", "z"]  # c stays down
+    assert (readded.epoch, readded.version) == ("e1", 3)
+    for refused in [("move", "a", ""), ("remove", "zz", ""), ("add", "z", "-1.0"),
+                    ("add", "z", "nan"), ("add", "z", "heavy")]:
+        assert state.after_write(*refused) is None, refused

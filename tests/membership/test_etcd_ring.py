@@ -33,6 +33,7 @@ from chash.membership.store import (
     Seed,
     Vote,
     Write,
+    WriteStamp,
 )
 
 KEYS = RingKeys("chash", "t")
@@ -110,6 +111,31 @@ def test_a_write_bumps_the_version_and_forgets_the_digest() -> None:
         (KEYS.history, '[{"e":"e1","v":4,"a":"add","n":"c","w":"3.0","t":1000}]', None)]
     assert drive(Write("add", "c", "other", "3.0"), read(RING))[1] == OtherConfig("cfg")
     assert drive(Write("add", "a", "cfg", "1.0"), read(RING))[1] == Outcome(False, ("e1", 3))
+
+
+def test_a_write_stamps_the_new_version_in_its_transaction_from_the_position_read() -> None:
+    stamped = Write("remove", "b", "cfg", force=True, stamp=WriteStamp("e1", 3, "d4"))
+    requests, outcome = drive(stamped, read(RING), COMMITTED)
+    assert outcome == Outcome(True, ("e1", 4), in_service=2, removed=1)
+    assert requests[1].body["compare"][0]["target"] == "MOD"  # only over the ring read
+    assert puts(requests[1])[0] == (KEYS.ring, (
+        '{"epoch":"e1","version":4,"config":"cfg","seq":2,"nodes":{"a":"1.0"},'
+        '"order":{"a":1},"disabled":{},"down":{},"digest":"d4"}'), None)
+    # computed at another position: written as without it
+    for at in (WriteStamp("e1", 2, "late"), WriteStamp("e0", 3, "elsewhere")):
+        requests, _ = drive(Write("remove", "b", "cfg", force=True, stamp=at), read(RING),
+                            COMMITTED)
+        assert "digest" not in json.loads(puts(requests[1])[0][1])
+    # a write that lost the race reads again and stamps only if still there
+    moved = {**RING, "version": 4, "digest": "theirs"}
+    requests, outcome = drive(stamped, read(RING), {"succeeded": False}, read(moved, mod=6),
+                              COMMITTED)
+    assert outcome == Outcome(True, ("e1", 5), in_service=2, removed=1)
+    assert "digest" not in json.loads(puts(requests[3])[0][1])
+    # nothing changed: nothing written, nothing stamped
+    unchanged = Write("add", "a", "cfg", "1.0", stamp=WriteStamp("e1", 3, "x"))
+    requests, outcome = drive(unchanged, read(RING))
+    assert outcome == Outcome(False, ("e1", 3)) and len(requests) == 1  # the read alone
 
 
 def test_a_vote_is_a_leased_key_and_a_verdict_in_the_ring() -> None:

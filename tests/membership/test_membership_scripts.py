@@ -47,6 +47,7 @@ from chash.membership.store import (
     Sweep,
     Vote,
     Write,
+    WriteStamp,
 )
 
 pytest.importorskip("redis", reason="redis-py not installed: pip install 'chash-router[redis]'")
@@ -136,6 +137,12 @@ def test_the_defaults_send_what_they_always_did() -> None:
     # A zone is sent only when given: a write without one sends what it did.
     assert script_call(Write("add", "a", "cfg", "1.0", zone="east"), CHANNEL) \
         == ("WRITE", [CHANNEL, "add", "a", "1.0", "0", "cfg", "1", "east"])
+    # A stamp takes the three places after the zone's, with or without one.
+    assert script_call(Write("remove", "a", "cfg", stamp=WriteStamp("e1", 4, "d")), CHANNEL) \
+        == ("WRITE", [CHANNEL, "remove", "a", "", "0", "cfg", "0", "", "e1", 4, "d"])
+    assert script_call(Write("add", "a", "cfg", "1.0", zone="east",
+                             stamp=WriteStamp("e1", 4, "d")), CHANNEL) \
+        == ("WRITE", [CHANNEL, "add", "a", "1.0", "0", "cfg", "1", "east", "e1", 4, "d"])
     # The seed's ARGV has a count of zoned nodes since zones are stored.
     assert script_call(Seed("e", 1, "cfg", False), CHANNEL) \
         == ("SEED", [CHANNEL, "e", 1, "cfg", 0, 0, 0, 0])
@@ -204,6 +211,37 @@ def test_head_and_stamp(store: RedisStore) -> None:
     assert store.run(ReadHead()) == RingHead("e1", 1, "d1")
     store.run(write("add", "b", "1.0"))
     assert store.run(ReadHead()) == RingHead("e1", 2, None)  # a change clears the digest
+
+
+def test_a_write_stamps_the_new_version_only_from_the_position_it_was_computed_at(
+        store: RedisStore) -> None:
+    seed(store, ("a", 1.0), ("b", 1.0))
+
+    def stamped(at: int, digest: str) -> Write:
+        return Write("add", "c", "cfg", "1.0", stamp=WriteStamp("e1", at, digest))
+
+    # computed at version 1, the ring at 1: the new version carries it
+    assert store.run(stamped(1, "d2")) == Outcome(True, position(2))
+    assert store.run(ReadHead()) == RingHead("e1", 2, "d2")
+    # a change that changes nothing stamps nothing (the digest stays)
+    assert store.run(stamped(2, "other")) == Outcome(False, position(2))
+    assert store.run(ReadHead()) == RingHead("e1", 2, "d2")
+    # computed at an older version, or in another epoch: written without it
+    remove = Write("remove", "c", "cfg", stamp=WriteStamp("e1", 1, "late"))
+    assert store.run(remove) == Outcome(True, position(3), in_service=3, removed=1)
+    assert store.run(ReadHead()) == RingHead("e1", 3, None)
+    disable = Write("disable", "b", "cfg", "m", stamp=WriteStamp("e0", 3, "elsewhere"))
+    assert store.run(disable) == Outcome(True, position(4), in_service=2, removed=1)
+    assert store.run(ReadHead()) == RingHead("e1", 4, None)
+    # with a zone too; a refused change stamps nothing
+    zoned = Write("add", "z", "cfg", "1.0", zone="east", stamp=WriteStamp("e1", 4, "d5"))
+    assert store.run(zoned) == Outcome(True, position(5))
+    assert store.run(ReadHead()) == RingHead("e1", 5, "d5")
+    assert store.run(Write("remove", "zz", "cfg", stamp=WriteStamp("e1", 5, "x"))) \
+        == NoSuchNode()
+    assert store.run(ReadHead()) == RingHead("e1", 5, "d5")
+    stored = store.run(ReadRing())
+    assert isinstance(stored, StoredRing) and stored.zones == {"z": "east"}
 
 
 def test_votes_take_a_node_out_and_a_withdrawal_brings_it_back(store: RedisStore) -> None:

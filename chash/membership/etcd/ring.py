@@ -24,7 +24,9 @@ Keys under ``{prefix}/{name}/``:
           weight}, order: {node: add sequence}, disabled: {node: reason},
           down: {node: {r, n, l, t, s?}}, zones?: {node: zone}}``:
           everything the ring holds, so a change is a put of one key and
-          the watch announces it.  ``zones`` (the nodes given one) came
+          the watch announces it.  ``digest`` is put by ``Stamp``, or by
+          a ``Write`` that carries one, in the transaction of its change.
+          ``zones`` (the nodes given one) came
           later: a ring without it reads as nodes in no zone, and an
           instance of a version without it keeps it as it is (it rewrites
           the document it read), though a node it removes may leave its
@@ -431,7 +433,11 @@ def write(keys: RingKeys, operation: Write,
             doc["disabled"][node] = value
         elif doc["disabled"].pop(node, None) is None:
             return _outcome(False, doc)
+        at = (doc["epoch"], doc["version"])
         _bump(doc)
+        stamp = operation.stamp
+        if stamp is not None and at == (stamp.epoch, stamp.version):
+            doc["digest"] = stamp.digest  # committed with the change, or not at all
         extra.append(_kept(keys, read, doc, now, *noted))
         if (yield from _commit([compare_mod(keys.ring, read.mod)],
                                [put(keys.ring, _encode(doc)), *extra])):

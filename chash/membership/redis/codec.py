@@ -100,8 +100,15 @@ def _seed_argv(operation: Seed, channel: str) -> Argv:
 def _write_argv(operation: Write, channel: str) -> Argv:
     args: Argv = [channel, operation.action, operation.node, operation.value,
                   "1" if operation.force else "0", operation.config]
-    if operation.zone is not None:  # without one, the ARGV earlier versions sent
+    # Without a zone or a stamp, the ARGV earlier versions sent; a stamp
+    # takes the three places after the zone's (``0`` and '' for no zone).
+    if operation.zone is not None:
         args += ["1", operation.zone]
+    elif operation.stamp is not None:
+        args += ["0", ""]
+    if operation.stamp is not None:
+        stamp = operation.stamp
+        args += [stamp.epoch, stamp.version, stamp.digest]
     return args
 
 

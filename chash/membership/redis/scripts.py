@@ -11,8 +11,9 @@ vote record and verdict it will use, decoded up front), so a script either
 fails before any write or does not fail: no half-applied change can exist.
 Unreadable entries are skipped, and named in the reply so that the caller
 can log them.  A script that changes what the ring holds (``nodes``,
-``disabled``, ``down``) bumps the ring's version, clears its digest and
-publishes ``epoch:version`` on the ring's channel; a script that changes
+``disabled``, ``down``) bumps the ring's version, clears its digest (or,
+for ``WRITE`` given one, records the new version's) and publishes
+``epoch:version`` on the ring's channel; a script that changes
 nothing bumps nothing, so the health checkers' periodic re-votes cost no
 resynchronisation.
 
@@ -26,7 +27,7 @@ Keys (all share the hash tag ``{name}``, so a cluster keeps them together):
               a key while keeping the others), ``seq`` (the last add
               sequence given out), ``digest`` (the ring's
               ``router.fingerprint()`` at this version, stamped by the first
-              instance that applied it)
+              instance that applied it, or by ``WRITE`` with the change)
 ``nodes``     hash: node -> weight, as Python's ``repr(float)``
 ``order``     hash: node -> its add sequence (a positive integer, from
               ``HINCRBY meta seq 1`` when the node joined ``nodes``): the
@@ -365,17 +366,23 @@ return reply(1)
 """
 
 #: An operator's change.  ARGV: channel, op, node, value, force (1 or 0),
-#: config, and to give a zone ``1`` and the zone; op is ``add`` (value:
+#: config, to give a zone ``1`` and the zone (``0`` and '' for none), and
+#: to stamp the new version the epoch and version the stamp was computed
+#: at and the digest; op is ``add`` (value:
 #: the weight; adds the node or reweighs it; with a zone given, sets the
 #: node's zone, an empty one clearing it, and without one keeps an
 #: existing node's zone and gives a new node none),
 #: ``remove``, ``disable`` (value: the reason) or ``enable``.  A removal or
 #: a disable that would take out more than half of the nodes in service is
-#: refused (``{-4, in service, 1}``) unless forced.
+#: refused (``{-4, in service, 1}``) unless forced.  A change that bumps
+#: the version records the digest given as the new version's, only if the
+#: ring was at exactly the epoch and version given before it (else, as
+#: without one, the new version has none).
 WRITE = _COMMON + r"""
 local d = damage()
 if d then return d end
 local channel, op, node, value, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == '1'
+local at = redis.call('HMGET', meta, 'epoch', 'version')
 local config = redis.call('HGET', meta, 'config')
 if config ~= ARGV[6] then return {-5, config or ''} end
 if op ~= 'add' and op ~= 'remove' and op ~= 'disable' and op ~= 'enable' then
@@ -433,6 +440,9 @@ elseif op == 'enable' then
 end
 if op ~= 'add' then note(op, node, value) end
 bump(channel)
+if ARGV[11] and at[1] == ARGV[9] and tonumber(at[2]) == tonumber(ARGV[10]) then
+  redis.call('HSET', meta, 'digest', ARGV[11])
+end
 local r = reply(1)
 r[5], r[6] = in_service, removed
 return r
