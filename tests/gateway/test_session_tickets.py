@@ -1,9 +1,10 @@
-"""TLS session tickets (chash.gateway.session_tickets): contexts given the same
-keys open each other's tickets; a gateway keeps its keys through a reload that
-renews the certificate and changes them with the rules of who may resume; the
-workers of ``--workers 2`` share them, so a client resumes on either worker,
-before and after SIGHUP.  Handshakes in memory (``ssl.MemoryBIO``) and
-against real gateways, with certificates made by trustme.
+"""TLS session tickets through real gateways (chash.gateway.session_tickets):
+a gateway keeps its keys through a reload that renews the certificate and
+changes them with the rules of who may resume; the workers of ``--workers
+2`` share them, so a client resumes on either worker, before and after
+SIGHUP.  Certificates made by trustme.  The keys on their own (contexts
+with the same keys, the derivation, the ``SSL_CTX`` OpenSSL vouches for)
+are tested in tests/tickets, on every interpreter CI has.
 """
 
 from __future__ import annotations
@@ -24,13 +25,6 @@ from _support.tls_certificates import Certificates, make_certificates
 from _support.waiting import run
 from chash.gateway import Gateway, GatewayConfig
 from chash.gateway.reload import RingChanges
-from chash.gateway.session_tickets import (
-    TICKET_KEYS_SIZE,
-    new_ticket_keys,
-    set_ticket_keys,
-    ticket_keys_for,
-)
-from chash.gateway.tls import server_context
 
 
 @pytest.fixture(scope="module")
@@ -40,64 +34,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
 
 def client_context(certs: Certificates) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certs.ca)
-
-
-def in_memory(server: ssl.SSLContext, client: ssl.SSLContext,
-              session: ssl.SSLSession | None = None) -> ssl.SSLObject:
-    """A whole TLS connection in memory, the server's tickets read by the
-    client; the client's SSL object."""
-    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
-    ours = client.wrap_bio(to_client, to_server, server_hostname="localhost", session=session)
-    theirs = server.wrap_bio(to_server, to_client, server_side=True)
-    done = set()
-    for _ in range(10):
-        for name, side in (("client", ours), ("server", theirs)):
-            if name not in done:
-                try:
-                    side.do_handshake()
-                    done.add(name)
-                except ssl.SSLWantReadError:
-                    pass
-        if len(done) == 2:
-            break
-    assert done == {"client", "server"}
-    theirs.write(b"x")  # TLS 1.3 tickets come after the handshake: read them
-    assert ours.read(1) == b"x"
-    return ours
-
-
-def keyed_context(certs: Certificates, keys: bytes) -> ssl.SSLContext:
-    context = server_context(certs.cert, certs.key)
-    assert set_ticket_keys(context, keys)
-    return context
-
-
-def test_contexts_with_the_same_keys_open_each_others_tickets(certs: Certificates) -> None:
-    keys = new_ticket_keys()
-    first, second = keyed_context(certs, keys), keyed_context(certs, keys)
-    client = client_context(certs)
-    session = in_memory(first, client).session
-    assert session is not None
-    assert in_memory(second, client, session).session_reused
-    # Other keys (a context of its own, or other set keys) open none of them.
-    assert not in_memory(server_context(certs.cert, certs.key), client, session).session_reused
-    assert not in_memory(keyed_context(certs, new_ticket_keys()), client,
-                         session).session_reused
-
-
-def test_keys_are_derived_from_the_base_and_every_rule() -> None:
-    base = new_ticket_keys()
-    keys = ticket_keys_for(base, b"ab", b"c")
-    assert len(keys) == TICKET_KEYS_SIZE and keys == ticket_keys_for(base, b"ab", b"c")
-    others = {ticket_keys_for(base, b"a", b"bc"), ticket_keys_for(base, b"ab", b"d"),
-              ticket_keys_for(new_ticket_keys(), b"ab", b"c"), ticket_keys_for(base, b"abc")}
-    assert keys not in others and len(others) == 4
-
-
-def test_keys_of_another_size_are_refused(certs: Certificates) -> None:
-    context = server_context(certs.cert, certs.key)
-    with pytest.raises(ValueError, match="ticket keys are 80 bytes, not 48"):
-        set_ticket_keys(context, bytes(48))
 
 
 def connect(port: int, context: ssl.SSLContext,
@@ -204,43 +140,3 @@ def test_every_worker_resumes_every_session_before_and_after_sighup(
             await backend.stop()
 
     run(main(), timeout=180)
-
-
-def test_the_context_pointer_is_one_openssl_reported() -> None:
-    """The ``SSL_CTX`` used is one OpenSSL announced making, forgotten when
-    OpenSSL frees it; a read at any other offset of the object finds no
-    announced address and sets nothing (nothing unvouched is called)."""
-    import gc
-
-    from chash.gateway import session_tickets
-
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    pointer = session_tickets._ssl_ctx_of(context)
-    assert pointer is not None and pointer in session_tickets._alive
-    for wrong in (8, 24, 32, 40):  # not where this build keeps it
-        session_tickets._HEADER = object.__basicsize__ + wrong - 16
-        try:
-            assert session_tickets._ssl_ctx_of(context) is None
-            assert not set_ticket_keys(context, new_ticket_keys())
-        finally:
-            session_tickets._HEADER = object.__basicsize__
-    assert set_ticket_keys(context, new_ticket_keys())
-    del context
-    gc.collect()
-    assert pointer not in session_tickets._alive
-
-
-def test_a_context_made_before_the_module_is_left_alone() -> None:
-    """OpenSSL never announced it: no keys are set, and nothing breaks."""
-    import subprocess
-    import sys
-
-    code = ("import ssl\n"
-            "early = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-            "from chash.gateway.session_tickets import new_ticket_keys, set_ticket_keys\n"
-            "late = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-            "print(set_ticket_keys(early, new_ticket_keys()), "
-            "set_ticket_keys(late, new_ticket_keys()))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=True, cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.split() == ["False", "True"]
