@@ -14,7 +14,7 @@ unsigned long epoch_readers;
 #include <stdlib.h>
 #include <string.h>
 
-_Thread_local epoch_record *epoch_mine;
+_Thread_local epoch_record *epoch_mine EPOCH_TLS;
 uint64_t epoch_global = 1;
 
 /* Every record ever made, newest first; only ever pushed onto. */
