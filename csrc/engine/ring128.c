@@ -113,23 +113,28 @@ void chash_r128_index(const chash_r128_point *p, size_t n, int ketama, int bits,
         index[next++] = (uint32_t)n;
 }
 
+/* Points hashed sixteen at a time (chash_md5_x16): the unused lanes of the
+ * last group hash a copy of its first. */
+#define POINT_LANES 16
+
 int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
                            uint32_t owner, uint64_t *seq, chash_r128_point *out)
 {
     size_t cap = plen + 24;
-    char *buf = CHASH_MALLOC(4 * cap);
+    char *buf = CHASH_MALLOC(POINT_LANES * cap);
     if (!buf)
         return CHASH_ENOMEM;
-    for (size_t lane = 0; lane < 4; lane++)
+    for (size_t lane = 0; lane < POINT_LANES; lane++)
         memcpy(buf + lane * cap, prefix, plen);
     size_t per = ketama ? (size_t)replicas : 1;
     uint64_t next = *seq;
-    for (size_t i = 0; i < count; i += 4) {
-        const void *data[4];
-        size_t len[4];
-        uint8_t dig[4][CHASH_MD5_DIGEST_SIZE];
-        size_t lanes = count - i < 4 ? count - i : 4;
-        for (size_t lane = 0; lane < 4; lane++) {
+    for (size_t i = 0; i < count; i += POINT_LANES) {
+        const void *data[POINT_LANES];
+        size_t len[POINT_LANES];
+        uint8_t dig[POINT_LANES][CHASH_MD5_DIGEST_SIZE];
+        size_t lanes = count - i < POINT_LANES ? count - i : POINT_LANES;
+        int short_ones = 1;
+        for (size_t lane = 0; lane < POINT_LANES; lane++) {
             char *s = buf + lane * cap;
             size_t v = i + (lane < lanes ? lane : 0), d = 0;
             char digits[24];
@@ -141,9 +146,10 @@ int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ke
                 s[plen + k] = digits[d - 1 - k];
             data[lane] = s;
             len[lane] = plen + d;
+            short_ones = short_ones && len[lane] <= 55;
         }
-        if (len[0] <= 55 && len[1] <= 55 && len[2] <= 55 && len[3] <= 55) {
-            chash_md5_x4(data, len, dig);
+        if (short_ones) {
+            chash_md5_x16(data, len, dig);
         } else {
             for (size_t lane = 0; lane < lanes; lane++)
                 chash_md5(data[lane], len[lane], dig[lane]);

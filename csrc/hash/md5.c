@@ -201,6 +201,48 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
         md5_store32le(out + 4 * i, st[i]);
 }
 
+/* MD5_STEP4 for sixteen lanes: four vectors of four a step, whose
+ * dependency chains the processor runs side by side. */
+#define MD5_STEP16(f, a, b, c, d, k, t, s)                                 \
+    for (int l = 0; l < 16; l++) {                                         \
+        a[l] += f(b[l], c[l], d[l]) + x[k][l] + (uint32_t)(t);             \
+        a[l] = (a[l] << (s)) | (a[l] >> (32 - (s)));                       \
+        a[l] += b[l];                                                      \
+    }
+
+void chash_md5_x16(const void *const data[16], const size_t len[16],
+                   uint8_t out[16][CHASH_MD5_DIGEST_SIZE])
+{
+    for (int l = 0; l < 16; l++) {
+        if (len[l] > 55) {
+            for (int m = 0; m < 16; m++)
+                chash_md5(data[m], len[m], out[m]);
+            return;
+        }
+    }
+    uint8_t blk[16][64] = {{0}};
+    uint32_t x[16][16];
+    for (int l = 0; l < 16; l++) {
+        md5_pad_single(blk[l], (const uint8_t *)data[l], len[l]);
+        for (int i = 0; i < 16; i++)
+            x[i][l] = md5_load32le(blk[l] + 4 * i);
+    }
+    uint32_t a[16], b[16], c[16], d[16];
+    for (int l = 0; l < 16; l++) {
+        a[l] = 0x67452301u;
+        b[l] = 0xefcdab89u;
+        c[l] = 0x98badcfeu;
+        d[l] = 0x10325476u;
+    }
+    MD5_STEPS(MD5_STEP16)
+    for (int l = 0; l < 16; l++) {
+        md5_store32le(out[l], a[l] + 0x67452301u);
+        md5_store32le(out[l] + 4, b[l] + 0xefcdab89u);
+        md5_store32le(out[l] + 8, c[l] + 0x98badcfeu);
+        md5_store32le(out[l] + 12, d[l] + 0x10325476u);
+    }
+}
+
 void chash_md5_x4(const void *const data[4], const size_t len[4], uint8_t out[4][CHASH_MD5_DIGEST_SIZE])
 {
     for (int l = 0; l < 4; l++) {

@@ -2924,6 +2924,32 @@ static void test_md5(const uint8_t *pat)
         check_hex("md5", md5_vectors[i].len, d, sizeof d, md5_vectors[i].hex);
         check_alignment("md5", run_md5, pat, md5_vectors[i].len, 0);
     }
+
+    /* Sixteen and four at once, equal to one at a time: every length 0 to
+     * 55 in every lane (the one-block path), and a group with one longer
+     * message (each hashed alone). */
+    for (size_t first = 0; first <= 56; first++) {
+        const void *data[16];
+        size_t len[16];
+        uint8_t many[16][CHASH_MD5_DIGEST_SIZE], four[4][CHASH_MD5_DIGEST_SIZE];
+        for (size_t l = 0; l < 16; l++) {
+            len[l] = (first + 7 * l) % 56;
+            data[l] = pat + l;
+        }
+        if (first == 56)
+            len[9] = 100;
+        chash_md5_x16(data, len, many);
+        chash_md5_x4(data, len, four);
+        for (size_t l = 0; l < 16; l++) {
+            chash_md5(data[l], len[l], d);
+            if (memcmp(d, many[l], sizeof d) == 0 && (l >= 4 || memcmp(d, four[l], sizeof d) == 0)) {
+                g_passed++;
+            } else {
+                g_failed++;
+                printf("FAIL md5 x16/x4 lane %zu, length %zu\n", l, len[l]);
+            }
+        }
+    }
 }
 
 /* ---- SHA-1 ------------------------------------------------------------- */
