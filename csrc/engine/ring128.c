@@ -113,12 +113,13 @@ void chash_r128_index(const chash_r128_point *p, size_t n, int ketama, int bits,
         index[next++] = (uint32_t)n;
 }
 
-/* Points hashed sixteen at a time (chash_md5_x16): the unused lanes of the
- * last group hash a copy of its first. */
+/* At most sixteen points hashed at once; the unused lanes of the last
+ * group hash a copy of its first. */
 #define POINT_LANES 16
 
-int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
-                           uint32_t owner, uint64_t *seq, chash_r128_point *out)
+/* chash_r128_node_points, lanes (4 or 16) at a time. */
+static int node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
+                       uint32_t owner, uint64_t *seq, chash_r128_point *out, size_t group)
 {
     size_t cap = plen + 24;
     char *buf = CHASH_MALLOC(POINT_LANES * cap);
@@ -128,13 +129,13 @@ int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ke
         memcpy(buf + lane * cap, prefix, plen);
     size_t per = ketama ? (size_t)replicas : 1;
     uint64_t next = *seq;
-    for (size_t i = 0; i < count; i += POINT_LANES) {
+    for (size_t i = 0; i < count; i += group) {
         const void *data[POINT_LANES];
         size_t len[POINT_LANES];
         uint8_t dig[POINT_LANES][CHASH_MD5_DIGEST_SIZE];
-        size_t lanes = count - i < POINT_LANES ? count - i : POINT_LANES;
+        size_t lanes = count - i < group ? count - i : group;
         int short_ones = 1;
-        for (size_t lane = 0; lane < POINT_LANES; lane++) {
+        for (size_t lane = 0; lane < group; lane++) {
             char *s = buf + lane * cap;
             size_t v = i + (lane < lanes ? lane : 0), d = 0;
             char digits[24];
@@ -148,8 +149,10 @@ int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ke
             len[lane] = plen + d;
             short_ones = short_ones && len[lane] <= 55;
         }
-        if (short_ones) {
+        if (short_ones && group == 16) {
             chash_md5_x16(data, len, dig);
+        } else if (short_ones) {
+            chash_md5_x4(data, len, dig);
         } else {
             for (size_t lane = 0; lane < lanes; lane++)
                 chash_md5(data[lane], len[lane], dig[lane]);
@@ -173,6 +176,18 @@ int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ke
     CHASH_FREE(buf);
     *seq = next;
     return CHASH_OK;
+}
+
+int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
+                           uint32_t owner, uint64_t *seq, chash_r128_point *out)
+{
+    return node_points(prefix, plen, count, ketama, replicas, owner, seq, out, 4);
+}
+
+int chash_r128_node_points_wide(const char *prefix, size_t plen, size_t count, int ketama,
+                                int replicas, uint32_t owner, uint64_t *seq, chash_r128_point *out)
+{
+    return node_points(prefix, plen, count, ketama, replicas, owner, seq, out, POINT_LANES);
 }
 
 size_t chash_r128_merge(const chash_r128_point *pts, size_t n, const chash_r128_point *add, size_t count,

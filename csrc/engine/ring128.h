@@ -91,6 +91,13 @@ void chash_r128_index(const chash_r128_point *p, size_t n, int ketama, int bits,
 int chash_r128_node_points(const char *prefix, size_t plen, size_t count, int ketama, int replicas,
                            uint32_t owner, uint64_t *seq, chash_r128_point *out);
 
+/* The same points, hashed sixteen at a time (chash_md5_x16): more than
+ * twice the throughput for a whole ring's nodes, but four times the code
+ * of chash_r128_node_points, which a single node added now and then, its
+ * code cold, runs faster. */
+int chash_r128_node_points_wide(const char *prefix, size_t plen, size_t count, int ketama,
+                                int replicas, uint32_t owner, uint64_t *seq, chash_r128_point *out);
+
 /*
  * md5 mode: the points of sorted pts[0..n) but owner's, merged with
  * sorted add[0..count) (owner's new points) into out (room for n +

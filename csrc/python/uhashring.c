@@ -658,8 +658,9 @@ static PyObject *uh_build(UHashRingObject *self, PyObject *const *args, Py_ssize
     uint64_t seq = self->next_seq;
     size_t at = 0;
     for (Py_ssize_t k = 0; k < nn; k++) {
-        if (chash_r128_node_points(PyBytes_AS_STRING(prefixes[k]), (size_t)PyBytes_GET_SIZE(prefixes[k]),
-                                   counts[k], ketama, (int)replicas, (uint32_t)k, &seq, pts + at) < 0) {
+        if (chash_r128_node_points_wide(PyBytes_AS_STRING(prefixes[k]),
+                                        (size_t)PyBytes_GET_SIZE(prefixes[k]), counts[k], ketama,
+                                        (int)replicas, (uint32_t)k, &seq, pts + at) < 0) {
             PyErr_NoMemory();
             goto fail;
         }

@@ -151,10 +151,26 @@ static void test_node_points(void)
     uint64_t hi, lo;
     chash_r128_key(dig, 0, &hi, &lo);
     CHECK(lanes[4].hi == hi && lanes[4].lo == lo);
+    /* Sixteen at a time: the same points, for counts around each group's
+     * edge, both kinds of point, and a name past one block. */
+    for (size_t count = 0; count <= 40; count++) {
+        for (int ketama = 0; ketama < 2; ketama++) {
+            pt narrow[160], wide[160];
+            uint64_t s1 = 5, s2 = 5;
+            const char *name = count == 40 ? longname : "10.0.0.7:11211-";
+            size_t len = count == 40 ? 61 : strlen(name);
+            CHECK(chash_r128_node_points(name, len, count, ketama, 4, 7, &s1, narrow) == CHASH_OK);
+            CHECK(chash_r128_node_points_wide(name, len, count, ketama, 4, 7, &s2, wide) == CHASH_OK);
+            size_t n = count * (ketama ? 4 : 1);
+            CHECK(s1 == s2 && memcmp(narrow, wide, n * sizeof *narrow) == 0);
+        }
+    }
     /* Out of memory: nothing counted. */
     uint64_t before = seq;
     fail_countdown = 0;
     CHECK(chash_r128_node_points("a-", 2, 3, 0, 1, 0, &seq, out) == CHASH_ENOMEM);
+    fail_countdown = 0;
+    CHECK(chash_r128_node_points_wide("a-", 2, 3, 0, 1, 0, &seq, out) == CHASH_ENOMEM);
     fail_countdown = -1;
     CHECK(seq == before);
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_ring128.c - libFuzzer target for the sorted points of uhashring's
- * continuums (engine/ring128.h): chash_r128_node_points, _sort, _merge,
+ * continuums (engine/ring128.h): chash_r128_node_points (and _wide), _sort, _merge,
  * _drop, _settle, _unique, _index_bits, _index, _key, _successor and
  * _check over any bytes, against a model of uhashring's dict.
  *
@@ -172,8 +172,15 @@ static void ketama_build(const uint8_t *d, size_t size)
     uint64_t seq = 0;
     for (size_t k = 0; k < nodes; k++) {
         size_t count = 2 + k < size ? d[2 + k] % (MAXCOUNT + 1) : 3;
-        FZ_ASSERT(chash_r128_node_points(names[k], strlen(names[k]), count, 1, replicas, (uint32_t)k, &seq,
-                                         pts + total) == CHASH_OK);
+        /* Four and sixteen at a time give the same points and numbers. */
+        static pt wide[MAXCOUNT * 4];
+        uint64_t wide_seq = seq;
+        FZ_ASSERT(chash_r128_node_points(names[k], strlen(names[k]), count, 1, replicas, (uint32_t)k,
+                                         &seq, pts + total) == CHASH_OK);
+        FZ_ASSERT(chash_r128_node_points_wide(names[k], strlen(names[k]), count, 1, replicas,
+                                              (uint32_t)k, &wide_seq, wide) == CHASH_OK);
+        FZ_ASSERT(wide_seq == seq
+                  && memcmp(wide, pts + total, count * (size_t)replicas * sizeof *wide) == 0);
         total += count * (size_t)replicas;
     }
     /* The model: every value kept, sorted by (value, seq); a value's
