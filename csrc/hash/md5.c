@@ -45,10 +45,11 @@ static inline void md5_store32le(uint8_t *p, uint32_t v)
         (a) += (b);                                            \
     } while (0);
 
-/* The same step on four independent lanes; the lane loop has no
- * dependencies across lanes, so the compiler runs them side by side. */
-#define MD5_STEP4(f, a, b, c, d, k, t, s)                                  \
-    for (int l = 0; l < 4; l++) {                                          \
+/* The same step on MD5_LANES independent lanes (an enum of the function
+ * MD5_MANY defines); the lane loop has no dependencies across lanes, so the
+ * compiler runs them side by side. */
+#define MD5_STEP_LANES(f, a, b, c, d, k, t, s)                             \
+    for (int l = 0; l < MD5_LANES; l++) {                                  \
         a[l] += f(b[l], c[l], d[l]) + x[k][l] + (uint32_t)(t);             \
         a[l] = (a[l] << (s)) | (a[l] >> (32 - (s)));                       \
         a[l] += b[l];                                                      \
@@ -56,7 +57,7 @@ static inline void md5_store32le(uint8_t *p, uint32_t v)
 
 /* The 64 steps of section 3.4: STEP(f, a, b, c, d, k, T[i], s), with
  * T[i] = floor(2^32 * |sin(i)|).  Written once, expanded for one lane
- * (md5_block) and for four (md5_block_x4). */
+ * (md5_block) and for many (MD5_MANY). */
 #define MD5_STEPS(STEP) \
     STEP(MD5_F, a, b, c, d, 0, 0xd76aa478u, 7) \
     STEP(MD5_F, d, a, b, c, 1, 0xe8c7b756u, 12) \
@@ -201,77 +202,45 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
         md5_store32le(out + 4 * i, st[i]);
 }
 
-/* MD5_STEP4 for sixteen lanes: four vectors of four a step, whose
+/* Defines name(data, len, out): the MD5 of n messages at once, one block
+ * each when every message is <= 55 bytes (the common case for keys and
+ * point names), else each on its own. */
+#define MD5_MANY(name, n)                                                        \
+    void name(const void *const data[n], const size_t len[n],                   \
+              uint8_t out[n][CHASH_MD5_DIGEST_SIZE])                            \
+    {                                                                           \
+        enum { MD5_LANES = n };                                                 \
+        for (int l = 0; l < MD5_LANES; l++) {                                   \
+            if (len[l] > 55) {                                                  \
+                for (int m = 0; m < MD5_LANES; m++)                             \
+                    chash_md5(data[m], len[m], out[m]);                         \
+                return;                                                         \
+            }                                                                   \
+        }                                                                       \
+        uint8_t blk[MD5_LANES][64] = {{0}};                                     \
+        uint32_t x[16][MD5_LANES];                                              \
+        for (int l = 0; l < MD5_LANES; l++) {                                   \
+            md5_pad_single(blk[l], (const uint8_t *)data[l], len[l]);           \
+            for (int i = 0; i < 16; i++)                                        \
+                x[i][l] = md5_load32le(blk[l] + 4 * i);                         \
+        }                                                                       \
+        uint32_t a[MD5_LANES], b[MD5_LANES], c[MD5_LANES], d[MD5_LANES];        \
+        for (int l = 0; l < MD5_LANES; l++) {                                   \
+            a[l] = 0x67452301u;                                                 \
+            b[l] = 0xefcdab89u;                                                 \
+            c[l] = 0x98badcfeu;                                                 \
+            d[l] = 0x10325476u;                                                 \
+        }                                                                       \
+        MD5_STEPS(MD5_STEP_LANES)                                               \
+        for (int l = 0; l < MD5_LANES; l++) {                                   \
+            md5_store32le(out[l], a[l] + 0x67452301u);                          \
+            md5_store32le(out[l] + 4, b[l] + 0xefcdab89u);                      \
+            md5_store32le(out[l] + 8, c[l] + 0x98badcfeu);                      \
+            md5_store32le(out[l] + 12, d[l] + 0x10325476u);                     \
+        }                                                                       \
+    }
+
+/* Four lanes: one vector a step.  Sixteen: four vectors a step, whose
  * dependency chains the processor runs side by side. */
-#define MD5_STEP16(f, a, b, c, d, k, t, s)                                 \
-    for (int l = 0; l < 16; l++) {                                         \
-        a[l] += f(b[l], c[l], d[l]) + x[k][l] + (uint32_t)(t);             \
-        a[l] = (a[l] << (s)) | (a[l] >> (32 - (s)));                       \
-        a[l] += b[l];                                                      \
-    }
-
-void chash_md5_x16(const void *const data[16], const size_t len[16],
-                   uint8_t out[16][CHASH_MD5_DIGEST_SIZE])
-{
-    for (int l = 0; l < 16; l++) {
-        if (len[l] > 55) {
-            for (int m = 0; m < 16; m++)
-                chash_md5(data[m], len[m], out[m]);
-            return;
-        }
-    }
-    uint8_t blk[16][64] = {{0}};
-    uint32_t x[16][16];
-    for (int l = 0; l < 16; l++) {
-        md5_pad_single(blk[l], (const uint8_t *)data[l], len[l]);
-        for (int i = 0; i < 16; i++)
-            x[i][l] = md5_load32le(blk[l] + 4 * i);
-    }
-    uint32_t a[16], b[16], c[16], d[16];
-    for (int l = 0; l < 16; l++) {
-        a[l] = 0x67452301u;
-        b[l] = 0xefcdab89u;
-        c[l] = 0x98badcfeu;
-        d[l] = 0x10325476u;
-    }
-    MD5_STEPS(MD5_STEP16)
-    for (int l = 0; l < 16; l++) {
-        md5_store32le(out[l], a[l] + 0x67452301u);
-        md5_store32le(out[l] + 4, b[l] + 0xefcdab89u);
-        md5_store32le(out[l] + 8, c[l] + 0x98badcfeu);
-        md5_store32le(out[l] + 12, d[l] + 0x10325476u);
-    }
-}
-
-void chash_md5_x4(const void *const data[4], const size_t len[4], uint8_t out[4][CHASH_MD5_DIGEST_SIZE])
-{
-    for (int l = 0; l < 4; l++) {
-        if (len[l] > 55) {
-            /* Multi-block messages are rare for keys: one at a time. */
-            for (int m = 0; m < 4; m++)
-                chash_md5(data[m], len[m], out[m]);
-            return;
-        }
-    }
-    uint8_t blk[4][64] = {{0}};
-    uint32_t x[16][4];
-    for (int l = 0; l < 4; l++) {
-        md5_pad_single(blk[l], (const uint8_t *)data[l], len[l]);
-        for (int i = 0; i < 16; i++)
-            x[i][l] = md5_load32le(blk[l] + 4 * i);
-    }
-    uint32_t a[4], b[4], c[4], d[4];
-    for (int l = 0; l < 4; l++) {
-        a[l] = 0x67452301u;
-        b[l] = 0xefcdab89u;
-        c[l] = 0x98badcfeu;
-        d[l] = 0x10325476u;
-    }
-    MD5_STEPS(MD5_STEP4)
-    for (int l = 0; l < 4; l++) {
-        md5_store32le(out[l], a[l] + 0x67452301u);
-        md5_store32le(out[l] + 4, b[l] + 0xefcdab89u);
-        md5_store32le(out[l] + 8, c[l] + 0x98badcfeu);
-        md5_store32le(out[l] + 12, d[l] + 0x10325476u);
-    }
-}
+MD5_MANY(chash_md5_x4, 4)
+MD5_MANY(chash_md5_x16, 16)
