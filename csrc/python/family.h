@@ -40,11 +40,11 @@
 
 #include "binding.h"
 #include "engine/chash.h"
-#include "epoch.h"
 #include "engine/envoy.h"
 #include "engine/haproxy_ids.h"
 #include "engine/scheme.h"
 #include "engine/wide.h"
+#include "epoch.h"
 #include "node_list.h"
 #include "strategies/anchor.h"
 #include "strategies/jump.h"
@@ -385,7 +385,7 @@ static inline RouterObject *router_state(RouterObject *self)
  * straight from a one-family class's method table: a single lookup pays
  * the section and no call through the shell. */
 #define READ_METHOD(method, fn)                                                 \
-    PyObject *method(RouterObject *self, PyObject *arg)                  \
+    PyObject *method(RouterObject *self, PyObject *arg)                         \
     {                                                                           \
         if (epoch_enter() < 0)                                                  \
             return NULL;                                                        \
@@ -405,26 +405,22 @@ static inline RouterObject *router_state(RouterObject *self)
  * what it did before routers were shared without the GIL.  Without the
  * GIL, the section of epoch.h around the load and the answer. */
 #ifdef Py_GIL_DISABLED
+#define HASHED_READ_OPEN() epoch_enter()
+#define HASHED_READ_CLOSE() epoch_exit()
+#else
+#define HASHED_READ_OPEN() 0
+#define HASHED_READ_CLOSE() ((void)0)
+#endif
 #define HASHED_READ_METHOD(method, hash, owner)                                 \
     PyObject *method(RouterObject *self, PyObject *arg)                         \
     {                                                                           \
         uint64_t h_;                                                            \
-        if (hash(self, arg, &h_) < 0 || epoch_enter() < 0)                      \
+        if (hash(self, arg, &h_) < 0 || HASHED_READ_OPEN() < 0)                 \
             return NULL;                                                        \
         PyObject *result = owner(router_state(self), h_);                       \
-        epoch_exit();                                                           \
+        HASHED_READ_CLOSE();                                                    \
         return result;                                                          \
     }
-#else
-#define HASHED_READ_METHOD(method, hash, owner)                                 \
-    PyObject *method(RouterObject *self, PyObject *arg)                         \
-    {                                                                           \
-        uint64_t h_;                                                            \
-        if (hash(self, arg, &h_) < 0)                                           \
-            return NULL;                                                        \
-        return owner(router_state(self), h_);                                   \
-    }
-#endif
 
 /* The router object a state (the object's own, or a snapshot) belongs to. */
 static inline RouterObject *router_object(RouterObject *state)

@@ -413,8 +413,9 @@ static PyObject *router_replace(RouterObject *self, PyObject *pairs)
 /* ------------------------------------------------------------------ */
 /* Lookups                                                            */
 
-/* The single lookups: the family's own methods (READ_METHOD), which a
- * one-family class calls straight from its method table (direct_methods). */
+/* The single lookups: the family's own methods (family.h's READ_METHOD,
+ * HASHED_READ_METHOD), which a one-family class's method table calls
+ * directly (the direct entries of master_methods). */
 static PyObject *router_get(RouterObject *self, PyObject *key)
 {
     return self->family->read_get(self, key);
@@ -796,21 +797,20 @@ const uint64_t *router_changes(PyObject *obj)
 typedef struct {
     PyMethodDef def; /* doc from the class */
     size_t needs;
-    /* 0, or the offset of the family's own method (METH_O, in its read
-     * section): what a one-family class's table calls instead of def's. */
+    /* 0, or (NEEDS) the family's own method of the same arguments, which
+     * reads the state itself: what a one-family class's table calls
+     * instead of def's. */
     size_t direct;
 } MasterMethod;
-
-#define DIRECT(field) offsetof(router_family, field)
 
 static const MasterMethod master_methods[RM_COUNT] = {
     [RM_ADD] = {{"add_service_node", (PyCFunction)(void (*)(void))router_add, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add)},
     [RM_ADD_MANY] = {{"add_service_nodes", (PyCFunction)(void (*)(void))router_add_many, METH_VARARGS | METH_KEYWORDS, NULL}, NEEDS(add_many)},
     [RM_REMOVE] = {{"remove_service_node", (PyCFunction)router_remove, METH_O, NULL}, NEEDS(remove)},
     [RM_DISCARD] = {{"discard_service_node", (PyCFunction)router_discard, METH_O, NULL}, NEEDS(remove)},
-    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), DIRECT(read_get)},
+    [RM_GET] = {{"get_target_node", (PyCFunction)router_get, METH_O, NULL}, NEEDS(get), NEEDS(read_get)},
     [RM_GET_MANY] = {{"get_target_nodes", (PyCFunction)router_get_many, METH_O, NULL}, NEEDS(get_many)},
-    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), DIRECT(read_get_by_hash)},
+    [RM_GET_BY_HASH] = {{"get_target_node_by_hash", (PyCFunction)router_get_by_hash, METH_O, NULL}, NEEDS(get_by_hash), NEEDS(read_get_by_hash)},
     [RM_GET_MANY_BY_HASH] = {{"get_target_nodes_by_hash", (PyCFunction)router_get_many_by_hash, METH_O, NULL}, NEEDS(get_many_by_hash)},
     [RM_PREFERENCE] = {{"get_preference_list", (PyCFunction)(void (*)(void))router_preference, METH_FASTCALL | METH_KEYWORDS, NULL}, NEEDS(preference)},
     [RM_OWNERSHIP] = {{"ownership", (PyCFunction)router_ownership, METH_NOARGS, NULL}, NEEDS(ownership)},
