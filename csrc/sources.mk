@@ -45,7 +45,7 @@ ENGINE_SOURCES := $(RING_SOURCES) $(RING128_SOURCES) $(WIDE_SOURCES) $(DIFF_SOUR
 
 # The CPython binding (csrc/python/), chash._chash: the only files that
 # include Python.h.
-BINDING_SOURCES := python/module.c python/args.c python/router.c python/get_bounded.c python/ring_class.c python/zones.c python/diff.c \
+BINDING_SOURCES := python/module.c python/args.c python/router.c python/get_bounded.c python/node_index.c python/ring_class.c python/zones.c python/diff.c \
                    python/ring32/family.c python/ring32/points.c python/ring32/mutate.c \
                    python/ring32/ketama.c python/ring32/haproxy.c python/ring32/build.c \
                    python/ring32/lookup.c python/ring32/inspect.c \

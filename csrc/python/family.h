@@ -32,8 +32,9 @@
  * RouterObject-shaped, not a Python object; Py_TYPE of it is the router's
  * type).  Lookups only read it; a change is made to a fresh copy (copy)
  * that the shell publishes whole, under the router's lock.  So a family
- * never writes its state during a lookup (no lazy cache), and never uses
- * a state argument as a Python object.
+ * never writes its state during a lookup (no lazy cache: the one a state
+ * has is the shell's node index for get_bounded, node_index.h), and never
+ * uses a state argument as a Python object.
  */
 #ifndef CHASH_PY_FAMILY_H
 #define CHASH_PY_FAMILY_H
@@ -113,6 +114,8 @@ typedef struct {
 
 typedef struct router_family router_family;
 typedef struct router_class router_class;
+/* A state's nodes by str hash, get_bounded's (node_index.h). */
+typedef struct NodeIndex NodeIndex;
 
 /* The lock that serialises a router's changes without the GIL
  * (router.c); with the GIL, the writer field is the lock. */
@@ -146,6 +149,10 @@ typedef struct RouterObject {
     unsigned unlocked_readers;
     /* In a snapshot: the router object it belongs to (NULL in the object). */
     struct RouterObject *owner;
+    /* This state's nodes by str hash, made by the first get_bounded that
+     * reads it (node_index.h), or NULL; dropped with the state, and at a
+     * change made in place. */
+    NodeIndex *node_index;
     union {
         Ring32State r32;
         Ring64State r64;
@@ -327,9 +334,10 @@ struct router_class {
     "bool included) or loads not a mapping; ValueError for such a load that is\n"    \
     "negative, NaN or infinite, or a balance_factor below 1 or not finite; the\n"    \
     "key's errors are get_target_node's.\n\n"                                           \
-    "Cost: the owner's lookup, a dict lookup a node of the\n"                          \
-    "router (none while loads holds its nodes in its order), and the preference\n" \
-    "list only when the owner is at its bound."
+    "Cost: the owner's lookup, one probe of a table of the router's nodes an\n"     \
+    "entry of loads (a dict lookup a node when loads is more than three times\n"    \
+    "the router's size), and the preference list only when the owner is at\n"      \
+    "its bound."
 
 /* The weight_rule property's docstring, one for every class. */
 #define WEIGHT_RULE_DOC                                                                   \

@@ -23,22 +23,26 @@
  * Maglev step only that many times), never the whole list unless the
  * walk gets there.
  *
- * Reading loads is most of the cost at 100 nodes (read_loads): one dict
- * lookup a node of the router, none for the entries of a dict made in the
- * router's node order, or one family lookup an entry when loads is much
- * smaller than the router.
+ * Reading loads is most of the cost at 100 nodes (read_loads): each entry
+ * of loads is found among the router's nodes with one probe of the
+ * state's node index (node_index.h, made by the first call on a state),
+ * its value read straight from the int or float; a dict lookup a node
+ * only when loads is much larger than the router.
  *
  * Only reads, in one read section (epoch.h) on one published state: the
- * family's state through its lookups and its weight_of / node_at (which run no Python code); every value is an int or float read
- * without calling Python.  A node's load is found with a dict lookup,
- * which may run a key's __eq__ (a caller's key of its own type): the nodes
- * in hand are then strong references, and a router changed meanwhile only
- * changes the answer.
+ * family's state through its lookups and its weight_of / node_at (which
+ * run no Python code), and the state's node index (which get_bounded
+ * makes); every value is an int or float read without calling Python.  A
+ * node's load found with a dict lookup (the walk's, or loads much larger
+ * than the router) may run a key's __eq__ (a caller's key of its own
+ * type): the nodes in hand are then strong references, the index is not
+ * used after it, and a router changed meanwhile only changes the answer.
  */
 #include "get_bounded.h"
 
 #include "args.h"
 #include "epoch.h"
+#include "node_index.h"
 #include "strategies/bounded.h"
 
 #include <float.h>
@@ -89,6 +93,27 @@ typedef struct {
     double owner_weight;
 } Bounds;
 
+/* 1 with *out set when value (an exact int) is a small int >= 0 (one
+ * digit: below 2**30), read from the object; else 0 (PyLong_AsDouble). */
+static inline int compact_long(PyObject *value, double *out)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)value)) {
+        Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)value);
+        *out = (double)v;
+        return v >= 0;
+    }
+    return 0;
+#else
+    Py_ssize_t size = Py_SIZE(value);
+    if (size == 0 || size == 1) {
+        *out = size ? (double)((PyLongObject *)value)->ob_digit[0] : 0.0;
+        return 1;
+    }
+    return 0;
+#endif
+}
+
 /* load_value for the common case, inline: an exact int or float that is
  * finite and >= 0 into *out, 0; anything else through load_value (its
  * checks and messages). */
@@ -96,6 +121,8 @@ static inline int read_load(PyObject *node, PyObject *value, double *out)
 {
     double v;
     if (PyLong_CheckExact(value)) {
+        if (compact_long(value, out))
+            return 0;
         v = PyLong_AsDouble(value);
     } else if (PyFloat_CheckExact(value)) {
         v = PyFloat_AS_DOUBLE(value);
@@ -134,65 +161,73 @@ static double total_weight(RouterObject *self)
     return total;
 }
 
-/*
- * s, the sum of the loads of the nodes the router holds, into b->sum, read
- * the cheaper way round: every node of the router looked up in loads (W
- * summed on the way, the owner's load and weight kept when met; the
- * entries that hold the router's nodes in its order read in step, with no
- * lookup), or, when
- * loads has fewer than half as many entries as the router has nodes, every
- * entry of loads looked up in the router.  Either way an entry for a node
- * the router does not hold is never read, and the value of one it holds
- * is checked.  0, or -1 with an exception.
- */
-static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
+/* Records the owner's load and weight when node is the owner. */
+static inline void note_owner(Bounds *b, PyObject *node, PyObject *owner, double v, double w)
 {
-    double sum = 0.0, w;
-    Py_ssize_t entries = PyDict_GET_SIZE(b->loads);
-    if (entries * 2 < self->family->len(self)) {
-        Py_ssize_t pos = 0;
-        PyObject *node, *value;
-        while (PyDict_Next(b->loads, &pos, &node, &value)) {
-            double v;
-            w = self->family->weight_of(self, node);
+    if (node == owner) {
+        b->owner_load = v;
+        b->owner_weight = w;
+    }
+}
+
+/* s read entry by entry: each entry of loads found among the router's
+ * nodes by one probe of ix (its str hash: the entry's key may be the
+ * router's own object or an equal str), or through the family's weight_of
+ * for a key the index cannot answer (not an exact str; every key when ix
+ * is NULL).  Runs no Python code but on an error's path (its message), so
+ * ix stays valid throughout.  0, or -1 with an exception. */
+static int sum_entries(RouterObject *self, Bounds *b, PyObject *owner, const NodeIndex *ix)
+{
+    /* Small ints (in-flight counts) summed apart, as integers: exact, as
+     * their double sum is, and kept in a register across the dict's
+     * calls, where a double must go through memory. */
+    uint64_t whole = 0;
+    double sum = 0.0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    NodeIndexProbe probe = {!ix, 0};
+    while (PyDict_Next(b->loads, &pos, &key, &value)) {
+        double w, v;
+        PyObject *node = ix ? node_index_find(ix, key, &w, &probe) : NULL;
+        if (node) {
+            key = node; /* the router's object, to meet the owner */
+        } else if (!probe.unknown) {
+            continue; /* a str that is no node of the router */
+        } else if ((w = self->family->weight_of(self, key)) <= 0.0) {
             if (w < 0.0)
                 return -1;
-            if (w == 0.0)
-                continue; /* not the router's */
-            if (load_value(node, value, &v) < 0)
-                return -1;
+            continue;
+        }
+        if (PyLong_CheckExact(value) && compact_long(value, &v)) {
+            whole += (uint64_t)v;
+        } else if (read_load(key, value, &v) < 0) {
+            return -1;
+        } else {
             sum += v;
         }
-        b->sum = sum;
-        return 0;
+        note_owner(b, key, owner, v, w);
     }
-    double total = 0.0;
-    PyObject *node, *key, *value;
-    /* While loads holds the router's own node objects in the router's
-     * order (a dict made from its nodes), each entry is the next node's:
-     * read in step with no lookup, until the first that is not. */
-    Py_ssize_t pos = 0;
-    int in_step = 1;
+    b->sum = (double)whole + sum;
+    if (ix)
+        b->total = ix->total;
+    return 0;
+}
+
+/* s read node by node, for loads much larger than the router: each node
+ * of the router looked up in loads (W summed on the way).  A lookup may
+ * run a key's __eq__ (a caller's key of its own type): each node is held
+ * meanwhile, and a router changed meanwhile only changes the answer.  0,
+ * or -1 with an exception. */
+static int sum_nodes(RouterObject *self, Bounds *b, PyObject *owner)
+{
+    double sum = 0.0, total = 0.0, w;
+    PyObject *node;
     for (size_t k = 0; (node = self->family->node_at(self, &k, &w)) != NULL; k++) {
         double v;
         total += w;
-        if (in_step && PyDict_Next(b->loads, &pos, &key, &value) && key == node) {
-            if (read_load(node, value, &v) < 0)
-                return -1;
-            if (node == owner) {
-                b->owner_load = v;
-                b->owner_weight = w;
-            }
-            sum += v;
-            continue;
-        }
-        in_step = 0;
         Py_INCREF(node);
         int failed = load_of(b->loads, node, &v);
-        if (node == owner) {
-            b->owner_load = v;
-            b->owner_weight = w;
-        }
+        note_owner(b, node, owner, v, w);
         Py_DECREF(node);
         if (failed)
             return -1;
@@ -203,6 +238,50 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
     return 0;
 }
 
+/*
+ * s, the sum of the loads of the nodes the router holds, into b->sum (and
+ * W into b->total, the owner's load and weight into b when met), read the
+ * cheaper way round: entry by entry (sum_entries) unless loads has more
+ * than three times as many entries as the router has nodes, node by node
+ * (sum_nodes) then.  Either way an entry for a node the router does not
+ * hold is never read, and the value of one it holds is checked.  Without
+ * the GIL, loads is read under its critical section (another thread may be
+ * changing it).  0, or -1 with an exception.
+ */
+static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
+{
+    int result;
+    if (PyDict_GET_SIZE(b->loads) > 3 * self->family->len(self)) {
+        result = sum_nodes(self, b, owner);
+    } else {
+        const NodeIndex *ix = node_index_of(self);
+        if (!ix && PyErr_Occurred())
+            return -1;
+        CHASH_LOCKED(b->loads, result = sum_entries(self, b, owner, ix));
+    }
+    return result;
+}
+
+/* The weight of node (the router's) as weight_of gives it, through the
+ * state's node index when it has one: fetched again here, since Python
+ * code may have run since the last use (a dict lookup's __eq__), and a
+ * change made in place meanwhile drops it. */
+static double weight_of(RouterObject *self, PyObject *node)
+{
+    const NodeIndex *ix = node_index_of(self);
+    if (ix) {
+        NodeIndexProbe probe = {0, 0};
+        double w;
+        if (node_index_find(ix, node, &w, &probe))
+            return w;
+        if (!probe.unknown)
+            return 0.0;
+    } else if (PyErr_Occurred()) {
+        return -1.0;
+    }
+    return self->family->weight_of(self, node);
+}
+
 /* 1 when node (the router's, load known or -1) is below its bound, 0 when
  * not, -1 with an exception. */
 static int admits(RouterObject *self, Bounds *b, PyObject *node, double load, double w)
@@ -211,7 +290,7 @@ static int admits(RouterObject *self, Bounds *b, PyObject *node, double load, do
         return -1;
     if (load == 0.0)
         return 1; /* every bound is at least 1 */
-    if (w < 0.0 && (w = self->family->weight_of(self, node)) < 0.0)
+    if (w < 0.0 && (w = weight_of(self, node)) < 0.0)
         return -1;
     if (b->total < 0.0)
         b->total = total_weight(self);

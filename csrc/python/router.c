@@ -30,6 +30,7 @@
 #include "args.h"
 #include "diff.h"
 #include "get_bounded.h"
+#include "node_index.h"
 #include "epoch.h"
 #include "state.h"
 #include "zones.h"
@@ -76,19 +77,34 @@ static int router_clear(RouterObject *self)
     Py_CLEAR(self->zones);
     if (!self->family)
         return 0;
-    if (own_state_held(self))
+    /* Each state's index goes first: it borrows the nodes cleared. */
+    if (own_state_held(self)) {
+        node_index_drop(self);
         self->family->clear(self);
-    if (self->current)
+    }
+    if (self->current) {
+        node_index_drop(self->current);
         self->family->clear(self->current);
-    for (RouterObject *old = self->retired; old; old = old->retired)
+    }
+    for (RouterObject *old = self->retired; old; old = old->retired) {
+        node_index_drop(old);
         self->family->clear(old);
+    }
     return 0;
+}
+
+/* Releases a state's family state and what the shell keeps beside it
+ * (its node index); the object's memory is the caller's. */
+static void release_state(const router_family *family, RouterObject *state)
+{
+    node_index_drop(state);
+    family->release(state);
 }
 
 /* Frees a snapshot (never the object). */
 static void free_snapshot(const router_family *family, RouterObject *snap)
 {
-    family->release(snap);
+    release_state(family, snap);
     Py_CLEAR(snap->zones);
     PyMem_Free(snap);
 }
@@ -118,7 +134,7 @@ static void router_dealloc(RouterObject *self)
             free_snapshot(self->family, old);
         }
         if (own_state_held(self))
-            self->family->release(self);
+            release_state(self->family, self);
         if (self->current)
             free_snapshot(self->family, self->current);
     }
@@ -223,6 +239,7 @@ static void change_publish(RouterObject *self, RouterObject *next)
 {
     RouterObject *old = self->current;
     if (next == router_state(self)) { /* changed in place */
+        node_index_drop(next); /* it described the nodes before */
         self->changes++;
         return;
     }
@@ -269,7 +286,7 @@ static void change_end(RouterObject *self)
         free_snapshot(self->family, old);
     }
     if (own)
-        self->family->release(self);
+        release_state(self->family, self);
     PyErr_Restore(type, value, tb);
 }
 

@@ -390,3 +390,69 @@ def test_a_failed_call_holds_no_reference(kind: str) -> None:
         else:
             raise AssertionError("a negative load went unnoticed")
     assert [sys.getrefcount(x) for x in (node, bad, fine, loads)] == counts
+
+
+class Name(str):
+    """A str subclass: a loads key the router's node index cannot answer,
+    found through the family's own lookup."""
+
+
+def copy_of(name: str) -> str:
+    """An equal str that is another object than name."""
+    copy = "".join(list(name))
+    assert copy == name and copy is not name
+    return copy
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_loads_keyed_by_equal_names_that_are_other_objects(kind: str) -> None:
+    held = names(kind)[:8]
+    router = build(kind, held, list(range(8)))
+    same = {node: (i * 5) % 9 for i, node in enumerate(router.nodes)} | {"gone-1": 40}
+    copies = {copy_of(node): load for node, load in same.items()}
+    subclassed = {Name(node): load for node, load in same.items()}
+    mixed = {(copy_of(n) if i % 3 == 0 else Name(n) if i % 3 == 1 else n): v
+             for i, (n, v) in enumerate(same.items())}
+    for i in range(300):
+        key = f"user:{i}"
+        expected = model(router, key, same)
+        for loads in (same, copies, subclassed, mixed):
+            assert router.get_bounded(key, loads) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_change_is_seen_by_the_next_call(kind: str) -> None:
+    # Each call on a state indexes its nodes once; a change made in place
+    # (or published as a new state) must never leave a call reading the
+    # nodes before it: a removed node's entry is ignored, an added one's
+    # counted, a name added again as another object found.
+    pool = names(kind)[:10]
+    router = build(kind, pool[:6], list(range(6)))
+    loads = {node: 1 + (i * 3) % 7 for i, node in enumerate(pool)}
+    keys = [f"s{i}" for i in range(60)]
+
+    def check() -> None:
+        for key in keys:
+            assert router.get_bounded(key, loads, 1.1) == model(router, key, loads, 1.1)
+
+    check()
+    removable = kind.startswith("jump")  # jump drops only its last bucket
+    for step in range(8):
+        nodes = list(router.nodes)
+        if step % 2 == 0 and len(nodes) > 2:
+            router.remove_service_node(nodes[-1] if removable else nodes[step % len(nodes)])
+        else:
+            absent = [n for n in pool if n not in nodes]
+            router.add_service_node(copy_of(absent[0]))
+        check()
+
+
+@pytest.mark.parametrize("kind", ["ring-python", "maglev", "jump", "rendezvous-hrw", "anchor"])
+def test_loads_much_larger_than_the_router(kind: str) -> None:
+    # More than three entries a node: read node by node instead.
+    router = build(kind, names(kind)[:3], [0, 1, 2])
+    loads: dict[str, float] = {f"elsewhere-{i}": 5 for i in range(30)}
+    loads.update({node: 4 - i for i, node in enumerate(router.nodes)})
+    for i in range(200):
+        key = f"k{i}"
+        assert router.get_bounded(key, loads) == model(router, key, loads)

@@ -1,5 +1,5 @@
 """Many threads on one router: readers route (one key, a batch of keys, a
-batch of hashes), iterate, measure, compare and pickle while one or two
+batch of hashes, one key under bounded loads), iterate, measure, compare and pickle while one or two
 writers add, remove and reweigh nodes, for every family and every layout
 of the ring.
 
@@ -71,6 +71,11 @@ CONFIGS = [
 ]
 
 HASHES = [(i * 0x9E3779B97F4A7C15) & (2**64 - 1) for i in range(BATCH)]
+#: get_bounded's loads: every node any step holds, half keyed by equal
+#: copies of the names the writers add (the router's node index answers
+#: both), and one node no step holds.
+LOADS = {("".join(f"10.0.{i}.1:80") if i % 2 else f"10.0.{i}.1:80"): (i * 7) % 5
+         for i in range(11)} | {"10.9.9.9:80": 50}
 
 
 def _weight(router: Router, k: int) -> float:
@@ -121,6 +126,7 @@ class Expected:
     singles: list[list[str | None]] = field(default_factory=list)
     batches: list[tuple[str | None, ...]] = field(default_factory=list)
     by_hash: list[tuple[str | None, ...]] = field(default_factory=list)
+    bounded: list[list[str | None]] = field(default_factory=list)
     fingerprints: list[Any] = field(default_factory=list)
     nodes: list[tuple[str, ...]] = field(default_factory=list)
     routers: list[Router] = field(default_factory=list)
@@ -139,6 +145,7 @@ def _expected(config: Config, steps: list[Step]) -> Expected:
         if config.hash_bits:
             mask = 2**config.hash_bits - 1
             out.by_hash.append(tuple(router.get_target_nodes_by_hash([h & mask for h in HASHES])))
+        out.bounded.append([router.get_bounded(k, LOADS, 1.1) for k in SINGLE_KEYS])
         out.fingerprints.append(router.fingerprint())
         out.nodes.append(tuple(router))
     return out
@@ -177,7 +184,7 @@ def _reader(router: Router, config: Config, expected: Expected, progress: Progre
     hashes = [h & mask for h in HASHES]
     turn = 0
     while not progress.done or turn < 4:
-        what = (turn + index) % 6
+        what = (turn + index) % 7
         turn += 1
         if what == 0:
             key_at = turn % len(SINGLE_KEYS)
@@ -216,6 +223,13 @@ def _reader(router: Router, config: Config, expected: Expected, progress: Progre
             if any(equal[s] and all(expected.routers[s] != expected.routers[t] for t in steps)
                    for s in every if s not in steps):
                 failures.add(f"{config.name}: == a step outside {list(steps)}")
+        elif what == 5:
+            key_at = turn % len(SINGLE_KEYS)
+            answer, steps = _steps_between(
+                progress, lambda k=key_at: router.get_bounded(SINGLE_KEYS[k], LOADS, 1.1))
+            if all(expected.bounded[s][key_at] != answer for s in steps):
+                failures.add(f"{config.name}: bounded {SINGLE_KEYS[key_at]!r} -> {answer!r} "
+                             f"at steps {list(steps)}")
         else:
             router._check()
         counts[index] += 1
