@@ -15,7 +15,8 @@ by round), wall clock and CPU time.  The ratio is get_bounded over
 get_target_node: the ratio of the medians and the median of the
 per-round ratios (benchmarks/_ratios.py); the target is <= 6 for the
 ring (ConsistentHashRouter's default layout), judged on both dicts in
-another order.
+another order.  chash.compat.uhashring's HashRing is timed the same way,
+get_bounded against its get_node.
 
     PYTHONPATH=. python benchmarks/bench_get_bounded.py --repeat 15
 """
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _ratios import LEGEND, both, holds
 
 import chash
+from chash.compat.uhashring import HashRing
 
 NODES = 100
 KEYS = 2000
@@ -51,7 +53,22 @@ FAMILIES: dict[str, Callable[[], Any]] = {
     "maglev": chash.MaglevRouter,
     "jump": chash.JumpRouter,
     "rendezvous": chash.RendezvousRouter,
+    "HashRing (uhashring)": HashRing,
 }
+
+
+def add_node(router: Any, name: str) -> None:
+    """A router's add_service_node, HashRing's add_node."""
+    if isinstance(router, HashRing):
+        router.add_node(name)
+    else:
+        router.add_service_node(name)
+
+
+def owner_of(router: Any) -> Callable[[str], Any]:
+    """The lookup get_bounded is weighed against: get_target_node, or
+    HashRing's get_node."""
+    return router.get_node if isinstance(router, HashRing) else router.get_target_node
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, float]:
@@ -82,22 +99,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, make in FAMILIES.items():
         router = make()
         for name in names:
-            router.add_service_node(name)
+            add_node(router, name)
         # The answers are the rule's: a full owner sends some keys on.
-        moved = sum(router.get_bounded(k, loads) != router.get_target_node(k) for k in keys)
+        moved = sum(router.get_bounded(k, loads) != owner_of(router)(k) for k in keys)
         routers[label] = (router, moved)
 
     samples: dict[str, dict[str, list[float]]] = {
         label: {which + cpu: [] for which in PASSES for cpu in ("", "_cpu")} for label in FAMILIES}
     for _ in range(2):  # warm-up
         for router, _moved in routers.values():
-            [router.get_target_node(k) for k in keys]
+            [owner_of(router)(k) for k in keys]
             [router.get_bounded(k, loads) for k in keys]
             [router.get_bounded(k, other) for k in keys]
             [router.get_bounded(k, copies) for k in keys]
     for r in range(args.repeat):
         for label, (router, _moved) in routers.items():
-            get, bounded = router.get_target_node, router.get_bounded
+            get, bounded = owner_of(router), router.get_bounded
             passes = {"get": lambda get=get: [get(k) for k in keys],
                       "bounded": lambda bounded=bounded: [bounded(k, loads) for k in keys],
                       "other": lambda bounded=bounded: [bounded(k, other) for k in keys],

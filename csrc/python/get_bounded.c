@@ -188,7 +188,8 @@ static int sum_entries(RouterObject *self, Bounds *b, PyObject *owner, const Nod
     NodeIndexProbe probe = {!ix, 0};
     while (PyDict_Next(b->loads, &pos, &key, &value)) {
         double w, v;
-        PyObject *node = ix ? node_index_find(ix, key, &w, &probe) : NULL;
+        size_t at;
+        PyObject *node = ix ? node_index_find(ix, key, &w, &at, &probe) : NULL;
         if (node) {
             key = node; /* the router's object, to meet the owner */
         } else if (!probe.unknown) {
@@ -272,7 +273,8 @@ static double weight_of(RouterObject *self, PyObject *node)
     if (ix) {
         NodeIndexProbe probe = {0, 0};
         double w;
-        if (node_index_find(ix, node, &w, &probe))
+        size_t at;
+        if (node_index_find(ix, node, &w, &at, &probe))
             return w;
         if (!probe.unknown)
             return 0.0;

@@ -1,8 +1,10 @@
 /*
- * node_index.h - the nodes of one router state found by their address or
- * their str value (node_index.c): what get_bounded (get_bounded.c) tests
- * each entry of the caller's loads against, so that reading 100 loads
- * costs a probe an entry rather than a dict lookup a node.
+ * node_index.h - a set of nodes found by their address or their str value
+ * (node_index.c): what get_bounded (get_bounded.c; HashRing's in
+ * uhashring.c) tests each entry of the caller's loads against, so that
+ * reading 100 loads costs a probe an entry rather than a dict lookup a
+ * node.  node_index_make builds one over any nodes; the rest of this
+ * comment is about a router state's.
  *
  * An index belongs to one state (family.h's RouterObject: the object's
  * own or a snapshot) and is made the first time get_bounded reads that
@@ -21,14 +23,16 @@
 
 /* A node in the table by address. */
 typedef struct {
-    PyObject *node; /* the state's node (an exact str), borrowed; NULL: free */
+    PyObject *node; /* the node (an exact str), borrowed; NULL: free */
     double weight;
+    size_t at;      /* its position, as node_index_make's next gave it */
 } NodeIndexSlot;
 
 /* A node in the table by value: its str hash beside it. */
 typedef struct {
     PyObject *node; /* as NodeIndexSlot's */
     double weight;
+    size_t at;
     Py_hash_t hash;
 } NodeIndexNamed;
 
@@ -57,6 +61,19 @@ static inline size_t node_index_home(const NodeIndex *ix, const void *p)
 {
     return (size_t)(((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> ix->shift);
 }
+
+/* The nodes to index, one a call: the first at position *at or after it
+ * (borrowed; *at set to its position, its weight in *weight), or NULL past
+ * the last.  Runs no Python code. */
+typedef PyObject *(*node_index_next)(void *ctx, size_t *at, double *weight);
+
+/* A new index of the nodes next gives; NODE_INDEX_NONE when some node is
+ * not an exact str (the index could not answer for it); NULL with
+ * MemoryError.  Runs no Python code.  Freed with node_index_free. */
+NodeIndex *node_index_make(node_index_next next, void *ctx);
+void node_index_free(NodeIndex *ix);
+extern NodeIndex node_index_none;
+#define NODE_INDEX_NONE (&node_index_none)
 
 /* state's index, made now when it has none; NULL with no exception when
  * its nodes cannot be indexed so (a node not an exact str, which no family
@@ -138,14 +155,14 @@ typedef struct {
 } NodeIndexProbe;
 
 /*
- * The state's node equal to key (borrowed), its weight in *weight; NULL
- * when key is an exact str the state does not hold.  probe->unknown set
+ * The indexed node equal to key (borrowed), its weight in *weight and its
+ * position in *at; NULL when key is an exact str the index does not hold.  probe->unknown set
  * (and NULL returned) when key is not an exact str, which the index cannot
  * answer (a str subclass may hash and compare its own way): the family's
  * weight_of must then.  Runs no Python code.
  */
 static inline PyObject *node_index_find(const NodeIndex *ix, PyObject *key, double *weight,
-                                        NodeIndexProbe *probe)
+                                        size_t *at, NodeIndexProbe *probe)
 {
     probe->unknown = 0;
     if (!probe->by_value) {
@@ -153,6 +170,7 @@ static inline PyObject *node_index_find(const NodeIndex *ix, PyObject *key, doub
             const NodeIndexSlot *slot = &ix->by_address[i];
             if (slot->node == key) {
                 *weight = slot->weight;
+                *at = slot->at;
                 return key;
             }
             if (!slot->node)
@@ -171,6 +189,7 @@ static inline PyObject *node_index_find(const NodeIndex *ix, PyObject *key, doub
         if (slot->node == key || node_index_names(slot, key, h)) {
             probe->by_value = slot->node != key;
             *weight = slot->weight;
+            *at = slot->at;
             return slot->node;
         }
     }

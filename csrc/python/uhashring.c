@@ -33,7 +33,11 @@
  * swaps it in, so a failed call leaves the ring as it was), the node names
  * (strong references, a slot each), a dict name -> slot, and `_nodes`, the
  * caller's dict of node configurations, read by the lookups that return
- * one.  Everything is plain arrays and dicts, copied whole by copying each.
+ * one; and get_bounded's view, made by its first call after a change:
+ * each slot's weight (read from its configuration) and the names indexed
+ * by address and str value (node_index.h), so that each entry of the
+ * caller's loads costs one probe.  Everything is plain arrays and dicts,
+ * copied whole by copying each.
  * The GIL serialises calls (the module keeps it enabled); no call reaches
  * back into Python while the arrays are being changed (names are formatted
  * and slots looked up before; a change that ran Python code checks the
@@ -45,7 +49,10 @@
 #include "binding.h"
 #include "engine/alloc.h"
 #include "engine/ring128.h"
+#include "node_index.h"
 #include "uhashring.h"
+
+#include <math.h>
 
 typedef struct {
     PyObject_HEAD
@@ -66,10 +73,19 @@ typedef struct {
     PyObject *slots;    /* dict: name -> slot (int) */
     PyObject *nodes;    /* the caller's dict: name -> configuration dict */
     PyObject *instance; /* the str "instance", the key get_node_instance reads */
+    PyObject *weight;   /* the str "weight", the key get_bounded's view reads */
     uint64_t next_seq;
     uint64_t changes;   /* bumped by every change: a call that ran Python code
                          * (a name's __format__, __hash__ or __eq__) checks it
                          * before it changes anything */
+    /* get_bounded's view of the nodes (uh_bounded_view), made by its first
+     * call after a change: each slot's weight (its configuration's
+     * "weight"), their sum, and the names by address and str value. */
+    double *weights;
+    double weight_sum;
+    NodeIndex *names_index; /* NODE_INDEX_NONE: some name is not a str */
+    uint64_t view_at;   /* changes when the view was made */
+    int has_view;
 } UHashRingObject;
 
 /* RuntimeError when the ring changed since `before` (Python code a call ran
@@ -104,8 +120,19 @@ static void uh_drop_names(UHashRingObject *self)
     CHASH_FREE(names);
 }
 
+/* Drops get_bounded's view (it borrows the names). */
+static void uh_drop_view(UHashRingObject *self)
+{
+    node_index_free(self->names_index);
+    CHASH_FREE(self->weights);
+    self->names_index = NULL;
+    self->weights = NULL;
+    self->has_view = 0;
+}
+
 static int uh_clear(UHashRingObject *self)
 {
+    uh_drop_view(self);
     uh_drop_names(self);
     CHASH_FREE(self->pts);
     CHASH_FREE(self->spare);
@@ -116,6 +143,7 @@ static int uh_clear(UHashRingObject *self)
     Py_CLEAR(self->slots);
     Py_CLEAR(self->nodes);
     Py_CLEAR(self->instance);
+    Py_CLEAR(self->weight);
     return 0;
 }
 
@@ -136,7 +164,8 @@ static PyObject *uh_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject 
     self->slots = PyDict_New();
     self->nodes = PyDict_New();
     self->instance = PyUnicode_InternFromString("instance");
-    if (!self->slots || !self->nodes || !self->instance) {
+    self->weight = PyUnicode_InternFromString("weight");
+    if (!self->slots || !self->nodes || !self->instance || !self->weight) {
         Py_DECREF(self);
         return NULL;
     }
@@ -735,6 +764,329 @@ static PyObject *uh_get_nodes_dict(UHashRingObject *self, void *Py_UNUSED(closur
     return Py_NewRef(self->nodes);
 }
 
+/* ------------------------------------------------------------------ */
+/* get_bounded                                                        */
+
+/* The slots in order, each name with its weight (node_index_next). */
+static PyObject *uh_next(void *ctx, size_t *at, double *weight)
+{
+    UHashRingObject *self = ctx;
+    if (*at >= self->nnodes)
+        return NULL;
+    *weight = self->weights[*at];
+    return self->names[*at];
+}
+
+/* Makes get_bounded's view when the ring changed since the last: each
+ * slot's weight read from its configuration (a lookup in the caller's
+ * dict, which may run a name's __eq__, and a number's __float__), then the
+ * index.  0, or -1 with an exception (the old view dropped). */
+static int uh_bounded_view(UHashRingObject *self)
+{
+    if (self->has_view && self->view_at == self->changes)
+        return 0;
+    uh_drop_view(self);
+    uint64_t before = self->changes;
+    size_t n = self->nnodes;
+    double *weights = CHASH_MALLOC((n ? n : 1) * sizeof *weights);
+    if (!weights) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    double sum = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        PyObject *name = Py_NewRef(self->names[k]);
+        PyObject *conf = PyDict_GetItemWithError(self->nodes, name);
+        PyObject *weight = NULL;
+        if (conf) {
+            Py_INCREF(conf);
+            weight = PyObject_GetItem(conf, self->weight);
+            Py_DECREF(conf);
+        } else if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, name);
+        }
+        Py_DECREF(name);
+        weights[k] = weight ? PyFloat_AsDouble(weight) : -1.0;
+        Py_XDECREF(weight);
+        if (!weight || (weights[k] == -1.0 && PyErr_Occurred()) || uh_unchanged(self, before) < 0) {
+            CHASH_FREE(weights);
+            return -1;
+        }
+        sum += weights[k];
+    }
+    self->weights = weights;
+    self->weight_sum = sum;
+    self->names_index = node_index_make(uh_next, self);
+    if (!self->names_index) {
+        uh_drop_view(self);
+        return -1;
+    }
+    self->view_at = before;
+    self->has_view = 1;
+    return 0;
+}
+
+/* TypeError from format: its %R is named (when not NULL), its %U the
+ * __name__ of value's type, as HashRing's messages name them. */
+static void uh_not_a_number(const char *format, PyObject *named, PyObject *value)
+{
+    PyObject *type = PyType_GetName(Py_TYPE(value));
+    if (!type)
+        return;
+    if (named)
+        PyErr_Format(PyExc_TypeError, format, named, type);
+    else
+        PyErr_Format(PyExc_TypeError, format, type);
+    Py_DECREF(type);
+}
+
+/* HashRing's balance factor (a bool refused, as a number): a finite number
+ * >= 1, into *out; 0, or -1 with TypeError / ValueError naming it. */
+static int uh_balance_factor(PyObject *value, double *out)
+{
+    if (PyBool_Check(value) || !(PyLong_Check(value) || PyFloat_Check(value))) {
+        uh_not_a_number("balance_factor must be a number, not %U", NULL, value);
+        return -1;
+    }
+    double c = PyFloat_Check(value) ? PyFloat_AS_DOUBLE(value) : PyLong_AsDouble(value);
+    if (c == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(c >= 1.0) || isinf(c)) {
+        PyErr_Format(PyExc_ValueError, "balance_factor must be a finite number >= 1, not %R", value);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+/* A load as HashRing reads it: an int or float (not a bool), >= 0 and
+ * finite, into *out; 0, or -1 with TypeError / ValueError naming node (an
+ * int too large for a float is an OverflowError, as float() makes it,
+ * unless it is negative). */
+static int uh_load(PyObject *node, PyObject *value, double *out)
+{
+    double v;
+    if (PyFloat_CheckExact(value)) {
+        v = PyFloat_AS_DOUBLE(value);
+    } else if (PyBool_Check(value) || !(PyLong_Check(value) || PyFloat_Check(value))) {
+        uh_not_a_number("the load of %R must be a number, not %U", node, value);
+        return -1;
+    } else if (PyFloat_Check(value)) {
+        v = PyFloat_AS_DOUBLE(value);
+    } else {
+        v = PyLong_AsDouble(value);
+        if (v == -1.0 && PyErr_Occurred()) {
+            int overflow = 0;
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return -1;
+            (void)PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (overflow >= 0)
+                return -1; /* too large for a float */
+            PyErr_Clear();
+            v = -1.0; /* negative: refused below */
+        }
+    }
+    if (!(v >= 0.0) || isinf(v)) {
+        PyErr_Format(PyExc_ValueError, "the load of %R must be a finite number >= 0, not %R", node,
+                     value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The slot of name among the view's, -1 when the ring has none, -2 with
+ * an exception: the index first, the slots dict for a name it cannot
+ * answer. */
+static Py_ssize_t uh_bounded_slot(UHashRingObject *self, PyObject *name, NodeIndexProbe *probe)
+{
+    if (self->names_index != NODE_INDEX_NONE) {
+        double w;
+        size_t at;
+        if (node_index_find(self->names_index, name, &w, &at, probe))
+            return (Py_ssize_t)at;
+        if (!probe->unknown)
+            return -1;
+    }
+    return uh_slot(self, name);
+}
+
+/* The loads, read into by_slot (zeroed, a slot each) and summed in the
+ * caller's order into *total; 0, or -1 with an exception. */
+static int uh_read_loads(UHashRingObject *self, PyObject *loads, double *by_slot, double *total)
+{
+    uint64_t before = self->changes;
+    NodeIndexProbe probe = {0, 0};
+    double sum = 0.0;
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(loads, &pos, &name, &value)) {
+        Py_ssize_t slot = uh_bounded_slot(self, name, &probe);
+        if (slot == -2 || uh_unchanged(self, before) < 0)
+            return -1;
+        if (slot < 0)
+            continue;
+        double v;
+        if (uh_load(name, value, &v) < 0)
+            return -1;
+        by_slot[slot] = v;
+        sum += v;
+    }
+    *total = sum;
+    return 0;
+}
+
+/* The node of the first slot from point pos on, once round the ring,
+ * whose load is below its bound (HashRing.get_bounded's rule, with T =
+ * slots); the owner at pos when none is. */
+static PyObject *uh_bounded_walk(UHashRingObject *self, size_t pos, const double *by_slot,
+                                 double slots, unsigned char *seen)
+{
+    uint32_t first = self->pts[pos].owner;
+    size_t found = 0;
+    for (size_t k = 0; k < self->n && found < self->nnodes; k++) {
+        uint32_t owner = self->pts[(pos + k) % self->n].owner;
+        if (seen[owner])
+            continue;
+        seen[owner] = 1;
+        found++;
+        double bound = 1.0;
+        if (self->weight_sum > 0.0) {
+            bound = ceil(slots * self->weights[owner] / self->weight_sum);
+            if (bound < 1.0)
+                bound = 1.0;
+        }
+        if (by_slot[owner] < bound)
+            return Py_NewRef(self->names[owner]);
+    }
+    return Py_NewRef(self->names[first]);
+}
+
+/* Up to this many slots, a call's arrays are on its stack. */
+#define UH_STACK_SLOTS 256
+
+static PyObject *uh_get_bounded(UHashRingObject *self, PyObject *key, PyObject *loads,
+                                PyObject *factor)
+{
+    double c = 1.25;
+    if (factor && uh_balance_factor(factor, &c) < 0)
+        return NULL;
+    if (uh_bounded_view(self) < 0)
+        return NULL;
+    PyObject *dict;
+    if (PyDict_Check(loads)) {
+        dict = Py_NewRef(loads);
+    } else {
+        /* Another mapping: its items() once, as HashRing reads it. */
+        PyObject *items = PyObject_CallMethod(loads, "items", NULL);
+        dict = items ? PyDict_New() : NULL;
+        if (dict && PyDict_MergeFromSeq2(dict, items, 1) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(items);
+        if (!dict)
+            return NULL;
+        if (uh_bounded_view(self) < 0) { /* items() may have changed the ring */
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+    uint64_t before = self->changes;
+    size_t n = self->nnodes;
+    double stack_loads[UH_STACK_SLOTS];
+    unsigned char stack_seen[UH_STACK_SLOTS];
+    double *by_slot = n <= UH_STACK_SLOTS ? stack_loads : CHASH_MALLOC(n * sizeof *by_slot);
+    unsigned char *seen = n <= UH_STACK_SLOTS ? stack_seen : CHASH_MALLOC(n);
+    PyObject *result = NULL;
+    if (!by_slot || !seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(by_slot, 0, n * sizeof *by_slot);
+    memset(seen, 0, n);
+    double total;
+    if (uh_read_loads(self, dict, by_slot, &total) < 0)
+        goto done;
+    Py_ssize_t pos = uh_locate(self, key); /* str(key) may run Python code */
+    if (pos == -1 || uh_unchanged(self, before) < 0)
+        goto done;
+    if (pos == -2) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    double slots = ceil(c * (total + 1.0));
+    if (!isfinite(slots)) {
+        PyErr_SetString(PyExc_OverflowError, "cannot convert float infinity to integer");
+        goto done;
+    }
+    result = uh_bounded_walk(self, (size_t)pos, by_slot, slots, seen);
+done:
+    if (by_slot != stack_loads)
+        CHASH_FREE(by_slot);
+    if (seen != stack_seen)
+        CHASH_FREE(seen);
+    Py_DECREF(dict);
+    return result;
+}
+
+PyDoc_STRVAR(uh_get_bounded_doc,
+"get_bounded($self, /, key, loads, balance_factor=1.25)\n--\n\n"
+"The node for key under the loads the caller tracks: the first node\n"
+"along the ring from key (iterate_nodes' order) whose load is below its\n"
+"bound, None when the ring is empty.\n\n"
+"loads maps node name -> current load (a finite int or float >= 0); a\n"
+"node missing from it has load 0, an entry for a node the ring does not\n"
+"hold is ignored (in the sum too).  With t the sum of the loads,\n"
+"T = ceil(balance_factor * (t + 1)) and a node of weight w of W may hold\n"
+"max(ceil(T * w / W), 1): the rule of chash.BoundedLoadRouter.  With\n"
+"every load 0 the answer is get_node(key).  Stateless: nothing is\n"
+"acquired or released.  ValueError for a negative, infinite or NaN load\n"
+"or a balance factor below 1, TypeError for one that is not a number,\n"
+"each naming it.  A node's weight is its configuration's \"weight\" as the\n"
+"ring last changed (read once a change, with the names indexed, so each\n"
+"entry of loads costs one probe).");
+
+/* get_bounded(key, loads, balance_factor=1.25), each by position or name,
+ * under the ring's critical section. */
+static PyObject *uh_get_bounded_locked(PyObject *self, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    static const char *const names[] = {"key", "loads", "balance_factor"};
+    PyObject *given[3] = {NULL, NULL, NULL};
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs > 3) {
+        PyErr_Format(PyExc_TypeError, "get_bounded() takes at most 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        given[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, i);
+        int k = 0;
+        while (k < 3 && PyUnicode_CompareWithASCIIString(kw, names[k]) != 0)
+            k++;
+        if (k == 3) {
+            PyErr_Format(PyExc_TypeError, "get_bounded() got an unexpected keyword argument %R", kw);
+            return NULL;
+        }
+        if (given[k]) {
+            PyErr_Format(PyExc_TypeError, "get_bounded() got multiple values for argument '%s'",
+                         names[k]);
+            return NULL;
+        }
+        given[k] = args[nargs + i];
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!given[k]) {
+            PyErr_Format(PyExc_TypeError, "get_bounded() missing required argument '%s'", names[k]);
+            return NULL;
+        }
+    }
+    PyObject *result;
+    CHASH_LOCKED(self, result = uh_get_bounded((UHashRingObject *)self, given[0], given[1], given[2]));
+    return result;
+}
+
 /* Every method under the ring's critical section (binding.h's
  * CHASH_LOCKED; the GIL before 3.13): on a free-threaded build one call at
  * a time reads or changes a ring, so a lookup never meets a change half
@@ -781,6 +1133,8 @@ static PyMethodDef uh_methods[] = {
     {"_remove", (PyCFunction)uh_remove_locked, METH_O, uh_remove_doc},
     {"_build", (PyCFunction)(void (*)(void))uh_build_locked, METH_FASTCALL, uh_build_doc},
     {"_check", (PyCFunction)uh_check_locked, METH_NOARGS, uh_check_doc},
+    {"get_bounded", (PyCFunction)(void (*)(void))uh_get_bounded_locked,
+     METH_FASTCALL | METH_KEYWORDS, uh_get_bounded_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,8 @@ loads of the nodes the ring holds, a node of weight ``w`` of ``W`` below
 from __future__ import annotations
 
 import math
+import types
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -71,3 +73,108 @@ def test_empty_ring_and_bad_arguments() -> None:
     for c, error in ((0.5, ValueError), (math.nan, ValueError), (math.inf, ValueError), ("2", TypeError)):
         with pytest.raises(error, match="balance_factor"):
             ring.get_bounded("k", {}, c)  # type: ignore[arg-type]
+
+
+def test_a_python_hash_fn_ring_follows_the_rule() -> None:
+    ring = HashRing({f"engine-{i}": 1 + i % 3 for i in range(9)}, vnodes=12,
+                    hash_fn=lambda key: hash(str(key)) & 0xFFFFFFFF)
+    loads = {f"engine-{i}": (i * 7) % 11 for i in range(9)} | {"gone": 3}
+    for key in KEYS[:100]:
+        assert ring.get_bounded(key, loads) == model(ring, key, loads, 1.25)
+
+
+class Name(str):
+    """A str subclass: a name the ring's index cannot answer for."""
+
+
+def copy_of(name: str) -> str:
+    copy = "".join(list(name))
+    assert copy == name and copy is not name
+    return copy
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_names_that_are_other_objects_and_not_str(mode: dict[str, Any]) -> None:
+    ring = HashRing({f"engine-{i}": 1 + i % 4 for i in range(10)}, vnodes=16, **mode)
+    same = {f"engine-{i}": (i * 5) % 9 for i in range(10)}
+    variants = [same, {copy_of(n): v for n, v in same.items()}, {Name(n): v for n, v in same.items()},
+                {(copy_of(n) if i % 2 else Name(n)): v for i, (n, v) in enumerate(same.items())}]
+    for key in KEYS[:150]:
+        expected = model(ring, key, same, 1.1)
+        assert all(ring.get_bounded(key, loads, 1.1) == expected for loads in variants)
+    numbered = HashRing({i: 1 + i % 2 for i in range(8)}, vnodes=16, **mode)
+    int_loads = {i: (i * 3) % 5 for i in range(10)}
+    for key in KEYS[:150]:
+        assert numbered.get_bounded(key, int_loads) == model(numbered, key, int_loads, 1.25)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_change_is_seen_by_the_next_call(mode: dict[str, Any]) -> None:
+    # The names and weights get_bounded reads are remade after each change:
+    # a node removed, added (as another str object), or weighed again.
+    ring = HashRing({f"engine-{i}": 1 for i in range(6)}, vnodes=16, **mode)
+    loads = {f"engine-{i}": 1 + (i * 3) % 7 for i in range(10)}
+
+    def check() -> None:
+        for key in KEYS[:60]:
+            assert ring.get_bounded(key, loads, 1.1) == model(ring, key, loads, 1.1)
+
+    check()
+    ring.remove_node("engine-2")
+    check()
+    ring.add_node(copy_of("engine-7"), {"weight": 3})
+    check()
+    ring.add_node("engine-0", {"weight": 4})
+    check()
+    ring["engine-2"] = 2
+    check()
+
+
+def test_arguments_by_name_and_other_mappings() -> None:
+    ring = HashRing([f"engine-{i}" for i in range(6)], vnodes=20)
+    loads = {"engine-1": 9, "engine-4": 2.5, "gone": 7}
+    for key in KEYS[:80]:
+        expected = model(ring, key, loads, 1.5)
+        assert ring.get_bounded(key, loads, 1.5) == expected
+        assert ring.get_bounded(key=key, loads=loads, balance_factor=1.5) == expected
+        assert ring.get_bounded(key, types.MappingProxyType(loads), balance_factor=1.5) == expected
+        assert ring.get_bounded(key, Counter(loads), 1.5) == expected
+    with pytest.raises(TypeError, match="missing required argument 'loads'"):
+        ring.get_bounded("k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'factor'"):
+        ring.get_bounded("k", {}, factor=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'key'"):
+        ring.get_bounded("k", {}, key="k")  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        ring.get_bounded("k", [("engine-1", 3)])  # type: ignore[arg-type]
+    with pytest.raises(OverflowError):
+        ring.get_bounded("k", {"engine-1": 10**400})
+    with pytest.raises(ValueError, match="load of 'engine-1'"):
+        ring.get_bounded("k", {"engine-1": -10**400})
+    with pytest.raises(TypeError, match="load of 'engine-1' must be a number, not bool"):
+        ring.get_bounded("k", {"engine-1": True})
+
+
+class Meddler(str):
+    """A loads key equal to a node that removes a node when compared."""
+
+    ring: HashRing | None = None
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        ring, Meddler.ring = Meddler.ring, None
+        if ring is not None:
+            ring.remove_node("engine-5")
+        return str.__eq__(self, other)
+
+
+def test_a_ring_changed_during_the_call_is_refused_not_misread() -> None:
+    ring = HashRing([f"engine-{i}" for i in range(6)], vnodes=20)
+    Meddler.ring = ring
+    with pytest.raises(RuntimeError, match="the ring changed during the call"):
+        ring.get_bounded("k", {Meddler("engine-1"): 100})
+    assert "engine-5" not in ring.nodes
+    ring._check()
+    loads = {"engine-1": 100}
+    assert ring.get_bounded("k", loads) == model(ring, "k", loads, 1.25)

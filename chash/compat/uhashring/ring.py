@@ -373,43 +373,6 @@ class HashRing(_UHashRing):
             if count == size:
                 break
 
-    def get_bounded(self, key: Any, loads: Mapping[Any, float], balance_factor: float = 1.25) -> Any:
-        """The node for key under the loads the caller tracks: the first node
-        along the ring from key (``iterate_nodes``' order) whose load is
-        below its bound, None when the ring is empty.
-
-        ``loads`` maps node name -> current load (a finite int or float >= 0); a
-        node missing from it has load 0, an entry for a node the ring does
-        not hold is ignored (in the sum too).  With ``t`` the sum of the
-        loads, ``T = ceil(balance_factor * (t + 1))`` and a node of weight
-        ``w`` of ``W`` may hold ``max(ceil(T * w / W), 1)``: the rule of
-        ``chash.BoundedLoadRouter``.  With every load 0 the answer is
-        ``get_node(key)``.  Stateless: nothing is acquired or released.
-        ``ValueError`` for a negative, infinite or NaN load or a balance factor below
-        1, ``TypeError`` for one that is not a number, each naming it.
-        """
-        # The router classes' get_bounded (chash._chash) walks their own
-        # preference lists in C with this rule; HashRing walks uhashring's
-        # continuum, here over _walk (C), the loads read in Python.
-        c = _balance_factor(balance_factor)
-        held = self._nodes
-        own: dict[Any, float] = {}
-        total = 0.0
-        for node, load in loads.items():
-            if node in held:
-                own[node] = _load(node, load)
-                total += own[node]
-        walk = self._walk(key, True)
-        if not walk:
-            return None
-        slots = math.ceil(c * (total + 1))
-        weight_sum = sum(conf["weight"] for conf in held.values())
-        for name in walk:
-            bound = max(math.ceil(slots * held[name]["weight"] / weight_sum), 1) if weight_sum > 0 else 1
-            if own.get(name, 0) < bound:
-                return name
-        return walk[0]
-
     def print_continuum(self) -> None:
         """Print ketama's continuum report."""
         points = self.get_points()
@@ -535,6 +498,41 @@ class _PythonPoints(HashRing):
                 pos = 0
             names = [self._py_ring[k] for k in self._py_keys[pos:] + self._py_keys[:pos]]
         return list(dict.fromkeys(names)) if unique else names
+
+    def get_bounded(self, key: Any, loads: Mapping[Any, float], balance_factor: float = 1.25) -> Any:
+        """HashRing.get_bounded over the Python points: the first node
+        along the ring from key (``iterate_nodes``' order) whose load is
+        below its bound, None when the ring is empty.
+
+        ``loads`` maps node name -> current load (a finite int or float >= 0); a
+        node missing from it has load 0, an entry for a node the ring does
+        not hold is ignored (in the sum too).  With ``t`` the sum of the
+        loads, ``T = ceil(balance_factor * (t + 1))`` and a node of weight
+        ``w`` of ``W`` may hold ``max(ceil(T * w / W), 1)``: the rule of
+        ``chash.BoundedLoadRouter``.  With every load 0 the answer is
+        ``get_node(key)``.  Stateless: nothing is acquired or released.
+        ``ValueError`` for a negative, infinite or NaN load or a balance factor below
+        1, ``TypeError`` for one that is not a number, each naming it.
+        """
+        # The rule of _UHashRing.get_bounded (C), over this class's _walk.
+        c = _balance_factor(balance_factor)
+        held = self._nodes
+        own: dict[Any, float] = {}
+        total = 0.0
+        for node, load in loads.items():
+            if node in held:
+                own[node] = _load(node, load)
+                total += own[node]
+        walk = self._walk(key, True)
+        if not walk:
+            return None
+        slots = math.ceil(c * (total + 1))
+        weight_sum = sum(conf["weight"] for conf in held.values())
+        for name in walk:
+            bound = max(math.ceil(slots * held[name]["weight"] / weight_sum), 1) if weight_sum > 0 else 1
+            if own.get(name, 0) < bound:
+                return name
+        return walk[0]
 
     def _points(self) -> list[tuple[Any, Any]]:
         with self._changing:
