@@ -101,19 +101,36 @@ int chash_r128_index_bits(size_t n)
     return b;
 }
 
-/* Counted, not searched: index[b] is the number of points in buckets
- * below b (the points are sorted, so that is the first in bucket b or
- * after), a histogram then its running sum.  Neither pass branches on the
- * data, where stepping bucket by bucket beside the points mispredicts at
- * about every point (a bucket holds 0, 1 or 2 of them at random). */
+/* Written, not searched: the last point of each bucket b sets index[b + 1]
+ * to the points up to it (the points are sorted, so that is how many lie
+ * in buckets up to b), then a running maximum carries each count over the
+ * empty buckets after it.  No pass branches on the data (stepping bucket
+ * by bucket beside the points mispredicts at about every point, a bucket
+ * holding 0, 1 or 2 of them at random), and none reads what it just
+ * wrote (a histogram's increments wait on each other through memory). */
 void chash_r128_index(const chash_r128_point *p, size_t n, int ketama, int bits, uint32_t *index)
 {
     size_t buckets = (size_t)1 << bits;
     memset(index, 0, (buckets + 1) * sizeof *index);
     for (size_t i = 0; i < n; i++)
-        index[chash_r128_bucket(p[i].hi, ketama, bits) + 1]++;
-    for (size_t b = 1; b <= buckets; b++)
-        index[b] += index[b - 1];
+        index[chash_r128_bucket(p[i].hi, ketama, bits) + 1] = (uint32_t)(i + 1);
+    /* The running maximum in blocks of eight: each block's own first
+     * (chains the CPU runs side by side), then the carry from the blocks
+     * before it; buckets is a power of two, at least 2. */
+    uint32_t carry = 0;
+    size_t b = 1;
+    for (; b + 8 <= buckets + 1; b += 8) {
+        uint32_t *v = index + b;
+        for (int k = 1; k < 8; k++)
+            v[k] = v[k] > v[k - 1] ? v[k] : v[k - 1];
+        for (int k = 0; k < 8; k++)
+            v[k] = v[k] > carry ? v[k] : carry;
+        carry = v[7];
+    }
+    for (; b <= buckets; b++) {
+        carry = index[b] > carry ? index[b] : carry;
+        index[b] = carry;
+    }
 }
 
 /* At most sixteen points hashed at once; the unused lanes of the last
@@ -193,28 +210,38 @@ int chash_r128_node_points_wide(const char *prefix, size_t plen, size_t count, i
     return node_points(prefix, plen, count, ketama, replicas, owner, seq, out, POINT_LANES);
 }
 
+/* Whether a's value is below b's. */
+static int below(const chash_r128_point *a, const chash_r128_point *b)
+{
+    return a->hi < b->hi || (a->hi == b->hi && a->lo < b->lo);
+}
+
+/* Run by run: the old points below each new one are copied in one tight
+ * loop (its exit the one branch a run mispredicts), then the new point. */
 size_t chash_r128_merge(const chash_r128_point *pts, size_t n, const chash_r128_point *add, size_t count,
                         uint32_t owner, chash_r128_point *out)
 {
-    size_t i = 0, j = 0, m = 0;
-    while (i < n || j < count) {
-        if (i < n && pts[i].owner == owner) {
-            i++; /* the node's old points go */
-            continue;
+    size_t i = 0, m = 0;
+    for (size_t j = 0; j < count; j++) {
+        const chash_r128_point *a = &add[j];
+        if (j > 0 && same_value(a, &add[j - 1]))
+            continue; /* the node's own repeat: one value, one point */
+        for (; i < n && below(&pts[i], a); i++) {
+            if (pts[i].owner != owner) /* the node's old points go */
+                out[m++] = pts[i];
         }
-        if (j < count && j > 0 && same_value(&add[j], &add[j - 1])) {
-            j++; /* the node's own repeat: one value, one point */
-            continue;
-        }
-        if (j == count || (i < n && (pts[i].hi < add[j].hi || (pts[i].hi == add[j].hi && pts[i].lo < add[j].lo)))) {
-            out[m++] = pts[i++];
-        } else if (i < n && same_value(&pts[i], &add[j])) {
+        if (i < n && same_value(&pts[i], a) && pts[i].owner != owner) {
             out[m] = pts[i++]; /* written again: this node's now, where it was */
             out[m++].owner = owner;
-            j++;
-        } else {
-            out[m++] = add[j++];
+            continue;
         }
+        if (i < n && same_value(&pts[i], a))
+            i++; /* the node's own old point: its new one replaces it */
+        out[m++] = *a;
+    }
+    for (; i < n; i++) {
+        if (pts[i].owner != owner)
+            out[m++] = pts[i];
     }
     return m;
 }

@@ -552,7 +552,7 @@ static PyObject *uh_set_node(UHashRingObject *self, PyObject *const *args, Py_ss
     chash_r128_point *add = CHASH_MALLOC((count ? count : 1) * sizeof *add);
     uint64_t seq = self->next_seq;
     if (!add
-        || chash_r128_node_points(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0,
+        || chash_r128_node_points_wide(PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix), count, 0,
                                   1, (uint32_t)slot, &seq, add) < 0
         || chash_r128_sort(add, count, 32, NULL) < 0) {
         CHASH_FREE(add);
