@@ -54,6 +54,28 @@ static inline PyObject *chash_py_node_name(PyObject *node)
     return name;
 }
 
+/* 1 with *out set when value, an exact int, is a small int >= 0 (one
+ * digit: below 2**30), read from the object with no call; else 0 (the
+ * caller converts it the general way).  What loads are: in-flight counts. */
+static inline int chash_py_small_int(PyObject *value, double *out)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)value)) {
+        Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)value);
+        *out = (double)v;
+        return v >= 0;
+    }
+    return 0;
+#else
+    Py_ssize_t size = Py_SIZE(value);
+    if (size == 0 || size == 1) {
+        *out = size ? (double)((PyLongObject *)value)->ob_digit[0] : 0.0;
+        return 1;
+    }
+    return 0;
+#endif
+}
+
 /*
  * CHASH_LOCKED(obj, statement): the statement under obj's critical section
  * (Python 3.13's per-object lock, a no-op with the GIL), for the types

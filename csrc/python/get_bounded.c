@@ -93,27 +93,6 @@ typedef struct {
     double owner_weight;
 } Bounds;
 
-/* 1 with *out set when value (an exact int) is a small int >= 0 (one
- * digit: below 2**30), read from the object; else 0 (PyLong_AsDouble). */
-static inline int compact_long(PyObject *value, double *out)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    if (PyUnstable_Long_IsCompact((PyLongObject *)value)) {
-        Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)value);
-        *out = (double)v;
-        return v >= 0;
-    }
-    return 0;
-#else
-    Py_ssize_t size = Py_SIZE(value);
-    if (size == 0 || size == 1) {
-        *out = size ? (double)((PyLongObject *)value)->ob_digit[0] : 0.0;
-        return 1;
-    }
-    return 0;
-#endif
-}
-
 /* load_value for the common case, inline: an exact int or float that is
  * finite and >= 0 into *out, 0; anything else through load_value (its
  * checks and messages). */
@@ -121,7 +100,7 @@ static inline int read_load(PyObject *node, PyObject *value, double *out)
 {
     double v;
     if (PyLong_CheckExact(value)) {
-        if (compact_long(value, out))
+        if (chash_py_small_int(value, out))
             return 0;
         v = PyLong_AsDouble(value);
     } else if (PyFloat_CheckExact(value)) {
@@ -199,7 +178,7 @@ static int sum_entries(RouterObject *self, Bounds *b, PyObject *owner, const Nod
                 return -1;
             continue;
         }
-        if (PyLong_CheckExact(value) && compact_long(value, &v)) {
+        if (PyLong_CheckExact(value) && chash_py_small_int(value, &v)) {
             whole += (uint64_t)v;
         } else if (read_load(key, value, &v) < 0) {
             return -1;

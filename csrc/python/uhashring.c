@@ -863,9 +863,11 @@ static int uh_balance_factor(PyObject *value, double *out)
  * finite, into *out; 0, or -1 with TypeError / ValueError naming node (an
  * int too large for a float is an OverflowError, as float() makes it,
  * unless it is negative). */
-static int uh_load(PyObject *node, PyObject *value, double *out)
+static inline int uh_load(PyObject *node, PyObject *value, double *out)
 {
     double v;
+    if (PyLong_CheckExact(value) && chash_py_small_int(value, out))
+        return 0;
     if (PyFloat_CheckExact(value)) {
         v = PyFloat_AS_DOUBLE(value);
     } else if (PyBool_Check(value) || !(PyLong_Check(value) || PyFloat_Check(value))) {
