@@ -796,10 +796,16 @@ static int uh_bounded_view(UHashRingObject *self)
     double sum = 0.0;
     for (size_t k = 0; k < n; k++) {
         PyObject *name = Py_NewRef(self->names[k]);
-        PyObject *conf = PyDict_GetItemWithError(self->nodes, name);
+        /* A strong reference: without the GIL another thread may replace
+         * the configuration meanwhile. */
+        PyObject *conf = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+        (void)PyDict_GetItemRef(self->nodes, name, &conf);
+#else
+        conf = Py_XNewRef(PyDict_GetItemWithError(self->nodes, name));
+#endif
         PyObject *weight = NULL;
         if (conf) {
-            Py_INCREF(conf);
             weight = PyObject_GetItem(conf, self->weight);
             Py_DECREF(conf);
         } else if (!PyErr_Occurred()) {
@@ -1006,7 +1012,11 @@ static PyObject *uh_get_bounded(UHashRingObject *self, PyObject *key, PyObject *
     memset(by_slot, 0, n * sizeof *by_slot);
     memset(seen, 0, n);
     double total;
-    if (uh_read_loads(self, dict, by_slot, &total) < 0)
+    int read;
+    /* Without the GIL, the caller's dict under its own critical section
+     * (another thread may be changing it). */
+    CHASH_LOCKED(dict, read = uh_read_loads(self, dict, by_slot, &total));
+    if (read < 0)
         goto done;
     Py_ssize_t pos = uh_locate(self, key); /* str(key) may run Python code */
     if (pos == -1 || uh_unchanged(self, before) < 0)

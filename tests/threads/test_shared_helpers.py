@@ -1,7 +1,9 @@
-"""BoundedLoads and the prefix-affinity table shared between threads: each
-serialises its own calls (a per-object lock), so loads taken and given
-back by many threads add up exactly, the bound holds at every acquire,
-and the tables keep their invariants, while the router under them changes."""
+"""BoundedLoads, the prefix-affinity table and uhashring's HashRing shared
+between threads: each serialises its own calls (a per-object lock), so
+loads taken and given back by many threads add up exactly, the bound holds
+at every acquire, the tables keep their invariants, and HashRing's
+get_bounded answers with one of the rings it passes through, while the
+router or ring under them changes."""
 from __future__ import annotations
 
 import math
@@ -10,6 +12,7 @@ from collections.abc import Callable
 
 import chash
 from chash._chash import BoundedLoads, _AffinityTable
+from chash.compat.uhashring import HashRing
 
 THREADS = 4
 
@@ -104,3 +107,45 @@ def test_affinity_table_shared_by_threads() -> None:
     table._check()
     assert set(table.nodes()) <= set(nodes)
     assert all(table.held(node) <= 64 for node in table.nodes())
+
+
+def test_hash_ring_get_bounded_while_the_ring_changes() -> None:
+    # Every answer is the one of a ring with the extra node or of a ring
+    # without it: the view get_bounded reads (names, weights, index) is
+    # remade after each change, under the ring's own lock.
+    base = [f"n{i}" for i in range(6)]
+    ring = HashRing(base, vnodes=40)
+    with_extra = HashRing(base, vnodes=40)
+    with_extra.add_node("extra")
+    loads = {name: 1 + i % 4 for i, name in enumerate(base)} | {"extra": 2}
+    keys = [f"key-{i}" for i in range(200)]
+    answers = {key: {ring.get_bounded(key, loads), with_extra.get_bounded(key, loads)}
+               for key in keys}
+    failures: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(THREADS + 1)
+
+    def work(seed: int) -> None:
+        start.wait()
+        for i in range(3000):
+            key = keys[(seed * 7 + i) % len(keys)]
+            node = ring.get_bounded(key, loads)
+            if node not in answers[key]:
+                with lock:
+                    failures.append(f"{key!r} -> {node!r}")
+
+    def change() -> None:
+        start.wait()
+        for _ in range(50):
+            ring.add_node("extra")
+            ring.remove_node("extra")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+    threads.append(threading.Thread(target=change))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    ring._check()

@@ -243,14 +243,16 @@ class HashRing(_UHashRing):
         if count > 0:
             self._distribution[name] = count
 
-    def _build_ketama(self) -> None:
+    def _build_ketama(self, nodes: dict[Any, dict[str, Any]] | None = None) -> None:
+        """Rebuild ketama's continuum from nodes (default: every node)."""
+        nodes = self._nodes if nodes is None else nodes
         weight_sum = 0
-        for conf in self._nodes.values():
+        for conf in nodes.values():
             weight_sum += conf["weight"]
-        total = len(self._nodes)
+        total = len(nodes)
         replicas = len(range(0, self._replicas))
         items = []
-        for name, conf in self._nodes.items():
+        for name, conf in nodes.items():
             ks = len(range(0, (conf["vnodes"] * total * conf["weight"]) // weight_sum))
             if ks and replicas > 4:
                 raise IndexError("index out of range")
@@ -278,15 +280,20 @@ class HashRing(_UHashRing):
         with self._changing:
             if nodename not in self._nodes:
                 raise KeyError(f"node '{nodename}' not found, available nodes: {self._nodes.keys()}")
+            # The points go before the configuration: a lookup meanwhile
+            # (get_bounded reads the weight of every node with points)
+            # finds a configuration for each node that has points.
             if self._ketama:
-                self._nodes.pop(nodename)
-                self._build_ketama()
+                try:
+                    self._build_ketama({k: v for k, v in self._nodes.items() if k != nodename})
+                finally:  # gone even when the rebuild refuses, as in uhashring
+                    self._nodes.pop(nodename)
                 return
             if nodename not in self._placed:
                 raise KeyError(nodename)
+            self._remove(nodename)
             self._nodes.pop(nodename)
             self._placed.discard(nodename)
-            self._remove(nodename)
             if nodename not in self._distribution:
                 raise KeyError(nodename)
             self._distribution.pop(nodename)
