@@ -150,8 +150,8 @@ static inline void note_owner(Bounds *b, PyObject *node, PyObject *owner, double
 }
 
 /* s read entry by entry: each entry of loads found among the router's
- * nodes by one probe of ix (its str hash: the entry's key may be the
- * router's own object or an equal str), or through the family's weight_of
+ * nodes by one probe of ix (by address for the router's own objects, by
+ * str value for an equal str), or through the family's weight_of
  * for a key the index cannot answer (not an exact str; every key when ix
  * is NULL).  Runs no Python code but on an error's path (its message), so
  * ix stays valid throughout.  0, or -1 with an exception. */
