@@ -820,6 +820,9 @@ static int uh_bounded_view(UHashRingObject *self)
         }
         sum += weights[k];
     }
+    /* A view another call made while this one ran Python code (a nested
+     * get_bounded from a weight's __float__) gives way to this one. */
+    uh_drop_view(self);
     self->weights = weights;
     self->weight_sum = sum;
     self->names_index = node_index_make(uh_next, self);

@@ -178,3 +178,25 @@ def test_a_ring_changed_during_the_call_is_refused_not_misread() -> None:
     ring._check()
     loads = {"engine-1": 100}
     assert ring.get_bounded("k", loads) == model(ring, "k", loads, 1.25)
+
+
+class Weight(int):
+    """A weight whose float() asks the ring itself: the view get_bounded
+    makes is read while another call makes one too."""
+
+    ring: HashRing | None = None
+
+    def __float__(self) -> float:
+        ring, Weight.ring = Weight.ring, None
+        if ring is not None:
+            ring.get_bounded("nested", {"engine-0": 1})
+        return float(int(self))
+
+
+def test_a_view_made_while_another_call_makes_one() -> None:
+    ring = HashRing({f"engine-{i}": Weight(1 + i % 2) for i in range(5)}, vnodes=10)
+    loads = {"engine-1": 3, "engine-3": 1}
+    Weight.ring = ring
+    assert ring.get_bounded("k", loads) == model(ring, "k", loads, 1.25)
+    assert Weight.ring is None  # the nested call ran
+    assert all(ring.get_bounded(k, loads) == model(ring, k, loads, 1.25) for k in KEYS[:50])
