@@ -27,6 +27,26 @@ def _run_all(work: Callable[[int], None]) -> None:
     assert not any(thread.is_alive() for thread in threads)
 
 
+def _run_with(work: Callable[[int], None], add: Callable[[str], object],
+              remove: Callable[[str], object], start: threading.Barrier) -> None:
+    """work(k) in THREADS threads and, in one more, a node "extra" added
+    and removed 50 times, all from start on, each to its end."""
+
+    def change() -> None:
+        start.wait()
+        for _ in range(50):
+            add("extra")
+            remove("extra")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+    threads.append(threading.Thread(target=change))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads)
+
+
 def test_bounded_loads_shared_by_threads() -> None:
     router = chash.ConsistentHashRouter(virtual_node_count=40)
     router.add_service_nodes([f"n{i}" for i in range(6)])
@@ -49,19 +69,7 @@ def test_bounded_loads_shared_by_threads() -> None:
         for node in held:
             loads.release(node)
 
-    def change() -> None:
-        start.wait()
-        for _ in range(50):
-            router.add_service_node("extra")
-            router.remove_service_node("extra")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-    threads.append(threading.Thread(target=change))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads)
+    _run_with(work, router.add_service_node, router.remove_service_node, start)
     assert failures == []
     loads._check()
     assert loads.in_flight == 0
@@ -134,18 +142,6 @@ def test_hash_ring_get_bounded_while_the_ring_changes() -> None:
                 with lock:
                     failures.append(f"{key!r} -> {node!r}")
 
-    def change() -> None:
-        start.wait()
-        for _ in range(50):
-            ring.add_node("extra")
-            ring.remove_node("extra")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
-    threads.append(threading.Thread(target=change))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads)
+    _run_with(work, ring.add_node, ring.remove_node, start)
     assert failures == []
     ring._check()
