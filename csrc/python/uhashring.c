@@ -510,10 +510,22 @@ static int uh_reserve_name(UHashRingObject *self)
 /* The slot of name, -1 when it has none, -2 with an exception. */
 static Py_ssize_t uh_slot(UHashRingObject *self, PyObject *name)
 {
+#if PY_VERSION_HEX >= 0x030D0000
+    /* A strong reference: a name's __eq__ may let another thread change
+     * the slots meanwhile. */
+    PyObject *slot;
+    int found = PyDict_GetItemRef(self->slots, name, &slot);
+    if (found <= 0)
+        return found < 0 ? -2 : -1;
+    Py_ssize_t at = PyLong_AsSsize_t(slot);
+    Py_DECREF(slot);
+    return at;
+#else
     PyObject *slot = PyDict_GetItemWithError(self->slots, name);
     if (!slot)
         return PyErr_Occurred() ? -2 : -1;
     return PyLong_AsSsize_t(slot);
+#endif
 }
 
 PyDoc_STRVAR(uh_set_node_doc,
@@ -976,30 +988,19 @@ static PyObject *uh_bounded_walk(UHashRingObject *self, size_t pos, const double
 /* Up to this many slots, a call's arrays are on its stack. */
 #define UH_STACK_SLOTS 256
 
-static PyObject *uh_get_bounded(UHashRingObject *self, PyObject *key, PyObject *loads,
-                                PyObject *factor)
+/* One attempt at get_bounded over dict (the caller's loads, or a private
+ * copy of them), under the ring's critical section: the view, the loads,
+ * the key's point, the walk.  NULL with an exception, *changed set when the
+ * ring changed meanwhile (Python code the attempt ran let a change in:
+ * another thread's, or its own). */
+static PyObject *uh_get_bounded_once(UHashRingObject *self, PyObject *key, PyObject *dict,
+                                     double c, int *changed)
 {
-    double c = 1.25;
-    if (factor && uh_balance_factor(factor, &c) < 0)
+    uint64_t start = self->changes;
+    *changed = 0;
+    if (uh_bounded_view(self) < 0) {
+        *changed = self->changes != start;
         return NULL;
-    if (uh_bounded_view(self) < 0)
-        return NULL;
-    PyObject *dict;
-    if (PyDict_Check(loads)) {
-        dict = Py_NewRef(loads);
-    } else {
-        /* Another mapping: its items() once, as HashRing reads it. */
-        PyObject *items = PyObject_CallMethod(loads, "items", NULL);
-        dict = items ? PyDict_New() : NULL;
-        if (dict && PyDict_MergeFromSeq2(dict, items, 1) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(items);
-        if (!dict)
-            return NULL;
-        if (uh_bounded_view(self) < 0) { /* items() may have changed the ring */
-            Py_DECREF(dict);
-            return NULL;
-        }
     }
     uint64_t before = self->changes;
     size_t n = self->nnodes;
@@ -1015,11 +1016,7 @@ static PyObject *uh_get_bounded(UHashRingObject *self, PyObject *key, PyObject *
     memset(by_slot, 0, n * sizeof *by_slot);
     memset(seen, 0, n);
     double total;
-    int read;
-    /* Without the GIL, the caller's dict under its own critical section
-     * (another thread may be changing it). */
-    CHASH_LOCKED(dict, read = uh_read_loads(self, dict, by_slot, &total));
-    if (read < 0)
+    if (uh_read_loads(self, dict, by_slot, &total) < 0)
         goto done;
     Py_ssize_t pos = uh_locate(self, key); /* str(key) may run Python code */
     if (pos == -1 || uh_unchanged(self, before) < 0)
@@ -1039,6 +1036,53 @@ done:
         CHASH_FREE(by_slot);
     if (seen != stack_seen)
         CHASH_FREE(seen);
+    if (!result)
+        *changed = self->changes != start;
+    return result;
+}
+
+/* How many times get_bounded starts again when the ring changed during an
+ * attempt before it gives up with RuntimeError: a change made by another
+ * thread at that moment is a rare race; one made by the call's own Python
+ * code every time would never end. */
+#define UH_BOUNDED_ATTEMPTS 4
+
+/* get_bounded: the factor checked and the loads made a dict before the
+ * ring's lock is taken (another mapping's items() is Python code; without
+ * the GIL, a dict is copied, since iterating the caller's dict needs its
+ * lock, which taken inside the ring's could let the ring's go), then the
+ * attempts. */
+static PyObject *uh_get_bounded(PyObject *self, PyObject *key, PyObject *loads, PyObject *factor)
+{
+    double c = 1.25;
+    if (factor && uh_balance_factor(factor, &c) < 0)
+        return NULL;
+    PyObject *dict;
+    if (PyDict_Check(loads)) {
+#ifdef Py_GIL_DISABLED
+        dict = PyDict_Copy(loads);
+#else
+        dict = Py_NewRef(loads);
+#endif
+    } else {
+        /* Another mapping: its items() once, as HashRing reads it. */
+        PyObject *items = PyObject_CallMethod(loads, "items", NULL);
+        dict = items ? PyDict_New() : NULL;
+        if (dict && PyDict_MergeFromSeq2(dict, items, 1) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(items);
+    }
+    if (!dict)
+        return NULL;
+    PyObject *result = NULL;
+    for (int attempt = 1;; attempt++) {
+        int changed;
+        CHASH_LOCKED(self, result = uh_get_bounded_once((UHashRingObject *)self, key, dict, c,
+                                                       &changed));
+        if (result || !changed || attempt == UH_BOUNDED_ATTEMPTS)
+            break;
+        PyErr_Clear();
+    }
     Py_DECREF(dict);
     return result;
 }
@@ -1060,8 +1104,7 @@ PyDoc_STRVAR(uh_get_bounded_doc,
 "ring last changed (read once a change, with the names indexed, so each\n"
 "entry of loads costs one probe).");
 
-/* get_bounded(key, loads, balance_factor=1.25), each by position or name,
- * under the ring's critical section. */
+/* get_bounded(key, loads, balance_factor=1.25), each by position or name. */
 static PyObject *uh_get_bounded_locked(PyObject *self, PyObject *const *args, size_t nargsf,
                                        PyObject *kwnames)
 {
@@ -1097,9 +1140,7 @@ static PyObject *uh_get_bounded_locked(PyObject *self, PyObject *const *args, si
             return NULL;
         }
     }
-    PyObject *result;
-    CHASH_LOCKED(self, result = uh_get_bounded((UHashRingObject *)self, given[0], given[1], given[2]));
-    return result;
+    return uh_get_bounded(self, given[0], given[1], given[2]);
 }
 
 /* Every method under the ring's critical section (binding.h's

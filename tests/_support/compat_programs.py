@@ -110,12 +110,27 @@ class Memcached:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=program_env())
             try:
                 wait_for_port(host, self.port, self.proc, "memcached")
+                # The port is free when chosen, not when bound: another
+                # suite's memcached may have taken it first (ours then exits
+                # at once), and it answers there.  Only ours will do.
+                if self.pid() != self.proc.pid:
+                    raise RuntimeError(f"another memcached answers on {host}:{self.port}")
                 return
             except RuntimeError:
                 stop(self.proc)
                 if port is not None:
                     raise
         raise RuntimeError("memcached could not start")
+
+    def pid(self) -> int:
+        """The process id of the memcached answering on (host, port)."""
+        with socket.create_connection((self.host, self.port), timeout=10) as conn:
+            conn.sendall(b"stats\r\n")
+            reader = conn.makefile("rb")
+            while (line := reader.readline()) not in (b"", b"END\r\n"):
+                if line.startswith(b"STAT pid "):
+                    return int(line.split()[2])
+        raise RuntimeError(f"no pid in the stats of {self.host}:{self.port}")
 
     def keys_among(self, keys: Sequence[str]) -> set[str]:
         found: set[str] = set()
