@@ -114,7 +114,7 @@ typedef struct {
 
 typedef struct router_family router_family;
 typedef struct router_class router_class;
-/* A state's nodes by str hash, get_bounded's (node_index.h). */
+/* A state's nodes by address and by str value, get_bounded's (node_index.h). */
 typedef struct NodeIndex NodeIndex;
 
 /* The lock that serialises a router's changes without the GIL
@@ -149,9 +149,9 @@ typedef struct RouterObject {
     unsigned unlocked_readers;
     /* In a snapshot: the router object it belongs to (NULL in the object). */
     struct RouterObject *owner;
-    /* This state's nodes by str hash, made by the first get_bounded that
-     * reads it (node_index.h), or NULL; dropped with the state, and at a
-     * change made in place. */
+    /* This state's nodes by address and by str value, made by the first
+     * get_bounded that reads it (node_index.h), or NULL; dropped with the
+     * state, and at a change made in place. */
     NodeIndex *node_index;
     union {
         Ring32State r32;

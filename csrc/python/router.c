@@ -72,24 +72,25 @@ static int router_traverse(RouterObject *self, visitproc visit, void *arg)
     return 0;
 }
 
+/* Drops what of a state may hold a cycle: its node index first (it
+ * borrows the nodes the family's clear lets go), then the family's. */
+static void clear_state(const router_family *family, RouterObject *state)
+{
+    node_index_drop(state);
+    family->clear(state);
+}
+
 static int router_clear(RouterObject *self)
 {
     Py_CLEAR(self->zones);
     if (!self->family)
         return 0;
-    /* Each state's index goes first: it borrows the nodes cleared. */
-    if (own_state_held(self)) {
-        node_index_drop(self);
-        self->family->clear(self);
-    }
-    if (self->current) {
-        node_index_drop(self->current);
-        self->family->clear(self->current);
-    }
-    for (RouterObject *old = self->retired; old; old = old->retired) {
-        node_index_drop(old);
-        self->family->clear(old);
-    }
+    if (own_state_held(self))
+        clear_state(self->family, self);
+    if (self->current)
+        clear_state(self->family, self->current);
+    for (RouterObject *old = self->retired; old; old = old->retired)
+        clear_state(self->family, old);
     return 0;
 }
 
