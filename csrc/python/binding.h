@@ -54,6 +54,21 @@ static inline PyObject *chash_py_node_name(PyObject *node)
     return name;
 }
 
+/* PyDict_GetItemRef's contract on every version: 1 with a new reference
+ * to dict[key] in *out, 0 with *out NULL when key is missing, -1 with an
+ * exception.  A strong reference, since without the GIL another thread may
+ * replace the value meanwhile (before 3.13 the GIL keeps it alive until
+ * the reference is taken, no Python code running in between). */
+static inline int chash_py_dict_get_ref(PyObject *dict, PyObject *key, PyObject **out)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyDict_GetItemRef(dict, key, out);
+#else
+    *out = Py_XNewRef(PyDict_GetItemWithError(dict, key));
+    return *out ? 1 : PyErr_Occurred() ? -1 : 0;
+#endif
+}
+
 /* 1 with *out set when value, an exact int, is a small int >= 0 (one
  * digit: below 2**30), read from the object with no call; else 0 (the
  * caller converts it the general way).  What loads are: in-flight counts. */

@@ -510,22 +510,15 @@ static int uh_reserve_name(UHashRingObject *self)
 /* The slot of name, -1 when it has none, -2 with an exception. */
 static Py_ssize_t uh_slot(UHashRingObject *self, PyObject *name)
 {
-#if PY_VERSION_HEX >= 0x030D0000
     /* A strong reference: a name's __eq__ may let another thread change
      * the slots meanwhile. */
     PyObject *slot;
-    int found = PyDict_GetItemRef(self->slots, name, &slot);
+    int found = chash_py_dict_get_ref(self->slots, name, &slot);
     if (found <= 0)
         return found < 0 ? -2 : -1;
     Py_ssize_t at = PyLong_AsSsize_t(slot);
     Py_DECREF(slot);
     return at;
-#else
-    PyObject *slot = PyDict_GetItemWithError(self->slots, name);
-    if (!slot)
-        return PyErr_Occurred() ? -2 : -1;
-    return PyLong_AsSsize_t(slot);
-#endif
 }
 
 PyDoc_STRVAR(uh_set_node_doc,
@@ -810,12 +803,8 @@ static int uh_bounded_view(UHashRingObject *self)
         PyObject *name = Py_NewRef(self->names[k]);
         /* A strong reference: without the GIL another thread may replace
          * the configuration meanwhile. */
-        PyObject *conf = NULL;
-#if PY_VERSION_HEX >= 0x030D0000
-        (void)PyDict_GetItemRef(self->nodes, name, &conf);
-#else
-        conf = Py_XNewRef(PyDict_GetItemWithError(self->nodes, name));
-#endif
+        PyObject *conf;
+        (void)chash_py_dict_get_ref(self->nodes, name, &conf);
         PyObject *weight = NULL;
         if (conf) {
             weight = PyObject_GetItem(conf, self->weight);

@@ -99,12 +99,7 @@ PyObject *zones_distinct(RouterObject *self, PyObject *all, size_t n)
         PyObject *node = PyList_GET_ITEM(all, i);
         /* A strong reference: another thread may change the zones meanwhile. */
         PyObject *zone = NULL;
-#if PY_VERSION_HEX >= 0x030D0000
-        if (self->zones && PyDict_GetItemRef(self->zones, node, &zone) < 0) {
-#else
-        zone = self->zones ? Py_XNewRef(PyDict_GetItemWithError(self->zones, node)) : NULL;
-        if (!zone && PyErr_Occurred()) {
-#endif
+        if (self->zones && chash_py_dict_get_ref(self->zones, node, &zone) < 0) {
             Py_CLEAR(out);
             break;
         }
