@@ -246,7 +246,7 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
  * state's node index when it has one: fetched again here, since Python
  * code may have run since the last use (a dict lookup's __eq__), and a
  * change made in place meanwhile drops it. */
-static double weight_of(RouterObject *self, PyObject *node)
+static double indexed_weight(RouterObject *self, PyObject *node)
 {
     const NodeIndex *ix = node_index_of(self);
     if (ix) {
@@ -271,7 +271,7 @@ static int admits(RouterObject *self, Bounds *b, PyObject *node, double load, do
         return -1;
     if (load == 0.0)
         return 1; /* every bound is at least 1 */
-    if (w < 0.0 && (w = weight_of(self, node)) < 0.0)
+    if (w < 0.0 && (w = indexed_weight(self, node)) < 0.0)
         return -1;
     if (b->total < 0.0)
         b->total = total_weight(self);

@@ -84,8 +84,7 @@ typedef struct {
     double *weights;
     double weight_sum;
     NodeIndex *names_index; /* NODE_INDEX_NONE: some name is not a str */
-    uint64_t view_at;   /* changes when the view was made */
-    int has_view;
+    uint64_t view_at;   /* changes when the view was made (weights not NULL) */
 } UHashRingObject;
 
 /* RuntimeError when the ring changed since `before` (Python code a call ran
@@ -127,7 +126,6 @@ static void uh_drop_view(UHashRingObject *self)
     CHASH_FREE(self->weights);
     self->names_index = NULL;
     self->weights = NULL;
-    self->has_view = 0;
 }
 
 static int uh_clear(UHashRingObject *self)
@@ -788,7 +786,7 @@ static PyObject *uh_next(void *ctx, size_t *at, double *weight)
  * index.  0, or -1 with an exception (the old view dropped). */
 static int uh_bounded_view(UHashRingObject *self)
 {
-    if (self->has_view && self->view_at == self->changes)
+    if (self->weights && self->view_at == self->changes)
         return 0;
     uh_drop_view(self);
     uint64_t before = self->changes;
@@ -832,7 +830,6 @@ static int uh_bounded_view(UHashRingObject *self)
         return -1;
     }
     self->view_at = before;
-    self->has_view = 1;
     return 0;
 }
 
@@ -991,7 +988,6 @@ static PyObject *uh_get_bounded_once(UHashRingObject *self, PyObject *key, PyObj
         *changed = self->changes != start;
         return NULL;
     }
-    uint64_t before = self->changes;
     size_t n = self->nnodes;
     double stack_loads[UH_STACK_SLOTS];
     unsigned char stack_seen[UH_STACK_SLOTS];
@@ -1008,7 +1004,7 @@ static PyObject *uh_get_bounded_once(UHashRingObject *self, PyObject *key, PyObj
     if (uh_read_loads(self, dict, by_slot, &total) < 0)
         goto done;
     Py_ssize_t pos = uh_locate(self, key); /* str(key) may run Python code */
-    if (pos == -1 || uh_unchanged(self, before) < 0)
+    if (pos == -1 || uh_unchanged(self, start) < 0)
         goto done;
     if (pos == -2) {
         result = Py_NewRef(Py_None);
