@@ -2,20 +2,22 @@
 family at 100 nodes, loads a dict of all 100 nodes (in-flight counts drawn
 from 0..20), the default balance factor 1.25.  Three dicts of the same
 counts: keyed by the node names the router was given (as a gateway's
-counts are), made in the router's node order, and in another order; and
+counts are), made in the router's node order, and in another order;
 keyed by equal names that are other objects (counts keyed by names parsed
-anew, as from an engine's stats), in another order.  get_bounded finds
-each entry among the router's nodes with one probe of the state's node
-index: by address for the router's own objects, by str hash for the
-others.
+once, as from an engine's stats), in another order; and, in turn, by 16
+such dicts, each keyed by equal names of its own (names made anew for
+every call).  get_bounded finds each entry among the router's nodes with
+one probe of the state's node index: by address for the router's own
+objects and for the equal names it learned (the first it met of each
+node), by str hash and value for the others.
 
 Interleaved: each round times, for each family in turn, a pass of KEYS
-lookups of each call, the four one after the other (the order rotating
+lookups of each call, the five one after the other (the order rotating
 by round), wall clock and CPU time.  The ratio is get_bounded over
 get_target_node: the ratio of the medians and the median of the
 per-round ratios (benchmarks/_ratios.py); the target is <= 6 for the
 ring (ConsistentHashRouter's default layout), judged on each dict in
-another order.  chash.compat.uhashring's HashRing is timed the same way,
+another order, names made anew included.  chash.compat.uhashring's HashRing is timed the same way,
 get_bounded against its get_node.
 
     PYTHONPATH=. python benchmarks/bench_get_bounded.py --repeat 15
@@ -43,8 +45,11 @@ NODES = 100
 KEYS = 2000
 TARGET = 6.0
 #: The passes of a round: get_target_node, then get_bounded over loads in
-#: the router's order, in another order, and keyed by equal names.
-PASSES = ("get", "bounded", "other", "copies")
+#: the router's order, in another order, keyed by equal names, and by
+#: equal names new to the router at every call.
+PASSES = ("get", "bounded", "other", "copies", "fresh")
+#: Dicts of names made anew, taken in turn.
+FRESH_DICTS = 16
 
 FAMILIES: dict[str, Callable[[], Any]] = {
     "ring (python layout)": chash.ConsistentHashRouter,
@@ -94,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng.shuffle(shuffled)
     other = {name: loads[name] for name in shuffled}
     copies = {"".join(list(name)): loads[name] for name in shuffled}
+    fresh = [{"".join(list(name)): loads[name] for name in shuffled} for _ in range(FRESH_DICTS)]
     keys = [f"session-{rng.getrandbits(48):x}" for _ in range(KEYS)]
+    calls = [(k, fresh[i % FRESH_DICTS]) for i, k in enumerate(keys)]
     routers = {}
     for label, make in FAMILIES.items():
         router = make()
@@ -111,14 +118,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             [owner_of(router)(k) for k in keys]
             [router.get_bounded(k, loads) for k in keys]
             [router.get_bounded(k, other) for k in keys]
-            [router.get_bounded(k, copies) for k in keys]
+            [router.get_bounded(k, copies) for k in keys]  # learned: the first met
+            [router.get_bounded(k, d) for k, d in calls]
     for r in range(args.repeat):
         for label, (router, _moved) in routers.items():
             get, bounded = owner_of(router), router.get_bounded
             passes = {"get": lambda get=get: [get(k) for k in keys],
                       "bounded": lambda bounded=bounded: [bounded(k, loads) for k in keys],
                       "other": lambda bounded=bounded: [bounded(k, other) for k in keys],
-                      "copies": lambda bounded=bounded: [bounded(k, copies) for k in keys]}
+                      "copies": lambda bounded=bounded: [bounded(k, copies) for k in keys],
+                      "fresh": lambda bounded=bounded: [bounded(k, d) for k, d in calls]}
             order = list(PASSES)
             order = order[r % len(order):] + order[:r % len(order)]
             for which in order:
@@ -133,19 +142,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'family':<22} {'get ns':>7} {'cpu':>5} | {'in order':>8} {'cpu':>5} "
           f"{'ratio wall':>13} {'ratio CPU':>13} | {'other order':>11} {'cpu':>5} "
           f"{'ratio wall':>13} {'ratio CPU':>13} | {'equal names':>11} {'cpu':>5} "
+          f"{'ratio wall':>13} {'ratio CPU':>13} | {'names anew':>11} {'cpu':>5} "
           f"{'ratio wall':>13} {'ratio CPU':>13} | {'moved':>5}")
     verdicts: dict[str, bool] = {}
     for label, (_router, moved) in routers.items():
         s = samples[label]
         cells = [f"{label:<22} {statistics.median(s['get']) * 1e9:>7.0f} "
                  f"{statistics.median(s['get_cpu']) * 1e9:>5.0f}"]
-        for which, width in (("bounded", 8), ("other", 11), ("copies", 11)):
+        for which, width in (("bounded", 8), ("other", 11), ("copies", 11), ("fresh", 11)):
             wall = both(s[which], s["get"])
             cpu = both(s[which + "_cpu"], s["get_cpu"])
             cells.append(f"{statistics.median(s[which]) * 1e9:>{width}.0f} "
                          f"{statistics.median(s[which + '_cpu']) * 1e9:>5.0f} "
                          f"{wall[0]:>6.2f} / {wall[1]:<4.2f} {cpu[0]:>6.2f} / {cpu[1]:<4.2f}")
-            if label == "ring (python layout)" and which in ("other", "copies"):
+            if label == "ring (python layout)" and which in ("other", "copies", "fresh"):
                 verdicts[which] = holds([*wall, *cpu], "<=", TARGET)
         print(" | ".join(cells) + f" | {moved / KEYS:>5.1%}")
     def verdict(which: str) -> str:
@@ -153,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"moved: keys get_bounded sends past their owner.  Target: get_bounded <= {TARGET:g}x "
           f"get_target_node on the ring, loads in another order: keyed by the names given "
-          f"{verdict('other')}; by equal names {verdict('copies')}")
+          f"{verdict('other')}; by equal names {verdict('copies')}; by equal names made anew "
+          f"for each call {verdict('fresh')}")
     return 0
 
 

@@ -155,7 +155,7 @@ static inline void note_owner(Bounds *b, PyObject *node, PyObject *owner, double
  * for a key the index cannot answer (not an exact str; every key when ix
  * is NULL).  Runs no Python code but on an error's path (its message), so
  * ix stays valid throughout.  0, or -1 with an exception. */
-static int sum_entries(RouterObject *self, Bounds *b, PyObject *owner, const NodeIndex *ix)
+static int sum_entries(RouterObject *self, Bounds *b, PyObject *owner, NodeIndex *ix)
 {
     /* Small ints (in-flight counts) summed apart, as integers: exact, as
      * their double sum is, and kept in a register across the dict's
@@ -234,7 +234,7 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
     if (PyDict_GET_SIZE(b->loads) > 3 * self->family->len(self)) {
         result = sum_nodes(self, b, owner);
     } else {
-        const NodeIndex *ix = node_index_of(self);
+        NodeIndex *ix = node_index_of(self);
         if (!ix && PyErr_Occurred())
             return -1;
         CHASH_LOCKED(b->loads, result = sum_entries(self, b, owner, ix));
@@ -248,7 +248,7 @@ static int read_loads(RouterObject *self, Bounds *b, PyObject *owner)
  * change made in place meanwhile drops it. */
 static double indexed_weight(RouterObject *self, PyObject *node)
 {
-    const NodeIndex *ix = node_index_of(self);
+    NodeIndex *ix = node_index_of(self);
     if (ix) {
         NodeIndexProbe probe = {0, 0};
         double w;

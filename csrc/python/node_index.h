@@ -15,25 +15,38 @@
  * node objects, so it lives no longer than they do: the shell drops it
  * where it releases or clears a state, and where it changes one in place
  * (router.c), so an index never describes nodes other than its state's.
+ *
+ * With the GIL an index also learns: the first caller's str found by
+ * value that equals a node with no alias yet becomes that node's alias (a
+ * strong reference, let go with the index), entered in the table by
+ * address, so a caller that keeps one dict of loads, or builds each from
+ * the same name objects (engine stats keyed by URL), pays the comparison
+ * of names once a state.  Holding the alias is what makes the address
+ * proof: the object cannot be freed and its address reused while the
+ * index lives.  Without the GIL the index is read by many threads at once
+ * and never written after it is published.
  */
 #ifndef CHASH_PY_NODE_INDEX_H
 #define CHASH_PY_NODE_INDEX_H
 
 #include "family.h"
 
-/* A node in the table by address. */
+/* A node in the table by address: under its own address, and under its
+ * alias's once it has one. */
 typedef struct {
-    PyObject *node; /* the node (an exact str), borrowed; NULL: free */
+    PyObject *key;  /* the address: the node, or its alias; NULL: free */
+    PyObject *node; /* the node (an exact str), borrowed */
     double weight;
     size_t at;      /* its position, as node_index_make's next gave it */
 } NodeIndexSlot;
 
 /* A node in the table by value: its str hash beside it. */
 typedef struct {
-    PyObject *node; /* as NodeIndexSlot's */
+    PyObject *node; /* the node, borrowed; NULL: free */
     double weight;
     size_t at;
     Py_hash_t hash;
+    PyObject *alias; /* an equal str the index learned (strong), or NULL */
 } NodeIndexNamed;
 
 /* A str's data size in bytes and its kind (bytes a code point, PEP 393:
@@ -44,14 +57,15 @@ static inline uint64_t node_index_shape(PyObject *s)
 }
 
 /* Two open-addressed tables of the same nodes, linear probing: by the
- * node object's address (a caller's loads keyed by the very objects the
- * router was given, answered without reading the key object), and by str
- * value (any equal str). */
+ * node object's address or its alias's (a caller's loads keyed by the very
+ * objects the router was given, or by ones it learned, answered without
+ * reading the key object), and by str value (any equal str). */
 struct NodeIndex {
-    size_t mask;    /* a table's slots - 1: a power of two at least twice the nodes */
-    unsigned shift; /* 64 - log2(slots), for the address's Fibonacci hash */
+    size_t mask;    /* by_value's slots - 1: a power of two at least twice the nodes */
+    size_t address_mask; /* by_address's slots - 1: twice by_value's, room for the aliases */
+    unsigned shift; /* 64 - log2(by_address's slots), for the address's Fibonacci hash */
     double total;   /* W: every node's weight, summed in the state's order */
-    NodeIndexSlot *by_address; /* mask + 1 slots, after by_value in the block */
+    NodeIndexSlot *by_address; /* address_mask + 1 slots, after by_value in the block */
     NodeIndexNamed by_value[];  /* mask + 1 slots */
 };
 
@@ -60,6 +74,15 @@ struct NodeIndex {
 static inline size_t node_index_home(const NodeIndex *ix, const void *p)
 {
     return (size_t)(((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> ix->shift);
+}
+
+/* The slot by address where key is, or the free one its probe ends at. */
+static inline NodeIndexSlot *node_index_slot(const NodeIndex *ix, const void *key)
+{
+    size_t i = node_index_home(ix, key);
+    while (ix->by_address[i].key && ix->by_address[i].key != key)
+        i = (i + 1) & ix->address_mask;
+    return &ix->by_address[i];
 }
 
 /* The nodes to index, one a call: the first at position *at or after it
@@ -79,7 +102,13 @@ extern NodeIndex node_index_none;
  * its nodes cannot be indexed so (a node not an exact str, which no family
  * makes today), NULL with MemoryError.  The caller is in a read section on
  * state and runs no Python code while it uses the index. */
-const NodeIndex *node_index_of(RouterObject *state);
+NodeIndex *node_index_of(RouterObject *state);
+
+/* Makes key, a str equal to named's node and no object the index holds,
+ * its alias, when the node has none and the GIL is what serialises
+ * readers (see above); a caller's strs may be many copies of one name, and
+ * the first is kept.  1 when learned, else 0.  Runs no Python code. */
+int node_index_learn(NodeIndex *ix, NodeIndexNamed *named, PyObject *key);
 
 /* Frees state's index, if any (the shell: a state released, cleared or
  * changed in place). */
@@ -148,32 +177,34 @@ static inline int node_index_names(const NodeIndexNamed *slot, PyObject *key, Py
 /* What one call's probes learn about its loads' keys. */
 typedef struct {
     int unknown;  /* set: the last key is none the index can answer */
-    int by_value; /* set once a key was found by value: the caller's keys
-                   * are other objects than the nodes, so the rest go
-                   * straight to the table by value (which finds the nodes
-                   * themselves too) */
+    int by_value; /* set once a key was found by value and could not be
+                   * learned: the caller's keys are objects the index does
+                   * not know, so the rest go straight to the table by
+                   * value (which finds the nodes themselves too) */
 } NodeIndexProbe;
 
 /*
  * The indexed node equal to key (borrowed), its weight in *weight and its
- * position in *at; NULL when key is an exact str the index does not hold.  probe->unknown set
+ * position in *at, key learned as its alias when it can be (found by value
+ * while probe->by_value was clear); NULL when key is an exact str the
+ * index does not hold.  probe->unknown set
  * (and NULL returned) when key is not an exact str, which the index cannot
  * answer (a str subclass may hash and compare its own way): the family's
  * weight_of must then.  Runs no Python code.
  */
-static inline PyObject *node_index_find(const NodeIndex *ix, PyObject *key, double *weight,
+static inline PyObject *node_index_find(NodeIndex *ix, PyObject *key, double *weight,
                                         size_t *at, NodeIndexProbe *probe)
 {
     probe->unknown = 0;
     if (!probe->by_value) {
-        for (size_t i = node_index_home(ix, key);; i = (i + 1) & ix->mask) {
+        for (size_t i = node_index_home(ix, key);; i = (i + 1) & ix->address_mask) {
             const NodeIndexSlot *slot = &ix->by_address[i];
-            if (slot->node == key) {
+            if (slot->key == key) {
                 *weight = slot->weight;
                 *at = slot->at;
-                return key;
+                return slot->node;
             }
-            if (!slot->node)
+            if (!slot->key)
                 break;
         }
     }
@@ -183,11 +214,12 @@ static inline PyObject *node_index_find(const NodeIndex *ix, PyObject *key, doub
     }
     Py_hash_t h = node_index_str_hash(key);
     for (size_t i = (size_t)h & ix->mask;; i = (i + 1) & ix->mask) {
-        const NodeIndexNamed *slot = &ix->by_value[i];
+        NodeIndexNamed *slot = &ix->by_value[i];
         if (!slot->node)
             return NULL;
         if (slot->node == key || node_index_names(slot, key, h)) {
-            probe->by_value = slot->node != key;
+            if (slot->node != key && !probe->by_value)
+                probe->by_value = !node_index_learn(ix, slot, key);
             *weight = slot->weight;
             *at = slot->at;
             return slot->node;

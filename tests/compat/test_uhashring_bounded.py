@@ -9,6 +9,8 @@ loads of the nodes the ring holds, a node of weight ``w`` of ``W`` below
 from __future__ import annotations
 
 import math
+import sys
+import sysconfig
 import types
 from collections import Counter
 from typing import Any
@@ -106,6 +108,38 @@ def test_names_that_are_other_objects_and_not_str(mode: dict[str, Any]) -> None:
     int_loads = {i: (i * 3) % 5 for i in range(10)}
     for key in KEYS[:150]:
         assert numbered.get_bounded(key, int_loads) == model(numbered, key, int_loads, 1.25)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_equal_names_are_learned_until_the_next_change(mode: dict[str, Any]) -> None:
+    # As a router's: the first equal names met are held and found by
+    # address (with the GIL), other copies by value; after a change the
+    # next call remakes the view and lets them go (it learns again).
+    ring = HashRing({f"engine-{i}": 1 + i % 3 for i in range(8)}, vnodes=16, **mode)
+    same = {f"engine-{i}": (i * 5) % 9 for i in range(8)}
+    first = {copy_of(n): v for n, v in same.items()}
+    second = {copy_of(n): v for n, v in same.items()}
+
+    def counts(names: dict[str, int]) -> list[int]:
+        return [sys.getrefcount(name) for name in names]
+
+    before = {id(names): counts(names) for names in (first, second)}
+
+    def refs(names: dict[str, int]) -> list[int]:
+        """The references each name gained since before."""
+        return [now - then for now, then in zip(counts(names), before[id(names)])]
+
+    learns = not sysconfig.get_config_var("Py_GIL_DISABLED")
+    for key in KEYS[:150]:
+        expected = model(ring, key, same, 1.1)
+        assert ring.get_bounded(key, first, 1.1) == expected == ring.get_bounded(key, second, 1.1)
+    assert (refs(first), refs(second)) == ([int(learns)] * 8, [0] * 8)
+    ring.remove_node("engine-7")
+    for key in KEYS[:150]:
+        assert ring.get_bounded(key, first, 1.1) == model(ring, key, same, 1.1) != "engine-7"
+    assert refs(first) == [int(learns and name != "engine-7") for name in first]
+    del ring
+    assert refs(first) == [0] * 8
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+import sysconfig
 import types
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -418,6 +419,51 @@ def test_loads_keyed_by_equal_names_that_are_other_objects(kind: str) -> None:
         expected = model(router, key, same)
         for loads in (same, copies, subclassed, mixed):
             assert router.get_bounded(key, loads) == expected
+
+
+#: Whether a state's node index learns the caller's equal names (it does
+#: where the GIL serialises its readers; read by many threads at once, it
+#: is never written once made).
+LEARNS = not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+@pytest.mark.parametrize("kind", ["ring-python", "ring-ketama", "maglev", "jump", "rendezvous-hrw",
+                                  "anchor"])
+def test_equal_names_are_learned_once_a_state_and_let_go_with_it(kind: str) -> None:
+    # The first dict of equal names a state meets is learned (each name
+    # held, then found by its address); other copies are still found by
+    # value; a change lets the learned names go, a removed node's included,
+    # and its entry is then ignored.
+    held = names(kind)[:8]
+    router = build(kind, held, list(range(8)))
+    same = {node: (i * 5) % 9 for i, node in enumerate(router.nodes)}
+    first = {copy_of(node): load for node, load in same.items()}
+    second = {copy_of(node): load for node, load in same.items()}
+
+    def counts(names: dict[str, int]) -> list[int]:
+        return [sys.getrefcount(name) for name in names]
+
+    before = {id(names): counts(names) for names in (first, second)}
+
+    def refs(names: dict[str, int]) -> list[int]:
+        """The references each name gained since before."""
+        return [now - then for now, then in zip(counts(names), before[id(names)])]
+
+    keys = [f"user:{i}" for i in range(200)]
+    for key in keys:
+        expected = model(router, key, same)
+        assert router.get_bounded(key, first) == expected
+        assert router.get_bounded(key, second) == expected
+    assert refs(first) == [int(LEARNS)] * len(first)
+    assert refs(second) == [0] * len(second)
+    gone = router.nodes[-1]
+    router.remove_service_node(gone)
+    assert refs(first) == [0] * len(first)
+    for key in keys:
+        assert router.get_bounded(key, first) == model(router, key, same) != gone
+    assert refs(first) == [int(LEARNS and name != gone) for name in first]
+    del router
+    assert refs(first) == [0] * len(first)
 
 
 @pytest.mark.parametrize("kind", KINDS)
