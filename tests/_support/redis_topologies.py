@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -38,17 +37,7 @@ def _tool(name: str) -> str:
 
 def _bus_port() -> int:
     """A port whose cluster bus port (port + 10000) is free too."""
-    for _ in range(100):
-        port = free_port()
-        if port + 10000 > 65535:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free pair of ports for a cluster node")
+    return free_port(also=10000)
 
 
 def _command(port: int, *args: str | int, timeout: float = 2.0) -> Any:
