@@ -3,8 +3,9 @@ cycles of an operation, after a warm-up that fills every cache."""
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 def assert_cycles_do_not_leak(cycle: Callable[[int], object], *, warmup: int = 300, rounds: int = 1500,
@@ -31,3 +32,19 @@ def assert_cycles_do_not_leak(cycle: Callable[[int], object], *, warmup: int = 3
         tracemalloc.stop()
     assert growth < max_bytes, growth
     assert abs(objects_growth) < max_objects, objects_growth
+
+
+class RefsGained:
+    """The references each of some objects gains from now on: ``gained(objs)``
+    for objs one of the collections given (each read the same way both
+    times, so the reading's own references cancel)."""
+
+    def __init__(self, *collections: Iterable[object]) -> None:
+        self._before = {id(objs): self._counts(objs) for objs in collections}
+
+    @staticmethod
+    def _counts(objs: Iterable[object]) -> list[int]:
+        return [sys.getrefcount(obj) for obj in objs]
+
+    def gained(self, objs: Iterable[object]) -> list[int]:
+        return [now - then for now, then in zip(self._counts(objs), self._before[id(objs)], strict=True)]

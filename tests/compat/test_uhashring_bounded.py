@@ -9,7 +9,6 @@ loads of the nodes the ring holds, a node of weight ``w`` of ``W`` below
 from __future__ import annotations
 
 import math
-import sys
 import sysconfig
 import types
 from collections import Counter
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _support.leaks import RefsGained
 from chash.compat.uhashring import HashRing
 
 
@@ -119,15 +119,7 @@ def test_equal_names_are_learned_until_the_next_change(mode: dict[str, Any]) -> 
     same = {f"engine-{i}": (i * 5) % 9 for i in range(8)}
     first = {copy_of(n): v for n, v in same.items()}
     second = {copy_of(n): v for n, v in same.items()}
-
-    def counts(names: dict[str, int]) -> list[int]:
-        return [sys.getrefcount(name) for name in names]
-
-    before = {id(names): counts(names) for names in (first, second)}
-
-    def refs(names: dict[str, int]) -> list[int]:
-        """The references each name gained since before."""
-        return [now - then for now, then in zip(counts(names), before[id(names)])]
+    refs = RefsGained(first, second).gained
 
     learns = not sysconfig.get_config_var("Py_GIL_DISABLED")
     for key in KEYS[:150]:

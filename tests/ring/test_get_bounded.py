@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _support.leaks import RefsGained
 from chash import LAYOUTS, AnchorRouter, ConsistentHashRouter, JumpRouter, MaglevRouter, RendezvousRouter
 
 Router = ConsistentHashRouter | MaglevRouter | JumpRouter | RendezvousRouter | AnchorRouter
@@ -439,15 +440,7 @@ def test_equal_names_are_learned_once_a_state_and_let_go_with_it(kind: str) -> N
     same = {node: (i * 5) % 9 for i, node in enumerate(router.nodes)}
     first = {copy_of(node): load for node, load in same.items()}
     second = {copy_of(node): load for node, load in same.items()}
-
-    def counts(names: dict[str, int]) -> list[int]:
-        return [sys.getrefcount(name) for name in names]
-
-    before = {id(names): counts(names) for names in (first, second)}
-
-    def refs(names: dict[str, int]) -> list[int]:
-        """The references each name gained since before."""
-        return [now - then for now, then in zip(counts(names), before[id(names)])]
+    refs = RefsGained(first, second).gained
 
     keys = [f"user:{i}" for i in range(200)]
     for key in keys:
