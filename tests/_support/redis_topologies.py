@@ -138,16 +138,24 @@ class LocalCluster(_Processes):
         return next(iter(self.processes))
 
     def wait_ok(self) -> None:
-        """Until every running node says the cluster is ok and agrees on
-        who serves every slot."""
+        """Until every running node says the cluster is ok, and every one's
+        view names as primaries exactly the running nodes that say they
+        are (a replica is made one by gossip after ``--cluster create``,
+        and a failover's roles spread the same way)."""
         def ok() -> bool:
             for port in self.processes:
                 info = _command(port, "CLUSTER", "INFO")
                 if "cluster_state:ok" not in info:
                     return False
-            return True
+            primaries = set(self.primaries())
+            return all(self._primaries_seen_by(port) == primaries for port in self.processes)
 
         _wait(ok, "the cluster is ok")
+
+    def _primaries_seen_by(self, port: int) -> set[int]:
+        return {node["port"] for node in self._nodes(port)
+                if "master" in node["flags"] and "fail" not in node["flags"]
+                and node["port"] in self.processes}
 
     def _nodes(self, port: int) -> list[dict[str, Any]]:
         nodes = []
@@ -199,10 +207,8 @@ class LocalCluster(_Processes):
         return -1
 
     def primaries(self) -> list[int]:
-        """Ports of the running primaries."""
-        return [node["port"] for node in self._nodes(self.port)
-                if "master" in node["flags"] and "fail" not in node["flags"]
-                and node["port"] in self.processes]
+        """Ports of the running primaries, each as it says itself."""
+        return [port for port in self.processes if _command(port, "ROLE")[0] == "master"]
 
     def replica_of(self, port: int) -> int:
         """The port of a replica of the primary on ``port``."""
