@@ -187,25 +187,21 @@ typedef struct {
  * The indexed node equal to key (borrowed), its weight in *weight and its
  * position in *at, key learned as its alias when it can be (found by value
  * while probe->by_value was clear); NULL when key is an exact str the
- * index does not hold.  probe->unknown set
- * (and NULL returned) when key is not an exact str, which the index cannot
- * answer (a str subclass may hash and compare its own way): the family's
- * weight_of must then.  Runs no Python code.
+ * index does not hold.  probe->unknown set (and NULL returned) when key is
+ * not an exact str, which the index cannot answer (a str subclass may hash
+ * and compare its own way): the family's weight_of must then.  Runs no
+ * Python code.
  */
 static inline PyObject *node_index_find(NodeIndex *ix, PyObject *key, double *weight,
                                         size_t *at, NodeIndexProbe *probe)
 {
     probe->unknown = 0;
     if (!probe->by_value) {
-        for (size_t i = node_index_home(ix, key);; i = (i + 1) & ix->address_mask) {
-            const NodeIndexSlot *slot = &ix->by_address[i];
-            if (slot->key == key) {
-                *weight = slot->weight;
-                *at = slot->at;
-                return slot->node;
-            }
-            if (!slot->key)
-                break;
+        const NodeIndexSlot *slot = node_index_slot(ix, key);
+        if (slot->key) {
+            *weight = slot->weight;
+            *at = slot->at;
+            return slot->node;
         }
     }
     if (!PyUnicode_CheckExact(key)) {
