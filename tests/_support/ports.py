@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import fcntl
+import functools
 import os
 import random
 import socket
@@ -60,6 +61,7 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
+@functools.cache
 def _range_is_ours() -> bool:
     low, high = _ephemeral_range()
     return high < FIRST_PORT or low >= END_PORT + 10000
