@@ -27,6 +27,12 @@ static inline void md5_store32le(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
+/* The initial buffer, words A B C D of section 3.3. */
+#define MD5_A0 0x67452301u
+#define MD5_B0 0xefcdab89u
+#define MD5_C0 0x98badcfeu
+#define MD5_D0 0x10325476u
+
 /* The four auxiliary functions of section 3.4.  F is written in the
  * equivalent select form, one operation fewer than the RFC's and/or/not. */
 #define MD5_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
@@ -142,6 +148,49 @@ static inline void md5_block(uint32_t st[4], const uint8_t *blk)
     st[3] += d;
 }
 
+/* The digest: the four state words, little-endian.  Where the host is
+ * little-endian that is one 16-byte store, from which a reader's loads of
+ * the digest are served; byte stores (which a compiler may merge into two
+ * 8-byte ones and a 16-byte reload) left a caller waiting about 10 ns. */
+static inline void md5_put_digest(uint8_t out[CHASH_MD5_DIGEST_SIZE], uint32_t a, uint32_t b,
+                                  uint32_t c, uint32_t d)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint32_t words[4] = {a, b, c, d};
+    memcpy(out, words, sizeof words);
+#else
+    md5_store32le(out, a);
+    md5_store32le(out + 4, b);
+    md5_store32le(out + 8, c);
+    md5_store32le(out + 12, d);
+#endif
+}
+
+/* The MD5 of a message of at most 55 bytes: one block, compressed in this
+ * frame with the state in locals.  The key and its 0x80 go into the zeroed
+ * words (a copy where the host is little-endian, the words' own order), the
+ * bit length straight into word 14 (word 15 stays 0 below 2^29 bytes). */
+static void md5_single(const uint8_t *p, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
+{
+    uint32_t x[16] = {0};
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (len)
+        memcpy(x, p, len);
+    ((uint8_t *)x)[len] = 0x80;
+#else
+    uint8_t blk[56] = {0};
+    if (len)
+        memcpy(blk, p, len);
+    blk[len] = 0x80;
+    for (int i = 0; i < 14; i++)
+        x[i] = md5_load32le(blk + 4 * i);
+#endif
+    x[14] = (uint32_t)(len << 3);
+    uint32_t a = MD5_A0, b = MD5_B0, c = MD5_C0, d = MD5_D0;
+    MD5_STEPS(MD5_STEP1)
+    md5_put_digest(out, a + MD5_A0, b + MD5_B0, c + MD5_C0, d + MD5_D0);
+}
+
 /* Pads a message of at most 55 bytes into one block. */
 static void md5_pad_single(uint8_t blk[64], const uint8_t *p, size_t len)
 {
@@ -156,23 +205,16 @@ static void md5_pad_single(uint8_t blk[64], const uint8_t *p, size_t len)
 
 void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
 {
-    /* Initial buffer, words A B C D of section 3.3. */
-    uint32_t st[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+    uint32_t st[4] = {MD5_A0, MD5_B0, MD5_C0, MD5_D0};
     const uint8_t *p = (const uint8_t *)data;
     uint8_t tail[128];
     size_t rest = len;
     size_t ntail;
     uint64_t bits;
-    int i;
 
     if (len <= 55) {
-        /* One block, the common case for keys: a fixed-size block zeroed by
-         * a few wide stores instead of a variable-length clear. */
-        uint8_t blk[64] = {0};
-        md5_pad_single(blk, p, len);
-        md5_block(st, blk);
-        for (i = 0; i < 4; i++)
-            md5_store32le(out + 4 * i, st[i]);
+        /* One block: the common case for keys. */
+        md5_single(p, len, out);
         return;
     }
 
@@ -197,9 +239,7 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
     md5_block(st, tail);
     if (ntail == 128)
         md5_block(st, tail + 64);
-
-    for (i = 0; i < 4; i++)
-        md5_store32le(out + 4 * i, st[i]);
+    md5_put_digest(out, st[0], st[1], st[2], st[3]);
 }
 
 /* Defines name(data, len, out): the MD5 of n messages at once, one block
@@ -226,18 +266,15 @@ void chash_md5(const void *data, size_t len, uint8_t out[CHASH_MD5_DIGEST_SIZE])
         }                                                                       \
         uint32_t a[MD5_LANES], b[MD5_LANES], c[MD5_LANES], d[MD5_LANES];        \
         for (int l = 0; l < MD5_LANES; l++) {                                   \
-            a[l] = 0x67452301u;                                                 \
-            b[l] = 0xefcdab89u;                                                 \
-            c[l] = 0x98badcfeu;                                                 \
-            d[l] = 0x10325476u;                                                 \
+            a[l] = MD5_A0;                                                      \
+            b[l] = MD5_B0;                                                      \
+            c[l] = MD5_C0;                                                      \
+            d[l] = MD5_D0;                                                      \
         }                                                                       \
         MD5_STEPS(MD5_STEP_LANES)                                               \
-        for (int l = 0; l < MD5_LANES; l++) {                                   \
-            md5_store32le(out[l], a[l] + 0x67452301u);                          \
-            md5_store32le(out[l] + 4, b[l] + 0xefcdab89u);                      \
-            md5_store32le(out[l] + 8, c[l] + 0x98badcfeu);                      \
-            md5_store32le(out[l] + 12, d[l] + 0x10325476u);                     \
-        }                                                                       \
+        for (int l = 0; l < MD5_LANES; l++)                                     \
+            md5_put_digest(out[l], a[l] + MD5_A0, b[l] + MD5_B0, c[l] + MD5_C0,  \
+                           d[l] + MD5_D0);                                      \
     }
 
 /* Four lanes: one vector a step.  Sixteen: four vectors a step, whose
