@@ -207,6 +207,15 @@ struct router_family {
     PyObject *(*read_get_by_hash)(RouterObject *self, PyObject *hash);
     PyObject *(*preference)(RouterObject *self, PyObject *key, size_t n);
     PyObject *(*calculate_hash)(RouterObject *self, PyObject *key);
+    /* get and preference from a key hashed once (optional, all three or
+     * none): locate hashes key into *place (the family's own position of
+     * it; may run a Python hash), 0 or -1; get_at and preference_at answer
+     * as get and preference would for that key.  get_bounded asks for the
+     * owner and, when the owner is full, for the preference list: with
+     * these, its walk does not hash the key again (an MD5, on a ring). */
+    int (*locate)(RouterObject *self, PyObject *key, uint64_t *place);
+    PyObject *(*get_at)(RouterObject *self, uint64_t place);
+    PyObject *(*preference_at)(RouterObject *self, uint64_t place, size_t n);
     /* get_bounded (get_bounded.c): the weight of node as weights gives it
      * (> 0), 0.0 when the router does not hold it, or -1.0 with an
      * exception; and the first node at position *at or after it in

@@ -21,7 +21,8 @@
  * preference list in windows of 4, 16, 64, ... nodes, each asked of the
  * family (a ring walks clockwise only as far as the window, jump and
  * Maglev step only that many times), never the whole list unless the
- * walk gets there.
+ * walk gets there.  A family that can locate a key (family.h's locate)
+ * hashes it once for the owner and the walk both.
  *
  * Reading loads is most of the cost at 100 nodes (read_loads): each entry
  * of loads is found among the router's nodes with one probe of the
@@ -278,17 +279,45 @@ static int admits(RouterObject *self, Bounds *b, PyObject *node, double load, do
     return load < chash_bounded_slots_real(b->balance, b->sum, w, b->total);
 }
 
+/* The key, and its place when the family can locate it (family.h's
+ * locate): hashed once for the owner and the walk both. */
+typedef struct {
+    PyObject *key;
+    uint64_t place;
+    int located;
+} Key;
+
+/* The key's owner (a new reference, Py_None for an empty router), NULL
+ * with an exception; the key located on the way when the family can. */
+static PyObject *owner_of(RouterObject *self, Key *k)
+{
+    const router_family *family = self->family;
+    if (!family->locate)
+        return family->get(self, k->key);
+    if (family->locate(self, k->key, &k->place) < 0)
+        return NULL;
+    k->located = 1;
+    return family->get_at(self, k->place);
+}
+
+/* The key's preference list, at most n nodes. */
+static PyObject *preference_of(RouterObject *self, const Key *k, size_t n)
+{
+    return k->located ? self->family->preference_at(self, k->place, n)
+                      : self->family->preference(self, k->key, n);
+}
+
 /*
  * The owner is at its bound: the preference list in windows of 4, 16,
  * 64, ... nodes, the first node that admits one more.  Returns a new
  * reference, or NULL with an exception.  Should none admit (the router
  * changed while a key's __eq__ ran), the owner is the answer.
  */
-static PyObject *walk(RouterObject *self, PyObject *key, PyObject *owner, Bounds *b)
+static PyObject *walk(RouterObject *self, const Key *key, PyObject *owner, Bounds *b)
 {
     Py_ssize_t have = 0;
     for (size_t want = 4;; want = want > SIZE_MAX / 4 ? SIZE_MAX : want * 4) {
-        PyObject *list = self->family->preference(self, key, want);
+        PyObject *list = preference_of(self, key, want);
         if (!list)
             return NULL;
         Py_ssize_t len = PyList_GET_SIZE(list);
@@ -362,7 +391,8 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
     }
     RouterObject *state = router_state(self);
     /* The key first: a Python hash callable runs before loads is read. */
-    PyObject *owner = state->family->get(state, args[0]);
+    Key key = {args[0], 0, 0};
+    PyObject *owner = owner_of(state, &key);
     PyObject *result = NULL;
     if (owner && read_loads(state, &b, owner) == 0) {
         int fits = owner == Py_None || b.sum == 0.0
@@ -370,7 +400,7 @@ PyObject *router_get_bounded(RouterObject *self, PyObject *const *args, size_t n
         if (fits > 0)
             result = Py_NewRef(owner);
         else if (fits == 0)
-            result = walk(state, args[0], owner, &b);
+            result = walk(state, &key, owner, &b);
     }
     epoch_exit();
     Py_XDECREF(owner);

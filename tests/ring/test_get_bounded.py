@@ -177,6 +177,29 @@ def test_a_full_owner_sends_the_key_on_along_its_preference_list(kind: str) -> N
         assert router.get_bounded(key, loads) == model(router, key, loads) == order[0]
 
 
+def test_a_python_hash_runs_once_a_call_even_past_the_owner() -> None:
+    # The ring hashes the key once for its owner and for the walk past it.
+    calls: list[bytes] = []
+
+    def fnv(data: bytes) -> int:
+        calls.append(data)
+        h = 0x811C9DC5
+        for byte in data:
+            h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+        return h
+
+    router = ConsistentHashRouter(hash=fnv)
+    router.add_service_nodes([f"n{i}" for i in range(40)])
+    for i in range(40):
+        key = f"k{i}"
+        order = router.get_preference_list(key, 40)
+        loads = dict.fromkeys(order[:30], 50)
+        calls.clear()
+        assert router.get_bounded(key, loads) == order[30]
+        assert calls == [key.encode()]
+        assert router.get_bounded(key, loads) == model(router, key, loads)
+
+
 def test_the_bound_is_weighted() -> None:
     router = ConsistentHashRouter()
     router.add_service_node("big", 3.0)

@@ -13,8 +13,23 @@ PyObject *ring32_get(RouterObject *self, PyObject *key)
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
         return NULL;
+    return ring32_get_at(self, hash);
+}
+
+/* A key's place on the ring is its 32-bit hash. */
+int ring32_locate(RouterObject *self, PyObject *key, uint64_t *place)
+{
+    uint32_t hash;
+    if (key_hash(self, key, &hash) < 0)
+        return -1;
+    *place = hash;
+    return 0;
+}
+
+PyObject *ring32_get_at(RouterObject *self, uint64_t place)
+{
     void *entry;
-    if (chash_ring_lookup(self->r32.ring, hash, &entry) != CHASH_OK)
+    if (chash_ring_lookup(self->r32.ring, (uint32_t)place, &entry) != CHASH_OK)
         Py_RETURN_NONE; /* an empty ring */
     return Py_NewRef(((NodeEntry *)entry)->name);
 }
@@ -131,6 +146,12 @@ PyObject *ring32_preference(RouterObject *self, PyObject *key, size_t n)
     uint32_t hash;
     if (key_hash(self, key, &hash) < 0)
         return NULL;
+    return ring32_preference_at(self, hash, n);
+}
+
+PyObject *ring32_preference_at(RouterObject *self, uint64_t place, size_t n)
+{
+    uint32_t hash = (uint32_t)place;
     size_t want = n < chash_ring_node_count(self->r32.ring) ? n : chash_ring_node_count(self->r32.ring);
     size_t *owners = PyMem_New(size_t, want ? want : 1);
     if (!owners)

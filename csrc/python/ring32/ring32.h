@@ -127,6 +127,9 @@ PyObject *ring32_read_get(RouterObject *self, PyObject *key);
 PyObject *ring32_read_get_by_hash(RouterObject *self, PyObject *hash);
 PyObject *ring32_get_many_by_hash(RouterObject *self, PyObject *hashes);
 PyObject *ring32_preference(RouterObject *self, PyObject *key, size_t n);
+int ring32_locate(RouterObject *self, PyObject *key, uint64_t *place);
+PyObject *ring32_get_at(RouterObject *self, uint64_t place);
+PyObject *ring32_preference_at(RouterObject *self, uint64_t place, size_t n);
 PyObject *ring32_calculate_hash(RouterObject *self, PyObject *key);
 
 /* Introspection and protocols (inspect.c). */
