@@ -43,17 +43,30 @@ int chash_bounded_assign(const chash_ring *ring, double balance, const uint64_t 
 /* ------------------------------------------------------------------ */
 /* The weighted bound and the live table                              */
 
+/* ceil(x), exactly, without a call into the maths library (there is no
+ * rounding instruction before SSE4.1, so the compiler calls ceil(); a
+ * bounded lookup computes two bounds a node it tries).  From 2**52 every
+ * double is whole (and NaN and the infinities are their own ceil); below
+ * it, x >= 0 truncates exactly through an integer. */
+static inline double ceil_exact(double x)
+{
+    if (!(x >= 0.0 && x < 4503599627370496.0))
+        return ceil(x);
+    double whole = (double)(uint64_t)x;
+    return whole < x ? whole + 1.0 : x;
+}
+
 double chash_bounded_slots_real(double balance, double load, double weight, double total_weight)
 {
     if (!(weight > 0.0) || !(total_weight > 0.0))
         return 0.0;
-    double total = ceil(balance * (load + 1.0));
+    double total = ceil_exact(balance * (load + 1.0));
     /*
      * T * weight / total_weight, multiplied first: with whole weights the
      * product is exact and the division correctly rounded, so a share
      * that divides T gives a whole number (T * (1.0 / n) might not).
      */
-    double slots = weight >= total_weight ? total : ceil(total * weight / total_weight);
+    double slots = weight >= total_weight ? total : ceil_exact(total * weight / total_weight);
     return slots < 1.0 ? 1.0 : slots;
 }
 

@@ -549,6 +549,22 @@ static void test_loads(void)
             same &= (double)chash_bounded_slots(1.3, t, w, 6.0)
                     == chash_bounded_slots_real(1.3, (double)t, w, 6.0);
     CHECK(same);
+    /* Real loads and factors: the rule as written with the maths library's
+     * ceil, for fractions, whole numbers, and values about 2**52 (where
+     * every double becomes whole), to 1e300. */
+    static const double real_loads[] = {0.0, 1e-9, 0.25, 0.5, 1.0, 2.999999, 3.0, 1e6 + 0.5,
+                                        4503599627370495.5, 4503599627370496.0,
+                                        9007199254740993.0, 1e300};
+    static const double balances[] = {1.0, 1.0000001, 1.25, 1.3, 2.0, 7.77};
+    int real = 1;
+    for (size_t i = 0; i < sizeof real_loads / sizeof real_loads[0]; i++)
+        for (size_t j = 0; j < sizeof balances / sizeof balances[0]; j++)
+            for (double w = 1; w <= 7; w++) {
+                double t = ceil(balances[j] * (real_loads[i] + 1.0));
+                double want = w >= 7.0 ? t : ceil(t * w / 7.0);
+                real &= chash_bounded_slots_real(balances[j], real_loads[i], w, 7.0) == (want < 1.0 ? 1.0 : want);
+            }
+    CHECK(real);
     /* Equal weights give the paper's ceil(c * (t + 1) / n), exactly. */
     int paper = 1;
     for (uint64_t t = 0; t < 500; t++)
