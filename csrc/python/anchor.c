@@ -414,11 +414,8 @@ static PyObject *anchor_get_many_by_hash(RouterObject *self, PyObject *hashes)
     return nodes_of(self, values, n);
 }
 
-static PyObject *anchor_preference(RouterObject *self, PyObject *key, size_t want)
+static PyObject *anchor_preference_at(RouterObject *self, uint64_t h, size_t want)
 {
-    uint64_t h;
-    if (key_hash(self, key, &h) < 0)
-        return NULL;
     size_t live = chash_anchor_size(self->anchor.set);
     want = want < live ? want : live;
     uint32_t *buckets = PyMem_New(uint32_t, want ? want : 1);
@@ -434,6 +431,9 @@ static PyObject *anchor_preference(RouterObject *self, PyObject *key, size_t wan
     PyMem_Free(buckets);
     return result;
 }
+
+LOCATED_BY_HASH(anchor_locate, anchor_get_at, anchor_preference, anchor_preference_at, hash_of_key,
+                owner_of)
 
 static PyObject *anchor_calculate_hash(RouterObject *self, PyObject *key)
 {
@@ -1001,6 +1001,9 @@ const router_family anchor_family = {
     .read_get_by_hash = anchor_read_get_by_hash,
     .get_many_by_hash = anchor_get_many_by_hash,
     .preference = anchor_preference,
+    .locate = anchor_locate,
+    .get_at = anchor_get_at,
+    .preference_at = anchor_preference_at,
     .calculate_hash = anchor_calculate_hash,
     .ownership = anchor_ownership,
     .key_distribution = anchor_key_distribution,

@@ -439,6 +439,25 @@ static inline RouterObject *router_state(RouterObject *self)
         return result;                                                          \
     }
 
+/* locate, get_at and preference (above) of a family whose key's place is
+ * its 64-bit hash, from its hash_of_key, owner_of and preference_at. */
+#define LOCATED_BY_HASH(locate, get_at, preference, preference_at, hash, owner) \
+    static int locate(RouterObject *self, PyObject *key, uint64_t *place)       \
+    {                                                                           \
+        return hash(self, key, place);                                          \
+    }                                                                           \
+    static PyObject *get_at(RouterObject *self, uint64_t place)                 \
+    {                                                                           \
+        return owner(self, place);                                              \
+    }                                                                           \
+    static PyObject *preference(RouterObject *self, PyObject *key, size_t want) \
+    {                                                                           \
+        uint64_t h_;                                                            \
+        if (hash(self, key, &h_) < 0)                                           \
+            return NULL;                                                        \
+        return preference_at(self, h_, want);                                   \
+    }
+
 /* The router object a state (the object's own, or a snapshot) belongs to. */
 static inline RouterObject *router_object(RouterObject *state)
 {

@@ -298,11 +298,8 @@ static PyObject *jump_get_many_by_hash(RouterObject *self, PyObject *hashes)
                            n, buckets_of);
 }
 
-static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
+static PyObject *jump_preference_at(RouterObject *self, uint64_t h, size_t want)
 {
-    uint64_t h;
-    if (key_hash(self, key, &h) < 0)
-        return NULL;
     size_t n = (size_t)node_list_len(&self->jump.list);
     want = want < n ? want : n;
     uint32_t *buckets = PyMem_New(uint32_t, want ? want : 1);
@@ -318,6 +315,9 @@ static PyObject *jump_preference(RouterObject *self, PyObject *key, size_t want)
     PyMem_Free(buckets);
     return result;
 }
+
+LOCATED_BY_HASH(jump_locate, jump_get_at, jump_preference, jump_preference_at, hash_of_key,
+                owner_of)
 
 static PyObject *jump_calculate_hash(RouterObject *self, PyObject *key)
 {
@@ -679,6 +679,9 @@ const router_family jump_family = {
     .read_get_by_hash = jump_read_get_by_hash,
     .get_many_by_hash = jump_get_many_by_hash,
     .preference = jump_preference,
+    .locate = jump_locate,
+    .get_at = jump_get_at,
+    .preference_at = jump_preference_at,
     .calculate_hash = jump_calculate_hash,
     .ownership = jump_ownership,
     .key_distribution = jump_key_distribution,

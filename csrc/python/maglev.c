@@ -273,11 +273,8 @@ static size_t maglev_walk(const RouterObject *self, uint64_t h, size_t want, uin
     return got;
 }
 
-static PyObject *maglev_preference(RouterObject *self, PyObject *key, size_t want)
+static PyObject *maglev_preference_at(RouterObject *self, uint64_t h, size_t want)
 {
-    uint64_t h;
-    if (key_hash64(key, &h) < 0)
-        return NULL;
     size_t n = (size_t)node_list_len(&self->mg.list);
     want = want < n ? want : n;
     uint32_t *owners = PyMem_New(uint32_t, want ? want : 1);
@@ -292,6 +289,9 @@ static PyObject *maglev_preference(RouterObject *self, PyObject *key, size_t wan
     PyMem_Free(owners);
     return result;
 }
+
+LOCATED_BY_HASH(maglev_locate, maglev_get_at, maglev_preference, maglev_preference_at, hash_of_key,
+                owner_of)
 
 static PyObject *maglev_calculate_hash(RouterObject *self, PyObject *key)
 {
@@ -679,6 +679,9 @@ const router_family maglev_family = {
     .read_get_by_hash = maglev_read_get_by_hash,
     .get_many_by_hash = maglev_get_many_by_hash,
     .preference = maglev_preference,
+    .locate = maglev_locate,
+    .get_at = maglev_get_at,
+    .preference_at = maglev_preference_at,
     .calculate_hash = maglev_calculate_hash,
     .ownership = maglev_ownership,
     .key_distribution = maglev_key_distribution,

@@ -289,11 +289,8 @@ static PyObject *ring64_get_many_by_hash(RouterObject *self, PyObject *hashes)
                            n, positions_of);
 }
 
-static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t want)
+static PyObject *ring64_preference_at(RouterObject *self, uint64_t h, size_t want)
 {
-    uint64_t h;
-    if (key_hash64(key, &h) < 0)
-        return NULL;
     size_t n = (size_t)node_list_len(&self->r64.list);
     want = want < n ? want : n;
     uint32_t *owners = PyMem_New(uint32_t, want ? want : 1);
@@ -308,6 +305,9 @@ static PyObject *ring64_preference(RouterObject *self, PyObject *key, size_t wan
     PyMem_Free(owners);
     return result;
 }
+
+LOCATED_BY_HASH(ring64_locate, ring64_get_at, ring64_preference, ring64_preference_at, hash_of_key,
+                owner_of)
 
 static PyObject *ring64_calculate_hash(RouterObject *self, PyObject *key)
 {
@@ -604,6 +604,9 @@ const router_family ring64_family = {
     .read_get_by_hash = ring64_read_get_by_hash,
     .get_many_by_hash = ring64_get_many_by_hash,
     .preference = ring64_preference,
+    .locate = ring64_locate,
+    .get_at = ring64_get_at,
+    .preference_at = ring64_preference_at,
     .calculate_hash = ring64_calculate_hash,
     .ownership = ring64_ownership,
     .key_distribution = ring64_key_distribution,
