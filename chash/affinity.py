@@ -148,6 +148,12 @@ class PrefixAffinity:
         holds: the hits this policy expects there."""
         return int(self._table.match(node, blocks))
 
+    def nodes(self) -> list[str]:
+        """The nodes with a record, in the order they got one: every node a
+        preference list named since it was last ``forget()``-ed (each
+        record is allocated whole, ``capacity`` block hashes)."""
+        return list(self._table.nodes())
+
     def forget(self, node: str) -> None:
         """Drop the record and the in-flight count of ``node`` (one removed
         from the router); KeyError when it has no record."""

@@ -329,6 +329,27 @@ class PromptRoutes:
                 self.workers.set_queued(node, left)
         choice.queued = 0.0
 
+    def forget(self, node: str) -> None:
+        """``node`` left the gateway's configuration: its record of
+        prefixes goes (a node that comes back, restarted, holds none of
+        them) with its estimate of queued prefill.  Completions under way
+        there end without changing the estimate."""
+        try:
+            self.affinity.forget(node)
+        except KeyError:  # no preference list has named it
+            pass
+        if self.queued.pop(node, None) is not None and self.workers is not None:
+            self.workers.set_queued(node, 0.0)
+
+    def prune(self, kept: Callable[[str], bool]) -> list[str]:
+        """``forget()`` every node with a record or an estimate for which
+        ``kept`` is false; the nodes forgotten."""
+        gone = [node for node in dict.fromkeys([*self.affinity.nodes(), *self.queued])
+                if not kept(node)]
+        for node in gone:
+            self.forget(node)
+        return gone
+
     def _prefix(self, prompt: str | list[int], attempts: int) -> Choice:
         if isinstance(prompt, str):
             blocks = prefix_blocks(prompt, block=self._block_chars)

@@ -458,7 +458,8 @@ class Gateway:
 
     def ring_changed(self) -> None:
         """Tell the gateway that its ring changed, so that the WebSocket
-        tunnels it moved close now (``on_ring_change``).  The gateway
+        tunnels it moved close now (``on_ring_change``) and the prompt
+        routes drop what they hold of nodes that left.  The gateway
         calls it itself after each change it makes or hears of: health
         verdicts, reloads, slow-start steps, the leader's batches with
         ``--workers N``, a membership's new versions, a record set of
@@ -472,9 +473,28 @@ class Gateway:
         except RuntimeError:
             running = None
         if running is loop:
-            self._tunnels.ring_changed()
+            self._ring_changed_here()
         else:
-            loop.call_soon_threadsafe(self._tunnels.ring_changed)
+            loop.call_soon_threadsafe(self._ring_changed_here)
+
+    def _ring_changed_here(self) -> None:
+        """ring_changed on the gateway's loop: the tunnels moved close, and
+        what the prompt routes hold of nodes gone is dropped."""
+        self._tunnels.ring_changed()
+        self._forget_gone()
+
+    def _forget_gone(self) -> None:
+        """Drop the prompt routes' records of the nodes that left the
+        configuration: neither in the ring nor watched by the health
+        checks (which keep a node they took out).  A node a verdict holds
+        down keeps its record."""
+        prompts = self._proxy.prompts
+        if prompts is None:
+            return
+        router = self._router
+        watched = getattr(self._verdicts, "watched_nodes", None)
+        known = set(watched()) if callable(watched) else set()
+        prompts.prune(lambda node: node in router or node in known or node in self._held_down)
 
     # -- reload ----------------------------------------------------------------
 
@@ -571,6 +591,9 @@ class Gateway:
                 self._health.ssl_context = backend_tls.context()
         self._tunnels.reconfigure(config)
         self._tunnels.ring_changed()
+        if self._proxy.prompts is not None:
+            for node in changes.removed:
+                self._proxy.prompts.forget(node)
         # The new TLS context serves the handshakes from now on; connections
         # already open keep theirs.
         self._tls, self._tls_certificate = tls, certificate

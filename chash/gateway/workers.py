@@ -371,6 +371,11 @@ class Follower:
         (a reload removed it)."""
         return self._local.forget(node)
 
+    def watched_nodes(self) -> dict[str, float]:
+        """This worker's nodes, those the leader's verdicts took out of
+        its ring among them."""
+        return self._local.watched_nodes()
+
     @property
     def ring_changes(self) -> int:
         """The number of the leader's last change applied to this ring."""

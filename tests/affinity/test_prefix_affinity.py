@@ -112,10 +112,15 @@ def test_own_in_flight_counts_and_done(ring: ConsistentHashRouter) -> None:
 
 def test_forget_drops_a_record(ring: ConsistentHashRouter) -> None:
     policy = PrefixAffinity(ring)
+    assert policy.nodes() == []
     node = policy.route([5, 6, 7], loads={}, queued={})
     assert policy.held(node) == 3
+    # Every node the preference list named got a record, in its order.
+    order = ring.get_preference_list("5,6", len(ring))
+    assert policy.nodes() == order
     policy.forget(node)
     assert policy.held(node) == 0 and policy.in_flight() == {}
+    assert policy.nodes() == [n for n in order if n != node]
     with pytest.raises(KeyError):
         policy.forget(node)
     ring.remove_service_node(node)

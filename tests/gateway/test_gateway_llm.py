@@ -435,3 +435,87 @@ def test_a_session_is_bounded_by_the_routers_get_bounded_as_by_the_rule() -> Non
         order = _Zoned(router).get_preference_list(session, len(router))
         assert zoned.choose(None, session, 1).nodes == [zoned._bounded(order, in_flight)]
     assert bounded > 20  # the loads moved some sessions off their owner
+
+
+# -- nodes that leave ---------------------------------------------------------------
+
+
+def test_prompt_routes_forget_the_nodes_the_configuration_dropped() -> None:
+    from chash import ConsistentHashRouter
+
+    router = ConsistentHashRouter()
+    router.add_service_nodes(["a", "b", "c"])
+    prompts = PromptRoutes(router, router, {})
+    body = json.dumps({"model": "m", "prompt": SYSTEM}).encode()
+    choice = prompts.choose(body, None, 3)
+    # Every node the preference list named has a record; the chosen one
+    # holds the prompt's blocks and an estimate of its prefill.
+    assert sorted(prompts.affinity.nodes()) == ["a", "b", "c"]
+    node = choice.nodes[0]
+    assert prompts.affinity.held(node) > 0 and prompts.queued[node] > 0
+    router.remove_service_node(node)
+    assert prompts.prune(lambda n: n in router) == [node]
+    assert node not in prompts.affinity.nodes() and prompts.affinity.held(node) == 0
+    assert node not in prompts.queued
+    assert prompts.prune(lambda n: n in router) == []
+    # A node never named is forgotten quietly; the others are untouched.
+    prompts.forget("never-seen")
+    assert sorted(prompts.affinity.nodes()) == sorted(set("abc") - {node})
+    # The completion under way there ends without an estimate to change.
+    prompts.done(choice)
+    assert node not in prompts.queued
+
+
+def test_a_node_a_reload_removes_loses_its_record_and_one_held_down_keeps_it() -> None:
+    from chash.gateway.reload import RingChanges
+
+    async def main() -> None:
+        engines = {name: await StandInEngine(name).start() for name in "abc"}
+        config = GatewayConfig(affinity="prefix", node_header=NODE, health_interval=0.1,
+                               health_timeout=5.0, fall=1)
+        gateway = Gateway({e.name: e.address for e in engines.values()}, config)
+        try:
+            await gateway.start()
+            prompts = gateway.prompts
+            assert prompts is not None
+            async with openai.AsyncOpenAI(base_url=f"{gateway.url}/v1", api_key="unused",
+                                          max_retries=0, timeout=30.0) as client:
+                node, _ = await served_by(client, chat("q"))
+            assert prompts.affinity.held(node) > 0
+            # Taken out by the health checks: out of the ring, record kept
+            # (its engine may come back with its cache).
+            await engines[node].stop()
+            await eventually(lambda: node not in gateway.router, "the checks take it out")
+            gateway.ring_changed()
+            await asyncio.sleep(0)
+            assert prompts.affinity.held(node) > 0
+            # Removed by a reload: the record goes.
+            gateway.reconfigure(config, RingChanges(removed=(node,)))
+            assert node not in prompts.affinity.nodes()
+            assert sorted(prompts.affinity.nodes()) == sorted(set("abc") - {node})
+        finally:
+            await gateway.stop()
+            for engine in engines.values():
+                await engine.stop()
+    run(main())
+
+
+def test_a_node_that_leaves_the_ring_unwatched_loses_its_record_at_the_ring_change() -> None:
+    # A shared ring's new version or a DNS record set drops a node: no
+    # health check watches it any more, and the change is told with
+    # ring_changed (here from another thread, as a membership's is).
+    import threading
+
+    async def main() -> None:
+        async with engines_behind_gateway() as (gateway, _, client):
+            prompts = gateway.prompts
+            assert prompts is not None
+            node, _ = await served_by(client, chat("q"))
+            assert node in prompts.affinity.nodes()
+            gateway.router.remove_service_node(node)
+            thread = threading.Thread(target=gateway.ring_changed)
+            thread.start()
+            thread.join()
+            await eventually(lambda: node not in prompts.affinity.nodes(), "the record goes")
+            assert len(prompts.affinity.nodes()) == 2
+    run(main())
