@@ -493,7 +493,7 @@ class Gateway:
             return
         router = self._router
         watched = getattr(self._verdicts, "watched_nodes", None)
-        known = set(watched()) if callable(watched) else set()
+        known: Mapping[str, float] = watched() if callable(watched) else {}
         prompts.prune(lambda node: node in router or node in known or node in self._held_down)
 
     # -- reload ----------------------------------------------------------------
@@ -590,10 +590,7 @@ class Gateway:
             if self._own_health and self._health is not None and backend_tls.built:
                 self._health.ssl_context = backend_tls.context()
         self._tunnels.reconfigure(config)
-        self._tunnels.ring_changed()
-        if self._proxy.prompts is not None:
-            for node in changes.removed:
-                self._proxy.prompts.forget(node)
+        self._ring_changed_here()  # a removed node has left the ring and the checks
         # The new TLS context serves the handshakes from now on; connections
         # already open keep theirs.
         self._tls, self._tls_certificate = tls, certificate
