@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -122,17 +123,30 @@ class DnsServer:
         for domain in failing:
             assert self._upstream is not None
             args.append(f"--server=/{domain}/127.0.0.1#{self._upstream.port}")
-        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         env=program_env())
         deadline = time.monotonic() + 10.0
+        process = self._process = self._launch(args)
         while not self._answers():
-            if self._process.poll() is not None:
-                stderr = self._process.stderr.read().decode() if self._process.stderr else ""
-                raise RuntimeError(f"dnsmasq exited with {self._process.returncode}: {stderr}")
+            if process.poll() is not None:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                if process.stderr is not None:
+                    process.stderr.close()
+                # The dnsmasq before it forks a child for each TCP query,
+                # which holds the listening sockets until it exits: the
+                # port is free again a moment later.
+                if "Address already in use" in stderr and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    process = self._process = self._launch(args)
+                    continue
+                raise RuntimeError(f"dnsmasq exited with {process.returncode}: {stderr}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"dnsmasq did not listen on port {self.port}")
             time.sleep(0.02)
+
+    @staticmethod
+    def _launch(args: list[str]) -> subprocess.Popen[bytes]:
+        # A session of its own: stop() ends its TCP children with it.
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=program_env(), start_new_session=True)
 
     def _answers(self) -> bool:
         with contextlib.suppress(OSError), socket.create_connection(
@@ -146,11 +160,13 @@ class DnsServer:
         if process is None:
             return
         if process.poll() is None:
-            process.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)  # with the TCP children
             try:
                 process.wait(10)
             except subprocess.TimeoutExpired:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         if process.stderr is not None:
             process.stderr.close()
